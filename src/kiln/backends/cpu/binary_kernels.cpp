@@ -1,0 +1,255 @@
+// CPU kernels for binary and ternary elementwise ops. Inputs arrive with one common dtype
+// (the ops layer promotes); comparisons and logical ops write bool.
+#include <cmath>
+
+#include "kiln/dispatch/registry.h"
+#include "kiln/tensor/strided_loop.h"
+#include "scalar_math.h"
+
+namespace kiln::cpu {
+namespace {
+
+template <typename T>
+using C_t = opmath_t<T>;
+
+[[noreturn]] void unsupported(const OpCall& call, DType t) {
+  KILN_THROW(TypeError, "\"", call.op->name, "\" not implemented for '", dtype_name(t), "'");
+}
+
+// out = F::apply(a, b, call) in the compute type.
+template <typename F>
+void binary_kernel(OpCall& call) {
+  const Tensor& a = call.inputs[0];
+  const Tensor& b = call.inputs[1];
+  const Tensor& out = call.outs[0];
+  KILN_DISPATCH_ALL(a.dtype(), call.op->name.c_str(), [&]<typename T>() {
+    using C = C_t<T>;
+    if constexpr (F::template supports<T>) {
+      auto f = F::template make<C>(call);
+      elementwise_kernel<T, T, T>(out, {&a, &b}, [&f](T x, T y) { return T(f(C(x), C(y))); });
+    } else {
+      unsupported(call, a.dtype());
+    }
+  });
+}
+
+template <typename F>
+void compare_kernel(OpCall& call) {
+  const Tensor& a = call.inputs[0];
+  const Tensor& b = call.inputs[1];
+  KILN_DISPATCH_ALL(a.dtype(), call.op->name.c_str(), [&]<typename T>() {
+    using C = C_t<T>;
+    elementwise_kernel<bool, T, T>(call.outs[0], {&a, &b},
+                                   [](T x, T y) { return F::apply(C(x), C(y)); });
+  });
+}
+
+template <typename T> inline constexpr bool any_v = true;
+template <typename T> inline constexpr bool not_bool_v = !std::is_same_v<T, bool>;
+template <typename T> inline constexpr bool float_v = std::is_floating_point_v<C_t<T>>;
+template <typename T> inline constexpr bool int_bool_v = std::is_integral_v<T>;
+
+// add/sub carry alpha (attrs[0]); bool add is logical or, as PyTorch.
+struct Add {
+  template <typename T> static constexpr bool supports = true;
+  template <typename C> static auto make(const OpCall& call) {
+    C alpha = call.scalar_attr(0).to<C>();
+    return [alpha](C x, C y) -> C {
+      if constexpr (std::is_same_v<C, bool>) return x || (alpha && y);
+      else return wrap_add(x, wrap_mul(alpha, y));
+    };
+  }
+};
+struct Sub {
+  template <typename T> static constexpr bool supports = not_bool_v<T>;
+  template <typename C> static auto make(const OpCall& call) {
+    C alpha = call.scalar_attr(0).to<C>();
+    return [alpha](C x, C y) { return wrap_sub(x, wrap_mul(alpha, y)); };
+  }
+};
+struct Mul {
+  template <typename T> static constexpr bool supports = true;
+  template <typename C> static auto make(const OpCall&) {
+    return [](C x, C y) -> C {
+      if constexpr (std::is_same_v<C, bool>) return x && y;
+      else return wrap_mul(x, y);
+    };
+  }
+};
+// div with rounding mode attrs[0]: "" (true; floats only), "trunc", "floor".
+struct Div {
+  template <typename T> static constexpr bool supports = not_bool_v<T>;
+  template <typename C> static auto make(const OpCall& call) {
+    const std::string& mode = call.string_attr(0);
+    int m = mode == "trunc" ? 1 : mode == "floor" ? 2 : 0;
+    return [m](C x, C y) -> C {
+      if constexpr (std::is_floating_point_v<C>) {
+        if (m == 1) return std::trunc(x / y);
+        if (m == 2) return float_div_floor(x, y);
+        return x / y;
+      } else {
+        return m == 2 ? int_div_floor(x, y) : int_div_trunc(x, y);
+      }
+    };
+  }
+};
+struct Pow {
+  template <typename T> static constexpr bool supports = not_bool_v<T>;
+  template <typename C> static auto make(const OpCall&) {
+    return [](C x, C y) -> C {
+      if constexpr (std::is_floating_point_v<C>) return std::pow(x, y);
+      else return int_pow(x, y);
+    };
+  }
+};
+struct Maximum {
+  template <typename T> static constexpr bool supports = true;
+  template <typename C> static auto make(const OpCall&) { return [](C x, C y) { return nan_max(x, y); }; }
+};
+struct Minimum {
+  template <typename T> static constexpr bool supports = true;
+  template <typename C> static auto make(const OpCall&) { return [](C x, C y) { return nan_min(x, y); }; }
+};
+struct Fmod {
+  template <typename T> static constexpr bool supports = not_bool_v<T>;
+  template <typename C> static auto make(const OpCall&) {
+    return [](C x, C y) -> C {
+      if constexpr (std::is_floating_point_v<C>) return std::fmod(x, y);
+      else return int_mod(x, y);
+    };
+  }
+};
+struct Remainder {
+  template <typename T> static constexpr bool supports = not_bool_v<T>;
+  template <typename C> static auto make(const OpCall&) {
+    return [](C x, C y) -> C {
+      if constexpr (std::is_floating_point_v<C>) return float_remainder(x, y);
+      else return int_remainder(x, y);
+    };
+  }
+};
+struct Atan2 {
+  template <typename T> static constexpr bool supports = float_v<T>;
+  template <typename C> static auto make(const OpCall&) {
+    return [](C x, C y) -> C {
+      if constexpr (std::is_floating_point_v<C>) return std::atan2(x, y);
+      else return x;
+    };
+  }
+};
+#define KILN_BITWISE(Name, op)                                                \
+  struct Name {                                                               \
+    template <typename T> static constexpr bool supports = int_bool_v<T>;     \
+    template <typename C> static auto make(const OpCall&) {                   \
+      return [](C x, C y) -> C {                                              \
+        if constexpr (std::is_integral_v<C>) return C(x op y);                \
+        else return x;                                                        \
+      };                                                                      \
+    }                                                                         \
+  };
+KILN_BITWISE(BitAnd, &)
+KILN_BITWISE(BitOr, |)
+KILN_BITWISE(BitXor, ^)
+#undef KILN_BITWISE
+
+#define KILN_COMPARE(Name, expr) \
+  struct Name {                  \
+    template <typename C> static bool apply(C x, C y) { return (expr); } \
+  };
+KILN_COMPARE(Eq, x == y)
+KILN_COMPARE(Ne, x != y)
+KILN_COMPARE(Lt, x < y)
+KILN_COMPARE(Le, x <= y)
+KILN_COMPARE(Gt, x > y)
+KILN_COMPARE(Ge, x >= y)
+KILN_COMPARE(LogicalAnd, (x != C(0)) && (y != C(0)))
+KILN_COMPARE(LogicalOr, (x != C(0)) || (y != C(0)))
+KILN_COMPARE(LogicalXor, (x != C(0)) != (y != C(0)))
+#undef KILN_COMPARE
+
+// where(cond, a, b): inputs {cond(bool), a, b}.
+void where_kernel(OpCall& call) {
+  const Tensor& c = call.inputs[0];
+  const Tensor& a = call.inputs[1];
+  const Tensor& b = call.inputs[2];
+  KILN_DISPATCH_ALL(a.dtype(), "where", [&]<typename T>() {
+    elementwise_kernel<T, bool, T, T>(call.outs[0], {&c, &a, &b},
+                                      [](bool p, T x, T y) { return p ? x : y; });
+  });
+}
+
+// lerp(start, end, weight): inputs {start, end, weight}; PyTorch's two-sided formula keeps
+// lerp(a, b, 1) == b exactly.
+void lerp_kernel(OpCall& call) {
+  const Tensor& s = call.inputs[0];
+  const Tensor& e = call.inputs[1];
+  const Tensor& w = call.inputs[2];
+  KILN_DISPATCH_FLOAT(s.dtype(), "lerp", [&]<typename T>() {
+    using C = C_t<T>;
+    elementwise_kernel<T, T, T, T>(call.outs[0], {&s, &e, &w}, [](T a, T b, T wt) {
+      C x = C(a), y = C(b), t = C(wt);
+      return T(std::fabs(t) < C(0.5) ? x + t * (y - x) : y - (y - x) * (C(1) - t));
+    });
+  });
+}
+
+// addcmul/addcdiv(self, t1, t2, value): self + value * t1 (*|/) t2.
+template <bool kDivide>
+void addc_kernel(OpCall& call) {
+  const Tensor& s = call.inputs[0];
+  const Tensor& t1 = call.inputs[1];
+  const Tensor& t2 = call.inputs[2];
+  KILN_DISPATCH_ALL(s.dtype(), kDivide ? "addcdiv" : "addcmul", [&]<typename T>() {
+    using C = C_t<T>;
+    if constexpr (std::is_same_v<T, bool>) {
+      unsupported(call, s.dtype());
+    } else {
+      C v = call.scalar_attr(0).to<C>();
+      elementwise_kernel<T, T, T, T>(call.outs[0], {&s, &t1, &t2}, [v](T a, T b, T c) {
+        if constexpr (kDivide) {
+          if constexpr (std::is_integral_v<C>) return T(wrap_add(C(a), wrap_mul(v, int_div_trunc(C(b), C(c)))));
+          else return T(C(a) + v * (C(b) / C(c)));
+        } else {
+          return T(wrap_add(C(a), wrap_mul(v, wrap_mul(C(b), C(c)))));
+        }
+      });
+    }
+  });
+}
+
+}  // namespace
+
+void register_binary_kernels() {
+  auto reg = [](const char* name, KernelFn fn, DTypeMask mask) {
+    register_kernel(name, DeviceType::CPU, fn, mask);
+  };
+  const DTypeMask numeric = kNumericDTypes;
+  reg("add", binary_kernel<Add>, kAllDTypes);
+  reg("sub", binary_kernel<Sub>, numeric);
+  reg("mul", binary_kernel<Mul>, kAllDTypes);
+  reg("div", binary_kernel<Div>, numeric);
+  reg("pow", binary_kernel<Pow>, numeric);
+  reg("maximum", binary_kernel<Maximum>, kAllDTypes);
+  reg("minimum", binary_kernel<Minimum>, kAllDTypes);
+  reg("fmod", binary_kernel<Fmod>, numeric);
+  reg("remainder", binary_kernel<Remainder>, numeric);
+  reg("atan2", binary_kernel<Atan2>, kFloatDTypes);
+  reg("bitwise_and", binary_kernel<BitAnd>, kIntBoolDTypes);
+  reg("bitwise_or", binary_kernel<BitOr>, kIntBoolDTypes);
+  reg("bitwise_xor", binary_kernel<BitXor>, kIntBoolDTypes);
+  reg("eq", compare_kernel<Eq>, kAllDTypes);
+  reg("ne", compare_kernel<Ne>, kAllDTypes);
+  reg("lt", compare_kernel<Lt>, kAllDTypes);
+  reg("le", compare_kernel<Le>, kAllDTypes);
+  reg("gt", compare_kernel<Gt>, kAllDTypes);
+  reg("ge", compare_kernel<Ge>, kAllDTypes);
+  reg("logical_and", compare_kernel<LogicalAnd>, kAllDTypes);
+  reg("logical_or", compare_kernel<LogicalOr>, kAllDTypes);
+  reg("logical_xor", compare_kernel<LogicalXor>, kAllDTypes);
+  reg("where", where_kernel, kAllDTypes);  // keyed on cond (bool); a/b any dtype
+  reg("lerp", lerp_kernel, kFloatDTypes);
+  reg("addcmul", addc_kernel<false>, numeric);
+  reg("addcdiv", addc_kernel<true>, numeric);
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,98 @@
+// CPU kernels for strided copies with dtype conversion, fill, arange, linspace and eye.
+#include <cmath>
+#include <cstring>
+
+#include "kiln/core/convert.h"
+#include "kiln/dispatch/registry.h"
+#include "kiln/tensor/strided_loop.h"
+
+namespace kiln::cpu {
+namespace {
+
+// outs[0] <- inputs[0] (broadcast, converted).
+void copy_kernel(OpCall& call) {
+  const Tensor& src = call.inputs[0];
+  const Tensor& dst = call.outs[0];
+  if (src.dtype() == dst.dtype() && src.is_contiguous() && dst.is_contiguous() &&
+      src.shape() == dst.shape()) {
+    if (dst.nbytes()) std::memmove(dst.raw_data(), src.raw_data(), dst.nbytes());
+    return;
+  }
+  KILN_DISPATCH_ALL(dst.dtype(), "copy_", [&]<typename To>() {
+    KILN_DISPATCH_ALL(src.dtype(), "copy_", [&]<typename From>() {
+      elementwise_kernel<To, From>(dst, {&src}, [](From v) { return convert_value<To>(v); });
+    });
+  });
+}
+
+// outs[0] <- attrs[0] (Scalar).
+void fill_kernel(OpCall& call) {
+  const Tensor& dst = call.outs[0];
+  const Scalar& v = call.scalar_attr(0);
+  KILN_DISPATCH_ALL(dst.dtype(), "fill_", [&]<typename T>() {
+    T value = v.is_floating() ? convert_value<T>(v.to_double())
+              : v.is_bool()   ? convert_value<T>(v.to_bool())
+                              : convert_value<T>(v.to_int());
+    elementwise_kernel<T>(dst, {}, [value]() { return value; });
+  });
+}
+
+// outs[0][i] = start + i * step (attrs: start, end, step as Scalars).
+void arange_kernel(OpCall& call) {
+  const Tensor& dst = call.outs[0];
+  const Scalar& start = call.scalar_attr(0);
+  const Scalar& step = call.scalar_attr(2);
+  int64_t n = dst.numel();
+  KILN_DISPATCH_ALL(dst.dtype(), "arange", [&]<typename T>() {
+    T* p = dst.data_ptr<T>();
+    if (start.is_floating() || step.is_floating() || is_floating(dst.dtype())) {
+      double s = start.to_double(), d = step.to_double();
+      for (int64_t i = 0; i < n; ++i) p[i] = convert_value<T>(s + double(i) * d);
+    } else {
+      int64_t s = start.to_int(), d = step.to_int();
+      for (int64_t i = 0; i < n; ++i) p[i] = convert_value<T>(s + i * d);
+    }
+  });
+}
+
+// outs[0] = linspace(start, end, steps): the first half counts up from start and the second
+// half down from end, as PyTorch, so both ends are exact.
+void linspace_kernel(OpCall& call) {
+  const Tensor& dst = call.outs[0];
+  double start = call.double_attr(0), end = call.double_attr(1);
+  int64_t n = dst.numel();
+  KILN_DISPATCH_ALL(dst.dtype(), "linspace", [&]<typename T>() {
+    T* p = dst.data_ptr<T>();
+    if (n == 1) {
+      p[0] = convert_value<T>(start);
+      return;
+    }
+    double step = (end - start) / double(n - 1);
+    int64_t half = n / 2;
+    for (int64_t i = 0; i < n; ++i)
+      p[i] = convert_value<T>(i < half ? start + step * double(i)
+                                       : end - step * double(n - 1 - i));
+  });
+}
+
+void eye_kernel(OpCall& call) {
+  const Tensor& dst = call.outs[0];
+  int64_t rows = dst.size(0), cols = dst.size(1);
+  KILN_DISPATCH_ALL(dst.dtype(), "eye", [&]<typename T>() {
+    T* p = dst.data_ptr<T>();
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) p[i * cols + j] = convert_value<T>(int(i == j));
+  });
+}
+
+}  // namespace
+
+void register_copy_kernels() {
+  register_kernel("_copy_strided", DeviceType::CPU, copy_kernel, kAllDTypes);
+  register_kernel("fill_", DeviceType::CPU, fill_kernel, kAllDTypes);
+  register_kernel("arange", DeviceType::CPU, arange_kernel, kAllDTypes & ~dtype_bit(DType::Bool));
+  register_kernel("linspace", DeviceType::CPU, linspace_kernel, kAllDTypes & ~dtype_bit(DType::Bool));
+  register_kernel("eye", DeviceType::CPU, eye_kernel, kAllDTypes);
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,246 @@
+// CPU kernels for unary elementwise ops: out = f(in), computed in float for 16-bit floats.
+#include <cmath>
+
+#include "kiln/dispatch/registry.h"
+#include "kiln/tensor/strided_loop.h"
+#include "scalar_math.h"
+
+namespace kiln::cpu {
+namespace {
+
+// Runs F::apply<C>(c) on every element, where C is the compute type of T.
+template <typename F>
+void unary_kernel(OpCall& call) {
+  const Tensor& in = call.inputs[0];
+  const Tensor& out = call.outs[0];
+  KILN_DISPATCH_ALL(in.dtype(), call.op->name.c_str(), [&]<typename T>() {
+    using C = opmath_t<T>;
+    if constexpr (F::template supports<T>) {
+      elementwise_kernel<T, T>(out, {&in}, [](T v) { return T(F::template apply<C>(C(v))); });
+    } else {
+      KILN_THROW(TypeError, "\"", call.op->name, "\" not implemented for '",
+                 dtype_name(in.dtype()), "'");
+    }
+  });
+}
+
+template <typename F>
+void bool_unary_kernel(OpCall& call) {
+  const Tensor& in = call.inputs[0];
+  const Tensor& out = call.outs[0];
+  KILN_DISPATCH_ALL(in.dtype(), call.op->name.c_str(), [&]<typename T>() {
+    using C = opmath_t<T>;
+    elementwise_kernel<bool, T>(out, {&in}, [](T v) { return F::template apply<C>(C(v)); });
+  });
+}
+
+template <typename T>
+inline constexpr bool is_float_v = std::is_floating_point_v<opmath_t<T>>;
+
+#define KILN_FLOAT_UNARY(Name, expr)                                  \
+  struct Name {                                                       \
+    template <typename T>                                             \
+    static constexpr bool supports = is_float_v<T>;                   \
+    template <typename C>                                             \
+    static C apply(C x) {                                             \
+      if constexpr (std::is_floating_point_v<C>) return (expr);       \
+      else return x;                                                  \
+    }                                                                 \
+  };
+
+KILN_FLOAT_UNARY(Exp, std::exp(x))
+KILN_FLOAT_UNARY(Exp2, std::exp2(x))
+KILN_FLOAT_UNARY(Log, std::log(x))
+KILN_FLOAT_UNARY(Log2, std::log2(x))
+KILN_FLOAT_UNARY(Log1p, std::log1p(x))
+KILN_FLOAT_UNARY(Expm1, std::expm1(x))
+KILN_FLOAT_UNARY(Sqrt, std::sqrt(x))
+KILN_FLOAT_UNARY(Rsqrt, C(1) / std::sqrt(x))
+KILN_FLOAT_UNARY(Sin, std::sin(x))
+KILN_FLOAT_UNARY(Cos, std::cos(x))
+KILN_FLOAT_UNARY(Tan, std::tan(x))
+KILN_FLOAT_UNARY(Tanh, std::tanh(x))
+KILN_FLOAT_UNARY(Sigmoid, C(1) / (C(1) + std::exp(-x)))
+KILN_FLOAT_UNARY(Silu, x / (C(1) + std::exp(-x)))
+KILN_FLOAT_UNARY(Erf, std::erf(x))
+KILN_FLOAT_UNARY(Reciprocal, C(1) / x)
+KILN_FLOAT_UNARY(GeluErf, C(0.5) * x * (C(1) + std::erf(x * C(0.70710678118654752440))))
+KILN_FLOAT_UNARY(GeluTanh, C(0.5) * x *
+                               (C(1) + std::tanh(C(0.79788456080286535588) *
+                                                 (x + C(0.044715) * x * x * x))))
+#undef KILN_FLOAT_UNARY
+
+template <typename T>
+inline constexpr bool not_bool_v = !std::is_same_v<T, bool>;
+
+struct Neg {
+  template <typename T> static constexpr bool supports = not_bool_v<T>;
+  template <typename C> static C apply(C x) { return wrap_neg(x); }
+};
+struct Abs {
+  template <typename T> static constexpr bool supports = not_bool_v<T>;
+  template <typename C> static C apply(C x) {
+    if constexpr (std::is_floating_point_v<C>) return std::fabs(x);
+    else if constexpr (std::is_signed_v<C>) return x < 0 ? wrap_neg(x) : x;
+    else return x;
+  }
+};
+struct Relu {
+  template <typename T> static constexpr bool supports = not_bool_v<T>;
+  template <typename C> static C apply(C x) {
+    if constexpr (std::is_floating_point_v<C>)
+      if (std::isnan(x)) return x;
+    return x > C(0) ? x : C(0);
+  }
+};
+#define KILN_ROUNDING(Name, fn)                                            \
+  struct Name {                                                            \
+    template <typename T> static constexpr bool supports = not_bool_v<T>;  \
+    template <typename C> static C apply(C x) {                            \
+      if constexpr (std::is_floating_point_v<C>) return fn(x);             \
+      else return x;                                                       \
+    }                                                                      \
+  };
+KILN_ROUNDING(Floor, std::floor)
+KILN_ROUNDING(Ceil, std::ceil)
+KILN_ROUNDING(Round, std::nearbyint)  // half to even under the default rounding mode
+KILN_ROUNDING(Trunc, std::trunc)
+#undef KILN_ROUNDING
+struct Sign {
+  template <typename T> static constexpr bool supports = true;
+  template <typename C> static C apply(C x) {
+    if constexpr (std::is_same_v<C, bool>) return x;
+    else if constexpr (std::is_floating_point_v<C>) {
+      if (std::isnan(x)) return C(0);
+      return C((C(0) < x) - (x < C(0)));
+    } else if constexpr (std::is_signed_v<C>) return C((C(0) < x) - (x < C(0)));
+    else return C(x > 0);
+  }
+};
+
+struct LogicalNot {
+  template <typename C> static bool apply(C x) { return !(x != C(0)); }
+};
+struct IsNan {
+  template <typename C> static bool apply(C x) {
+    if constexpr (std::is_floating_point_v<C>) return std::isnan(x);
+    else return false;
+  }
+};
+struct IsInf {
+  template <typename C> static bool apply(C x) {
+    if constexpr (std::is_floating_point_v<C>) return std::isinf(x);
+    else return false;
+  }
+};
+struct IsFinite {
+  template <typename C> static bool apply(C x) {
+    if constexpr (std::is_floating_point_v<C>) return std::isfinite(x);
+    else return true;
+  }
+};
+
+// gelu(approximate): attrs[0] is "none" or "tanh".
+void gelu_kernel(OpCall& call) {
+  if (call.string_attr(0) == "tanh") unary_kernel<GeluTanh>(call);
+  else unary_kernel<GeluErf>(call);
+}
+
+// softplus(beta, threshold): log1p(exp(beta x)) / beta, linear above threshold.
+void softplus_kernel(OpCall& call) {
+  const Tensor& in = call.inputs[0];
+  const Tensor& out = call.outs[0];
+  double beta = call.double_attr(0), threshold = call.double_attr(1);
+  KILN_DISPATCH_FLOAT(in.dtype(), "softplus", [&]<typename T>() {
+    using C = opmath_t<T>;
+    C b = C(beta), th = C(threshold);
+    elementwise_kernel<T, T>(out, {&in}, [b, th](T v) {
+      C x = C(v);
+      return T(x * b > th ? x : std::log1p(std::exp(x * b)) / b);
+    });
+  });
+}
+
+// clamp(min?, max?) with Scalar bounds; NaN stays NaN.
+void clamp_kernel(OpCall& call) {
+  const Tensor& in = call.inputs[0];
+  const Tensor& out = call.outs[0];
+  bool has_lo = call.has_attr(0), has_hi = call.has_attr(1);
+  KILN_DISPATCH_ALL(in.dtype(), "clamp", [&]<typename T>() {
+    using C = opmath_t<T>;
+    C lo = has_lo ? call.scalar_attr(0).to<C>() : C(0);
+    C hi = has_hi ? call.scalar_attr(1).to<C>() : C(0);
+    elementwise_kernel<T, T>(out, {&in}, [=](T v) {
+      C x = C(v);
+      if constexpr (std::is_floating_point_v<C>)
+        if (std::isnan(x)) return v;
+      if (has_lo && x < lo) x = lo;
+      if (has_hi && x > hi) x = hi;  // min applied last, as PyTorch: min > max gives max
+      return T(x);
+    });
+  });
+}
+
+// nan_to_num(nan, posinf, neginf): absent replacements are 0, the dtype's max and lowest.
+void nan_to_num_kernel(OpCall& call) {
+  const Tensor& in = call.inputs[0];
+  const Tensor& out = call.outs[0];
+  KILN_DISPATCH_FLOAT(in.dtype(), "nan_to_num", [&]<typename T>() {
+    using C = opmath_t<T>;
+    C big = C(std::is_same_v<T, Half> ? 65504.0
+              : std::is_same_v<T, BFloat16> ? 3.3895313892515355e38
+                                            : double(std::numeric_limits<C>::max()));
+    C nan_v = call.has_attr(0) ? C(call.double_attr(0)) : C(0);
+    C pos_v = call.has_attr(1) ? C(call.double_attr(1)) : big;
+    C neg_v = call.has_attr(2) ? C(call.double_attr(2)) : -big;
+    elementwise_kernel<T, T>(out, {&in}, [=](T v) {
+      C x = C(v);
+      if (std::isnan(x)) return T(nan_v);
+      if (std::isinf(x)) return T(x > 0 ? pos_v : neg_v);
+      return v;
+    });
+  });
+}
+
+}  // namespace
+
+void register_unary_kernels() {
+  auto reg = [](const char* name, KernelFn fn, DTypeMask mask) {
+    register_kernel(name, DeviceType::CPU, fn, mask);
+  };
+  const DTypeMask numeric = kNumericDTypes;
+  reg("neg", unary_kernel<Neg>, numeric);
+  reg("abs", unary_kernel<Abs>, numeric);
+  reg("exp", unary_kernel<Exp>, kFloatDTypes);
+  reg("exp2", unary_kernel<Exp2>, kFloatDTypes);
+  reg("log", unary_kernel<Log>, kFloatDTypes);
+  reg("log2", unary_kernel<Log2>, kFloatDTypes);
+  reg("log1p", unary_kernel<Log1p>, kFloatDTypes);
+  reg("expm1", unary_kernel<Expm1>, kFloatDTypes);
+  reg("sqrt", unary_kernel<Sqrt>, kFloatDTypes);
+  reg("rsqrt", unary_kernel<Rsqrt>, kFloatDTypes);
+  reg("sin", unary_kernel<Sin>, kFloatDTypes);
+  reg("cos", unary_kernel<Cos>, kFloatDTypes);
+  reg("tan", unary_kernel<Tan>, kFloatDTypes);
+  reg("tanh", unary_kernel<Tanh>, kFloatDTypes);
+  reg("sigmoid", unary_kernel<Sigmoid>, kFloatDTypes);
+  reg("relu", unary_kernel<Relu>, numeric);
+  reg("silu", unary_kernel<Silu>, kFloatDTypes);
+  reg("erf", unary_kernel<Erf>, kFloatDTypes);
+  reg("reciprocal", unary_kernel<Reciprocal>, kFloatDTypes);
+  reg("floor", unary_kernel<Floor>, numeric);
+  reg("ceil", unary_kernel<Ceil>, numeric);
+  reg("round", unary_kernel<Round>, numeric);
+  reg("trunc", unary_kernel<Trunc>, numeric);
+  reg("sign", unary_kernel<Sign>, kAllDTypes);
+  reg("logical_not", bool_unary_kernel<LogicalNot>, kAllDTypes);
+  reg("isnan", bool_unary_kernel<IsNan>, kAllDTypes);
+  reg("isinf", bool_unary_kernel<IsInf>, kAllDTypes);
+  reg("isfinite", bool_unary_kernel<IsFinite>, kAllDTypes);
+  reg("gelu", gelu_kernel, kFloatDTypes);
+  reg("softplus", softplus_kernel, kFloatDTypes);
+  reg("clamp", clamp_kernel, numeric);
+  reg("nan_to_num", nan_to_num_kernel, kFloatDTypes);
+}
+
+}  // namespace kiln::cpu

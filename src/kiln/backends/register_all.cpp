@@ -1,0 +1,58 @@
+// Registers every built-in op definition and kernel, once, on first use of the registry.
+#include <mutex>
+
+#include "kiln/dispatch/registry.h"
+#include "kiln/kiln.h"
+
+namespace kiln {
+namespace ops {
+void register_copy_ops();
+void register_factory_ops();
+void register_view_ops();
+void register_unary_ops();
+void register_binary_ops();
+void register_reduction_ops();
+void register_linalg_ops();
+void register_indexing_ops();
+void register_random_ops();
+}  // namespace ops
+namespace cpu {
+void register_copy_kernels();
+void register_unary_kernels();
+void register_binary_kernels();
+void register_reduction_kernels();
+void register_linalg_kernels();
+void register_indexing_kernels();
+void register_random_kernels();
+}  // namespace cpu
+namespace testing_backend {
+void register_testing_kernels();
+}
+
+void ensure_ops_registered() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    ops::register_copy_ops();
+    ops::register_factory_ops();
+    ops::register_view_ops();
+    ops::register_unary_ops();
+    ops::register_binary_ops();
+    ops::register_reduction_ops();
+    ops::register_linalg_ops();
+    ops::register_indexing_ops();
+    ops::register_random_ops();
+    cpu::register_copy_kernels();
+    cpu::register_unary_kernels();
+    cpu::register_binary_kernels();
+    cpu::register_reduction_kernels();
+    cpu::register_linalg_kernels();
+    cpu::register_indexing_kernels();
+    cpu::register_random_kernels();
+    testing_backend::register_testing_kernels();
+  });
+}
+
+std::string version() { return KILN_VERSION; }
+std::string build_type() { return KILN_BUILD_TYPE; }
+
+}  // namespace kiln

@@ -1,0 +1,233 @@
+#include "kiln/dispatch/dispatcher.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <mutex>
+#include <set>
+
+#include "kiln/dispatch/interceptor.h"
+#include "kiln/dispatch/interceptor_state.h"
+#include "kiln/runtime/guard.h"
+#include "kiln/tensor/empty.h"
+
+namespace kiln {
+
+namespace {
+
+std::atomic<int> g_fallback{-1};  // -1: not read from the environment yet
+std::atomic<int64_t> g_total_fallbacks{0};
+
+// The device every tensor of the call is on; DeviceError naming both when they differ.
+Device call_device(const OpCall& call) {
+  const Tensor* first = nullptr;
+  auto visit = [&](const Tensor& t) {
+    if (!t.defined()) return;
+    if (!first) {
+      first = &t;
+      return;
+    }
+    KILN_CHECK(t.device() == first->device(), DeviceError,
+               "Expected all tensors to be on the same device, but found at least two "
+               "devices, ", first->device(), " and ", t.device(), " (in op '", call.op->name,
+               "')");
+  };
+  for (const auto& t : call.inputs) visit(t);
+  for (const auto& t : call.outs) visit(t);
+  if (first) return first->device();
+  KILN_INTERNAL_ASSERT(call.device.has_value(), "op '", call.op->name,
+                       "' called with no tensor and no device");
+  return resolve_device(*call.device);
+}
+
+DType key_dtype(const OpCall& call, const std::vector<TensorMeta>& metas) {
+  for (const auto& t : call.inputs)
+    if (t.defined()) return t.dtype();
+  if (!metas.empty()) return metas[0].dtype;
+  for (const auto& t : call.outs)
+    if (t.defined()) return t.dtype();
+  return DType::F32;
+}
+
+std::string dtype_list(DTypeMask mask) {
+  std::string s;
+  for (int i = 0; i < kNumDTypes; ++i)
+    if (mask & dtype_bit(DType(i))) s += (s.empty() ? "" : ", ") + std::string(dtype_name(DType(i)));
+  return s.empty() ? "none" : s;
+}
+
+void prepare_outputs(OpCall& call, const std::vector<TensorMeta>& metas, Device device) {
+  const OpDef& op = *call.op;
+  if (call.outs.empty()) {
+    call.outs.reserve(metas.size());
+    for (const auto& m : metas) call.outs.push_back(empty_tensor(m.shape, m.dtype, device));
+    return;
+  }
+  KILN_CHECK(call.outs.size() == metas.size(), ValueError, op.name, ": expected ", metas.size(),
+             " output tensors, got ", call.outs.size());
+  for (size_t i = 0; i < metas.size(); ++i) {
+    Tensor& out = call.outs[i];
+    KILN_CHECK(out.dtype() == metas[i].dtype, TypeError, op.name, ": result type ",
+               metas[i].dtype, " can't be written to an output of dtype ", out.dtype());
+    if (out.shape() != metas[i].shape) {
+      // As PyTorch: an empty out= tensor is resized; a non-empty one of another shape is an
+      // error (PyTorch warns and resizes; kiln refuses to silently reallocate user memory).
+      KILN_CHECK(out.numel() == 0 && !out.is_view(), ShapeError, op.name,
+                 ": output tensor has shape ", shape_str(out.shape()), " but the result has shape ",
+                 shape_str(metas[i].shape));
+      Tensor fresh = empty_tensor(metas[i].shape, metas[i].dtype, device);
+      out.impl()->set_storage(fresh.impl()->storage(), 0, fresh.shape(), fresh.strides());
+    }
+    out.impl()->bump_version();
+  }
+}
+
+std::vector<Tensor> run_on_cpu_instead(OpCall& call, Device device);
+
+std::vector<Tensor> run_op(OpCall& call) {
+  const OpDef& op = *call.op;
+  if (op.view) return {op.view(call)};
+  if (op.composite) return op.composite(call);
+
+  Device device = call_device(call);
+  std::vector<TensorMeta> metas;
+  if (!op.dynamic_shape) metas = op.meta(call);
+  DType dtype = key_dtype(call, metas);
+  KernelFn kernel = find_kernel(op, device.type, dtype);
+  if (!kernel) {
+    const KernelEntry& own = op.kernels[size_t(device.type)];
+    const KernelEntry& cpu = op.kernels[size_t(DeviceType::CPU)];
+    bool cpu_has = cpu.fn && (cpu.dtypes & dtype_bit(dtype));
+    if (device.type != DeviceType::CPU && cpu_has && cpu_fallback_enabled())
+      return run_on_cpu_instead(call, device);
+    if (own.fn || (device.type == DeviceType::CPU && cpu.fn))
+      KILN_THROW(TypeError, "\"", op.name, "\" not implemented for '", dtype_name(dtype),
+                 "' on ", device_type_name(device.type), " (supported dtypes: ",
+                 dtype_list(own.dtypes), ")");
+    if (cpu_has && !default_kernel(device.type))
+      KILN_THROW(NotImplementedError, "op '", op.name, "' has no kernel for device '",
+                 device_type_name(device.type),
+                 "'; set KILN_FALLBACK=cpu to run it on the CPU instead");
+    KILN_THROW(TypeError, "\"", op.name, "\" not implemented for '", dtype_name(dtype), "' on ",
+               device_type_name(device.type));
+  }
+  DeviceGuard guard(device);
+  if (!op.dynamic_shape) prepare_outputs(call, metas, device);
+  kernel(call);
+  return call.outs;
+}
+
+std::vector<Tensor> run_chain(OpCall& call, int slot) {
+  unsigned active = detail::active_interceptors();
+  for (; slot < kNumInterceptorSlots; ++slot) {
+    if (!(active & (1u << slot))) continue;
+    Interceptor* ic = get_interceptor(InterceptorSlot(slot));
+    if (!ic) continue;
+    int next_slot = slot + 1;
+    return ic->intercept(call, [next_slot](OpCall& c) { return run_chain(c, next_slot); });
+  }
+  return run_op(call);
+}
+
+// KILN_FALLBACK=cpu: inputs are copied to the CPU, the CPU kernel runs, results are copied
+// back to the device (into the caller's out= tensors when given). Warns once per op.
+std::vector<Tensor> run_on_cpu_instead(OpCall& call, Device device) {
+  const OpDef& op = *call.op;
+  static std::mutex warned_mutex;
+  static std::set<std::string> warned;
+  {
+    std::lock_guard lock(warned_mutex);
+    if (warned.insert(op.name).second)
+      std::cerr << "kiln warning: op '" << op.name << "' has no kernel for device '"
+                << device_type_name(device.type)
+                << "'; running it on the CPU (KILN_FALLBACK=cpu). This warning is shown once "
+                   "per op.\n";
+  }
+  op.fallback_calls.fetch_add(1, std::memory_order_relaxed);
+  g_total_fallbacks.fetch_add(1, std::memory_order_relaxed);
+  Device cpu(DeviceType::CPU, 0);
+  OpCall cpu_call;
+  cpu_call.op = call.op;
+  cpu_call.attrs = call.attrs;
+  cpu_call.device = cpu;
+  for (const auto& t : call.inputs) cpu_call.inputs.push_back(t.defined() ? t.to(cpu) : t);
+  std::vector<Tensor> results = run_op(cpu_call);
+  if (call.outs.empty()) {
+    for (auto& r : results) call.outs.push_back(r.to(device));
+  } else {
+    for (size_t i = 0; i < call.outs.size(); ++i) {
+      call.outs[i].copy_(results[i]);
+    }
+  }
+  return call.outs;
+}
+
+}  // namespace
+
+KernelFn find_kernel(const OpDef& op, DeviceType device, DType dtype) {
+  const KernelEntry& own = op.kernels[size_t(device)];
+  if (own.fn) return (own.dtypes & dtype_bit(dtype)) ? own.fn : nullptr;
+  if (device == DeviceType::CPU) return nullptr;
+  KernelFn fallback = default_kernel(device);
+  const KernelEntry& cpu = op.kernels[size_t(DeviceType::CPU)];
+  if (fallback && cpu.fn && (cpu.dtypes & dtype_bit(dtype))) return fallback;
+  return nullptr;
+}
+
+std::vector<Tensor> dispatch(OpCall& call) {
+  if (__builtin_expect(detail::active_interceptors() == 0, 1)) return run_op(call);
+  return run_chain(call, 0);
+}
+
+Tensor call_op(const OpDef& op, std::vector<Tensor> inputs, std::vector<AttrValue> attrs) {
+  OpCall call;
+  call.op = &op;
+  call.inputs = std::move(inputs);
+  call.attrs = std::move(attrs);
+  auto outs = dispatch(call);
+  KILN_INTERNAL_ASSERT(!outs.empty(), "op '", op.name, "' returned no output");
+  return std::move(outs[0]);
+}
+
+std::vector<Tensor> call_op_multi(const OpDef& op, std::vector<Tensor> inputs,
+                                  std::vector<AttrValue> attrs) {
+  OpCall call;
+  call.op = &op;
+  call.inputs = std::move(inputs);
+  call.attrs = std::move(attrs);
+  return dispatch(call);
+}
+
+void call_op_out(const OpDef& op, std::vector<Tensor> inputs, std::vector<AttrValue> attrs,
+                 std::vector<Tensor> outs) {
+  OpCall call;
+  call.op = &op;
+  call.inputs = std::move(inputs);
+  call.attrs = std::move(attrs);
+  call.outs = std::move(outs);
+  dispatch(call);
+}
+
+Tensor call_factory(const OpDef& op, Device device, std::vector<AttrValue> attrs) {
+  OpCall call;
+  call.op = &op;
+  call.attrs = std::move(attrs);
+  call.device = resolve_device(device);
+  auto outs = dispatch(call);
+  return std::move(outs[0]);
+}
+
+bool cpu_fallback_enabled() {
+  int v = g_fallback.load(std::memory_order_relaxed);
+  if (v < 0) {
+    const char* env = std::getenv("KILN_FALLBACK");
+    v = env && std::strcmp(env, "cpu") == 0 ? 1 : 0;
+    g_fallback.store(v);
+  }
+  return v == 1;
+}
+void set_cpu_fallback_enabled(bool enabled) { g_fallback.store(enabled ? 1 : 0); }
+int64_t total_fallback_calls() { return g_total_fallbacks.load(); }
+
+}  // namespace kiln

@@ -1,0 +1,56 @@
+#include "kiln/ops/op_helpers.h"
+
+#include "kiln/ops/copy.h"
+#include "kiln/ops/factory.h"
+
+namespace kiln::ops {
+
+std::vector<TensorMeta> same_as_first_meta(const OpCall& call) {
+  return {{call.inputs[0].shape(), call.inputs[0].dtype()}};
+}
+
+Shape broadcast_all(const std::vector<Tensor>& ts) {
+  Shape s;
+  bool first = true;
+  for (const auto& t : ts) {
+    if (!t.defined()) continue;
+    s = first ? t.shape() : broadcast_shapes(s, t.shape());
+    first = false;
+  }
+  return s;
+}
+
+std::vector<TensorMeta> broadcast_meta(const OpCall& call) {
+  return {{broadcast_all(call.inputs), call.inputs[0].dtype()}};
+}
+std::vector<TensorMeta> broadcast_bool_meta(const OpCall& call) {
+  return {{broadcast_all(call.inputs), DType::Bool}};
+}
+std::vector<TensorMeta> out_meta(const OpCall& call) {
+  KILN_INTERNAL_ASSERT(!call.outs.empty(), call.op->name, " needs an output tensor");
+  return {{call.outs[0].shape(), call.outs[0].dtype()}};
+}
+
+Tensor wrap_scalar(const Scalar& s, DType dtype, Device device) {
+  Tensor t = full({}, s, TensorOptions(dtype, device));
+  t.impl()->is_wrapped_number = true;
+  return t;
+}
+
+void write_result(const char* op_name, Tensor& out, const Tensor& result) {
+  KILN_CHECK(can_cast(result.dtype(), out.dtype()), TypeError, "result type ",
+             dtype_name(result.dtype()), " can't be cast to the desired output type ",
+             dtype_name(out.dtype()), " (in ", op_name, ")");
+  KILN_CHECK(result.shape() == out.shape(), ShapeError, op_name, ": output with shape ",
+             shape_str(out.shape()), " doesn't match the broadcast shape ",
+             shape_str(result.shape()));
+  copy_(out, result);
+}
+
+bool partially_overlaps(const Tensor& a, const Tensor& b) {
+  if (!a.shares_storage_with(b)) return false;
+  return !(a.storage_offset() == b.storage_offset() && a.shape() == b.shape() &&
+           a.strides() == b.strides());
+}
+
+}  // namespace kiln::ops

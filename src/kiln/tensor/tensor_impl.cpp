@@ -1,0 +1,88 @@
+#include "kiln/tensor/tensor_impl.h"
+
+#include "kiln/tensor/empty.h"
+#include "kiln/tensor/tensor.h"
+
+namespace kiln {
+
+TensorImpl::TensorImpl(Storage storage, int64_t offset, Shape shape, Strides strides,
+                       DType dtype, std::shared_ptr<VersionCounter> version)
+    : storage_(std::move(storage)),
+      offset_(offset),
+      shape_(std::move(shape)),
+      strides_(std::move(strides)),
+      dtype_(dtype),
+      version_(version ? std::move(version) : std::make_shared<VersionCounter>()) {
+  KILN_INTERNAL_ASSERT(shape_.size() == strides_.size());
+  refresh();
+}
+
+void TensorImpl::set_geometry(int64_t offset, Shape shape, Strides strides) {
+  KILN_INTERNAL_ASSERT(shape.size() == strides.size());
+  offset_ = offset;
+  shape_ = std::move(shape);
+  strides_ = std::move(strides);
+  refresh();
+}
+
+void TensorImpl::set_storage(Storage storage, int64_t offset, Shape shape, Strides strides) {
+  storage_ = std::move(storage);
+  set_geometry(offset, std::move(shape), std::move(strides));
+}
+
+void TensorImpl::refresh() {
+  numel_ = numel_of(shape_);
+  // Contiguous: row-major strides, ignoring dims of size 1 (as PyTorch).
+  contiguous_ = true;
+  int64_t expected = 1;
+  for (size_t i = shape_.size(); i-- > 0;) {
+    if (shape_[i] == 1) continue;
+    if (strides_[i] != expected) {
+      contiguous_ = numel_ == 0;
+      break;
+    }
+    expected *= shape_[i];
+  }
+}
+
+Storage make_storage(Device device, size_t nbytes) {
+  return std::make_shared<StorageImpl>(allocate_on(device, nbytes), nbytes);
+}
+
+Tensor empty_tensor(const Shape& shape, DType dtype, Device device) {
+  int64_t n = numel_of(shape);
+  device = resolve_device(device);
+  auto storage = make_storage(device, size_t(n) * element_size(dtype));
+  return Tensor(std::make_shared<TensorImpl>(std::move(storage), 0, shape,
+                                             contiguous_strides(shape), dtype));
+}
+
+Tensor empty_strided_tensor(const Shape& shape, const Strides& strides, DType dtype,
+                            Device device) {
+  KILN_CHECK(shape.size() == strides.size(), ValueError, "empty_strided: shape ",
+             shape_str(shape), " and strides ", shape_str(strides),
+             " must have the same length");
+  int64_t n = numel_of(shape);
+  int64_t extent = 0;
+  if (n > 0) {
+    extent = 1;
+    for (size_t i = 0; i < shape.size(); ++i) {
+      KILN_CHECK(strides[i] >= 0, ValueError, "empty_strided: negative stride ", strides[i]);
+      extent += (shape[i] - 1) * strides[i];
+    }
+  }
+  device = resolve_device(device);
+  auto storage = make_storage(device, size_t(extent) * element_size(dtype));
+  return Tensor(std::make_shared<TensorImpl>(std::move(storage), 0, shape, strides, dtype));
+}
+
+Tensor make_view(const Tensor& t, Shape shape, Strides strides, int64_t offset) {
+  auto* base = t.impl();
+  auto impl = std::make_shared<TensorImpl>(base->storage(), offset, std::move(shape),
+                                           std::move(strides), base->dtype(),
+                                           base->version_counter());
+  impl->view_base = base->view_base ? base->view_base : t.impl_ptr();
+  return Tensor(std::move(impl));
+}
+
+}  // namespace kiln

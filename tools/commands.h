@@ -1,0 +1,7 @@
+#pragma once
+// The subcommands of the kiln program, one file each.
+namespace kiln::tools {
+int print_info();
+int print_op_coverage();
+int run_demo(int argc, char** argv);
+}  // namespace kiln::tools

@@ -1,0 +1,59 @@
+// `kiln info`: version, build type, CPU features and ISA level, backends and their devices;
+// `kiln info --ops`: the op registry as a coverage table.
+#include <iomanip>
+#include <iostream>
+
+#include "kiln/backends/cpu/cpu_info.h"
+#include "kiln/kiln.h"
+#include "tools/commands.h"
+
+namespace kiln::tools {
+
+int print_info() {
+  const auto& f = cpu::cpu_features();
+  std::cout << "kiln " << version() << " (" << build_type() << " build)\n";
+  std::cout << "cpu: " << (f.model_name.empty() ? f.vendor : f.model_name) << "\n";
+  std::cout << "cpu features:";
+  for (const auto& n : f.names()) std::cout << ' ' << n;
+  std::cout << "\n";
+  std::cout << "cpu isa level: " << cpu::isa_level_name(cpu::isa_level()) << " (detected "
+            << cpu::isa_level_name(cpu::detected_isa_level()) << ", cap KILN_CPU_ISA)\n";
+  std::cout << "backends:\n";
+  for (DeviceType t : registered_device_types()) {
+    Backend& b = get_backend(t);
+    int n = b.device_count();
+    std::cout << "  " << b.name() << ": " << n << " device" << (n == 1 ? "" : "s") << "\n";
+    for (int i = 0; i < n; ++i) {
+      auto p = b.properties(i);
+      std::cout << "    " << Device(t, i).str() << "  " << p.name;
+      if (p.total_memory) std::cout << "  " << (p.total_memory >> 20) << " MiB";
+      std::cout << "\n";
+    }
+  }
+  std::cout << "ops registered: " << all_ops().size() << "\n";
+  return 0;
+}
+
+int print_op_coverage() {
+  auto types = registered_device_types();
+  std::cout << std::left << std::setw(22) << "op";
+  for (DeviceType t : types) std::cout << std::setw(12) << device_type_name(t);
+  std::cout << "schema\n";
+  for (const OpDef* op : all_ops()) {
+    std::cout << std::setw(22) << op->name;
+    for (DeviceType t : types) {
+      std::string cell;
+      if (op->view) cell = "view";
+      else if (op->composite) cell = "composite";
+      else if (op->kernels[size_t(t)].fn) cell = std::to_string(__builtin_popcount(op->kernels[size_t(t)].dtypes)) + " dtypes";
+      else if (default_kernel(t) && op->kernels[0].fn) cell = "via cpu";
+      else cell = "-";
+      std::cout << std::setw(12) << cell;
+    }
+    std::cout << op->schema << "\n";
+  }
+  std::cout << "fallback calls so far: " << total_fallback_calls() << "\n";
+  return 0;
+}
+
+}  // namespace kiln::tools
