@@ -138,6 +138,12 @@ inline double round_to(double v, DType t) {
     case DType::F16: return double(float(Half(float(v))));
     case DType::BF16: return double(float(BFloat16(float(v))));
     case DType::Bool: return v != 0 ? 1.0 : 0.0;
+    // Integers: truncate, then wrap into the type's range (two's complement), as kiln does.
+    case DType::U8: return double(uint8_t(int64_t(std::trunc(v))));
+    case DType::I8: return double(int8_t(int64_t(std::trunc(v))));
+    case DType::I16: return double(int16_t(int64_t(std::trunc(v))));
+    case DType::I32: return double(int32_t(int64_t(std::trunc(v))));
+    case DType::I64: return std::trunc(v);
     default: return v;
   }
 }

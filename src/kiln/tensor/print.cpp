@@ -71,10 +71,7 @@ void print_rec(std::ostream& os, const std::vector<double>& vals, const Shape& s
   int64_t n = shape[d];
   for (int64_t i = 0; i < n; ++i) {
     if (summarize && n > 2 * kEdge && i == kEdge) {
-      if (d + 1 == shape.size())
-        os << "...";
-      else
-        os << "...";
+      os << (d + 1 == shape.size() ? " ..." : "...");
       os << (d + 1 == shape.size() ? ", " : ",\n" + std::string(indent + d + 1, ' '));
       i = n - kEdge;
     }

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs what kiln needs to build and test on Debian 12 (run as root, or with sudo).
+set -euo pipefail
+packages=(build-essential cmake ninja-build ccache libgtest-dev pkg-config)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi

@@ -1,0 +1,155 @@
+// Copies across dtypes and devices, conversions, factories and item().
+#include <cmath>
+
+#include "ops/test_util.h"
+
+namespace kiln {
+namespace {
+
+using test::OnEachDevice;
+class CopyFactory : public OnEachDevice {};
+
+TEST_P(CopyFactory, FactoriesMatchReference) {
+  Device d = device();
+  test::expect_close(zeros({2, 3}, TensorOptions(DType::I32, d)), {2, 3}, std::vector<double>(6, 0));
+  test::expect_close(ones({4}, TensorOptions(DType::BF16, d)), {4}, std::vector<double>(4, 1));
+  Tensor f = full({2}, 2.5, TensorOptions(d));
+  EXPECT_EQ(f.dtype(), DType::F32);
+  test::expect_close(f, {2}, {2.5, 2.5});
+  EXPECT_EQ(full({1}, 3, TensorOptions(d)).dtype(), DType::I64);
+  EXPECT_EQ(full({1}, true, TensorOptions(d)).dtype(), DType::Bool);
+  test::expect_close(arange(5, TensorOptions(d)), {5}, {0, 1, 2, 3, 4});
+  EXPECT_EQ(arange(5, TensorOptions(d)).dtype(), DType::I64);
+  test::expect_close(arange(1, 2, 0.25, TensorOptions(d)), {4}, {1, 1.25, 1.5, 1.75});
+  test::expect_close(arange(10, 0, -3, TensorOptions(d)), {4}, {10, 7, 4, 1});
+  EXPECT_THROW(arange(0, 5, 0), ValueError);
+  EXPECT_THROW(arange(5, 0, 1), ValueError);
+  test::expect_close(linspace(0, 1, 5, TensorOptions(d)), {5}, {0, 0.25, 0.5, 0.75, 1});
+  test::expect_close(linspace(-1, 1, 1, TensorOptions(d)), {1}, {-1});
+  test::expect_close(linspace(0, 1, 0, TensorOptions(d)), {0}, {});
+  EXPECT_THROW(linspace(0, 1, -1), ValueError);
+  test::expect_close(eye(2, 3, TensorOptions(DType::I64, d)), {2, 3}, {1, 0, 0, 0, 1, 0});
+  test::expect_close(eye(0, std::nullopt, TensorOptions(d)), {0, 0}, {});
+  Tensor e = empty({3, 0}, TensorOptions(d));
+  EXPECT_EQ(e.numel(), 0);
+  Tensor like = ones_like(e, DType::I8);
+  EXPECT_EQ(like.dtype(), DType::I8);
+  EXPECT_EQ(like.device(), d);
+  test::expect_close(full_like(ones({2}, TensorOptions(d)), 7), {2}, {7, 7});
+  test::expect_close(zeros_like(ones({2}, TensorOptions(d))), {2}, {0, 0});
+}
+
+TEST_P(CopyFactory, CopyConvertsEveryDtypePair) {
+  std::vector<double> vals = {0, 1, -2, 3.5, 100, -0.75, 255, 7};
+  for (DType from : test::all_dtypes()) {
+    for (DType to : test::all_dtypes()) {
+      Tensor src = test::make(vals, {8}, from, device());
+      Tensor dst = empty({8}, TensorOptions(to, device()));
+      dst.copy_(src);
+      // Reference: value as stored in `from`, then converted to `to` with C rules.
+      std::vector<double> want;
+      for (double v : test::values(src)) {
+        double w;
+        if (to == DType::Bool) w = v != 0;
+        else if (is_floating(to)) w = test::round_to(v, to);
+        else {
+          int64_t iv = int64_t(std::trunc(v));
+          switch (to) {
+            case DType::U8: w = double(uint8_t(iv)); break;
+            case DType::I8: w = double(int8_t(iv)); break;
+            case DType::I16: w = double(int16_t(iv)); break;
+            case DType::I32: w = double(int32_t(iv)); break;
+            default: w = double(iv);
+          }
+        }
+        want.push_back(w);
+      }
+      test::expect_close(dst, {8}, want, test::Tol{0, 0},
+                         std::string(dtype_name(from)) + "->" + std::string(dtype_name(to)));
+    }
+  }
+}
+
+TEST_P(CopyFactory, CopyBroadcastsIntoNonContiguousDestinations) {
+  Tensor dst = zeros({3, 4}, TensorOptions(device())).t();  // [4,3] non-contiguous
+  Tensor src = arange(3, TensorOptions(DType::I64, device()));
+  dst.copy_(src);
+  test::expect_close(dst, {4, 3}, {0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2});
+  EXPECT_THROW(dst.copy_(arange(4, TensorOptions(device()))), ShapeError);
+  // Overlapping copy within one storage reads the source before writing.
+  Tensor a = arange(6, TensorOptions(DType::F32, device()));
+  Tensor head = a.slice(0, 0, 5), tail = a.slice(0, 1, 6);
+  tail.copy_(head);
+  test::expect_close(a, {6}, {0, 0, 1, 2, 3, 4});
+}
+
+TEST_P(CopyFactory, CopiesAcrossDevicesAndBack) {
+  Device cpu(DeviceType::CPU, 0);
+  std::vector<double> vals = test::random_values(60, -5, 5, 7);
+  Tensor host = test::make(vals, {3, 4, 5}, DType::F64, cpu);
+  Tensor dev = host.to(device());
+  EXPECT_EQ(dev.device(), device());
+  if (!device().is_cpu()) EXPECT_FALSE(dev.shares_storage_with(host));
+  Tensor back = dev.permute({2, 0, 1}).to(cpu, DType::F32);
+  EXPECT_EQ(back.device(), cpu);
+  EXPECT_EQ(back.dtype(), DType::F32);
+  std::vector<double> want;
+  for (int k = 0; k < 5; ++k)
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 4; ++j) want.push_back(double(float(vals[size_t(i * 20 + j * 5 + k)])));
+  test::expect_close(back, {5, 3, 4}, want, test::Tol{0, 0});
+  // Writing a host tensor into a strided device view.
+  Tensor target = zeros({4, 4}, TensorOptions(DType::F32, device()));
+  Tensor col = target.select(1, 1);
+  col.copy_(test::make({1, 2, 3, 4}, {4}, DType::I32, cpu));
+  test::expect_close(target.select(1, 1), {4}, {1, 2, 3, 4});
+  test::expect_close(target.sum(), {}, {10});
+}
+
+TEST_P(CopyFactory, CloneContiguousAndItem) {
+  Tensor a = arange(12, TensorOptions(DType::F32, device())).view({3, 4}).t();
+  Tensor c = a.contiguous();
+  EXPECT_TRUE(c.is_contiguous());
+  EXPECT_FALSE(c.shares_storage_with(a));
+  EXPECT_TRUE(c.contiguous().is_same(c));
+  Tensor cl = a.clone();
+  cl.fill_(0);
+  EXPECT_EQ(a[1][2].item<double>(), 9.0);
+  EXPECT_EQ(full({}, 3, TensorOptions(device())).item().to_int(), 3);
+  EXPECT_TRUE(full({1, 1}, true, TensorOptions(device())).item().to_bool());
+  try {
+    a.item();
+    FAIL();
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("12 elements"), std::string::npos);
+  }
+}
+
+TEST_P(CopyFactory, TensorFromChecksCount) {
+  EXPECT_THROW(tensor_from(std::vector<float>{1, 2, 3}, Shape{2, 2}), ShapeError);
+  Tensor b = tensor_from(std::vector<bool>{true, false, true}, TensorOptions(device()));
+  EXPECT_EQ(b.dtype(), DType::Bool);
+  test::expect_close(b, {3}, {1, 0, 1});
+}
+
+KILN_INSTANTIATE_ON_EACH_DEVICE(CopyFactory);
+
+TEST(CopyAcrossDevices, DeviceMismatchIsAnError) {
+  if (!is_available(DeviceType::Testing)) GTEST_SKIP() << "no testing backend";
+  Tensor a = ones({2});
+  Tensor b = ones({2}, TensorOptions(Device(DeviceType::Testing, 0)));
+  try {
+    add(a, b);
+    FAIL();
+  } catch (const DeviceError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("cpu"), std::string::npos);
+    EXPECT_NE(m.find("testing:0"), std::string::npos);
+  }
+  Tensor c = ones({2}, TensorOptions(Device(DeviceType::Testing, 1)));
+  EXPECT_THROW(add(b, c), DeviceError);
+  test::expect_close(c.to(Device(DeviceType::Testing, 0)) + b, {2}, {2, 2});
+}
+
+}  // namespace
+}  // namespace kiln
