@@ -72,7 +72,25 @@ TEST_P(RuntimeGuards, StreamGuardSetsStreamAndDeviceAndRestores) {
 }
 
 TEST_P(RuntimeGuards, CurrentStreamIsPerDevice) {
-  if (backend().device_count() < 2) GTEST_SKIP() << "needs two devices";
+  if (backend().device_count() < 2) {
+    // One device: its current stream is set and restored; device 1 does not exist.
+    Stream s = kiln::new_stream(device(0));
+    kiln::set_current_stream(s);
+    EXPECT_EQ(kiln::current_stream(device(0)), s);
+    {
+      StreamGuard guard(kiln::default_stream(device(0)));
+      EXPECT_EQ(kiln::current_stream(device(0)), kiln::default_stream(device(0)));
+      DeviceGuard device_guard(device(0));
+      EXPECT_EQ(kiln::current_device_index(type()), 0);
+    }
+    EXPECT_EQ(kiln::current_stream(device(0)), s);
+    EXPECT_EQ(kiln::current_device_index(type()), 0);
+    EXPECT_THROW(kiln::current_stream(device(1)), kiln::DeviceError);
+    EXPECT_THROW(kiln::set_current_stream(Stream(device(1), 0)), kiln::DeviceError);
+    EXPECT_THROW(StreamGuard bad(Stream(device(1), 0)), kiln::DeviceError);
+    EXPECT_EQ(kiln::current_stream(device(0)), s) << "a rejected stream changes nothing";
+    return;
+  }
   Stream s = kiln::new_stream(device(1));
   kiln::set_current_stream(s);
   EXPECT_EQ(kiln::current_stream(device(1)), s);

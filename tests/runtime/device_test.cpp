@@ -8,6 +8,8 @@
 
 #include "kiln/core/error.h"
 #include "kiln/runtime/backend.h"
+#include "kiln/runtime/event.h"
+#include "kiln/runtime/stream.h"
 
 namespace kiln_test {
 namespace {
@@ -106,7 +108,19 @@ TEST(Registry, DeviceCountProbes) {
 }
 
 TEST(Registry, MissingBackendIsNamedWithTheAvailableOnes) {
-  if (kiln::find_backend(DeviceType::XPU) != nullptr) GTEST_SKIP() << "xpu is registered";
+  auto types = kiln::registered_device_types();
+  bool xpu_listed = std::find(types.begin(), types.end(), DeviceType::XPU) != types.end();
+  if (kiln::Backend* xpu = kiln::find_backend(DeviceType::XPU)) {
+    // An xpu build: the backend is found by every lookup, and its availability follows its
+    // device count.
+    EXPECT_TRUE(xpu_listed);
+    EXPECT_EQ(&kiln::get_backend(DeviceType::XPU), xpu);
+    EXPECT_EQ(xpu->type(), DeviceType::XPU);
+    EXPECT_EQ(xpu->name(), "xpu");
+    EXPECT_EQ(kiln::is_available(DeviceType::XPU), xpu->device_count() > 0);
+    return;
+  }
+  EXPECT_FALSE(xpu_listed);
   EXPECT_FALSE(kiln::is_available(DeviceType::XPU));
   try {
     kiln::get_backend(DeviceType::XPU);
@@ -116,6 +130,34 @@ TEST(Registry, MissingBackendIsNamedWithTheAvailableOnes) {
                            "testing");
   }
   EXPECT_THROW(kiln::current_stream(Device(DeviceType::XPU, 0)), kiln::DeviceError);
+}
+
+// Every registered backend rejects the device index equal to its count; for a backend without
+// devices (KILN_TESTING_DEVICES=0) that is index 0, so nothing can be used on it.
+TEST(Registry, DeviceIndicesPastTheCountAreRejected) {
+  for (DeviceType t : kiln::registered_device_types()) {
+    SCOPED_TRACE(std::string(kiln::device_type_name(t)));
+    kiln::Backend& b = kiln::get_backend(t);
+    int count = b.device_count();
+    ASSERT_GE(count, 0);
+    EXPECT_EQ(kiln::is_available(t), count > 0);
+    Device past(t, count);
+    EXPECT_THROW(b.properties(count), kiln::DeviceError);
+    EXPECT_EQ(b.raw_allocate(count, 16), nullptr);
+    EXPECT_THROW(kiln::new_stream(past), kiln::DeviceError);
+    EXPECT_THROW(kiln::default_stream(past), kiln::DeviceError);
+    EXPECT_THROW(kiln::current_stream(past), kiln::DeviceError);
+    EXPECT_THROW(kiln::set_current_device_index(t, count), kiln::DeviceError);
+    EXPECT_THROW(kiln::Event(t).record(kiln::Stream(past, 0)), kiln::DeviceError);
+    if (count == 0) {
+      // Not even the current device (index 0) is usable.
+      EXPECT_THROW(kiln::current_stream(Device(t)), kiln::DeviceError);
+      EXPECT_THROW(kiln::new_stream(Device(t)), kiln::DeviceError);
+    } else {
+      EXPECT_LT(kiln::current_device_index(t), count);
+      EXPECT_NO_THROW(kiln::default_stream(Device(t, count - 1)));
+    }
+  }
 }
 
 TEST(Registry, RefusesASecondBackendOfAType) {

@@ -2,6 +2,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "conformance.h"
 #include "kiln/runtime/allocator.h"
@@ -17,16 +18,24 @@ namespace {
 using kiln::DeviceType;
 using kiln::Stream;
 
-class TestingBackend : public ::testing::Test {
+// The tests below need a testing device, so the suite is instantiated only when the testing
+// backend has one (KILN_TESTING_DEVICES=0 gives it none; Registry tests in device_test.cpp
+// check that case). The parameter is always DeviceType::Testing.
+class TestingBackend : public ::testing::TestWithParam<DeviceType> {
  protected:
   void SetUp() override {
-    if (!kiln::is_available(DeviceType::Testing)) GTEST_SKIP() << "no testing devices";
+    ASSERT_TRUE(kiln::is_available(DeviceType::Testing)) << "instantiated without devices";
   }
   kiln::Backend& backend() { return kiln::get_backend(DeviceType::Testing); }
   kiln::Device device(int i = 0) { return kiln::Device(DeviceType::Testing, i); }
 };
 
-TEST_F(TestingBackend, DeviceMemoryIsLimitedToEightGiB) {
+std::vector<DeviceType> testing_if_it_has_devices() {
+  if (kiln::is_available(DeviceType::Testing)) return {DeviceType::Testing};
+  return {};
+}
+
+TEST_P(TestingBackend, DeviceMemoryIsLimitedToEightGiB) {
   constexpr size_t kNine = size_t(9) << 30;
   EXPECT_EQ(backend().raw_allocate(0, kNine), nullptr);
   EXPECT_EQ(backend().raw_allocate(backend().device_count(), 16), nullptr);
@@ -45,7 +54,7 @@ TEST_F(TestingBackend, DeviceMemoryIsLimitedToEightGiB) {
 
 // Freeing memory that queued work still uses must not free it under that work (ASan would
 // report the memset below as a use after free).
-TEST_F(TestingBackend, RawFreeWaitsForWorkQueuedOnTheDevice) {
+TEST_P(TestingBackend, RawFreeWaitsForWorkQueuedOnTheDevice) {
   Stream s = kiln::new_stream(device());
   Gate gate;
   void* p = backend().raw_allocate(0, 4096);
@@ -63,7 +72,7 @@ TEST_F(TestingBackend, RawFreeWaitsForWorkQueuedOnTheDevice) {
   EXPECT_THROW(backend().raw_free(0, p), kiln::ValueError) << "double free is detected";
 }
 
-TEST_F(TestingBackend, EmptyCacheDoesNotPullMemoryFromUnderQueuedWork) {
+TEST_P(TestingBackend, EmptyCacheDoesNotPullMemoryFromUnderQueuedWork) {
   kiln::CachingAllocator alloc(backend(), 0);
   Stream s = kiln::new_stream(device());
   Gate gate;
@@ -79,7 +88,7 @@ TEST_F(TestingBackend, EmptyCacheDoesNotPullMemoryFromUnderQueuedWork) {
   kiln::synchronize_device(device());
 }
 
-TEST_F(TestingBackend, EachStreamHasItsOwnWorker) {
+TEST_P(TestingBackend, EachStreamHasItsOwnWorker) {
   Stream a = kiln::new_stream(device(0));
   Stream b = kiln::new_stream(device(0));
   std::thread::id ta, tb, t_default;
@@ -92,7 +101,7 @@ TEST_F(TestingBackend, EachStreamHasItsOwnWorker) {
   EXPECT_NE(ta, std::this_thread::get_id());
 }
 
-TEST_F(TestingBackend, SynchronizeFromTheStreamsOwnTaskIsAnErrorNotAHang) {
+TEST_P(TestingBackend, SynchronizeFromTheStreamsOwnTaskIsAnErrorNotAHang) {
   Stream s = kiln::new_stream(device());
   std::string message;
   backend().launch(s, [&] {
@@ -106,7 +115,7 @@ TEST_F(TestingBackend, SynchronizeFromTheStreamsOwnTaskIsAnErrorNotAHang) {
   EXPECT_NE(message.find("from a task running on that stream"), std::string::npos) << message;
 }
 
-TEST_F(TestingBackend, EventsRejectStreamsOfAnotherDeviceType) {
+TEST_P(TestingBackend, EventsRejectStreamsOfAnotherDeviceType) {
   kiln::Event cpu_event(DeviceType::CPU);
   EXPECT_THROW(cpu_event.record(kiln::default_stream(device())), kiln::DeviceError);
   kiln::Event e(DeviceType::Testing);
@@ -115,10 +124,17 @@ TEST_F(TestingBackend, EventsRejectStreamsOfAnotherDeviceType) {
   e.synchronize();
 }
 
-TEST_F(TestingBackend, StreamOfAnotherDeviceWaitsOnAnEvent) {
-  if (backend().device_count() < 2) GTEST_SKIP() << "needs two testing devices";
+TEST_P(TestingBackend, StreamOfAnotherDeviceWaitsOnAnEvent) {
+  // With one testing device, the waiting stream is a second stream on device 0 (the event's
+  // worker still has to hold it back) and device 1 is rejected.
+  int other = backend().device_count() >= 2 ? 1 : 0;
+  if (other == 0) {
+    EXPECT_THROW(kiln::new_stream(device(1)), kiln::DeviceError);
+    EXPECT_THROW(kiln::Event(DeviceType::Testing).record(Stream(device(1), 0)),
+                 kiln::DeviceError);
+  }
   Stream a = kiln::new_stream(device(0));
-  Stream b = kiln::new_stream(device(1));
+  Stream b = kiln::new_stream(device(other));
   Gate gate;
   std::atomic<int> value{0};
   int observed = -1;
@@ -134,7 +150,7 @@ TEST_F(TestingBackend, StreamOfAnotherDeviceWaitsOnAnEvent) {
   EXPECT_EQ(observed, 5);
 }
 
-TEST_F(TestingBackend, DeviceCountComesFromTheEnvironment) {
+TEST(TestingBackendConfig, DeviceCountComesFromTheEnvironment) {
   const char* old = std::getenv("KILN_TESTING_DEVICES");
   std::string saved = old ? old : "";
   auto count_with = [](const char* value) {
@@ -152,6 +168,11 @@ TEST_F(TestingBackend, DeviceCountComesFromTheEnvironment) {
   EXPECT_EQ(kiln::testing_backend::testing_device_count_from_env(), 2);
   if (old) setenv("KILN_TESTING_DEVICES", saved.c_str(), 1);
 }
+
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(TestingBackend);
+INSTANTIATE_TEST_SUITE_P(WithDevices, TestingBackend,
+                         ::testing::ValuesIn(testing_if_it_has_devices()),
+                         device_type_param_name);
 
 }  // namespace
 }  // namespace kiln_test
