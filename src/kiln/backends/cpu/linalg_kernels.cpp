@@ -1,0 +1,174 @@
+// CPU kernels for matrix products: one batched GEMM, out = beta * self + alpha * (a @ b),
+// over any strides (transposed, sliced, broadcast batch dims with stride 0). Loop order
+// i-k-j with one accumulator row, so the innermost loop runs along rows of b and out.
+// Accumulation: float for float16/bfloat16, double for float32/float64, wrapping int64 for
+// integers (identical to wrapping in the narrow type); each output is rounded once.
+#include <vector>
+
+#include "kiln/core/convert.h"
+#include "kiln/dispatch/registry.h"
+#include "reduce_utils.h"
+#include "scalar_math.h"
+
+namespace kiln::cpu {
+namespace {
+
+template <typename T>
+using gemm_acc_t = std::conditional_t<std::is_integral_v<T>, int64_t,
+                                      std::conditional_t<sizeof(T) == 2, float, double>>;
+
+// One matrix operand: rows x cols with element strides, plus strides for the batch dims.
+struct MatOperand {
+  const char* data = nullptr;
+  Strides batch;  // aligned with the output's batch dims; 0 where broadcast
+  int64_t rs = 0, cs = 0;
+};
+
+struct Gemm {
+  Shape batch;  // the output's batch dims
+  int64_t M = 0, N = 0, K = 0;
+  MatOperand a, b, self, c;
+  bool has_self = false;
+};
+
+// t's strides when broadcast (right-aligned) to shape; 0 on broadcast dims.
+Strides broadcast_strides(const Tensor& t, const Shape& shape) {
+  Strides out(shape.size(), 0);
+  size_t off = shape.size() - size_t(t.dim());
+  for (size_t i = 0; i < size_t(t.dim()); ++i)
+    out[off + i] = t.shape()[i] == 1 ? 0 : t.strides()[i];
+  return out;
+}
+
+// A matrix operand of at least 2 dims, broadcast over batch.
+MatOperand matrix(const Tensor& t, const Shape& batch) {
+  MatOperand op;
+  op.data = static_cast<const char*>(t.raw_data());
+  Shape full = batch;
+  full.push_back(t.shape()[size_t(t.dim() - 2)]);
+  full.push_back(t.shape()[size_t(t.dim() - 1)]);
+  Strides st = broadcast_strides(t, full);
+  op.batch.assign(st.begin(), st.end() - 2);
+  op.rs = st[st.size() - 2];
+  op.cs = st[st.size() - 1];
+  return op;
+}
+
+template <typename T>
+void run_gemm(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
+  using Acc = gemm_acc_t<T>;
+  const Acc alpha = alpha_s.to<Acc>(), beta = beta_s.to<Acc>();
+  const bool use_self = g.has_self && beta != Acc(0);
+  const T* A = reinterpret_cast<const T*>(g.a.data);
+  const T* B = reinterpret_cast<const T*>(g.b.data);
+  const T* S = reinterpret_cast<const T*>(g.self.data);
+  T* Cp = const_cast<T*>(reinterpret_cast<const T*>(g.c.data));
+  auto load = [](T v) { return Acc(opmath_t<T>(v)); };
+  std::vector<Acc> acc(size_t(g.N));
+  for_each_offsets<4>(g.batch, {&g.a.batch, &g.b.batch, &g.c.batch, &g.self.batch},
+                      [&](const std::array<int64_t, 4>& o) {
+    const T* a = A + o[0];
+    const T* b = B + o[1];
+    T* c = Cp + o[2];
+    for (int64_t i = 0; i < g.M; ++i) {
+      std::fill(acc.begin(), acc.end(), Acc(0));
+      for (int64_t k = 0; k < g.K; ++k) {
+        const Acc av = load(a[i * g.a.rs + k * g.a.cs]);
+        const T* brow = b + k * g.b.rs;
+        const int64_t bcs = g.b.cs;
+        if (bcs == 1) {
+          for (int64_t j = 0; j < g.N; ++j)
+            acc[size_t(j)] = wrap_add(acc[size_t(j)], wrap_mul(av, load(brow[j])));
+        } else {
+          for (int64_t j = 0; j < g.N; ++j)
+            acc[size_t(j)] = wrap_add(acc[size_t(j)], wrap_mul(av, load(brow[j * bcs])));
+        }
+      }
+      for (int64_t j = 0; j < g.N; ++j) {
+        Acc r = wrap_mul(alpha, acc[size_t(j)]);
+        if (use_self)
+          r = wrap_add(r, wrap_mul(beta, load(S[o[3] + i * g.self.rs + j * g.self.cs])));
+        c[i * g.c.rs + j * g.c.cs] = convert_value<T>(r);
+      }
+    }
+  });
+}
+
+void dispatch_gemm(const OpCall& call, const Gemm& g, const Scalar& beta, const Scalar& alpha) {
+  KILN_DISPATCH_ALL(call.outs[0].dtype(), call.op->name.c_str(), [&]<typename T>() {
+    if constexpr (!std::is_same_v<T, bool>) run_gemm<T>(g, beta, alpha);
+  });
+}
+
+// matmul / mm / bmm / dot: out = a @ b with PyTorch's matmul shapes: a 1-D a is one row
+// and a 1-D b one column (their dims absent from out); other batch dims broadcast.
+void matmul_kernel(OpCall& call) {
+  const Tensor& a = call.inputs[0];
+  const Tensor& b = call.inputs[1];
+  const Tensor& out = call.outs[0];
+  const bool a_vec = a.dim() == 1, b_vec = b.dim() == 1;
+  Gemm g;
+  g.M = a_vec ? 1 : a.shape()[size_t(a.dim() - 2)];
+  g.K = a.shape().back();
+  g.N = b_vec ? 1 : b.shape().back();
+  size_t nbatch = size_t(out.dim()) - (a_vec ? 0 : 1) - (b_vec ? 0 : 1);
+  g.batch.assign(out.shape().begin(), out.shape().begin() + int64_t(nbatch));
+  if (a_vec) {
+    g.a.data = static_cast<const char*>(a.raw_data());
+    g.a.batch.assign(nbatch, 0);
+    g.a.cs = a.strides()[0];
+  } else {
+    g.a = matrix(a, g.batch);
+  }
+  if (b_vec) {
+    g.b.data = static_cast<const char*>(b.raw_data());
+    g.b.batch.assign(nbatch, 0);
+    g.b.rs = b.strides()[0];
+  } else {
+    g.b = matrix(b, g.batch);
+  }
+  g.c.data = static_cast<const char*>(out.raw_data());
+  g.c.batch.assign(out.strides().begin(), out.strides().begin() + int64_t(nbatch));
+  g.c.rs = a_vec ? 0 : out.strides()[nbatch];
+  g.c.cs = b_vec ? 0 : out.strides().back();
+  g.self.batch.assign(nbatch, 0);
+  dispatch_gemm(call, g, Scalar(0), Scalar(1));
+}
+
+// addmm / baddbmm: inputs {self, a, b}, attrs {beta, alpha}; out = beta*self + alpha*(a@b)
+// with self broadcast to out (beta == 0: self is not read, so its NaNs do not propagate).
+void addmm_kernel(OpCall& call) {
+  const Tensor& self = call.inputs[0];
+  const Tensor& a = call.inputs[1];
+  const Tensor& b = call.inputs[2];
+  const Tensor& out = call.outs[0];
+  Gemm g;
+  g.batch.assign(out.shape().begin(), out.shape().end() - 2);
+  g.M = out.shape()[size_t(out.dim() - 2)];
+  g.N = out.shape().back();
+  g.K = a.shape().back();
+  g.a = matrix(a, g.batch);
+  g.b = matrix(b, g.batch);
+  g.c.data = static_cast<const char*>(out.raw_data());
+  g.c.batch.assign(out.strides().begin(), out.strides().end() - 2);
+  g.c.rs = out.strides()[size_t(out.dim() - 2)];
+  g.c.cs = out.strides().back();
+  g.has_self = true;
+  g.self.data = static_cast<const char*>(self.raw_data());
+  Strides st = broadcast_strides(self, out.shape());
+  g.self.batch.assign(st.begin(), st.end() - 2);
+  g.self.rs = st[st.size() - 2];
+  g.self.cs = st.back();
+  dispatch_gemm(call, g, call.scalar_attr(0), call.scalar_attr(1));
+}
+
+}  // namespace
+
+void register_linalg_kernels() {
+  for (const char* name : {"matmul", "mm", "bmm", "dot"})
+    register_kernel(name, DeviceType::CPU, matmul_kernel, kNumericDTypes);
+  for (const char* name : {"addmm", "baddbmm"})
+    register_kernel(name, DeviceType::CPU, addmm_kernel, kNumericDTypes);
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,301 @@
+// CPU kernels for reductions over any set of dims. Every reduction op has attrs
+// (int[] dims, bool keepdim, ...): the input is read through its strides (any layout), the
+// kept dims walk the outputs and each output's reduced elements are visited in row-major
+// order. Floating sums accumulate in double (compensated for float64 inputs) and round
+// once; integer sums and products wrap in int64 and are narrowed at the end.
+#include <cmath>
+#include <limits>
+
+#include "kiln/core/convert.h"
+#include "kiln/dispatch/registry.h"
+#include "reduce_utils.h"
+#include "scalar_math.h"
+
+namespace kiln::cpu {
+namespace {
+
+template <typename T>
+inline constexpr bool is_float_v = std::is_floating_point_v<opmath_t<T>>;
+
+// Neumaier's compensated sum: exact enough for float64 inputs, cheap in double.
+struct CompensatedSum {
+  double sum = 0, comp = 0;
+  void add(double v) {
+    double t = sum + v;
+    if (std::fabs(sum) >= std::fabs(v)) comp += (sum - t) + v;
+    else comp += (v - t) + sum;
+    sum = t;
+  }
+  double value() const {
+    // Infinities and NaN make the compensation NaN; the plain sum is then the answer.
+    return std::isfinite(sum) ? sum + comp : sum;
+  }
+};
+
+// Runs r(each, n) for every output element of a one-output reduction, where each(f) calls
+// f(T) on the reduced elements of that output and n is their count.
+template <typename T, typename Out, typename R>
+void reduce_into(const OpCall& call, R&& r) {
+  const Tensor& in = call.inputs[0];
+  const Tensor& out = call.outs[0];
+  ReduceGeometry g = reduce_geometry(in, call.ints_attr(0), call.bool_attr(1), {&out});
+  const T* src = static_cast<const T*>(in.raw_data());
+  Out* dst = static_cast<Out*>(out.raw_data());
+  for_each_offset2(g.outer_shape, g.outer_in, g.outer_out[0], [&](int64_t io, int64_t oo) {
+    const T* base = src + io;
+    auto each = [&](auto&& f) { g.red.for_each([&](int64_t off) { f(base[off]); }); };
+    dst[oo] = r(each, g.red_numel);
+  });
+}
+
+template <typename T>
+double as_double(T v) {
+  return double(opmath_t<T>(v));
+}
+
+void sum_kernel(OpCall& call) {
+  KILN_DISPATCH_ALL(call.inputs[0].dtype(), "sum", [&]<typename T>() {
+    reduce_into<T, T>(call, [](auto&& each, int64_t) {
+      if constexpr (is_float_v<T>) {
+        CompensatedSum s;
+        each([&](T v) { s.add(as_double(v)); });
+        return convert_value<T>(s.value());
+      } else {
+        int64_t s = 0;
+        each([&](T v) { s = wrap_add(s, int64_t(v)); });
+        return convert_value<T>(s);
+      }
+    });
+  });
+}
+
+void mean_kernel(OpCall& call) {
+  KILN_DISPATCH_FLOAT(call.inputs[0].dtype(), "mean", [&]<typename T>() {
+    reduce_into<T, T>(call, [](auto&& each, int64_t n) {
+      CompensatedSum s;
+      each([&](T v) { s.add(as_double(v)); });
+      return convert_value<T>(s.value() / double(n));
+    });
+  });
+}
+
+void prod_kernel(OpCall& call) {
+  KILN_DISPATCH_ALL(call.inputs[0].dtype(), "prod", [&]<typename T>() {
+    reduce_into<T, T>(call, [](auto&& each, int64_t) {
+      if constexpr (is_float_v<T>) {
+        double p = 1;
+        each([&](T v) { p *= as_double(v); });
+        return convert_value<T>(p);
+      } else {
+        int64_t p = 1;
+        each([&](T v) { p = wrap_mul(p, int64_t(v)); });
+        return convert_value<T>(p);
+      }
+    });
+  });
+}
+
+// amax/amin: NaN propagates; the meta function rejects empty reductions.
+template <bool kMax>
+void extremum_kernel(OpCall& call) {
+  KILN_DISPATCH_ALL(call.inputs[0].dtype(), kMax ? "amax" : "amin", [&]<typename T>() {
+    using C = opmath_t<T>;
+    reduce_into<T, T>(call, [](auto&& each, int64_t) {
+      C best{};
+      bool first = true;
+      each([&](T v) {
+        C x = C(v);
+        if (first) best = x;
+        else best = kMax ? nan_max(best, x) : nan_min(best, x);
+        first = false;
+      });
+      return T(best);
+    });
+  });
+}
+
+template <bool kAll>
+void all_any_kernel(OpCall& call) {
+  KILN_DISPATCH_ALL(call.inputs[0].dtype(), kAll ? "all" : "any", [&]<typename T>() {
+    reduce_into<T, bool>(call, [](auto&& each, int64_t) {
+      bool r = kAll;
+      each([&](T v) {
+        bool nz = opmath_t<T>(v) != opmath_t<T>(0);
+        if (kAll) r = r && nz;
+        else r = r || nz;
+      });
+      return r;
+    });
+  });
+}
+
+// var/std with attrs (dims, keepdim, correction): two passes in double (mean, then squared
+// deviations); the divisor is max(0, n - correction) as PyTorch.
+template <bool kStd>
+void var_kernel(OpCall& call) {
+  double correction = call.double_attr(2);
+  KILN_DISPATCH_FLOAT(call.inputs[0].dtype(), kStd ? "std" : "var", [&]<typename T>() {
+    reduce_into<T, T>(call, [correction](auto&& each, int64_t n) {
+      CompensatedSum s;
+      each([&](T v) { s.add(as_double(v)); });
+      double mean = s.value() / double(n);
+      CompensatedSum m2;
+      each([&](T v) {
+        double d = as_double(v) - mean;
+        m2.add(d * d);
+      });
+      double var = m2.value() / std::max(0.0, double(n) - correction);
+      return convert_value<T>(kStd ? std::sqrt(var) : var);
+    });
+  });
+}
+
+// norm with attrs (dims, keepdim, p).
+void norm_kernel(OpCall& call) {
+  double p = call.double_attr(2);
+  KILN_DISPATCH_FLOAT(call.inputs[0].dtype(), "norm", [&]<typename T>() {
+    reduce_into<T, T>(call, [p](auto&& each, int64_t) {
+      if (std::isinf(p)) {
+        double best = p > 0 ? 0.0 : std::numeric_limits<double>::infinity();
+        each([&](T v) {
+          double a = std::fabs(as_double(v));
+          best = p > 0 ? nan_max(best, a) : nan_min(best, a);
+        });
+        return convert_value<T>(best);
+      }
+      CompensatedSum s;
+      if (p == 0) {
+        each([&](T v) { s.add(as_double(v) != 0 ? 1.0 : 0.0); });
+        return convert_value<T>(s.value());
+      }
+      if (p == 1) {
+        each([&](T v) { s.add(std::fabs(as_double(v))); });
+        return convert_value<T>(s.value());
+      }
+      if (p == 2) {
+        each([&](T v) {
+          double a = as_double(v);
+          s.add(a * a);
+        });
+        return convert_value<T>(std::sqrt(s.value()));
+      }
+      each([&](T v) { s.add(std::pow(std::fabs(as_double(v)), p)); });
+      return convert_value<T>(std::pow(s.value(), 1.0 / p));
+    });
+  });
+}
+
+// logsumexp: max first, then log(sum(exp(x - max))) + max; an infinite max is treated as 0
+// so that all -inf gives -inf and any +inf gives +inf, as PyTorch.
+void logsumexp_kernel(OpCall& call) {
+  KILN_DISPATCH_FLOAT(call.inputs[0].dtype(), "logsumexp", [&]<typename T>() {
+    reduce_into<T, T>(call, [](auto&& each, int64_t) {
+      double m = -std::numeric_limits<double>::infinity();
+      each([&](T v) { m = nan_max(m, as_double(v)); });
+      if (std::isnan(m)) return convert_value<T>(m);
+      if (std::isinf(m)) m = 0;
+      CompensatedSum s;
+      each([&](T v) { s.add(std::exp(as_double(v) - m)); });
+      return convert_value<T>(std::log(s.value()) + m);
+    });
+  });
+}
+
+// max.dim / min.dim (outs: values, indices) and argmax / argmin (outs: indices). The index
+// counts the reduced elements in row-major order (the flat index when reducing all dims);
+// the first extremum wins and the first NaN beats everything.
+template <bool kMax, bool kValues>
+void arg_kernel(OpCall& call) {
+  const Tensor& in = call.inputs[0];
+  std::vector<const Tensor*> outs;
+  for (const auto& o : call.outs) outs.push_back(&o);
+  ReduceGeometry g = reduce_geometry(in, call.ints_attr(0), call.bool_attr(1), outs);
+  const Strides& idx_strides = g.outer_out[kValues ? 1 : 0];
+  const Strides& val_strides = g.outer_out[0];
+  KILN_DISPATCH_ALL(in.dtype(), call.op->name.c_str(), [&]<typename T>() {
+    using C = opmath_t<T>;
+    const T* src = static_cast<const T*>(in.raw_data());
+    int64_t* idx_dst = static_cast<int64_t*>(call.outs[kValues ? 1 : 0].raw_data());
+    T* val_dst = static_cast<T*>(call.outs[0].raw_data());
+    for_each_offsets<3>(g.outer_shape, {&g.outer_in, &idx_strides, &val_strides},
+                        [&](const std::array<int64_t, 3>& o) {
+      const T* base = src + o[0];
+      C best{};
+      int64_t best_i = 0, i = 0;
+      bool best_nan = false;
+      g.red.for_each([&](int64_t off) {
+        C x = C(base[off]);
+        if (!best_nan) {
+          bool take = i == 0;
+          if constexpr (std::is_floating_point_v<C>) {
+            if (std::isnan(x)) {
+              take = true;
+              best_nan = true;
+            }
+          }
+          if (!take) take = kMax ? x > best : x < best;
+          if (take) {
+            best = x;
+            best_i = i;
+          }
+        }
+        ++i;
+      });
+      idx_dst[o[1]] = best_i;
+      if constexpr (kValues) val_dst[o[2]] = T(best);
+    });
+  });
+}
+
+// cumsum / cumprod along attrs[0]; floats accumulate in double, integers wrap in int64.
+template <bool kProd>
+void scan_kernel(OpCall& call) {
+  const Tensor& in = call.inputs[0];
+  const Tensor& out = call.outs[0];
+  LineGeometry g = line_geometry(in, out, call.int_attr(0));
+  KILN_DISPATCH_ALL(in.dtype(), kProd ? "cumprod" : "cumsum", [&]<typename T>() {
+    const T* src = static_cast<const T*>(in.raw_data());
+    T* dst = static_cast<T*>(out.raw_data());
+    using Acc = std::conditional_t<is_float_v<T>, double, int64_t>;
+    for_each_offset2(g.outer_shape, g.outer_in, g.outer_out, [&](int64_t io, int64_t oo) {
+      Acc acc = kProd ? Acc(1) : Acc(0);
+      for (int64_t j = 0; j < g.len; ++j) {
+        Acc v;
+        if constexpr (is_float_v<T>) v = as_double(src[io + j * g.in_step]);
+        else v = Acc(src[io + j * g.in_step]);
+        acc = kProd ? wrap_mul(acc, v) : wrap_add(acc, v);
+        dst[oo + j * g.out_step] = convert_value<T>(acc);
+      }
+    });
+  });
+}
+
+}  // namespace
+
+void register_softmax_kernels();  // softmax_kernels.cpp
+
+void register_reduction_kernels() {
+  register_softmax_kernels();
+  auto reg = [](const char* name, KernelFn fn, DTypeMask mask) {
+    register_kernel(name, DeviceType::CPU, fn, mask);
+  };
+  reg("sum", sum_kernel, kAllDTypes);
+  reg("mean", mean_kernel, kFloatDTypes);
+  reg("prod", prod_kernel, kAllDTypes);
+  reg("amax", extremum_kernel<true>, kAllDTypes);
+  reg("amin", extremum_kernel<false>, kAllDTypes);
+  reg("all", all_any_kernel<true>, kAllDTypes);
+  reg("any", all_any_kernel<false>, kAllDTypes);
+  reg("var", var_kernel<false>, kFloatDTypes);
+  reg("std", var_kernel<true>, kFloatDTypes);
+  reg("norm", norm_kernel, kFloatDTypes);
+  reg("logsumexp", logsumexp_kernel, kFloatDTypes);
+  reg("max.dim", arg_kernel<true, true>, kAllDTypes);
+  reg("min.dim", arg_kernel<false, true>, kAllDTypes);
+  reg("argmax", arg_kernel<true, false>, kAllDTypes);
+  reg("argmin", arg_kernel<false, false>, kAllDTypes);
+  reg("cumsum", scan_kernel<false>, kAllDTypes);
+  reg("cumprod", scan_kernel<true>, kAllDTypes);
+}
+
+}  // namespace kiln::cpu

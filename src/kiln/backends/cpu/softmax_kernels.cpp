@@ -1,0 +1,50 @@
+// CPU kernels for softmax and log_softmax along one dim (attrs[0]), numerically stable:
+// the line's max is subtracted before exp; sums accumulate in double and each output is
+// rounded once. A line containing NaN gives NaN; a line of all -inf gives NaN (softmax) as
+// PyTorch.
+#include <cmath>
+#include <limits>
+
+#include "kiln/core/convert.h"
+#include "kiln/dispatch/registry.h"
+#include "reduce_utils.h"
+#include "scalar_math.h"
+
+namespace kiln::cpu {
+namespace {
+
+template <bool kLog>
+void softmax_kernel(OpCall& call) {
+  const Tensor& in = call.inputs[0];
+  const Tensor& out = call.outs[0];
+  LineGeometry g = line_geometry(in, out, call.int_attr(0));
+  KILN_DISPATCH_FLOAT(in.dtype(), kLog ? "log_softmax" : "softmax", [&]<typename T>() {
+    using C = opmath_t<T>;
+    const T* src = static_cast<const T*>(in.raw_data());
+    T* dst = static_cast<T*>(out.raw_data());
+    for_each_offset2(g.outer_shape, g.outer_in, g.outer_out, [&](int64_t io, int64_t oo) {
+      auto x = [&](int64_t j) { return double(C(src[io + j * g.in_step])); };
+      double m = -std::numeric_limits<double>::infinity();
+      for (int64_t j = 0; j < g.len; ++j) m = nan_max(m, x(j));
+      double sum = 0;
+      for (int64_t j = 0; j < g.len; ++j) sum += std::exp(x(j) - m);
+      if constexpr (kLog) {
+        double log_sum = std::log(sum);
+        for (int64_t j = 0; j < g.len; ++j)
+          dst[oo + j * g.out_step] = convert_value<T>(x(j) - m - log_sum);
+      } else {
+        for (int64_t j = 0; j < g.len; ++j)
+          dst[oo + j * g.out_step] = convert_value<T>(std::exp(x(j) - m) / sum);
+      }
+    });
+  });
+}
+
+}  // namespace
+
+void register_softmax_kernels() {
+  register_kernel("softmax", DeviceType::CPU, softmax_kernel<false>, kFloatDTypes);
+  register_kernel("log_softmax", DeviceType::CPU, softmax_kernel<true>, kFloatDTypes);
+}
+
+}  // namespace kiln::cpu

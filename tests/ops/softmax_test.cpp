@@ -1,0 +1,141 @@
+// softmax and log_softmax against float64 host references: every float dtype and layout,
+// every dim, extreme values (stability), infinities, NaN, 0-d and empty inputs, the dtype
+// argument, and errors.
+#include <limits>
+
+#include "ops/reduction_ref.h"
+
+namespace kiln::test {
+namespace {
+
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+const double kInf = std::numeric_limits<double>::infinity();
+
+class Softmax : public OnEachDevice {};
+
+// Reference along dim of a row-major [shape] array.
+std::vector<double> ref_softmax(const std::vector<double>& vals, const Shape& shape, int64_t dim,
+                                bool log) {
+  int64_t d = dim < 0 ? dim + int64_t(shape.size()) : dim;
+  int64_t inner = 1;
+  for (size_t i = size_t(d) + 1; i < shape.size(); ++i) inner *= shape[i];
+  int64_t len = shape.empty() ? 1 : shape[size_t(d)];
+  std::vector<double> out(vals.size());
+  // Each line starts at an element whose position along dim is 0.
+  for (size_t first = 0; first < vals.size(); ++first) {
+    if ((int64_t(first) / inner) % len != 0) continue;
+    double m = -kInf;
+    for (int64_t j = 0; j < len; ++j) m = std::max(m, vals[first + size_t(j * inner)]);
+    double s = 0;
+    for (int64_t j = 0; j < len; ++j) s += std::exp(vals[first + size_t(j * inner)] - m);
+    for (int64_t j = 0; j < len; ++j) {
+      size_t i = first + size_t(j * inner);
+      out[i] = log ? vals[i] - m - std::log(s) : std::exp(vals[i] - m) / s;
+    }
+  }
+  return out;
+}
+
+TEST_P(Softmax, EveryFloatDtypeLayoutAndDim) {
+  uint32_t seed = 1;
+  for (DType t : float_dtypes()) {
+    for (InLayout l : in_layouts()) {
+      std::vector<double> vals = values_for(t, 60, seed++, -5, 5);
+      Tensor x = make_input(vals, {3, 4, 5}, t, device(), l);
+      for (int64_t dim : {0, 1, 2, -1, -2}) {
+        for (bool log : {false, true}) {
+          Tensor y = log ? log_softmax(x, dim) : softmax(x, dim);
+          EXPECT_EQ(y.dtype(), t);
+          EXPECT_EQ(y.device(), device());
+          expect_close(y, {3, 4, 5}, ref_softmax(vals, {3, 4, 5}, dim, log),
+                       std::string(dtype_name(t)) + " " + layout_name(l) + " dim " +
+                           std::to_string(dim) + (log ? " log_softmax" : " softmax"));
+        }
+      }
+    }
+  }
+}
+
+TEST_P(Softmax, RowsSumToOne) {
+  std::vector<double> v = random_values(7 * 33, -20, 20, 3);
+  Tensor x = make(v, {7, 33}, DType::F32, device());
+  expect_close(sum(softmax(x, 1), {1}), {7}, std::vector<double>(7, 1.0), Tol{1e-6, 0});
+  expect_close(sum(exp(log_softmax(x, -1)), {-1}), {7}, std::vector<double>(7, 1.0),
+               Tol{1e-5, 0});
+}
+
+TEST_P(Softmax, IsStableForLargeMagnitudes) {
+  std::vector<double> v = {1000, 1001, 1002, -1000, -1001, -1002};
+  for (DType t : {DType::F32, DType::F64}) {
+    Tensor x = make(v, {2, 3}, t, device());
+    expect_close(softmax(x, 1), {2, 3}, ref_softmax(v, {2, 3}, 1, false));
+    expect_close(log_softmax(x, 1), {2, 3}, ref_softmax(v, {2, 3}, 1, true));
+  }
+  // float16 inputs whose exp overflows float16 itself.
+  Tensor h = make({60000, 60000}, {2}, DType::F16, device());
+  expect_close(softmax(h, 0), {2}, {0.5, 0.5});
+}
+
+TEST_P(Softmax, InfinitiesAndNaN) {
+  Tensor x = make({-kInf, 0, -kInf, 1}, {4}, DType::F32, device());
+  double e = std::exp(1.0);
+  expect_close(softmax(x, 0), {4}, {0, 1 / (1 + e), 0, e / (1 + e)});
+  expect_close(log_softmax(x, 0), {4}, {-kInf, -std::log(1 + e), -kInf, 1 - std::log(1 + e)});
+  Tensor all_neg = make({-kInf, -kInf}, {2}, DType::F32, device());
+  expect_close(softmax(all_neg, 0), {2}, {kNaN, kNaN});
+  Tensor nan = make({1, kNaN, 2, 3, 4, 5}, {2, 3}, DType::F64, device());
+  std::vector<double> row2 = ref_softmax({3, 4, 5}, {3}, 0, false);
+  expect_close(softmax(nan, 1), {2, 3}, {kNaN, kNaN, kNaN, row2[0], row2[1], row2[2]});
+}
+
+TEST_P(Softmax, DtypeArgument) {
+  Tensor i = make({1, 2, 3}, {3}, DType::I64, device());
+  Tensor y = softmax(i, 0, DType::F32);
+  EXPECT_EQ(y.dtype(), DType::F32);
+  expect_close(y, {3}, ref_softmax({1, 2, 3}, {3}, 0, false));
+  Tensor h = make({0.5, -0.25}, {2}, DType::F16, device());
+  Tensor l = log_softmax(h, 0, DType::F64);
+  EXPECT_EQ(l.dtype(), DType::F64);
+  expect_close(l, {2}, ref_softmax({0.5, -0.25}, {2}, 0, true));
+}
+
+TEST_P(Softmax, ZeroDimAndEmpty) {
+  Tensor s = full({}, 3.5, TensorOptions(DType::F32, device()));
+  expect_close(softmax(s, 0), {}, {1});
+  expect_close(log_softmax(s, -1), {}, {0});
+  Tensor e = empty({0, 3}, TensorOptions(DType::F32, device()));
+  EXPECT_EQ(softmax(e, 1).shape(), Shape({0, 3}));
+  EXPECT_EQ(log_softmax(e, 0).shape(), Shape({0, 3}));
+  Tensor e2 = empty({3, 0}, TensorOptions(DType::F64, device()));
+  EXPECT_EQ(softmax(e2, 1).shape(), Shape({3, 0}));
+}
+
+TEST_P(Softmax, Errors) {
+  Tensor i = make({1, 2}, {2}, DType::I32, device());
+  expect_error<TypeError>([&] { softmax(i, 0); }, {"softmax", "Int", "floating"});
+  expect_error<TypeError>([&] { log_softmax(i, 0); }, {"log_softmax", "Int"});
+  Tensor b = make({1, 0}, {2}, DType::Bool, device());
+  expect_error<TypeError>([&] { softmax(b, 0); }, {"Bool"});
+  Tensor x = zeros({2, 3}, TensorOptions(DType::F32, device()));
+  expect_error<IndexError>([&] { softmax(x, 2); }, {"[-2, 1]", "got 2"});
+  expect_error<IndexError>([&] { log_softmax(x, -3); }, {"got -3"});
+  Tensor s = zeros({}, TensorOptions(DType::F32, device()));
+  expect_error<IndexError>([&] { softmax(s, 1); }, {"[-1, 0]", "got 1"});
+}
+
+TEST_P(Softmax, LongRowsAreAccurate) {
+  std::vector<double> v = rounded(random_values(3 * 5000, -3, 3, 9), DType::F32);
+  Tensor x = make(v, {3, 5000}, DType::F32, device());
+  expect_close(log_softmax(x, 1), {3, 5000}, ref_softmax(v, {3, 5000}, 1, true));
+  Tensor xt = make(v, {3, 5000}, DType::F32, device()).t();  // softmax over a strided dim
+  std::vector<double> vt(v.size());
+  for (size_t r = 0; r < 3; ++r)
+    for (size_t c = 0; c < 5000; ++c) vt[c * 3 + r] = v[r * 5000 + c];
+  expect_close(softmax(xt, 0), {5000, 3}, ref_softmax(vt, {5000, 3}, 0, false));
+}
+
+}  // namespace
+
+KILN_INSTANTIATE_ON_EACH_DEVICE(Softmax);
+
+}  // namespace kiln::test
