@@ -109,7 +109,7 @@ TEST_P(Unary, InPlaceAndOutForms) {
   log_out(x, out);  // computed in f32, written to f64
   std::vector<double> want_log;
   for (double v : want) want_log.push_back(std::log(v));
-  test::expect_close(out, {3, 4}, want_log, {1e-5, 1e-6});
+  test::expect_close(out, {3, 4}, want_log, test::Tol{1e-5, 1e-6});
   Tensor ints = arange(4, TensorOptions(DType::I64, device()));
   EXPECT_THROW(exp_(ints), TypeError);  // float result can't be written to int64
   Tensor wrong = empty({5}, TensorOptions(DType::F32, device()));

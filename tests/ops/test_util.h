@@ -75,28 +75,23 @@ inline Tensor make(const std::vector<double>& vals, const Shape& shape, DType dt
 enum class Layout { Contiguous, Transposed, Strided };
 inline Tensor make_layout(const std::vector<double>& vals, const Shape& shape, DType dtype,
                           Device device, Layout layout) {
-  if (layout == Layout::Contiguous || shape.size() < 2) {
-    if (layout == Layout::Strided && !shape.empty()) {
-      // Every other element of a twice-as-long last dim.
-      Shape big = shape;
-      big.back() *= 2;
-      std::vector<double> bv(size_t(numel_of(big)), -777.0);
-      int64_t inner = shape.back();
-      for (size_t i = 0; i < vals.size(); ++i)
-        bv[(i / size_t(inner)) * size_t(inner) * 2 + (i % size_t(inner)) * 2] = vals[i];
-      return make(bv, big, dtype, device).slice(-1, 0, std::nullopt, 2);
-    }
-    return make(vals, shape, dtype, device);
+  if (layout == Layout::Strided && !shape.empty()) {
+    // Every other element of a twice-as-long last dim.
+    Shape big = shape;
+    big.back() *= 2;
+    std::vector<double> bv(size_t(numel_of(big)), -777.0);
+    int64_t inner = shape.back();
+    for (size_t i = 0; i < vals.size(); ++i)
+      bv[(i / size_t(inner)) * size_t(inner) * 2 + (i % size_t(inner)) * 2] = vals[i];
+    return make(bv, big, dtype, device).slice(-1, 0, std::nullopt, 2);
   }
-  if (layout == Layout::Transposed) {
+  if (layout == Layout::Transposed && shape.size() >= 2) {
     // Store the transpose of the last two dims contiguously, then transpose back.
-    Shape ts = shape;
-    std::swap(ts[ts.size() - 1], ts[ts.size() - 2]);
     Tensor c = make(vals, shape, DType::F64, Device(DeviceType::CPU, 0));
     Tensor stored = c.transpose(-1, -2).contiguous();
     return stored.to(device, dtype).transpose(-1, -2);
   }
-  return make_layout(vals, shape, dtype, device, Layout::Strided);
+  return make(vals, shape, dtype, device);
 }
 
 // Device types to run op tests on: every registered backend with a device.

@@ -110,6 +110,8 @@ class Tensor {
   Tensor mean(const std::vector<int64_t>& dims, bool keepdim = false) const;
   Tensor& add_(const Tensor& other, const Scalar& alpha = 1);
   Tensor& mul_(const Tensor& other);
+  Tensor& sub_(const Tensor& other, const Scalar& alpha = 1);
+  Tensor& div_(const Tensor& other);
 
  private:
   TensorImpl* checked() const {

@@ -55,6 +55,8 @@ Tensor Tensor::mean() const { return kiln::mean(*this); }
 Tensor Tensor::mean(const std::vector<int64_t>& d, bool k) const { return kiln::mean(*this, d, k); }
 Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) { return kiln::add_(*this, o, alpha); }
 Tensor& Tensor::mul_(const Tensor& o) { return kiln::mul_(*this, o); }
+Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) { return kiln::sub_(*this, o, alpha); }
+Tensor& Tensor::div_(const Tensor& o) { return kiln::div_(*this, o); }
 
 Tensor operator-(const Tensor& a) { return neg(a); }
 Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
