@@ -34,10 +34,14 @@ class CountingInterceptor : public Interceptor {
   std::map<std::string, int> counts_;
 };
 
+// Installs an interceptor for a scope and puts back whatever was there (autograd's).
 struct InterceptorScope {
   InterceptorSlot slot;
-  InterceptorScope(InterceptorSlot s, Interceptor* i) : slot(s) { set_interceptor(s, i); }
-  ~InterceptorScope() { set_interceptor(slot, nullptr); }
+  Interceptor* previous;
+  InterceptorScope(InterceptorSlot s, Interceptor* i) : slot(s), previous(get_interceptor(s)) {
+    set_interceptor(s, i);
+  }
+  ~InterceptorScope() { set_interceptor(slot, previous); }
 };
 
 TEST(Dispatch, CountingInterceptorSeesEveryOpCall) {

@@ -38,7 +38,8 @@ Shape infer_shape(const Shape& shape, int64_t numel) {
 std::optional<Strides> view_strides(const Shape& shape, const Strides& strides,
                                     const Shape& new_shape) {
   Strides out(new_shape.size());
-  if (numel_of(shape) == 0) return contiguous_strides(new_shape);
+  // Zero or one element: any layout of the same count views it.
+  if (numel_of(shape) <= 1) return contiguous_strides(new_shape);
   // Walk the old dims in chunks of contiguous memory; each chunk must map onto a run of
   // new dims with the same number of elements.
   int64_t view_d = int64_t(new_shape.size()) - 1;

@@ -1,0 +1,221 @@
+// Derivatives of reductions, softmax and matrix products.
+#include <cmath>
+
+#include "kiln/autograd/node.h"
+#include "kiln/ops/elementwise.h"
+#include "kiln/ops/factory.h"
+#include "kiln/ops/indexing.h"
+#include "kiln/ops/linalg.h"
+#include "kiln/ops/reduction.h"
+#include "kiln/ops/reduction_util.h"
+#include "kiln/ops/views.h"
+
+namespace kiln::autograd {
+
+namespace {
+
+using Grads = std::vector<Tensor>;
+
+std::vector<int64_t> dims_of(const GradContext& ctx) {
+  OpCall c = ctx.as_call();
+  return c.has_attr(0) ? c.ints_attr(0) : std::vector<int64_t>{};
+}
+
+// g has the reduced shape; returns it broadcast back to the input's shape.
+Tensor unreduce(const Tensor& g, const GradContext& ctx) {
+  const Shape& in_shape = ctx.input_shapes[0];
+  bool keepdim = ctx.as_call().bool_attr(1);
+  Tensor r = g;
+  if (!keepdim && !in_shape.empty()) {
+    auto mask = ops::reduction_mask(ctx.op->name.c_str(), in_shape, dims_of(ctx));
+    Shape kept;
+    for (size_t i = 0; i < in_shape.size(); ++i) kept.push_back(mask[i] ? 1 : in_shape[i]);
+    r = reshape(r, kept);
+  }
+  return expand(r, in_shape);
+}
+
+int64_t reduced_count(const GradContext& ctx) {
+  const Shape& s = ctx.input_shapes[0];
+  if (s.empty()) return 1;
+  auto mask = ops::reduction_mask(ctx.op->name.c_str(), s, dims_of(ctx));
+  int64_t n = 1;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (mask[i]) n *= s[i];
+  return n;
+}
+
+Grads d_sum(const GradContext& ctx, const Grads& go) { return {unreduce(go[0], ctx)}; }
+Grads d_mean(const GradContext& ctx, const Grads& go) {
+  return {unreduce(go[0], ctx) / double(reduced_count(ctx))};
+}
+Grads d_prod(const GradContext& ctx, const Grads& go) {
+  // prod / x for nonzero x. NOTE: elements equal to 0 get gradient 0 here; the exact value
+  // (the product of the other elements) matters only when exactly one element is 0.
+  Tensor x = ctx.input(0);
+  Tensor p = unreduce(ctx.output(0), ctx);
+  Tensor g = unreduce(go[0], ctx);
+  Tensor safe = where(eq(x, 0.0), 1.0, x);
+  return {g * where(eq(x, 0.0), zeros_like(x), p / safe)};
+}
+// amax/amin: the gradient is shared evenly among the elements equal to the extremum.
+Grads d_amax(const GradContext& ctx, const Grads& go) {
+  Tensor x = ctx.input(0);
+  Tensor hit = eq(x, unreduce(ctx.output(0), ctx)).to(go[0].dtype());
+  Tensor count = unreduce(sum(hit, dims_of(ctx), ctx.as_call().bool_attr(1)), ctx);
+  return {unreduce(go[0], ctx) * hit / count};
+}
+// max.dim/min.dim: the gradient goes to the selected index.
+Grads d_max_dim(const GradContext& ctx, const Grads& go) {
+  Tensor idx = ctx.output(1);
+  const Shape& shape = ctx.input_shapes[0];
+  int64_t dim = shape.empty() ? 0 : wrap_dim(dims_of(ctx)[0], int64_t(shape.size()));
+  bool keepdim = ctx.as_call().bool_attr(1);
+  Tensor g = go[0];
+  if (!keepdim && !shape.empty()) {
+    g = unsqueeze(g, dim);
+    idx = unsqueeze(idx, dim);
+  }
+  if (shape.empty()) return {g};
+  Tensor z = zeros(shape, TensorOptions(g.dtype(), g.device()));
+  return {scatter(z, dim, idx, g)};
+}
+Grads d_var_std(const GradContext& ctx, const Grads& go) {
+  OpCall c = ctx.as_call();
+  double correction = c.double_attr(2);
+  Tensor x = ctx.input(0);
+  int64_t n = reduced_count(ctx);
+  Tensor mu = mean(x, dims_of(ctx), true);
+  Tensor g = unreduce(go[0], ctx);
+  Tensor dvar = (x - mu) * (2.0 / std::max(0.0, double(n) - correction));
+  if (ctx.op->name == "std") return {g * dvar / (unreduce(ctx.output(0), ctx) * 2)};
+  return {g * dvar};
+}
+Grads d_norm(const GradContext& ctx, const Grads& go) {
+  double p = ctx.as_call().double_attr(2);
+  Tensor x = ctx.input(0);
+  Tensor nrm = unreduce(ctx.output(0), ctx);
+  Tensor g = unreduce(go[0], ctx);
+  if (p == 2) return {g * x / where(eq(nrm, 0.0), 1.0, nrm) * ne(nrm, 0.0).to(x.dtype())};
+  if (p == 1) return {g * sign(x)};
+  if (std::isinf(p)) {
+    Tensor hit = eq(abs(x), nrm).to(x.dtype());
+    Tensor count = unreduce(sum(hit, dims_of(ctx), ctx.as_call().bool_attr(1)), ctx);
+    return {g * sign(x) * hit / count};
+  }
+  if (p == 0) return {zeros_like(x)};
+  // d/dx (sum |x|^p)^(1/p) = sign(x) |x|^(p-1) / norm^(p-1)
+  return {g * sign(x) * pow(abs(x), p - 1) / where(eq(nrm, 0.0), 1.0, pow(nrm, p - 1))};
+}
+Grads d_logsumexp(const GradContext& ctx, const Grads& go) {
+  Tensor x = ctx.input(0);
+  return {unreduce(go[0], ctx) * exp(x - unreduce(ctx.output(0), ctx))};
+}
+Grads d_cumsum(const GradContext& ctx, const Grads& go) {
+  int64_t dim = ctx.as_call().int_attr(0);
+  if (ctx.input_shapes[0].empty()) return {go[0]};
+  // Reverse cumulative sum: flip, cumsum, flip.
+  // grad_in[i] = sum_{j >= i} g[j] = total - (cumsum(g)[i] - g[i]).
+  Tensor g = go[0];
+  int64_t d = wrap_dim(dim, g.dim());
+  return {sum(g, {d}, true) - cumsum(g, d) + g};
+}
+Grads d_softmax(const GradContext& ctx, const Grads& go) {
+  int64_t dim = ctx.as_call().int_attr(0);
+  Tensor y = ctx.output(0);
+  if (y.dim() == 0) return {zeros_like(go[0])};
+  return {y * (go[0] - sum(go[0] * y, {dim}, true))};
+}
+Grads d_log_softmax(const GradContext& ctx, const Grads& go) {
+  int64_t dim = ctx.as_call().int_attr(0);
+  Tensor y = ctx.output(0);
+  if (y.dim() == 0) return {zeros_like(go[0])};
+  return {go[0] - exp(y) * sum(go[0], {dim}, true)};
+}
+
+// Matrix products.
+Grads d_mm(const GradContext& ctx, const Grads& go) {
+  Grads r(2);
+  if (ctx.needs(0)) r[0] = mm(go[0], ctx.input(1).t());
+  if (ctx.needs(1)) r[1] = mm(ctx.input(0).t(), go[0]);
+  return r;
+}
+Grads d_bmm(const GradContext& ctx, const Grads& go) {
+  Grads r(2);
+  if (ctx.needs(0)) r[0] = bmm(go[0], ctx.input(1).transpose(1, 2));
+  if (ctx.needs(1)) r[1] = bmm(ctx.input(0).transpose(1, 2), go[0]);
+  return r;
+}
+Grads d_dot(const GradContext& ctx, const Grads& go) {
+  Grads r(2);
+  if (ctx.needs(0)) r[0] = go[0] * ctx.input(1);
+  if (ctx.needs(1)) r[1] = go[0] * ctx.input(0);
+  return r;
+}
+Grads d_matmul(const GradContext& ctx, const Grads& go) {
+  Tensor a = ctx.input(0), b = ctx.input(1), g = go[0];
+  Tensor A = a, B = b;
+  if (a.dim() == 1) {
+    A = unsqueeze(a, 0);
+    g = unsqueeze(g, g.dim() == 0 ? 0 : -2);
+  }
+  if (b.dim() == 1) {
+    B = unsqueeze(b, -1);
+    g = unsqueeze(g, -1);
+  }
+  Grads r(2);
+  if (ctx.needs(0)) r[0] = reshape(sum_to(matmul(g, B.transpose(-1, -2)), A.shape()), a.shape());
+  if (ctx.needs(1)) r[1] = reshape(sum_to(matmul(A.transpose(-1, -2), g), B.shape()), b.shape());
+  return r;
+}
+template <bool kBatched>
+Grads d_addmm(const GradContext& ctx, const Grads& go) {
+  OpCall c = ctx.as_call();
+  double beta = c.scalar_attr(0).to_double(), alpha = c.scalar_attr(1).to_double();
+  Grads r(3);
+  if (ctx.needs(0)) r[0] = sum_to(go[0] * beta, ctx.input_shapes[0]);
+  Tensor g = alpha == 1 ? go[0] : go[0] * alpha;
+  if (kBatched) {
+    if (ctx.needs(1)) r[1] = bmm(g, ctx.input(2).transpose(1, 2));
+    if (ctx.needs(2)) r[2] = bmm(ctx.input(1).transpose(1, 2), g);
+  } else {
+    if (ctx.needs(1)) r[1] = mm(g, ctx.input(2).t());
+    if (ctx.needs(2)) r[2] = mm(ctx.input(1).t(), g);
+  }
+  return r;
+}
+
+}  // namespace
+
+void register_reduction_derivatives() {
+  register_derivative("sum", d_sum);
+  register_derivative("mean", d_mean);
+  register_derivative("prod", d_prod);
+  register_derivative("amax", d_amax);
+  register_derivative("amin", d_amax);
+  register_derivative("max.dim", d_max_dim);
+  register_derivative("min.dim", d_max_dim);
+  register_derivative("var", d_var_std);
+  register_derivative("std", d_var_std);
+  register_derivative("norm", d_norm);
+  register_derivative("logsumexp", d_logsumexp);
+  register_derivative("cumsum", d_cumsum);
+  register_derivative("softmax", d_softmax);
+  register_derivative("log_softmax", d_log_softmax);
+  register_derivative("mm", d_mm);
+  register_derivative("bmm", d_bmm);
+  register_derivative("dot", d_dot);
+  register_derivative("matmul", d_matmul);
+  register_derivative("addmm", d_addmm<false>);
+  register_derivative("baddbmm", d_addmm<true>);
+}
+
+void register_view_derivatives();
+void register_elementwise_derivatives();
+void register_builtin_derivatives() {
+  register_elementwise_derivatives();
+  register_view_derivatives();
+  register_reduction_derivatives();
+}
+
+}  // namespace kiln::autograd

@@ -1,0 +1,198 @@
+// The backward engine: counts dependencies from the roots, then runs nodes in an order where
+// every node runs after all nodes that feed gradients into it (a ready queue ordered by
+// creation sequence, latest first), summing gradients that reach the same node input.
+#include <map>
+#include <queue>
+#include <set>
+#include <unordered_map>
+
+#include "kiln/autograd/node.h"
+#include "kiln/ops/factory.h"
+
+namespace kiln::autograd {
+
+namespace {
+
+// The edge through which a gradient for t enters the graph.
+Edge gradient_edge(const Tensor& t) {
+  auto* m = t.impl()->autograd_meta.get();
+  if (!m || !m->requires_grad) return {};
+  if (m->grad_fn) return {m->grad_fn, m->output_nr};
+  std::shared_ptr<Node> acc = m->grad_accumulator.lock();
+  if (!acc) {
+    acc = std::make_shared<AccumulateGrad>(t);
+    m->grad_accumulator = acc;
+  }
+  return {acc, 0};
+}
+
+struct NodeCompare {
+  bool operator()(Node* a, Node* b) const { return a->sequence_nr < b->sequence_nr; }
+};
+
+Tensor accumulate(const Tensor& a, const Tensor& b) {
+  if (!a.defined()) return b;
+  if (!b.defined()) return a;
+  return a + b;
+}
+
+struct Capture {
+  Node* node;
+  uint32_t input_nr;
+};
+
+// Runs backward from (roots, root_grads). When captures is non-null (autograd::grad), the
+// gradients arriving at the captured edges are returned instead of accumulated into leaves.
+std::vector<Tensor> run_backward(const std::vector<Edge>& roots, std::vector<Tensor> root_grads,
+                                 bool keep_graph, bool create_graph,
+                                 const std::vector<Edge>* captures) {
+
+  bool prev = is_grad_enabled();
+  set_grad_enabled(create_graph);
+  struct Restore {
+    bool p;
+    ~Restore() { set_grad_enabled(p); }
+  } restore{prev};
+
+  // Dependencies: how many edges point at each node.
+  std::unordered_map<Node*, int> deps;
+  std::unordered_map<Node*, std::shared_ptr<Node>> keep_alive;
+  std::vector<Node*> stack;
+  std::set<Node*> seen;
+  for (const auto& e : roots)
+    if (e.valid() && seen.insert(e.node.get()).second) stack.push_back(e.node.get());
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (const auto& e : n->next_edges) {
+      if (!e.valid()) continue;
+      deps[e.node.get()]++;
+      if (seen.insert(e.node.get()).second) stack.push_back(e.node.get());
+    }
+  }
+
+  std::unordered_map<Node*, std::vector<Tensor>> buffers;
+  auto add_grad = [&](const Edge& e, const Tensor& g) {
+    auto& buf = buffers[e.node.get()];
+    if (buf.size() <= e.input_nr) buf.resize(e.input_nr + 1);
+    buf[e.input_nr] = accumulate(buf[e.input_nr], g);
+    keep_alive[e.node.get()] = e.node;
+  };
+  for (size_t i = 0; i < roots.size(); ++i)
+    if (roots[i].valid()) add_grad(roots[i], root_grads[i]);
+
+  std::vector<Tensor> captured;
+  std::map<std::pair<Node*, uint32_t>, size_t> capture_index;
+  if (captures) {
+    captured.resize(captures->size());
+    for (size_t i = 0; i < captures->size(); ++i)
+      if ((*captures)[i].valid())
+        capture_index[{(*captures)[i].node.get(), (*captures)[i].input_nr}] = i;
+  }
+
+  std::priority_queue<Node*, std::vector<Node*>, NodeCompare> ready;
+  for (const auto& e : roots)
+    if (e.valid() && deps[e.node.get()] == 0) ready.push(e.node.get());
+  std::set<Node*> queued;
+  while (!ready.empty()) {
+    Node* n = ready.top();
+    ready.pop();
+    if (!queued.insert(n).second) continue;
+    std::vector<Tensor> grads = std::move(buffers[n]);
+    buffers.erase(n);
+    grads.resize(std::max<size_t>(grads.size(), n->num_outputs()));
+    // Tensor hooks on this node's outputs.
+    for (size_t i = 0; i < n->pre_hooks.size() && i < grads.size(); ++i)
+      for (auto& hook : n->pre_hooks[i])
+        if (grads[i].defined()) {
+          Tensor r = hook(grads[i]);
+          if (r.defined()) grads[i] = r;
+        }
+    if (captures) {
+      for (size_t i = 0; i < grads.size(); ++i) {
+        auto it = capture_index.find({n, uint32_t(i)});
+        if (it != capture_index.end()) captured[it->second] = accumulate(captured[it->second], grads[i]);
+      }
+    }
+    bool is_leaf_node = dynamic_cast<AccumulateGrad*>(n) != nullptr;
+    std::vector<Tensor> out;
+    if (!(captures && is_leaf_node)) {
+      bool any = false;
+      for (auto& g : grads) any = any || g.defined();
+      if (any) out = n->apply(std::move(grads));
+      if (!keep_graph) n->release_saved();
+    }
+    for (size_t i = 0; i < n->next_edges.size(); ++i) {
+      const Edge& e = n->next_edges[i];
+      if (!e.valid()) continue;
+      if (i < out.size() && out[i].defined()) add_grad(e, out[i]);
+      if (--deps[e.node.get()] == 0) {
+        keep_alive[e.node.get()] = e.node;
+        ready.push(e.node.get());
+      }
+    }
+  }
+  return captured;
+}
+
+Tensor default_root_grad(const Tensor& t, const char* what) {
+  KILN_CHECK(t.numel() == 1, Error, "grad can be implicitly created only for scalar outputs (",
+             what, " got a tensor of shape ", shape_str(t.shape()), ")");
+  return ones_like(t);
+}
+
+}  // namespace
+
+void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& grad_tensors,
+              bool retain_graph, bool create_graph) {
+  KILN_CHECK(grad_tensors.empty() || grad_tensors.size() == tensors.size(), ValueError,
+             "backward: got ", tensors.size(), " tensors but ", grad_tensors.size(),
+             " gradients");
+  std::vector<Edge> roots;
+  std::vector<Tensor> grads;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    KILN_CHECK(requires_grad(t), Error,
+               "element ", i, " of tensors does not require grad and does not have a grad_fn");
+    Tensor g = grad_tensors.empty() || !grad_tensors[i].defined()
+                   ? default_root_grad(t, "backward")
+                   : grad_tensors[i];
+    KILN_CHECK(g.shape() == t.shape(), ShapeError, "backward: gradient has shape ",
+               shape_str(g.shape()), " but the tensor has shape ", shape_str(t.shape()));
+    roots.push_back(gradient_edge(t));
+    grads.push_back(g);
+  }
+  run_backward(roots, std::move(grads), retain_graph || create_graph, create_graph, nullptr);
+}
+
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs, std::optional<bool> retain_graph,
+                         bool create_graph, bool allow_unused) {
+  KILN_CHECK(grad_outputs.empty() || grad_outputs.size() == outputs.size(), ValueError,
+             "grad: got ", outputs.size(), " outputs but ", grad_outputs.size(),
+             " grad_outputs");
+  std::vector<Edge> roots;
+  std::vector<Tensor> grads;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    KILN_CHECK(requires_grad(outputs[i]), Error, "element ", i,
+               " of tensors does not require grad and does not have a grad_fn");
+    roots.push_back(gradient_edge(outputs[i]));
+    grads.push_back(grad_outputs.empty() || !grad_outputs[i].defined()
+                        ? default_root_grad(outputs[i], "grad")
+                        : grad_outputs[i]);
+  }
+  std::vector<Edge> captures;
+  for (const auto& in : inputs) {
+    KILN_CHECK(requires_grad(in), Error, "One of the differentiated Tensors does not require grad");
+    captures.push_back(gradient_edge(in));
+  }
+  auto result = run_backward(roots, std::move(grads), retain_graph.value_or(create_graph),
+                             create_graph, &captures);
+  for (size_t i = 0; i < result.size(); ++i)
+    KILN_CHECK(result[i].defined() || allow_unused, Error,
+               "One of the differentiated Tensors appears to not have been used in the graph. "
+               "Set allow_unused=True if this is the desired behavior (input ", i, ")");
+  return result;
+}
+
+}  // namespace kiln::autograd

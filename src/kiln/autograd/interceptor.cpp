@@ -1,0 +1,171 @@
+// The autograd interceptor: when grad mode is on and an input requires grad, it runs the op
+// (with autograd excluded below it, so composite ops record once), then records an OpNode
+// holding what the op's derivative needs and links the outputs to it.
+#include <mutex>
+
+#include "kiln/autograd/node.h"
+#include "kiln/dispatch/interceptor.h"
+#include "kiln/dispatch/registry.h"
+#include "kiln/ops/copy.h"
+#include "kiln/ops/factory.h"
+
+namespace kiln::autograd {
+
+namespace {
+
+Edge edge_of(const Tensor& t) {
+  auto* m = t.defined() ? t.impl()->autograd_meta.get() : nullptr;
+  if (!m || !m->requires_grad) return {};
+  if (m->grad_fn) return {m->grad_fn, m->output_nr};
+  std::shared_ptr<Node> acc = m->grad_accumulator.lock();
+  if (!acc) {
+    acc = std::make_shared<AccumulateGrad>(t);
+    m->grad_accumulator = acc;
+  }
+  return {acc, 0};
+}
+
+class OpNode : public Node {
+ public:
+  OpNode(GradContext ctx, DerivativeFn fn, uint32_t num_outputs)
+      : ctx_(std::move(ctx)), fn_(fn), num_outputs_(num_outputs) {}
+  std::string name() const override { return ctx_.op->name + "Backward"; }
+  uint32_t num_outputs() const override { return num_outputs_; }
+  void release_saved() override {
+    for (auto& s : ctx_.inputs) s.reset();
+    for (auto& s : ctx_.outputs) s.reset();
+    released_ = true;
+  }
+  GradContext& ctx() { return ctx_; }
+
+  std::vector<Tensor> apply(std::vector<Tensor>&& grads) override {
+    KILN_CHECK(fn_ != nullptr, NotImplementedError, "the derivative for '", ctx_.op->name,
+               "' is not implemented");
+    KILN_CHECK(!released_, Error,
+               "Trying to backward through the graph a second time (or directly access saved "
+               "tensors after they have already been freed). Specify retain_graph=True if you "
+               "need to backward through the graph a second time (in ", name(), ")");
+    // Outputs that received no gradient get zeros, so formulas need not special-case them.
+    for (size_t i = 0; i < grads.size(); ++i)
+      if (!grads[i].defined() && i < ctx_.outputs.size() && ctx_.outputs[i].defined()) {
+        Tensor o = ctx_.outputs[i].unpack(ctx_.op->name);
+        if (is_floating(o.dtype())) grads[i] = zeros_like(o);
+      }
+    std::vector<Tensor> result = fn_(ctx_, grads);
+    result.resize(next_edges.size());
+    for (size_t i = 0; i < result.size(); ++i) {
+      if (!result[i].defined() || !next_edges[i].valid()) continue;
+      const Shape& want = ctx_.input_shapes[i];
+      KILN_CHECK(result[i].shape() == want, Error, "autograd: derivative of '", ctx_.op->name,
+                 "' returned a gradient of shape ", shape_str(result[i].shape()), " for input ",
+                 i, " of shape ", shape_str(want), " (this is a bug in kiln)");
+      if (result[i].dtype() != ctx_.input_dtypes[i]) result[i] = to_dtype(result[i], ctx_.input_dtypes[i]);
+    }
+    return result;
+  }
+
+ private:
+  GradContext ctx_;
+  DerivativeFn fn_;
+  uint32_t num_outputs_;
+  bool released_ = false;
+};
+
+bool is_view_of_grad_tensor(const Tensor& t) {
+  auto& base = t.impl()->view_base;
+  if (!base) return false;
+  auto* m = base->autograd_meta.get();
+  return m && m->requires_grad;
+}
+
+class AutogradInterceptor : public Interceptor {
+ public:
+  std::vector<Tensor> intercept(OpCall& call, const Next& next) override {
+    if (!is_grad_enabled()) return next(call);
+    bool any = false;
+    for (const auto& t : call.inputs) any = any || requires_grad(t);
+    for (const auto& t : call.outs) any = any || requires_grad(t);
+    if (!any) return next(call);
+    const OpDef& op = *call.op;
+    DerivativeFn fn = find_derivative(op.name);
+    // Composite ops without a derivative of their own let their inner ops record.
+    if (!fn && op.composite) return next(call);
+
+    for (const auto& out : call.outs) {
+      KILN_CHECK(!(requires_grad(out) && is_leaf(out)), Error,
+                 "a leaf Variable that requires grad is being used in an in-place operation "
+                 "(op '", op.name, "').");
+      KILN_CHECK(!is_view_of_grad_tensor(out), NotImplementedError,
+                 "in-place operation '", op.name, "' on a view of a tensor that requires grad "
+                 "is not supported yet; apply it to a clone");
+    }
+
+    GradContext ctx;
+    ctx.op = &op;
+    ctx.attrs = call.attrs;
+    // Inputs that the op overwrites are saved as copies taken before the op runs.
+    std::vector<Tensor> inputs_to_save = call.inputs;
+    for (auto& in : inputs_to_save)
+      for (const auto& out : call.outs)
+        if (in.defined() && in.shares_storage_with(out)) {
+          NoGradGuard ng;
+          Tensor copy = clone(in);
+          if (auto* m = in.impl()->autograd_meta.get()) copy.impl()->autograd_meta = std::make_shared<AutogradMeta>(*m);
+          in = copy;
+          break;
+        }
+    for (const auto& in : call.inputs) {
+      ctx.needs_input_grad.push_back(requires_grad(in));
+      ctx.input_shapes.push_back(in.defined() ? in.shape() : Shape{});
+      ctx.input_dtypes.push_back(in.defined() ? in.dtype() : DType::F32);
+      ctx.input_devices.push_back(in.defined() ? in.device() : Device());
+    }
+    std::vector<Edge> edges;
+    for (const auto& in : call.inputs) edges.push_back(edge_of(in));
+
+    std::vector<Tensor> outs;
+    {
+      InterceptorExcludeGuard exclude(InterceptorSlot::Autograd);
+      outs = next(call);
+    }
+    bool any_float = false;
+    for (const auto& o : outs) any_float = any_float || (o.defined() && is_floating(o.dtype()));
+    if (!any_float) return outs;
+
+    auto node = std::make_shared<OpNode>(std::move(ctx), fn, uint32_t(outs.size()));
+    node->next_edges = std::move(edges);
+    for (size_t i = 0; i < inputs_to_save.size(); ++i)
+      node->ctx().inputs.emplace_back(inputs_to_save[i], false, nullptr);
+    for (size_t i = 0; i < outs.size(); ++i) {
+      Tensor& o = outs[i];
+      if (!o.defined() || !is_floating(o.dtype())) continue;
+      auto& m = o.impl()->autograd_meta;
+      if (!m) m = std::make_shared<AutogradMeta>();
+      m->requires_grad = true;
+      m->grad_fn = node;
+      m->output_nr = uint32_t(i);
+    }
+    for (const auto& o : outs) node->ctx().outputs.emplace_back(o, true, node);
+    return outs;
+  }
+};
+
+}  // namespace
+
+void register_builtin_derivatives();
+
+void install() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    register_builtin_derivatives();
+    static AutogradInterceptor interceptor;
+    set_interceptor(InterceptorSlot::Autograd, &interceptor);
+  });
+}
+
+// Autograd is always on, as in PyTorch: installed when the library loads.
+namespace {
+const bool g_installed = (install(), true);
+}
+
+}  // namespace kiln::autograd
