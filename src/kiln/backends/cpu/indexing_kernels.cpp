@@ -1,0 +1,273 @@
+// CPU kernels for index_select, gather, the scatter family, masked_fill, masked_select and
+// nonzero. Every index value is checked against its dim before any memory is touched with
+// it (the testing device runs these asynchronously, so the checks live here, with the data).
+#include <cmath>
+#include <type_traits>
+
+#include "index_loops.h"
+#include "kiln/tensor/empty.h"
+#include "kiln/tensor/strided_loop.h"
+
+namespace kiln::cpu {
+
+void register_advanced_index_kernels();
+void register_shape_kernels();
+void register_sort_kernels();
+
+namespace {
+
+// Strides of g with dim d zeroed (the dim the index moves along).
+Strides without_dim(const Geom& g, int64_t d) {
+  Strides s = g.strides;
+  s[size_t(d)] = 0;
+  return s;
+}
+
+int64_t checked_index(const char* op, int64_t v, int64_t d, int64_t size) {
+  if (v < 0 || v >= size) index_out_of_bounds(op, v, d, size);
+  return v;
+}
+
+// inputs: self, index (0-d or 1-d); attrs: dim.
+void index_select_kernel(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const Tensor& index = call.inputs[1];
+  const Tensor& out = call.outs[0];
+  Geom xg = geom_of(x, true), og = geom_of(out, true);
+  int64_t d = wrap_dim(call.int_attr(0), x.dim());
+  int64_t n = index.numel(), size = xg.shape[size_t(d)];
+  int64_t istride = index.dim() == 0 ? 0 : index.stride(0);
+  std::vector<int64_t> idx(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    idx[size_t(i)] = checked_index("index_select()", read_index(bytes_of(index), index.dtype(),
+                                                               i * istride), d, size);
+  char* o = bytes_of(out);
+  const char* s = bytes_of(x);
+  size_t es = x.element_size();
+  int64_t xs = xg.strides[size_t(d)];
+  for_each_offset(og.shape, {og.strides, without_dim(xg, d)},
+                  [&](const int64_t* off, const int64_t* c) {
+                    copy_elem(o, off[0], s, off[1] + idx[size_t(c[d])] * xs, es);
+                  });
+}
+
+// out[..., i, ...] = x[..., index[..., i, ...], ...]; inputs: self, index; attrs: dim.
+void gather_kernel(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const Tensor& index = call.inputs[1];
+  const Tensor& out = call.outs[0];
+  Geom xg = geom_of(x, true), ig = geom_of(index, true), og = geom_of(out, true);
+  int64_t d = wrap_dim(call.int_attr(0), x.dim());
+  int64_t size = xg.shape[size_t(d)], xs = xg.strides[size_t(d)];
+  char* o = bytes_of(out);
+  const char* s = bytes_of(x);
+  const char* ip = bytes_of(index);
+  size_t es = x.element_size();
+  DType it = index.dtype();
+  for_each_offset(ig.shape, {og.strides, ig.strides, without_dim(xg, d)},
+                  [&](const int64_t* off, const int64_t*) {
+                    int64_t v = checked_index("gather()", read_index(ip, it, off[1]), d, size);
+                    copy_elem(o, off[0], s, off[2] + v * xs, es);
+                  });
+}
+
+// Calls f(out_offset, index_offset_list...) for each index element: f(target, off) where
+// target is out's element offset and off the offsets of {index, src}.
+template <typename F>
+void for_each_scatter_target(const char* op, const OpCall& call, const Tensor& out,
+                             const Tensor* src, F&& f) {
+  const Tensor& index = call.inputs[1];
+  Geom og = geom_of(out, true), ig = geom_of(index, true);
+  int64_t d = wrap_dim(call.int_attr(0), out.dim());
+  int64_t size = og.shape[size_t(d)], os = og.strides[size_t(d)];
+  std::vector<Strides> strides{ig.strides, without_dim(og, d)};
+  if (src) strides.push_back(geom_of(*src, true).strides);
+  else strides.push_back(Strides(ig.shape.size(), 0));
+  const char* ip = bytes_of(index);
+  DType it = index.dtype();
+  // Check every index before writing anything, so a bad index leaves the output untouched.
+  for_each_offset(ig.shape, {ig.strides}, [&](const int64_t* off, const int64_t*) {
+    checked_index(op, read_index(ip, it, off[0]), d, size);
+  });
+  for_each_offset(ig.shape, strides, [&](const int64_t* off, const int64_t*) {
+    f(off[1] + read_index(ip, it, off[0]) * os, off[2]);
+  });
+}
+
+// inputs: self, index, src; attrs: dim.
+void scatter_kernel(OpCall& call) {
+  const Tensor& out = call.outs[0];
+  const Tensor& src = call.inputs[2];
+  copy_same_shape(out, call.inputs[0]);
+  char* o = bytes_of(out);
+  const char* s = bytes_of(src);
+  size_t es = out.element_size();
+  for_each_scatter_target("scatter()", call, out, &src,
+                          [&](int64_t t, int64_t so) { copy_elem(o, t, s, so, es); });
+}
+
+// inputs: self, index; attrs: dim, value.
+void scatter_value_kernel(OpCall& call) {
+  const Tensor& out = call.outs[0];
+  copy_same_shape(out, call.inputs[0]);
+  ElemBytes v = scalar_bytes(call.scalar_attr(1), out.dtype());
+  char* o = bytes_of(out);
+  size_t es = out.element_size();
+  for_each_scatter_target("scatter()", call, out, nullptr,
+                          [&](int64_t t, int64_t) { copy_elem(o, t, v.bytes, 0, es); });
+}
+
+enum class Reduce { Sum, Prod, Mean, Amax, Amin };
+
+Reduce parse_reduce(const std::string& r) {
+  if (r == "sum") return Reduce::Sum;
+  if (r == "prod") return Reduce::Prod;
+  if (r == "mean") return Reduce::Mean;
+  if (r == "amax") return Reduce::Amax;
+  if (r == "amin") return Reduce::Amin;
+  KILN_THROW(ValueError, "scatter_reduce(): unknown reduce '", r, "'");
+}
+
+// Accumulates in double (floats) or int64 with wrap-around (integers, bool), one rounding
+// to the output type at the end.
+template <typename T>
+void scatter_reduce_typed(OpCall& call, Reduce red, bool include_self, const char* op) {
+  const Tensor& out = call.outs[0];
+  const Tensor& src = call.inputs[2];
+  constexpr bool is_float = !std::is_integral_v<T>;
+  using A = std::conditional_t<is_float, double, int64_t>;
+  copy_same_shape(out, call.inputs[0]);
+  KILN_INTERNAL_ASSERT(out.is_contiguous(), "scatter_reduce output must be contiguous");
+  T* o = out.data_ptr<T>();
+  const T* s = src.data_ptr<T>();
+  int64_t n = out.numel();
+  std::vector<A> acc(static_cast<size_t>(n));
+  std::vector<int64_t> count(static_cast<size_t>(n), 0);
+  for (int64_t i = 0; i < n; ++i) acc[size_t(i)] = convert_value<A>(o[i]);
+  auto combine = [red](A a, A b) -> A {
+    switch (red) {
+      case Reduce::Sum:
+      case Reduce::Mean:
+        if constexpr (is_float) return a + b;
+        else return int64_t(uint64_t(a) + uint64_t(b));
+      case Reduce::Prod:
+        if constexpr (is_float) return a * b;
+        else return int64_t(uint64_t(a) * uint64_t(b));
+      case Reduce::Amax:
+        if constexpr (is_float) {
+          if (std::isnan(a) || std::isnan(b)) return std::isnan(a) ? a : b;
+        }
+        return a < b ? b : a;
+      case Reduce::Amin:
+        if constexpr (is_float) {
+          if (std::isnan(a) || std::isnan(b)) return std::isnan(a) ? a : b;
+        }
+        return b < a ? b : a;
+    }
+    return a;
+  };
+  for_each_scatter_target(op, call, out, &src, [&](int64_t t, int64_t so) {
+    A v = convert_value<A>(s[so]);
+    A& a = acc[size_t(t)];
+    if (!include_self && count[size_t(t)] == 0) a = v;
+    else a = combine(a, v);
+    ++count[size_t(t)];
+  });
+  for (int64_t i = 0; i < n; ++i) {
+    A a = acc[size_t(i)];
+    if (red == Reduce::Mean && count[size_t(i)] > 0) {
+      int64_t cnt = count[size_t(i)] + (include_self ? 1 : 0);
+      if constexpr (is_float) a = a / double(cnt);
+      else a = a / cnt - ((a % cnt != 0) && (a < 0) ? 1 : 0);  // floor division
+    }
+    if constexpr (std::is_same_v<T, bool>) o[i] = a != 0;
+    else o[i] = convert_value<T>(a);
+  }
+}
+
+// inputs: self, index, src; attrs: dim, reduce, include_self.
+void scatter_reduce_kernel(OpCall& call) {
+  Reduce red = parse_reduce(call.string_attr(1));
+  bool include_self = call.bool_attr(2);
+  KILN_DISPATCH_ALL(call.outs[0].dtype(), "scatter_reduce", [&]<typename T>() {
+    scatter_reduce_typed<T>(call, red, include_self, "scatter_reduce()");
+  });
+}
+
+// inputs: self, index, src; attrs: dim.
+void scatter_add_kernel(OpCall& call) {
+  KILN_DISPATCH_ALL(call.outs[0].dtype(), "scatter_add", [&]<typename T>() {
+    scatter_reduce_typed<T>(call, Reduce::Sum, true, "scatter_add()");
+  });
+}
+
+// inputs: self, mask (broadcast to out); attrs: value.
+void masked_fill_kernel(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const Tensor& mask = call.inputs[1];
+  const Tensor& out = call.outs[0];
+  const Scalar& value = call.scalar_attr(0);
+  KILN_DISPATCH_ALL(out.dtype(), "masked_fill", [&]<typename T>() {
+    T v;
+    ElemBytes b = scalar_bytes(value, out.dtype());
+    std::memcpy(&v, b.bytes, sizeof(T));
+    elementwise_kernel<T, T, bool>(out, {&x, &mask}, [v](T a, bool m) { return m ? v : a; });
+  });
+}
+
+// inputs: self and mask of one shape. Output: the selected elements, 1-D.
+void masked_select_kernel(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const Tensor& mask = call.inputs[1];
+  const bool* m = mask.data_ptr<bool>();
+  int64_t n = 0;
+  for_each_offset(mask.shape(), {mask.strides()},
+                  [&](const int64_t* off, const int64_t*) { n += m[off[0]] ? 1 : 0; });
+  Tensor out = empty_tensor({n}, x.dtype(), x.device());
+  char* o = bytes_of(out);
+  const char* s = bytes_of(x);
+  size_t es = x.element_size();
+  int64_t j = 0;
+  for_each_offset(x.shape(), {x.strides(), mask.strides()},
+                  [&](const int64_t* off, const int64_t*) {
+                    if (m[off[1]]) copy_elem(o, j++, s, off[0], es);
+                  });
+  call.outs = {out};
+}
+
+// Output: [n, ndim] int64 coordinates of the nonzero elements, in row-major order.
+void nonzero_kernel(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  std::vector<int64_t> coords;
+  int64_t n = 0, nd = x.dim();
+  KILN_DISPATCH_ALL(x.dtype(), "nonzero", [&]<typename T>() {
+    const T* p = static_cast<const T*>(x.raw_data());
+    for_each_offset(x.shape(), {x.strides()}, [&](const int64_t* off, const int64_t* c) {
+      if (!convert_value<bool>(p[off[0]])) return;
+      coords.insert(coords.end(), c, c + nd);
+      ++n;
+    });
+  });
+  Tensor out = empty_tensor({n, nd}, DType::I64, x.device());
+  if (!coords.empty()) std::memcpy(out.raw_data(), coords.data(), coords.size() * sizeof(int64_t));
+  call.outs = {out};
+}
+
+}  // namespace
+
+void register_indexing_kernels() {
+  register_kernel("index_select", DeviceType::CPU, index_select_kernel, kAllDTypes);
+  register_kernel("gather", DeviceType::CPU, gather_kernel, kAllDTypes);
+  register_kernel("scatter", DeviceType::CPU, scatter_kernel, kAllDTypes);
+  register_kernel("scatter.value", DeviceType::CPU, scatter_value_kernel, kAllDTypes);
+  register_kernel("scatter_add", DeviceType::CPU, scatter_add_kernel, kAllDTypes);
+  register_kernel("scatter_reduce", DeviceType::CPU, scatter_reduce_kernel, kAllDTypes);
+  register_kernel("masked_fill", DeviceType::CPU, masked_fill_kernel, kAllDTypes);
+  register_kernel("masked_select", DeviceType::CPU, masked_select_kernel, kAllDTypes);
+  register_kernel("nonzero", DeviceType::CPU, nonzero_kernel, kAllDTypes);
+  register_advanced_index_kernels();
+  register_shape_kernels();
+  register_sort_kernels();
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,234 @@
+// CPU kernels for the shape-building ops: cat, tril/triu, repeat, repeat_interleave (tensor
+// repeats), flip, roll, pad and one_hot. All move whole elements by bytes, so they work for
+// every dtype without dispatch.
+#include <algorithm>
+
+#include "index_loops.h"
+#include "kiln/tensor/empty.h"
+
+namespace kiln::cpu {
+
+namespace {
+
+// inputs: tensors of one dtype and rank; attrs: dim. Each input lands in a slab of out.
+void cat_kernel(OpCall& call) {
+  const Tensor& out = call.outs[0];
+  int64_t d = wrap_dim(call.int_attr(0), out.dim());
+  char* o = bytes_of(out);
+  size_t es = out.element_size();
+  int64_t start = 0;
+  for (const Tensor& t : call.inputs) {
+    const char* s = bytes_of(t);
+    int64_t base = start * out.stride(d);
+    for_each_offset(t.shape(), {out.strides(), t.strides()},
+                    [&](const int64_t* off, const int64_t*) {
+                      copy_elem(o, base + off[0], s, off[1], es);
+                    });
+    start += t.size(d);
+  }
+}
+
+// attrs: diagonal. Keeps x[..., i, j] where j - i <= k (tril) or j - i >= k (triu).
+template <bool Lower>
+void tri_kernel(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const Tensor& out = call.outs[0];
+  int64_t k = call.int_attr(0);
+  int64_t nd = x.dim();
+  ElemBytes zero = scalar_bytes(0.0, x.dtype());
+  char* o = bytes_of(out);
+  const char* s = bytes_of(x);
+  size_t es = x.element_size();
+  for_each_offset(x.shape(), {out.strides(), x.strides()},
+                  [&](const int64_t* off, const int64_t* c) {
+                    int64_t diff = c[nd - 1] - c[nd - 2];
+                    bool keep = Lower ? diff <= k : diff >= k;
+                    if (keep) copy_elem(o, off[0], s, off[1], es);
+                    else copy_elem(o, off[0], zero.bytes, 0, es);
+                  });
+}
+
+// attrs: repeats (at least x.dim() entries). out[c] = x[c mod x.shape] (leading dims new).
+void repeat_kernel(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const Tensor& out = call.outs[0];
+  size_t m = size_t(out.dim()), lead = m - size_t(x.dim());
+  Shape xs(m, 1);
+  Strides st(m, 0);
+  for (size_t i = lead; i < m; ++i) {
+    xs[i] = x.shape()[i - lead];
+    st[i] = x.strides()[i - lead];
+  }
+  char* o = bytes_of(out);
+  const char* s = bytes_of(x);
+  size_t es = x.element_size();
+  for_each_offset(out.shape(), {out.strides()}, [&](const int64_t* off, const int64_t* c) {
+    int64_t src = 0;
+    for (size_t i = lead; i < m; ++i) src += (c[i] % xs[i]) * st[i];
+    copy_elem(o, off[0], s, src, es);
+  });
+}
+
+// inputs: self (>= 1-d), repeats (1 or self.size(dim) counts); attrs: dim. Dynamic shape.
+void repeat_interleave_kernel(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const Tensor& reps = call.inputs[1];
+  int64_t d = call.int_attr(0), n = x.size(d);
+  int64_t rstride = reps.dim() == 0 ? 0 : reps.stride(0);
+  std::vector<int64_t> r(static_cast<size_t>(n));
+  int64_t total = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t v = read_index(bytes_of(reps), reps.dtype(), reps.numel() == 1 ? 0 : i * rstride);
+    KILN_CHECK(v >= 0, ValueError, "repeat_interleave: repeats can not be negative, got ", v);
+    r[size_t(i)] = v;
+    total += v;
+  }
+  Shape s = x.shape();
+  s[size_t(d)] = total;
+  Tensor out = empty_tensor(s, x.dtype(), x.device());
+  // src[j]: the input position along dim of output position j.
+  std::vector<int64_t> src;
+  src.reserve(size_t(total));
+  for (int64_t i = 0; i < n; ++i) src.insert(src.end(), size_t(r[size_t(i)]), i);
+  Strides xs = x.strides();
+  xs[size_t(d)] = 0;
+  char* o = bytes_of(out);
+  const char* p = bytes_of(x);
+  size_t es = x.element_size();
+  int64_t step = x.stride(d);
+  for_each_offset(s, {out.strides(), xs}, [&](const int64_t* off, const int64_t* c) {
+    copy_elem(o, off[0], p, off[1] + src[size_t(c[d])] * step, es);
+  });
+  call.outs = {out};
+}
+
+// attrs: dims (wrapped, unique).
+void flip_kernel(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const Tensor& out = call.outs[0];
+  Strides st = x.strides();
+  int64_t base = 0;
+  for (int64_t d : call.ints_attr(0)) {
+    if (x.size(d) == 0) return;
+    base += (x.size(d) - 1) * st[size_t(d)];
+    st[size_t(d)] = -st[size_t(d)];
+  }
+  char* o = bytes_of(out);
+  const char* s = bytes_of(x);
+  size_t es = x.element_size();
+  for_each_offset(x.shape(), {out.strides(), st}, [&](const int64_t* off, const int64_t*) {
+    copy_elem(o, off[0], s, base + off[1], es);
+  });
+}
+
+// attrs: shifts, dims (wrapped; a dim may repeat, its shifts add up).
+void roll_kernel(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const Tensor& out = call.outs[0];
+  const auto& shifts = call.ints_attr(0);
+  const auto& dims = call.ints_attr(1);
+  int64_t nd = x.dim();
+  if (x.numel() == 0) return;
+  std::vector<int64_t> shift(static_cast<size_t>(nd), 0);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    int64_t n = x.size(dims[i]);
+    shift[size_t(dims[i])] = ((shift[size_t(dims[i])] + shifts[i] % n) % n + n) % n;
+  }
+  char* o = bytes_of(out);
+  const char* s = bytes_of(x);
+  size_t es = x.element_size();
+  for_each_offset(x.shape(), {out.strides()}, [&](const int64_t* off, const int64_t* c) {
+    int64_t src = 0;
+    for (int64_t d = 0; d < nd; ++d) {
+      int64_t n = x.size(d), i = c[d] - shift[size_t(d)];
+      src += (i < 0 ? i + n : i) * x.stride(d);
+    }
+    copy_elem(o, off[0], s, src, es);
+  });
+}
+
+// attrs: pad (pairs, last dim first), mode, value. Validated by the meta function.
+void pad_kernel(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const Tensor& out = call.outs[0];
+  const auto& pad = call.ints_attr(0);
+  const std::string& mode = call.string_attr(1);
+  int mode_id = mode == "constant" ? 0 : mode == "reflect" ? 1 : mode == "replicate" ? 2 : 3;
+  ElemBytes fill = scalar_bytes(call.has_attr(2) ? call.double_attr(2) : 0.0, x.dtype());
+  int64_t nd = x.dim();
+  std::vector<int64_t> left(static_cast<size_t>(nd), 0);
+  for (size_t k = 0; k < pad.size() / 2; ++k) left[size_t(nd - 1 - int64_t(k))] = pad[2 * k];
+  char* o = bytes_of(out);
+  const char* s = bytes_of(x);
+  size_t es = x.element_size();
+  for_each_offset(out.shape(), {out.strides()}, [&](const int64_t* off, const int64_t* c) {
+    int64_t src = 0;
+    for (int64_t d = 0; d < nd; ++d) {
+      int64_t n = x.size(d), i = c[d] - left[size_t(d)];
+      if (i < 0 || i >= n) {
+        switch (mode_id) {
+          case 0:
+            copy_elem(o, off[0], fill.bytes, 0, es);
+            return;
+          case 1:
+            i = i < 0 ? -i : 2 * (n - 1) - i;
+            break;
+          case 2:
+            i = std::clamp<int64_t>(i, 0, n - 1);
+            break;
+          default:
+            i = ((i % n) + n) % n;
+            break;
+        }
+      }
+      src += i * x.stride(d);
+    }
+    copy_elem(o, off[0], s, src, es);
+  });
+}
+
+// inputs: int64 class indices; attrs: num_classes (-1: max + 1, dynamic shape).
+void one_hot_kernel(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  int64_t c = call.int_attr(0);
+  std::vector<int64_t> v;
+  v.reserve(size_t(x.numel()));
+  const int64_t* p = x.data_ptr<int64_t>();
+  for_each_offset(x.shape(), {x.strides()},
+                  [&](const int64_t* off, const int64_t*) { v.push_back(p[off[0]]); });
+  for (int64_t e : v)
+    KILN_CHECK(e >= 0, ValueError, "one_hot: Class values must be non-negative, got ", e);
+  if (c < 0) {
+    KILN_CHECK(!v.empty(), ValueError,
+               "one_hot: Can not infer total number of classes from empty tensor.");
+    c = *std::max_element(v.begin(), v.end()) + 1;
+  }
+  for (int64_t e : v)
+    KILN_CHECK(e < c, ValueError, "one_hot: Class values must be smaller than num_classes (",
+               c, "), got ", e);
+  Shape s = x.shape();
+  s.push_back(c);
+  if (call.outs.empty()) call.outs = {empty_tensor(s, DType::I64, x.device())};
+  const Tensor& out = call.outs[0];
+  KILN_INTERNAL_ASSERT(out.shape() == s && out.is_contiguous(), "one_hot: bad output");
+  int64_t* q = out.data_ptr<int64_t>();
+  std::fill(q, q + out.numel(), int64_t(0));
+  for (size_t i = 0; i < v.size(); ++i) q[int64_t(i) * c + v[i]] = 1;
+}
+
+}  // namespace
+
+void register_shape_kernels() {
+  register_kernel("cat", DeviceType::CPU, cat_kernel, kAllDTypes);
+  register_kernel("tril", DeviceType::CPU, tri_kernel<true>, kAllDTypes);
+  register_kernel("triu", DeviceType::CPU, tri_kernel<false>, kAllDTypes);
+  register_kernel("repeat", DeviceType::CPU, repeat_kernel, kAllDTypes);
+  register_kernel("repeat_interleave", DeviceType::CPU, repeat_interleave_kernel, kAllDTypes);
+  register_kernel("flip", DeviceType::CPU, flip_kernel, kAllDTypes);
+  register_kernel("roll", DeviceType::CPU, roll_kernel, kAllDTypes);
+  register_kernel("pad", DeviceType::CPU, pad_kernel, kAllDTypes);
+  register_kernel("one_hot", DeviceType::CPU, one_hot_kernel, dtype_bit(DType::I64));
+  register_kernel("one_hot.infer", DeviceType::CPU, one_hot_kernel, dtype_bit(DType::I64));
+}
+
+}  // namespace kiln::cpu

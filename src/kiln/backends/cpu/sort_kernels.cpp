@@ -1,0 +1,179 @@
+// CPU kernels for sort, topk and unique. Keys compare in the op-math type (float for the
+// 16-bit floats); NaN orders as the largest value and all NaNs as equivalent, so sorts are
+// strict weak orders; std::stable_sort keeps equal keys in their input order.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <type_traits>
+
+#include "index_loops.h"
+#include "kiln/tensor/empty.h"
+
+namespace kiln::cpu {
+
+namespace {
+
+template <typename C>
+bool less_nan_last(C a, C b) {
+  if constexpr (std::is_floating_point_v<C>) return !std::isnan(a) && (std::isnan(b) || a < b);
+  else return a < b;
+}
+
+// Sorts every slice of x along d and writes the first k entries of each into vals/idx
+// (whose dim d has size k). Descending puts NaN first.
+template <typename T>
+void sort_slices(const Tensor& x, const Tensor& vals, const Tensor& idx, int64_t d,
+                 bool descending, int64_t k) {
+  using C = opmath_t<T>;
+  Geom xg = geom_of(x, true), vg = geom_of(vals, true), ig = geom_of(idx, true);
+  int64_t n = xg.shape[size_t(d)];
+  int64_t xs = xg.strides[size_t(d)], vs = vg.strides[size_t(d)], is = ig.strides[size_t(d)];
+  Shape outer = xg.shape;
+  outer[size_t(d)] = 1;
+  const T* xp = static_cast<const T*>(x.raw_data());
+  T* vp = static_cast<T*>(vals.raw_data());
+  int64_t* ip = idx.data_ptr<int64_t>();
+  std::vector<std::pair<C, int64_t>> buf(static_cast<size_t>(n));
+  auto asc = [](const auto& a, const auto& b) { return less_nan_last<C>(a.first, b.first); };
+  auto desc = [](const auto& a, const auto& b) { return less_nan_last<C>(b.first, a.first); };
+  for_each_offset(outer, {xg.strides, vg.strides, ig.strides},
+                  [&](const int64_t* off, const int64_t*) {
+                    for (int64_t j = 0; j < n; ++j)
+                      buf[size_t(j)] = {C(xp[off[0] + j * xs]), j};
+                    if (descending) std::stable_sort(buf.begin(), buf.end(), desc);
+                    else std::stable_sort(buf.begin(), buf.end(), asc);
+                    for (int64_t j = 0; j < k; ++j) {
+                      int64_t src = buf[size_t(j)].second;
+                      vp[off[1] + j * vs] = xp[off[0] + src * xs];
+                      ip[off[2] + j * is] = src;
+                    }
+                  });
+}
+
+// attrs: dim, descending, stable.
+void sort_kernel(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  int64_t d = wrap_dim(call.int_attr(0), x.dim());
+  if (x.dim() == 0) d = 0;
+  int64_t n = x.dim() == 0 ? 1 : x.size(d);
+  KILN_DISPATCH_ALL(x.dtype(), "sort", [&]<typename T>() {
+    sort_slices<T>(x, call.outs[0], call.outs[1], d, call.bool_attr(1), n);
+  });
+}
+
+// attrs: k, dim, largest, sorted (results are always sorted).
+void topk_kernel(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  int64_t k = call.int_attr(0);
+  int64_t d = wrap_dim(call.int_attr(1), x.dim());
+  if (x.dim() == 0) d = 0;
+  KILN_DISPATCH_ALL(x.dtype(), "topk", [&]<typename T>() {
+    sort_slices<T>(x, call.outs[0], call.outs[1], d, call.bool_attr(2), k);
+  });
+}
+
+template <typename C>
+bool equal_keys(C a, C b) {
+  return a == b;  // NaN != NaN: every NaN is its own unique value, as PyTorch
+}
+
+// Unique over all elements (flattened) or over slices along a dim. attrs: sorted,
+// return_inverse, return_counts, dim (optional, wrapped). Dynamic shape.
+template <typename T>
+void unique_typed(OpCall& call) {
+  // Keys in the op-math type (bool as uint8_t: std::vector<bool> has no data()).
+  using C = std::conditional_t<std::is_same_v<T, bool>, uint8_t, opmath_t<T>>;
+  const Tensor& x = call.inputs[0];
+  bool want_inverse = call.bool_attr(1), want_counts = call.bool_attr(2);
+  bool by_dim = call.has_attr(3);
+  int64_t d = by_dim ? call.int_attr(3) : 0;
+  // View x as [n, m]: n items (elements, or slices along d) of m keys each, item-major.
+  Shape pshape;
+  Strides pstrides;
+  if (by_dim) {
+    pshape.push_back(x.size(d));
+    pstrides.push_back(x.stride(d));
+    for (int64_t k = 0; k < x.dim(); ++k)
+      if (k != d) {
+        pshape.push_back(x.size(k));
+        pstrides.push_back(x.stride(k));
+      }
+  } else {
+    pshape = x.shape();
+    pstrides = x.strides();
+  }
+  int64_t n = by_dim ? x.size(d) : x.numel();
+  int64_t m = n == 0 ? 0 : x.numel() / n;
+  std::vector<C> keys;
+  keys.reserve(size_t(x.numel()));
+  const T* xp = static_cast<const T*>(x.raw_data());
+  for_each_offset(pshape, {pstrides},
+                  [&](const int64_t* off, const int64_t*) { keys.push_back(C(xp[off[0]])); });
+  auto item = [&](int64_t i) { return keys.data() + i * m; };
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), int64_t(0));
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    const C *pa = item(a), *pb = item(b);
+    for (int64_t t = 0; t < m; ++t) {
+      if (less_nan_last<C>(pa[t], pb[t])) return true;
+      if (less_nan_last<C>(pb[t], pa[t])) return false;
+    }
+    return false;
+  });
+  auto same = [&](int64_t a, int64_t b) {
+    const C *pa = item(a), *pb = item(b);
+    for (int64_t t = 0; t < m; ++t)
+      if (!equal_keys<C>(pa[t], pb[t])) return false;
+    return true;
+  };
+  std::vector<int64_t> first, counts, inverse(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t cur = order[size_t(i)];
+    if (first.empty() || !same(first.back(), cur)) {
+      first.push_back(cur);
+      counts.push_back(0);
+    }
+    ++counts.back();
+    inverse[size_t(cur)] = int64_t(first.size()) - 1;
+  }
+  int64_t u = int64_t(first.size());
+  Shape vshape = by_dim ? x.shape() : Shape{u};
+  if (by_dim) vshape[size_t(d)] = u;
+  Tensor values = empty_tensor(vshape, x.dtype(), x.device());
+  T* vp = static_cast<T*>(values.raw_data());
+  if (by_dim) {
+    // Output slice g is input slice first[g].
+    Shape oshape = pshape;
+    oshape[0] = u;
+    Strides ostrides{values.stride(d)}, xstrides = pstrides;
+    for (int64_t k = 0; k < x.dim(); ++k)
+      if (k != d) ostrides.push_back(values.stride(k));
+    xstrides[0] = 0;
+    for_each_offset(oshape, {ostrides, xstrides}, [&](const int64_t* off, const int64_t* c) {
+      vp[off[0]] = xp[off[1] + first[size_t(c[0])] * x.stride(d)];
+    });
+  } else {
+    for (int64_t g = 0; g < u; ++g) vp[g] = convert_value<T>(keys[size_t(first[size_t(g)])]);
+  }
+  Tensor inv = empty_tensor(want_inverse ? (by_dim ? Shape{n} : x.shape()) : Shape{0},
+                            DType::I64, x.device());
+  if (want_inverse && n > 0)
+    std::memcpy(inv.raw_data(), inverse.data(), size_t(n) * sizeof(int64_t));
+  Tensor cnt = empty_tensor(Shape{want_counts ? u : 0}, DType::I64, x.device());
+  if (want_counts && u > 0) std::memcpy(cnt.raw_data(), counts.data(), size_t(u) * sizeof(int64_t));
+  call.outs = {values, inv, cnt};
+}
+
+void unique_kernel(OpCall& call) {
+  KILN_DISPATCH_ALL(call.inputs[0].dtype(), "unique", [&]<typename T>() { unique_typed<T>(call); });
+}
+
+}  // namespace
+
+void register_sort_kernels() {
+  register_kernel("sort", DeviceType::CPU, sort_kernel, kAllDTypes);
+  register_kernel("topk", DeviceType::CPU, topk_kernel, kAllDTypes);
+  register_kernel("unique", DeviceType::CPU, unique_kernel, kAllDTypes);
+}
+
+}  // namespace kiln::cpu
