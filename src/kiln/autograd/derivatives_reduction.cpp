@@ -212,10 +212,12 @@ void register_reduction_derivatives() {
 
 void register_view_derivatives();
 void register_elementwise_derivatives();
+void register_indexing_derivatives();
 void register_builtin_derivatives() {
   register_elementwise_derivatives();
   register_view_derivatives();
   register_reduction_derivatives();
+  register_indexing_derivatives();  // after reductions: replaces the formula of prod
 }
 
 }  // namespace kiln::autograd
