@@ -26,4 +26,25 @@ cmake_bin=/usr/bin/cmake
 ninja -C build/consumer
 ./build/consumer/kiln_consumer
 
+echo "== Python package (pip install .) and the PyTorch oracle suite"
+# Python 3 with venv and headers; torch==2.13.0 exactly (a CPU wheel these machines hold on
+# disk; any other version would download a multi-GB CUDA build).
+py_missing=()
+for p in python3 python3-venv python3-dev; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || py_missing+=("$p")
+done
+if [ ${#py_missing[@]} -gt 0 ] && ! python3 -c 'import ensurepip, sysconfig, os; assert os.path.exists(sysconfig.get_paths()["include"] + "/Python.h")' 2>/dev/null; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${py_missing[@]}"
+fi
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/pip install -q torch==2.13.0 numpy pytest scikit-build-core nanobind
+# Non-editable, so the tests run against the installed package. CXX=c++ as the C++ builds
+# above, so ccache serves the library's objects; the build folder persists (pyproject.toml).
+CXX="${CXX:-c++}" .venv/bin/pip install -q --no-build-isolation .
+.venv/bin/python -m pytest tests/python -q -p no:cacheprovider 2>&1 | tee build/python-tests.log
+grep "^oracle:" build/python-tests.log
+
 echo "== all tests passed in $(( $(date +%s) - start )) s"

@@ -1,0 +1,95 @@
+"""kiln: a PyTorch-like deep-learning runtime. `import kiln` works like `import torch`:
+kiln.Tensor, kiln.tensor/zeros/rand..., dtypes (kiln.float32, ...), devices ("cpu",
+"testing:0"), autograd (requires_grad, backward, kiln.no_grad, kiln.autograd.grad)."""
+import builtins as _builtins
+
+from . import _C
+from ._C import *  # noqa: F401,F403  (ops, factories, dtypes, devices, Generator, Stream, ...)
+from ._C import Tensor, dtype, device, Generator, OutOfMemoryError  # noqa: F401
+from ._size import Size
+from . import autograd, return_types  # noqa: F401
+from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode,  # noqa: F401
+                       is_grad_enabled, is_inference_mode_enabled)
+
+__version__ = _C.__version__
+
+# dtype aliases, as torch.
+float = _C.float32
+double = _C.float64
+half = _C.float16
+short = _C.int16
+int = _C.int32
+long = _C.int64
+# `bool` is kiln.bool (bound by the star import above).
+
+# Functions that exist only as Tensor methods in C++ or need Python around them.
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+def numel(input):
+    return input.numel()
+
+
+def is_floating_point(input):
+    return input.is_floating_point()
+
+
+def clone(input, *, memory_format=None):
+    return input.clone()
+
+
+def detach(input):
+    return input.detach()
+
+
+def _tensor_hash(self):
+    return id(self)
+
+
+def _tensor_iter(self):
+    if self.dim() == 0:
+        raise TypeError("iteration over a 0-d tensor")
+    return iter(self.unbind(0))
+
+
+def _tensor_array(self, dtype=None, copy=None):
+    import numpy as np
+    a = self.numpy(force=True)
+    if dtype is not None:
+        a = a.astype(dtype, copy=False)
+    return np.array(a, copy=True) if copy else a
+
+
+def _tensor_deepcopy(self, memo):
+    r = self.detach().clone()
+    r.requires_grad_(self.requires_grad)
+    if self.grad is not None:
+        r.grad = self.grad.detach().clone()
+    memo[id(self)] = r
+    return r
+
+
+def _tensor_format(self, spec):
+    if self.dim() == 0:
+        return self.item().__format__(spec)
+    return object.__format__(repr(self), spec)
+
+
+def _tensor_contains(self, element):
+    if isinstance(element, (Tensor, _builtins.bool, _builtins.int, _builtins.float)):
+        return _builtins.bool((self == element).any())
+    raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed "
+                       f"in a {type(element)}.")
+
+
+Tensor.__hash__ = _tensor_hash
+Tensor.__contains__ = _tensor_contains
+Tensor.__iter__ = _tensor_iter
+Tensor.__array__ = _tensor_array
+Tensor.__deepcopy__ = _tensor_deepcopy
+Tensor.__format__ = _tensor_format
+Tensor.__array_priority__ = 1000  # numpy defers to kiln's reflected operators
+Tensor.is_tensor = staticmethod(is_tensor)

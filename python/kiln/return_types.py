@@ -1,0 +1,7 @@
+"""Named tuples returned by ops with two results (as torch.return_types)."""
+from collections import namedtuple
+
+max = namedtuple("max", ["values", "indices"])
+min = namedtuple("min", ["values", "indices"])
+sort = namedtuple("sort", ["values", "indices"])
+topk = namedtuple("topk", ["values", "indices"])

@@ -1,0 +1,142 @@
+// Autograd on kiln.Tensor (requires_grad, grad, grad_fn, is_leaf, backward, detach, hooks,
+// retain_grad), graph nodes (grad_fn objects with name()), and the module-level pieces that
+// kiln/autograd.py builds on: grad mode, inference mode, backward and grad.
+#include <nanobind/stl/shared_ptr.h>
+
+#include <atomic>
+#include <memory>
+
+#include "bind.h"
+#include "kiln/autograd/node.h"
+
+namespace kiln::py {
+
+namespace {
+
+using Self = nb::handle_t<Tensor>;
+
+
+// A Python callable owned from C++: released with the GIL held, from any thread.
+struct PyCallable {
+  PyObject* fn;
+  explicit PyCallable(nb::handle h) : fn(h.inc_ref().ptr()) {}
+  ~PyCallable() { release_python_object(fn); }
+};
+
+// What register_hook returns: remove() disables the hook (kiln keeps the slot).
+struct HookHandle {
+  std::shared_ptr<std::atomic<bool>> removed;
+  void remove() { removed->store(true); }
+};
+
+std::function<Tensor(const Tensor&)> make_hook(nb::handle fn,
+                                               std::shared_ptr<std::atomic<bool>> removed) {
+  auto callable = std::make_shared<PyCallable>(fn);
+  return [callable, removed](const Tensor& grad) -> Tensor {
+    if (removed->load()) return Tensor();
+    nb::gil_scoped_acquire gil;
+    nb::object r = nb::handle(callable->fn)(grad);
+    if (r.is_none()) return Tensor();
+    return nb::cast<Tensor>(r);
+  };
+}
+
+std::vector<Tensor> tensor_list(nb::handle h) {
+  std::vector<Tensor> r;
+  if (!h.is_valid() || h.is_none()) return r;
+  if (nb::isinstance<Tensor>(h)) return {nb::cast<Tensor>(h)};
+  for (nb::handle x : h) r.push_back(x.is_none() ? Tensor() : nb::cast<Tensor>(x));
+  return r;
+}
+
+struct InferenceModeCtx {
+  bool enabled;
+  std::unique_ptr<autograd::InferenceMode> guard;
+};
+
+}  // namespace
+
+void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
+  nb::class_<Node>(m, "Node")
+      .def("name", &Node::name)
+      .def_prop_ro("next_functions", [](const Node& n) {
+        nb::list l;
+        for (const Edge& e : n.next_edges)
+          l.append(nb::make_tuple(e.node ? nb::cast(e.node) : nb::none(), e.input_nr));
+        return nb::tuple(l);
+      })
+      .def("__repr__", [](const Node& n) { return "<" + n.name() + ">"; });
+
+  nb::class_<HookHandle>(m, "RemovableHandle").def("remove", &HookHandle::remove);
+
+  cls.def_prop_rw("requires_grad", [](const Tensor& t) { return autograd::requires_grad(t); },
+                  [](Tensor& t, bool v) { autograd::set_requires_grad(t, v); });
+  cls.def("requires_grad_", [](Self s, bool v) {
+    autograd::set_requires_grad(*nb::inst_ptr<Tensor>(s), v);
+    return nb::borrow(s);
+  }, nb::arg("requires_grad") = true);
+  cls.def_prop_rw("grad", [](const Tensor& t) -> std::optional<Tensor> {
+    Tensor g = autograd::grad(t);
+    if (!g.defined()) return std::nullopt;
+    return g;
+  }, [](Tensor& t, std::optional<Tensor> g) { autograd::set_grad(t, g ? *g : Tensor()); });
+  cls.def_prop_ro("grad_fn", [](const Tensor& t) { return autograd::grad_fn(t); });
+  cls.def_prop_ro("is_leaf", [](const Tensor& t) { return autograd::is_leaf(t); });
+  cls.def_prop_ro("retains_grad", [](const Tensor& t) {
+    auto& meta = t.impl()->autograd_meta;
+    return meta && meta->retains_grad;
+  });
+  cls.def("retain_grad", [](Tensor& t) { autograd::retain_grad(t); });
+  cls.def("detach", [](const Tensor& t) { return autograd::detach(t); });
+  cls.def("detach_", [](Self s) {
+    autograd::detach_(*nb::inst_ptr<Tensor>(s));
+    return nb::borrow(s);
+  });
+  cls.def_prop_ro("data", [](const Tensor& t) { return autograd::detach(t); });
+  cls.def("register_hook", [](Tensor& t, nb::callable fn) {
+    auto removed = std::make_shared<std::atomic<bool>>(false);
+    autograd::register_hook(t, make_hook(fn, removed));
+    return HookHandle{removed};
+  }, nb::arg("hook"));
+  cls.def("backward", [](const Tensor& t, std::optional<Tensor> gradient,
+                         std::optional<bool> retain_graph, bool create_graph, nb::handle inputs) {
+    KILN_CHECK(inputs.is_none(), NotImplementedError, "backward(inputs=...) is not supported yet");
+    bool retain = retain_graph.value_or(create_graph);
+    std::vector<Tensor> g;
+    if (gradient) g.push_back(*gradient);
+    nogil([&] { autograd::backward({t}, g, retain, create_graph); });
+  }, nb::arg("gradient") = nb::none(), nb::arg("retain_graph") = nb::none(),
+     nb::arg("create_graph") = false, nb::arg("inputs") = nb::none());
+
+  // Module-level pieces for kiln/autograd.py.
+  m.def("is_grad_enabled", &autograd::is_grad_enabled);
+  m.def("_set_grad_enabled", &autograd::set_grad_enabled, nb::arg("mode"));
+  m.def("is_inference_mode_enabled", &autograd::is_inference_mode_enabled);
+  nb::class_<InferenceModeCtx>(m, "_InferenceMode")
+      .def("__init__", [](InferenceModeCtx* c, bool mode) { new (c) InferenceModeCtx{mode, nullptr}; },
+           nb::arg("mode") = true)
+      .def("__enter__", [](InferenceModeCtx& c) {
+        c.guard = std::make_unique<autograd::InferenceMode>(c.enabled);
+      })
+      .def("__exit__", [](InferenceModeCtx& c, nb::args) { c.guard.reset(); });
+  m.def("_backward", [](nb::handle tensors, nb::handle grad_tensors, bool retain_graph,
+                        bool create_graph) {
+    std::vector<Tensor> ts = tensor_list(tensors), gs = tensor_list(grad_tensors);
+    nogil([&] { autograd::backward(ts, gs, retain_graph, create_graph); });
+  }, nb::arg("tensors"), nb::arg("grad_tensors").none(), nb::arg("retain_graph"),
+     nb::arg("create_graph"));
+  m.def("_grad", [](nb::handle outputs, nb::handle inputs, nb::handle grad_outputs,
+                    std::optional<bool> retain_graph, bool create_graph, bool allow_unused) {
+    std::vector<Tensor> os = tensor_list(outputs), is = tensor_list(inputs),
+                        gs = tensor_list(grad_outputs);
+    std::vector<Tensor> r = nogil([&] {
+      return autograd::grad(os, is, gs, retain_graph, create_graph, allow_unused);
+    });
+    nb::list l;
+    for (const Tensor& t : r) l.append(t.defined() ? nb::cast(t) : nb::none());
+    return nb::tuple(l);
+  }, nb::arg("outputs"), nb::arg("inputs"), nb::arg("grad_outputs").none(),
+     nb::arg("retain_graph").none(), nb::arg("create_graph"), nb::arg("allow_unused"));
+}
+
+}  // namespace kiln::py
