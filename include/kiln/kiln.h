@@ -1,5 +1,6 @@
 #pragma once
 // The whole public C++ API of kiln.
+#include "kiln/autograd/autograd.h"
 #include "kiln/core/dtype.h"
 #include "kiln/core/error.h"
 #include "kiln/core/scalar.h"

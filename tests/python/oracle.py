@@ -332,11 +332,6 @@ def run_backward(op, specs, dts, domains, kwargs, dtype, device, ci, ki, where):
 # same op is compared as usual. Key: (op, dtype or None for every dtype); value: (reason,
 # predicate(specs, kwargs) or None for every case).
 KNOWN = {
-    ("sub", "float64"): ("kiln::sub(Tensor, Scalar) wraps a float scalar as float32 "
-                         "(ops/binary.cpp scalar_like), so float64 results lose precision",
-                         lambda specs, kw: "scalar" in specs),
-    ("rsub", "float64"): ("kiln::rsub wraps the scalar as float32 (ops/binary.cpp scalar_like)",
-                          None),
     ("clamp", "bool"): ("kiln has no clamp kernel for bool", None),
     ("clamp_min", "bool"): ("kiln has no clamp kernel for bool", None),
     ("clamp_max", "bool"): ("kiln has no clamp kernel for bool", None),
@@ -346,9 +341,6 @@ KNOWN = {
     ("topk_smallest", "bool"): ("kiln accepts bool input (torch refuses it on the CPU)", None),
     ("all", "uint8"): ("kiln returns bool for uint8 input (torch keeps uint8)", None),
     ("any", "uint8"): ("kiln returns bool for uint8 input (torch keeps uint8)", None),
-    ("std", None): ("the gradient of std where std is 0 is nan (torch: 0)",
-                    lambda specs, kw: specs in (((1, 5),), ((),)) and kw == {"dim": 0, "correction": 0},
-                    GRAD_DTYPES),
 }
 
 

@@ -88,7 +88,11 @@ Grads d_var_std(const GradContext& ctx, const Grads& go) {
   Tensor mu = mean(x, dims_of(ctx), true);
   Tensor g = unreduce(go[0], ctx);
   Tensor dvar = (x - mu) * (2.0 / std::max(0.0, double(n) - correction));
-  if (ctx.op->name == "std") return {g * dvar / (unreduce(ctx.output(0), ctx) * 2)};
+  if (ctx.op->name == "std") {
+    // d std = d var / (2 std); where std is 0 every deviation is 0 too and PyTorch gives 0.
+    Tensor sd = unreduce(ctx.output(0), ctx);
+    return {where(eq(sd, 0.0), zeros_like(x), g * dvar / (sd * 2))};
+  }
   return {g * dvar};
 }
 Grads d_norm(const GradContext& ctx, const Grads& go) {

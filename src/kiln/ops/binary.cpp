@@ -56,9 +56,12 @@ Tensor& run_out(const OpDef& op, const Tensor& a, const Tensor& b, Kind kind,
   return out;
 }
 
+// A wrapped-number tensor holding b at full precision (float64 / int64 / bool): promotion
+// treats it as a Python scalar whatever its storage dtype (see tensor/promotion.h), and the
+// op converts it once to the computation type, so float64 math sees the exact value.
 Tensor scalar_like(const Tensor& a, const Scalar& b) {
-  Tensor t = ops::wrap_scalar(b, b.default_dtype(), a.device());
-  return t;
+  DType storage = b.is_floating() ? DType::F64 : b.default_dtype();
+  return ops::wrap_scalar(b, storage, a.device());
 }
 
 }  // namespace
