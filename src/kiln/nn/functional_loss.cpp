@@ -1,0 +1,239 @@
+// nn::functional losses: nll_loss, cross_entropy, mse, l1, smooth_l1, huber, bce,
+// bce_with_logits, kl_div. Compositions of differentiable ops, with PyTorch's semantics.
+#include "kiln/nn/functional.h"
+#include "kiln/ops/elementwise.h"
+#include "kiln/ops/factory.h"
+#include "kiln/ops/indexing.h"
+#include "kiln/ops/reduction.h"
+#include "kiln/ops/views.h"
+
+namespace kiln::nn::functional {
+
+namespace {
+
+Tensor reduce(const Tensor& loss, Reduction r, const char* fn) {
+  switch (r) {
+    case Reduction::None: return loss;
+    case Reduction::Mean: return mean(loss);
+    case Reduction::Sum: return sum(loss);
+    case Reduction::BatchMean: break;
+  }
+  KILN_THROW(ValueError, fn, ": reduction BatchMean is only supported by kl_div; use None, Mean "
+             "or Sum");
+}
+
+void check_pair(const char* fn, const Tensor& input, const Tensor& target) {
+  KILN_CHECK(input.defined() && target.defined(), ValueError, fn,
+             ": input and target must be defined");
+  KILN_CHECK(input.is_floating_point(), TypeError, fn, ": expected a floating-point input, got ",
+             dtype_name(input.dtype()));
+  KILN_CHECK(input.shape() == target.shape(), ShapeError, fn, ": target size ",
+             shape_str(target.shape()), " is different from the input size ",
+             shape_str(input.shape()), " (kiln does not broadcast loss targets)");
+}
+
+// Per-class weights shaped [1, C, 1, ...] to broadcast against x [N, C, *] (or [C]).
+Tensor class_weight(const Tensor& weight, const Tensor& x, int64_t class_dim) {
+  Shape s(size_t(x.dim()), 1);
+  s[size_t(class_dim)] = x.size(class_dim);
+  return reshape(weight, s);
+}
+
+// Class-index targets, checked and prepared once for nll_loss and cross_entropy.
+struct IndexTarget {
+  Tensor input;   // [N, C, d...] (an unbatched [C] input gets N = 1)
+  Tensor target;  // [N, d...] int64
+  Tensor valid;   // target != ignore_index
+  Tensor mask;    // bool [N, C, d...]: the target class of each sample
+  Tensor weight;  // [N, d...]: weight of the target class, 0 where ignored
+  bool unbatched = false;
+};
+
+IndexTarget prepare(const char* fn, const Tensor& input, const Tensor& target,
+                    const Tensor& weight, int64_t ignore_index) {
+  KILN_CHECK(input.defined() && target.defined(), ValueError, fn, ": input and target must be defined");
+  KILN_CHECK(input.is_floating_point(), TypeError, fn, ": expected a floating-point input, got ",
+             dtype_name(input.dtype()));
+  KILN_CHECK(target.dtype() == DType::I64 || target.dtype() == DType::I32, TypeError, fn,
+             ": expected class-index targets of dtype int64, got ", dtype_name(target.dtype()),
+             " (class-probability targets must have the input's shape)");
+  KILN_CHECK(input.dim() >= 1, ShapeError, fn, ": expected an input [N, C, *] or [C], got a 0-d tensor");
+  IndexTarget r;
+  r.unbatched = input.dim() == 1;
+  r.input = r.unbatched ? unsqueeze(input, 0) : input;
+  Tensor t = target.dtype() == DType::I64 ? target : target.to(DType::I64);
+  if (r.unbatched) {
+    KILN_CHECK(t.dim() == 0, ShapeError, fn, ": an unbatched input [C] needs a 0-d target, got shape ",
+               shape_str(t.shape()));
+    t = reshape(t, {1});
+  }
+  Shape want = r.input.shape();
+  want.erase(want.begin() + 1);
+  KILN_CHECK(t.shape() == want, ShapeError, fn, ": expected target of shape ", shape_str(want),
+             " for input of shape ", shape_str(input.shape()), ", got ", shape_str(target.shape()));
+  int64_t c = r.input.size(1);
+  KILN_CHECK(!weight.defined() || weight.shape() == Shape{c}, ShapeError, fn,
+             ": expected a weight tensor of shape [", c, "], got ", shape_str(weight.shape()));
+  r.valid = ne(t, Scalar(ignore_index));
+  r.target = where(r.valid, t, Scalar(int64_t(0)));
+  if (r.target.numel() > 0) {
+    int64_t lo = amin(r.target).item<int64_t>(), hi = amax(r.target).item<int64_t>();
+    KILN_CHECK(lo >= 0 && hi < c, IndexError, fn, ": target ", lo < 0 ? lo : hi,
+               " is out of bounds for ", c, " classes");
+  }
+  Tensor oh = one_hot(r.target, c);  // [N, d..., C]
+  r.mask = movedim(ne(oh, Scalar(int64_t(0))), -1, 1);
+  Tensor valid_f = r.valid.to(input.dtype());
+  if (weight.defined()) {
+    Tensor w = expand(class_weight(weight.to(input.dtype()), r.input, 1), r.input.shape());
+    r.weight = sum(where(r.mask, w, Scalar(0.0)), {1}) * valid_f;
+  } else {
+    r.weight = valid_f;
+  }
+  return r;
+}
+
+// The loss of class-index targets from log-probabilities (weights and ignore_index applied).
+Tensor nll_from(const IndexTarget& it, Reduction reduction, const char* fn) {
+  Tensor picked = sum(where(it.mask, it.input, Scalar(0.0)), {1});
+  Tensor loss = -(picked * it.weight);
+  switch (reduction) {
+    case Reduction::None: return it.unbatched ? reshape(loss, {}) : loss;
+    case Reduction::Sum: return sum(loss);
+    case Reduction::Mean: return sum(loss) / sum(it.weight);
+    case Reduction::BatchMean: break;
+  }
+  return reduce(loss, reduction, fn);
+}
+
+}  // namespace
+
+Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLLossOptions& o) {
+  IndexTarget it = prepare("nll_loss", input, target, o.weight, o.ignore_index);
+  return nll_from(it, o.reduction, "nll_loss");
+}
+
+Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyOptions& o) {
+  const char* fn = "cross_entropy";
+  KILN_CHECK(input.defined() && target.defined(), ValueError, fn, ": input and target must be defined");
+  KILN_CHECK(o.label_smoothing >= 0 && o.label_smoothing <= 1, ValueError, fn,
+             ": label_smoothing must be between 0.0 and 1.0, got ", o.label_smoothing);
+  KILN_CHECK(input.dim() >= 1, ShapeError, fn, ": expected an input [N, C, *] or [C], got a 0-d tensor");
+  int64_t class_dim = input.dim() == 1 ? 0 : 1;
+  int64_t c = input.size(class_dim);
+  double ls = o.label_smoothing;
+  Tensor logp = kiln::log_softmax(input, class_dim);
+  if (target.is_floating_point()) {
+    // Class probabilities.
+    KILN_CHECK(target.shape() == input.shape(), ShapeError, fn, ": class-probability targets "
+               "must have the input's shape ", shape_str(input.shape()), ", got ",
+               shape_str(target.shape()));
+    KILN_CHECK(o.ignore_index < 0, ValueError, fn, ": ignore_index is not supported for "
+               "floating point (class-probability) targets");
+    KILN_CHECK(!o.weight.defined() || o.weight.shape() == Shape{c}, ShapeError, fn,
+               ": expected a weight tensor of shape [", c, "], got ", shape_str(o.weight.shape()));
+    Tensor t = ls > 0 ? target * (1 - ls) + ls / double(c) : target;
+    Tensor prod = logp * t;
+    if (o.weight.defined()) prod = prod * class_weight(o.weight.to(input.dtype()), input, class_dim);
+    switch (o.reduction) {
+      case Reduction::None: return -sum(prod, {class_dim});
+      case Reduction::Sum: return -sum(prod);
+      case Reduction::Mean: return -sum(prod) / double(input.numel() / (c == 0 ? 1 : c));
+      case Reduction::BatchMean: break;
+    }
+    return reduce(prod, o.reduction, fn);
+  }
+  IndexTarget it = prepare(fn, logp, target, o.weight, o.ignore_index);
+  Tensor nll = nll_from(it, o.reduction, fn);
+  if (ls == 0) return nll;
+  // Label smoothing: the uniform part of the target, -sum_c w_c logp_c per sample.
+  Tensor lp = it.input;
+  if (o.weight.defined()) lp = lp * class_weight(o.weight.to(input.dtype()), lp, 1);
+  Tensor smooth = where(it.valid, -sum(lp, {1}), Scalar(0.0));
+  Tensor ret;
+  switch (o.reduction) {
+    case Reduction::None: ret = it.unbatched ? reshape(smooth, {}) : smooth; break;
+    case Reduction::Sum: ret = sum(smooth); break;
+    case Reduction::Mean: ret = sum(smooth) / sum(it.weight); break;
+    case Reduction::BatchMean: return reduce(smooth, o.reduction, fn);
+  }
+  return nll * (1 - ls) + ret * (ls / double(c));
+}
+
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  check_pair("mse_loss", input, target);
+  Tensor d = input - target;
+  return reduce(d * d, reduction, "mse_loss");
+}
+
+Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  check_pair("l1_loss", input, target);
+  return reduce(abs(input - target), reduction, "l1_loss");
+}
+
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction, double beta) {
+  check_pair("smooth_l1_loss", input, target);
+  KILN_CHECK(beta >= 0, ValueError, "smooth_l1_loss: beta must be non-negative, got ", beta);
+  if (beta == 0) return l1_loss(input, target, reduction);
+  Tensor d = input - target, ad = abs(d);
+  Tensor loss = where(lt(ad, Scalar(beta)), d * d * (0.5 / beta), add(ad, Scalar(-0.5 * beta)));
+  return reduce(loss, reduction, "smooth_l1_loss");
+}
+
+Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction, double delta) {
+  check_pair("huber_loss", input, target);
+  KILN_CHECK(delta > 0, ValueError, "huber_loss: delta must be positive, got ", delta);
+  Tensor d = input - target, ad = abs(d);
+  Tensor loss = where(lt(ad, Scalar(delta)), d * d * 0.5, add(ad, Scalar(-0.5 * delta)) * delta);
+  return reduce(loss, reduction, "huber_loss");
+}
+
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
+                            Reduction reduction) {
+  check_pair("binary_cross_entropy", input, target);
+  if (input.numel() > 0) {
+    double lo = amin(input).item<double>(), hi = amax(input).item<double>();
+    KILN_CHECK(lo >= 0 && hi <= 1, ValueError, "binary_cross_entropy: all elements of input "
+               "should be between 0 and 1, got values in [", lo, ", ", hi, "]");
+  }
+  // As PyTorch: each log is clamped at -100 so that p = 0 or 1 gives a finite loss.
+  Tensor log_p = clamp(log(input), Scalar(-100.0), std::nullopt);
+  Tensor log_1mp = clamp(log1p(-input), Scalar(-100.0), std::nullopt);
+  Tensor loss = -(target * log_p + (1 - target) * log_1mp);
+  if (weight.defined()) loss = loss * weight;
+  return reduce(loss, reduction, "binary_cross_entropy");
+}
+
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
+                                        const BCEWithLogitsOptions& o) {
+  check_pair("binary_cross_entropy_with_logits", input, target);
+  // log(1 + exp(-|x|)) + max(-x, 0) = -log(sigmoid(x)), computed without overflow.
+  Tensor softplus_neg = log1p(exp(-abs(input))) + kiln::relu(-input);
+  Tensor loss;
+  if (o.pos_weight.defined()) {
+    Tensor log_weight = (o.pos_weight - 1) * target + 1;
+    loss = (1 - target) * input + log_weight * softplus_neg;
+  } else {
+    loss = kiln::relu(input) - input * target + log1p(exp(-abs(input)));
+  }
+  if (o.weight.defined()) loss = loss * o.weight;
+  return reduce(loss, o.reduction, "binary_cross_entropy_with_logits");
+}
+
+Tensor kl_div(const Tensor& input, const Tensor& target, Reduction reduction, bool log_target) {
+  check_pair("kl_div", input, target);
+  Tensor loss;
+  if (log_target) {
+    loss = exp(target) * (target - input);
+  } else {
+    // xlogy(t, t) - t * input, with 0 * log 0 = 0 (and a finite gradient there).
+    Tensor zero = eq(target, Scalar(0.0));
+    Tensor safe = where(zero, Scalar(1.0), target);
+    loss = where(zero, Scalar(0.0), target * log(safe)) - target * input;
+  }
+  if (reduction == Reduction::BatchMean)
+    return input.dim() == 0 ? sum(loss) : sum(loss) / double(input.size(0));
+  return reduce(loss, reduction, "kl_div");
+}
+
+}  // namespace kiln::nn::functional
