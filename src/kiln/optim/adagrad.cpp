@@ -3,7 +3,6 @@
 
 #include "kiln/autograd/autograd.h"
 #include "kiln/ops/elementwise.h"
-#include "kiln/optim/scalar_operand.h"
 #include "kiln/ops/factory.h"
 
 namespace kiln::optim {
@@ -53,7 +52,7 @@ void Adagrad::update(ParamGroup& group) {
     Tensor& sum = st.buffers["sum"];
     addcmul_(sum, g, g, 1.0);
     Tensor std = sqrt(sum);
-    add_(std, detail::operand(std, eps));
+    add_(std, Scalar(eps));
     addcdiv_(p, g, std, -clr);
   }
 }

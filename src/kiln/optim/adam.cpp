@@ -5,7 +5,6 @@
 
 #include "kiln/autograd/autograd.h"
 #include "kiln/ops/elementwise.h"
-#include "kiln/optim/scalar_operand.h"
 #include "kiln/ops/factory.h"
 
 namespace kiln::optim {
@@ -67,11 +66,11 @@ void Adam::update(ParamGroup& group) {
     Tensor g = maximize ? neg(grad) : autograd::detach(grad);
     st.step += 1;
     if (weight_decay != 0) {
-      if (decoupled_weight_decay_) mul_(p, detail::operand(p, 1 - lr * weight_decay));
+      if (decoupled_weight_decay_) mul_(p, Scalar(1 - lr * weight_decay));
       else g = add(g, p, weight_decay);
     }
     exp_avg.copy_(lerp(exp_avg, g, Scalar(1 - beta1)));
-    mul_(exp_avg_sq, detail::operand(exp_avg_sq, beta2));
+    mul_(exp_avg_sq, Scalar(beta2));
     addcmul_(exp_avg_sq, g, g, 1 - beta2);
     const double step = double(st.step);
     const double bias_correction1 = 1 - std::pow(beta1, step);
@@ -86,7 +85,7 @@ void Adam::update(ParamGroup& group) {
     } else {
       denom = div(sqrt(exp_avg_sq), Scalar(bias_correction2_sqrt));
     }
-    add_(denom, detail::operand(denom, eps));
+    add_(denom, Scalar(eps));
     addcdiv_(p, exp_avg, denom, -step_size);
   }
 }

@@ -3,7 +3,6 @@
 
 #include "kiln/autograd/autograd.h"
 #include "kiln/ops/elementwise.h"
-#include "kiln/optim/scalar_operand.h"
 #include "kiln/ops/factory.h"
 
 namespace kiln::optim {
@@ -51,7 +50,7 @@ void RMSprop::update(ParamGroup& group) {
     st.step += 1;
     if (weight_decay != 0) g = add(g, p, weight_decay);
     Tensor& square_avg = st.buffers["square_avg"];
-    mul_(square_avg, detail::operand(square_avg, alpha));
+    mul_(square_avg, Scalar(alpha));
     addcmul_(square_avg, g, g, 1 - alpha);
     Tensor avg;
     if (centered) {
@@ -61,10 +60,10 @@ void RMSprop::update(ParamGroup& group) {
     } else {
       avg = sqrt(square_avg);
     }
-    add_(avg, detail::operand(avg, eps));
+    add_(avg, Scalar(eps));
     if (momentum > 0) {
       Tensor& buf = st.buffers["momentum_buffer"];
-      mul_(buf, detail::operand(buf, momentum));
+      mul_(buf, Scalar(momentum));
       addcdiv_(buf, g, avg);
       add_(p, buf, -lr);
     } else {

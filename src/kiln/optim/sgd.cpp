@@ -3,7 +3,6 @@
 
 #include "kiln/autograd/autograd.h"
 #include "kiln/ops/elementwise.h"
-#include "kiln/optim/scalar_operand.h"
 
 namespace kiln::optim {
 
@@ -49,7 +48,7 @@ void SGD::update(ParamGroup& group) {
         st.buffers["momentum_buffer"] = buf;
       } else {
         buf = it->second;
-        mul_(buf, detail::operand(buf, momentum));
+        mul_(buf, Scalar(momentum));
         add_(buf, g, 1 - dampening);
       }
       g = nesterov ? add(g, buf, momentum) : buf;
