@@ -2,7 +2,8 @@
 # Sets up kiln on a fresh Debian 12 machine and runs the demo (the main job).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install_deps.sh
+# The default corpus: Sherlock Holmes and Newton's Opticks, shipped as test data by these packages.
+bash scripts/install_deps.sh golang-github-pierrec-lz4-dev golang-github-andybalholm-brotli-dev
 bash scripts/build.sh release kiln_cli
 ./build/release/kiln info
 ./build/release/kiln demo "$@"

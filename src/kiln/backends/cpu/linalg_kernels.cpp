@@ -1,12 +1,14 @@
 // CPU kernels for matrix products: one batched GEMM, out = beta * self + alpha * (a @ b),
 // over any strides (transposed, sliced, broadcast batch dims with stride 0). Loop order
 // i-k-j with one accumulator row, so the innermost loop runs along rows of b and out.
-// Accumulation: float for float16/bfloat16, double for float32/float64, wrapping int64 for
+// Accumulation: float32 runs the ISA-specific microkernel (isa/gemm_f32.h) and accumulates
+// in float as BLAS does; float for float16/bfloat16, double for float64, wrapping int64 for
 // integers (identical to wrapping in the narrow type); each output is rounded once.
 #include <vector>
 
 #include "kiln/core/convert.h"
 #include "kiln/dispatch/registry.h"
+#include "isa/gemm_f32.h"
 #include "reduce_utils.h"
 #include "scalar_math.h"
 
@@ -54,8 +56,46 @@ MatOperand matrix(const Tensor& t, const Shape& batch) {
   return op;
 }
 
+// float32 with a unit-stride output: the ISA-specific microkernel (float accumulation, as
+// BLAS). B is packed row-major first when its columns are not contiguous (a transposed
+// weight), which costs K*N copies per product and makes every layout take the fast path.
+void run_gemm_f32(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
+  const float alpha = alpha_s.to<float>(), beta = beta_s.to<float>();
+  const bool use_self = g.has_self && beta != 0.0f;
+  const GemmF32Fn kernel = gemm_f32_kernel();
+  const float* A = reinterpret_cast<const float*>(g.a.data);
+  const float* B = reinterpret_cast<const float*>(g.b.data);
+  const float* S = reinterpret_cast<const float*>(g.self.data);
+  float* Cp = const_cast<float*>(reinterpret_cast<const float*>(g.c.data));
+  std::vector<float> packed;
+  for_each_offsets<4>(g.batch, {&g.a.batch, &g.b.batch, &g.c.batch, &g.self.batch},
+                      [&](const std::array<int64_t, 4>& o) {
+    const float* b = B + o[1];
+    int64_t b_rs = g.b.rs;
+    if (g.b.cs != 1 && g.K > 0 && g.N > 0) {
+      packed.resize(size_t(g.K * g.N));
+      for (int64_t k = 0; k < g.K; ++k)
+        for (int64_t j = 0; j < g.N; ++j) packed[size_t(k * g.N + j)] = b[k * g.b.rs + j * g.b.cs];
+      b = packed.data();
+      b_rs = g.N;
+    }
+    float* c = Cp + o[2];
+    kernel(g.M, g.N, g.K, A + o[0], g.a.rs, g.a.cs, b, b_rs, c, g.c.rs, alpha);
+    if (use_self)
+      for (int64_t i = 0; i < g.M; ++i)
+        for (int64_t j = 0; j < g.N; ++j)
+          c[i * g.c.rs + j] += beta * S[o[3] + i * g.self.rs + j * g.self.cs];
+  });
+}
+
 template <typename T>
 void run_gemm(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (g.c.cs == 1 || g.N == 1) {
+      run_gemm_f32(g, beta_s, alpha_s);
+      return;
+    }
+  }
   using Acc = gemm_acc_t<T>;
   const Acc alpha = alpha_s.to<Acc>(), beta = beta_s.to<Acc>();
   const bool use_self = g.has_self && beta != Acc(0);
@@ -64,13 +104,15 @@ void run_gemm(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
   const T* S = reinterpret_cast<const T*>(g.self.data);
   T* Cp = const_cast<T*>(reinterpret_cast<const T*>(g.c.data));
   auto load = [](T v) { return Acc(opmath_t<T>(v)); };
-  std::vector<Acc> acc(size_t(g.N));
+  // Rows of one matrix product are independent: large products split them over the OpenMP
+  // threads (each with its own accumulator row); small ones stay on the calling thread.
+  const bool parallel = g.M > 1 && g.M * g.N * g.K >= (int64_t(1) << 18);
   for_each_offsets<4>(g.batch, {&g.a.batch, &g.b.batch, &g.c.batch, &g.self.batch},
                       [&](const std::array<int64_t, 4>& o) {
     const T* a = A + o[0];
     const T* b = B + o[1];
     T* c = Cp + o[2];
-    for (int64_t i = 0; i < g.M; ++i) {
+    auto row = [&](int64_t i, std::vector<Acc>& acc) {
       std::fill(acc.begin(), acc.end(), Acc(0));
       for (int64_t k = 0; k < g.K; ++k) {
         const Acc av = load(a[i * g.a.rs + k * g.a.cs]);
@@ -90,6 +132,17 @@ void run_gemm(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
           r = wrap_add(r, wrap_mul(beta, load(S[o[3] + i * g.self.rs + j * g.self.cs])));
         c[i * g.c.rs + j * g.c.cs] = convert_value<T>(r);
       }
+    };
+    if (parallel) {
+#pragma omp parallel
+      {
+        std::vector<Acc> acc(size_t(g.N));
+#pragma omp for schedule(static)
+        for (int64_t i = 0; i < g.M; ++i) row(i, acc);
+      }
+    } else {
+      std::vector<Acc> acc(size_t(g.N));
+      for (int64_t i = 0; i < g.M; ++i) row(i, acc);
     }
   });
 }

@@ -44,7 +44,7 @@ DemoOptions parse(int argc, char** argv) {
 }
 }  // namespace
 
-int run_demo(int argc, char** argv) {
+int run_logreg_demo(int argc, char** argv) {
   DemoOptions o = parse(argc, argv);
   Device dev = Device::parse(o.device);
   manual_seed(o.seed);

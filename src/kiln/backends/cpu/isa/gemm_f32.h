@@ -1,0 +1,27 @@
+#pragma once
+// The float32 matrix-product microkernel, compiled once per ISA level (each variant in its
+// own translation unit with that level's compiler flags) and chosen once at start from the
+// detected CPU, capped by KILN_CPU_ISA.
+//
+// C[i, j] = alpha * sum_k A[i, k] * B[k, j] for i < M, j < N, where A has element strides
+// (a_rs, a_cs), B is row-major with row stride b_rs (unit column stride), C has row stride
+// c_rs (unit column stride). Accumulates in float32, as BLAS does.
+#include <cstdint>
+
+namespace kiln::cpu {
+
+using GemmF32Fn = void (*)(int64_t M, int64_t N, int64_t K, const float* A, int64_t a_rs,
+                           int64_t a_cs, const float* B, int64_t b_rs, float* C, int64_t c_rs,
+                           float alpha);
+
+void gemm_f32_baseline(int64_t, int64_t, int64_t, const float*, int64_t, int64_t, const float*,
+                       int64_t, float*, int64_t, float);
+void gemm_f32_avx2(int64_t, int64_t, int64_t, const float*, int64_t, int64_t, const float*,
+                   int64_t, float*, int64_t, float);
+void gemm_f32_avx512(int64_t, int64_t, int64_t, const float*, int64_t, int64_t, const float*,
+                     int64_t, float*, int64_t, float);
+
+// The variant for the current ISA level (cpu::isa_level()).
+GemmF32Fn gemm_f32_kernel();
+
+}  // namespace kiln::cpu

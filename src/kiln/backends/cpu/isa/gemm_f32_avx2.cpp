@@ -1,0 +1,4 @@
+// float32 GEMM microkernel, avx2 variant (compiler flags set in CMakeLists.txt).
+#include "gemm_f32.h"
+#define KILN_GEMM_F32_NAME gemm_f32_avx2
+#include "gemm_f32_body.inc"
