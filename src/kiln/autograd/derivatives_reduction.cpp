@@ -49,15 +49,6 @@ Grads d_sum(const GradContext& ctx, const Grads& go) { return {unreduce(go[0], c
 Grads d_mean(const GradContext& ctx, const Grads& go) {
   return {unreduce(go[0], ctx) / double(reduced_count(ctx))};
 }
-Grads d_prod(const GradContext& ctx, const Grads& go) {
-  // prod / x for nonzero x. NOTE: elements equal to 0 get gradient 0 here; the exact value
-  // (the product of the other elements) matters only when exactly one element is 0.
-  Tensor x = ctx.input(0);
-  Tensor p = unreduce(ctx.output(0), ctx);
-  Tensor g = unreduce(go[0], ctx);
-  Tensor safe = where(eq(x, 0.0), 1.0, x);
-  return {g * where(eq(x, 0.0), zeros_like(x), p / safe)};
-}
 // amax/amin: the gradient is shared evenly among the elements equal to the extremum.
 Grads d_amax(const GradContext& ctx, const Grads& go) {
   Tensor x = ctx.input(0);
@@ -194,7 +185,6 @@ Grads d_addmm(const GradContext& ctx, const Grads& go) {
 void register_reduction_derivatives() {
   register_derivative("sum", d_sum);
   register_derivative("mean", d_mean);
-  register_derivative("prod", d_prod);
   register_derivative("amax", d_amax);
   register_derivative("amin", d_amax);
   register_derivative("max.dim", d_max_dim);
@@ -221,7 +211,7 @@ void register_builtin_derivatives() {
   register_elementwise_derivatives();
   register_view_derivatives();
   register_reduction_derivatives();
-  register_indexing_derivatives();  // after reductions: replaces the formula of prod
+  register_indexing_derivatives();  // includes prod (exact with zeros)
 }
 
 }  // namespace kiln::autograd
