@@ -154,7 +154,7 @@ std::vector<Tensor> run_on_cpu_instead(OpCall& call, Device device) {
   for (const auto& t : call.inputs) cpu_call.inputs.push_back(t.defined() ? t.to(cpu) : t);
   // out= and in-place forms: the CPU kernel writes into CPU copies of the outputs (they
   // start with the outputs' values, for ops that read them), which are copied back below.
-  for (const auto& t : call.outs) cpu_call.outs.push_back(t.to(cpu).clone());
+  for (const auto& t : call.outs) cpu_call.outs.push_back(t.to(cpu));  // a fresh host copy
   std::vector<Tensor> results = run_op(cpu_call);
   if (call.outs.empty()) {
     for (auto& r : results) call.outs.push_back(r.to(device));
