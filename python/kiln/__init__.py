@@ -93,3 +93,14 @@ Tensor.__deepcopy__ = _tensor_deepcopy
 Tensor.__format__ = _tensor_format
 Tensor.__array_priority__ = 1000  # numpy defers to kiln's reflected operators
 Tensor.is_tensor = staticmethod(is_tensor)
+
+from . import nn, optim, utils  # noqa: E402,F401
+from .serialization import save, load  # noqa: E402,F401
+from .nn.parameter import Parameter as _Parameter  # noqa: E402,F401
+
+
+def _tensor_set_data(self, value):
+    _C._set_data(self, value)
+
+
+Tensor.data = property(lambda self: self.detach(), _tensor_set_data)

@@ -4,7 +4,8 @@ import functools
 from . import _C
 
 __all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled",
-           "inference_mode", "is_grad_enabled", "is_inference_mode_enabled"]
+           "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "Function",
+           "FunctionCtx", "once_differentiable"]
 
 is_grad_enabled = _C.is_grad_enabled
 is_inference_mode_enabled = _C.is_inference_mode_enabled
@@ -128,3 +129,203 @@ class inference_mode(_DecoratorContextManager):
         if isinstance(func, bool):  # @inference_mode(False) written as inference_mode(False)(...)
             return self.__class__(func)
         return super().__call__(func)
+
+
+# --- custom functions ----------------------------------------------------------------------
+
+class FunctionCtx:
+    """The ctx object of a custom Function: what forward saves for backward."""
+
+    def save_for_backward(self, *tensors):
+        for t in tensors:
+            if t is not None and not isinstance(t, _C.Tensor):
+                raise TypeError("save_for_backward can only save variables, but argument "
+                                f"{tensors.index(t)} is of type {type(t).__name__}")
+        self.to_save = tensors
+
+    def save_for_forward(self, *tensors):
+        self.saved_for_forward = tensors
+
+    def mark_non_differentiable(self, *args):
+        self.non_differentiable = args
+
+    def mark_dirty(self, *args):
+        self.dirty_tensors = args
+
+    def set_materialize_grads(self, value):
+        self.materialize_grads = bool(value)
+
+
+class BackwardCFunction(FunctionCtx):
+    """The ctx that the graph node keeps: runs the Function's backward for the engine."""
+
+    materialize_grads = True
+    _released = False
+
+    @property
+    def saved_tensors(self):
+        if self._released:
+            raise RuntimeError("Trying to backward through the graph a second time (or directly "
+                               "access saved tensors after they have already been freed). Saved "
+                               "intermediate values of the graph are freed when you call "
+                               ".backward() or autograd.grad(). Specify retain_graph=True if you "
+                               "need to backward through the graph a second time or if you need "
+                               "to access saved tensors after calling backward.")
+        saved = getattr(self, "_saved", None)
+        if saved is None:
+            return getattr(self, "to_save", ())
+        out = []
+        for t, version in saved:
+            if t is not None and t._version != version:
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified by "
+                    f"an inplace operation: [{t.dtype} {list(t.shape)}] is at version "
+                    f"{t._version}; expected version {version} instead.")
+            out.append(t)
+        return tuple(out)
+
+    def _do_backward(self, grads):
+        cls = self._forward_cls
+        if self.materialize_grads:
+            grads = tuple(_C.zeros(shape, dtype=dt, device=dev) if g is None and dt is not None
+                          else g for g, (shape, dt, dev) in zip(grads, self._out_meta))
+        result = cls.backward(self, *grads)
+        if not isinstance(result, tuple):
+            result = (result,)
+        n = len(self._input_meta)
+        if len(result) != n:
+            if len(result) > n and all(r is None for r in result[n:]):
+                result = result[:n]
+            else:
+                raise RuntimeError(f"function {cls.__name__}Backward returned an incorrect "
+                                   f"number of gradients (expected {n}, got {len(result)})")
+        out = []
+        for i, (g, meta) in enumerate(zip(result, self._input_meta)):
+            if meta is None or g is None:
+                out.append(None)
+                continue
+            if not isinstance(g, _C.Tensor):
+                raise TypeError(f"function {cls.__name__}Backward returned a gradient different "
+                                f"than None at position {i + 1}, but the corresponding forward "
+                                "input was not a Variable")
+            shape, dtype = meta
+            if tuple(g.shape) != shape:
+                try:
+                    g = _sum_to(g, shape)
+                except RuntimeError:
+                    raise RuntimeError(f"Function {cls.__name__}Backward returned an invalid "
+                                       f"gradient at index {i} - got {list(g.shape)} but expected "
+                                       f"shape compatible with {list(shape)}") from None
+            if g.dtype != dtype:
+                g = g.to(dtype)
+            out.append(g)
+        return out
+
+    def _release(self):
+        self._released = True
+        self._saved = None
+        self.to_save = ()
+
+
+def _sum_to(g, shape):
+    lead = g.dim() - len(shape)
+    if lead < 0:
+        raise RuntimeError("gradient has fewer dims than the input")
+    if lead:
+        g = g.sum(tuple(range(lead)))
+    dims = tuple(i for i, s in enumerate(shape) if s == 1 and g.shape[i] != 1)
+    if dims:
+        g = g.sum(dims, keepdim=True)
+    if tuple(g.shape) != tuple(shape):
+        raise RuntimeError("not expandable")
+    return g
+
+
+class Function:
+    """Base class of custom autograd operations (torch.autograd.Function):
+
+        class Exp(kiln.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                y = x.exp()
+                ctx.save_for_backward(y)
+                return y
+
+            @staticmethod
+            def backward(ctx, grad):
+                y, = ctx.saved_tensors
+                return grad * y
+
+        y = Exp.apply(x)
+
+    forward runs without recording; the outputs get a graph node whose backward calls the
+    Python backward (one gradient per forward argument, None for non-tensors)."""
+
+    def __init__(self, *args, **kwargs):
+        import warnings
+        warnings.warn(f"{type(self)} should not be instantiated. Methods on autograd functions "
+                      "are all static, so you should invoke them on the class itself.",
+                      DeprecationWarning, stacklevel=2)
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom "
+                                  "autograd.Function.")
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        raise NotImplementedError("setup_context is not implemented.")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("You must implement either the backward or vjp method for "
+                                  "your custom autograd.Function to use it with backward mode AD.")
+
+    vjp = backward
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        ctx = BackwardCFunction()
+        ctx._forward_cls = cls
+        ctx.needs_input_grad = tuple(isinstance(a, _C.Tensor) and a.requires_grad for a in args)
+        record = _C.is_grad_enabled() and any(ctx.needs_input_grad)
+        custom_setup = cls.setup_context is not Function.setup_context
+        with no_grad():
+            if custom_setup:
+                output = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args, output)
+            else:
+                output = cls.forward(ctx, *args, **kwargs)
+        is_tuple = isinstance(output, tuple)
+        outs = output if is_tuple else (output,)
+        to_save = getattr(ctx, "to_save", ())
+        if not record:
+            ctx._saved = [(t, t._version if t is not None else 0) for t in to_save]
+            return output
+        positions = [i for i, o in enumerate(outs) if isinstance(o, _C.Tensor)]
+        tensors = [outs[i] for i in positions]
+        nondiff = {id(t) for t in getattr(ctx, "non_differentiable", ())}
+        ctx._out_meta = [(tuple(t.shape), t.dtype if t.is_floating_point() else None, t.device)
+                         for t in tensors]
+        ctx._input_meta = [(tuple(a.shape), a.dtype) if isinstance(a, _C.Tensor) else None
+                           for a in args]
+        new = _C._function_node(ctx, cls.__name__ + "Backward",
+                                [a if isinstance(a, _C.Tensor) else None for a in args], tensors,
+                                [id(t) not in nondiff for t in tensors])
+        # Saved tensors: the forward's own objects (outputs without the graph link, so the
+        # node and its ctx form no reference cycle); versions checked in saved_tensors.
+        ctx._saved = [(t, t._version if t is not None else 0) for t in to_save]
+        ctx.to_save = ()
+        result = list(outs)
+        for i, t in zip(positions, new):
+            result[i] = t
+        return tuple(result) if is_tuple else result[0]
+
+
+def once_differentiable(fn):
+    """Marks a backward as not twice differentiable (kiln runs it in no_grad mode)."""
+    @functools.wraps(fn)
+    def wrapper(ctx, *args):
+        with no_grad():
+            return fn(ctx, *args)
+    return wrapper

@@ -79,6 +79,9 @@ void bind_factories(nb::module_& m);
 void bind_random_methods(nb::class_<Tensor>& cls);
 void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_coverage(nb::module_& m);
+void bind_nn_functional(nb::module_& m);
+void bind_autograd_function(nb::module_& m);
+void bind_io(nb::module_& m);
 
 }  // namespace kiln::py
 

@@ -29,4 +29,7 @@ NB_MODULE(_C, m) {
   bind_random_methods(cls);
   bind_autograd(m, cls);
   bind_coverage(m);
+  bind_nn_functional(m);
+  bind_autograd_function(m);
+  bind_io(m);
 }

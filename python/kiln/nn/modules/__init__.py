@@ -1,0 +1,16 @@
+from .module import Module  # noqa: F401
+from .linear import Identity, Linear, Bilinear, Flatten, Unflatten  # noqa: F401
+from .activation import (ReLU, LeakyReLU, GELU, SiLU, Tanh, Sigmoid, Softmax,  # noqa: F401
+                         LogSoftmax, Softplus)
+from .normalization import (LayerNorm, RMSNorm, GroupNorm, BatchNorm1d,  # noqa: F401
+                            BatchNorm2d, Embedding, Dropout)
+from .container import Sequential, ModuleList, ModuleDict, ParameterList  # noqa: F401
+from .loss import (L1Loss, MSELoss, SmoothL1Loss, HuberLoss, NLLLoss,  # noqa: F401
+                   CrossEntropyLoss, BCELoss, BCEWithLogitsLoss, KLDivLoss)
+
+__all__ = ["Module", "Identity", "Linear", "Bilinear", "Flatten", "Unflatten", "ReLU",
+           "LeakyReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Softplus",
+           "LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d", "Embedding",
+           "Dropout", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "L1Loss",
+           "MSELoss", "SmoothL1Loss", "HuberLoss", "NLLLoss", "CrossEntropyLoss", "BCELoss",
+           "BCEWithLogitsLoss", "KLDivLoss"]

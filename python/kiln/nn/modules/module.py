@@ -1,0 +1,585 @@
+"""kiln.nn.Module: the base class of every layer, subclassed exactly like torch.nn.Module.
+Assigning a Parameter, a Module or a registered buffer to an attribute registers it; the
+state_dict keys, load_state_dict's checks and messages, repr and hooks follow PyTorch."""
+import collections
+import itertools
+from collections import OrderedDict
+
+from ... import _C
+from ..._C import Tensor
+from ...autograd import no_grad
+from ..parameter import Buffer, Parameter
+
+__all__ = ["Module"]
+
+_IncompatibleKeys = collections.namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+
+
+def _incompatible_repr(self):
+    if not self.missing_keys and not self.unexpected_keys:
+        return "<All keys matched successfully>"
+    return f"_IncompatibleKeys(missing_keys={self.missing_keys}, unexpected_keys={self.unexpected_keys})"
+
+
+_IncompatibleKeys.__repr__ = _incompatible_repr
+
+
+def _addindent(s, n):
+    lines = s.split("\n")
+    if len(lines) == 1:
+        return s
+    first = lines.pop(0)
+    return first + "\n" + "\n".join((n * " ") + ln if ln.strip() else "" for ln in lines)
+
+
+def _typename(v):
+    t = type(v)
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+
+
+class RemovableHandle:
+    """Removes a hook from its dict (what register_*_hook returns)."""
+    _next_id = 0
+
+    def __init__(self, hooks_dict):
+        self.hooks_dict = hooks_dict
+        self.id = RemovableHandle._next_id
+        RemovableHandle._next_id += 1
+
+    def remove(self):
+        self.hooks_dict.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+class Module:
+    """Base class for all neural network modules."""
+
+    training: bool
+    _version = 1
+    call_super_init = False
+
+    def __init__(self, *args, **kwargs):
+        if not self.call_super_init and (args or kwargs):
+            if kwargs:
+                raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword "
+                                f"argument '{next(iter(kwargs))}'")
+            raise TypeError(f"{type(self).__name__}.__init__() takes 1 positional argument but "
+                            f"{len(args) + 1} were given")
+        d = object.__setattr__
+        d(self, "training", True)
+        d(self, "_parameters", {})
+        d(self, "_buffers", {})
+        d(self, "_non_persistent_buffers_set", set())
+        d(self, "_modules", {})
+        d(self, "_forward_hooks", OrderedDict())
+        d(self, "_forward_hooks_with_kwargs", {})
+        d(self, "_forward_pre_hooks", OrderedDict())
+        d(self, "_forward_pre_hooks_with_kwargs", {})
+        d(self, "_backward_hooks", OrderedDict())
+        if self.call_super_init:
+            super().__init__(*args, **kwargs)
+
+    forward = None  # subclasses define forward
+
+    # --- registration -------------------------------------------------------------------
+
+    def register_buffer(self, name, tensor, persistent=True):
+        if "_buffers" not in self.__dict__:
+            raise AttributeError("cannot assign buffer before Module.__init__() call")
+        if not isinstance(name, str):
+            raise TypeError(f"buffer name should be a string. Got {_typename(name)}")
+        if "." in name:
+            raise KeyError('buffer name can\'t contain "."')
+        if name == "":
+            raise KeyError('buffer name can\'t be empty string ""')
+        if hasattr(self, name) and name not in self._buffers:
+            raise KeyError(f"attribute '{name}' already exists")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
+                            "(torch Tensor or None required)")
+        if isinstance(tensor, Buffer):
+            tensor = tensor.data
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
+
+    def register_parameter(self, name, param):
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign parameter before Module.__init__() call")
+        if not isinstance(name, str):
+            raise TypeError(f"parameter name should be a string. Got {_typename(name)}")
+        if "." in name:
+            raise KeyError('parameter name can\'t contain "."')
+        if name == "":
+            raise KeyError('parameter name can\'t be empty string ""')
+        if hasattr(self, name) and name not in self._parameters:
+            raise KeyError(f"attribute '{name}' already exists")
+        if param is None:
+            self._parameters[name] = None
+        elif not isinstance(param, Parameter):
+            raise TypeError(f"cannot assign '{_typename(param)}' object to parameter '{name}' "
+                            "(torch.nn.Parameter or None required)")
+        elif param.grad_fn is not None:
+            raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model "
+                             f"parameters must be created explicitly. To express '{name}' as a "
+                             "function of another Tensor, compute the value in the forward() "
+                             "method.")
+        else:
+            self._parameters[name] = param
+
+    def add_module(self, name, module):
+        if not isinstance(module, Module) and module is not None:
+            raise TypeError(f"{_typename(module)} is not a Module subclass")
+        if not isinstance(name, str):
+            raise TypeError(f"module name should be a string. Got {_typename(name)}")
+        if hasattr(self, name) and name not in self._modules:
+            raise KeyError(f"attribute '{name}' already exists")
+        if "." in name:
+            raise KeyError(f'module name can\'t contain ".", got: {name}')
+        if name == "":
+            raise KeyError('module name can\'t be empty string ""')
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def get_submodule(self, target):
+        if target == "":
+            return self
+        mod = self
+        for item in target.split("."):
+            if not hasattr(mod, item):
+                raise AttributeError(mod._get_name() + " has no attribute `" + item + "`")
+            mod = getattr(mod, item)
+            if not isinstance(mod, Module):
+                raise AttributeError("`" + item + "` is not an nn.Module")
+        return mod
+
+    def get_parameter(self, target):
+        module_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if not hasattr(mod, name):
+            raise AttributeError(mod._get_name() + " has no attribute `" + name + "`")
+        p = getattr(mod, name)
+        if not isinstance(p, Parameter):
+            raise AttributeError("`" + name + "` is not an nn.Parameter")
+        return p
+
+    def get_buffer(self, target):
+        module_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if name not in mod._buffers:
+            raise AttributeError("`" + name + "` is not a buffer")
+        return mod._buffers[name]
+
+    # --- attribute protocol -------------------------------------------------------------
+
+    def __getattr__(self, name):
+        d = self.__dict__
+        if "_parameters" in d and name in d["_parameters"]:
+            return d["_parameters"][name]
+        if "_buffers" in d and name in d["_buffers"]:
+            return d["_buffers"][name]
+        if "_modules" in d and name in d["_modules"]:
+            return d["_modules"][name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __setattr__(self, name, value):
+        def remove_from(*dicts_or_sets):
+            for d in dicts_or_sets:
+                if name in d:
+                    if isinstance(d, dict):
+                        del d[name]
+                    else:
+                        d.discard(name)
+
+        params = self.__dict__.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            remove_from(self.__dict__, self._buffers, self._modules,
+                        self._non_persistent_buffers_set)
+            self.register_parameter(name, value)
+        elif params is not None and name in params:
+            if value is not None:
+                raise TypeError(f"cannot assign '{_typename(value)}' as parameter '{name}' "
+                                "(torch.nn.Parameter or None expected)")
+            self.register_parameter(name, value)
+        else:
+            modules = self.__dict__.get("_modules")
+            if isinstance(value, Module):
+                if modules is None:
+                    raise AttributeError("cannot assign module before Module.__init__() call")
+                remove_from(self.__dict__, self._parameters, self._buffers,
+                            self._non_persistent_buffers_set)
+                modules[name] = value
+            elif modules is not None and name in modules:
+                if value is not None:
+                    raise TypeError(f"cannot assign '{_typename(value)}' as child module "
+                                    f"'{name}' (torch.nn.Module or None expected)")
+                modules[name] = value
+            else:
+                buffers = self.__dict__.get("_buffers")
+                if isinstance(value, Buffer) or (buffers is not None and name in buffers):
+                    if value is not None and not isinstance(value, (Tensor, Buffer)):
+                        raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
+                                        "(torch.nn.Buffer, torch.Tensor or None expected)")
+                    if isinstance(value, Buffer):
+                        persistent = value.persistent
+                        value = value.data
+                    else:
+                        persistent = name not in self._non_persistent_buffers_set
+                    remove_from(self.__dict__, self._parameters, self._modules)
+                    self.register_buffer(name, value, persistent)
+                else:
+                    object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        if name in self._parameters:
+            del self._parameters[name]
+        elif name in self._buffers:
+            del self._buffers[name]
+            self._non_persistent_buffers_set.discard(name)
+        elif name in self._modules:
+            del self._modules[name]
+        else:
+            object.__delattr__(self, name)
+
+    def __dir__(self):
+        keys = list(object.__dir__(self)) + list(self._parameters) + list(self._modules) + \
+            list(self._buffers)
+        return sorted(k for k in set(keys) if not k[:1].isdigit())
+
+    def __getstate__(self):
+        return self.__dict__.copy()
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+    # --- traversal ----------------------------------------------------------------------
+
+    def _named_members(self, get_members_fn, prefix="", recurse=True, remove_duplicate=True):
+        memo = set()
+        modules = (self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
+                   if recurse else [(prefix, self)])
+        for module_prefix, module in modules:
+            for k, v in get_members_fn(module):
+                if v is None or id(v) in memo:
+                    continue
+                if remove_duplicate:
+                    memo.add(id(v))
+                yield (module_prefix + ("." if module_prefix else "") + k, v)
+
+    def parameters(self, recurse=True):
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        yield from self._named_members(lambda m: m._parameters.items(), prefix, recurse,
+                                       remove_duplicate)
+
+    def buffers(self, recurse=True):
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+        yield from self._named_members(lambda m: m._buffers.items(), prefix, recurse,
+                                       remove_duplicate)
+
+    def children(self):
+        for _, m in self.named_children():
+            yield m
+
+    def named_children(self):
+        memo = set()
+        for name, m in self._modules.items():
+            if m is not None and id(m) not in memo:
+                memo.add(id(m))
+                yield name, m
+
+    def modules(self):
+        for _, m in self.named_modules():
+            yield m
+
+    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+        if memo is None:
+            memo = set()
+        if self in memo:
+            return
+        if remove_duplicate:
+            memo.add(self)
+        yield prefix, self
+        for name, m in self._modules.items():
+            if m is None:
+                continue
+            sub = prefix + ("." if prefix else "") + name
+            yield from m.named_modules(memo, sub, remove_duplicate)
+
+    __hash__ = object.__hash__
+
+    # --- modes, conversion, gradients ---------------------------------------------------
+
+    def train(self, mode=True):
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        self.training = mode
+        for m in self.children():
+            m.train(mode)
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad=True):
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none=True):
+        for p in self.parameters():
+            if p.grad is not None:
+                if set_to_none:
+                    p.grad = None
+                else:
+                    g = p.grad.detach()
+                    g.zero_()
+                    p.grad = g
+
+    def apply(self, fn):
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
+    def _apply(self, fn):
+        for m in self.children():
+            m._apply(fn)
+        for key, p in self._parameters.items():
+            if p is None:
+                continue
+            with no_grad():
+                new = fn(p)
+            g = p.grad
+            _C._set_data(p, new)
+            if g is not None:
+                with no_grad():
+                    p.grad = fn(g)
+        for key, b in self._buffers.items():
+            if b is not None:
+                self._buffers[key] = fn(b)
+        return self
+
+    def to(self, *args, **kwargs):
+        device, dtype = None, None
+        for a in list(args) + list(kwargs.values()):
+            if isinstance(a, _C.dtype):
+                dtype = a
+            elif isinstance(a, (str, _C.device)):
+                device = a
+            elif isinstance(a, Tensor):
+                device, dtype = a.device, a.dtype
+        for k in kwargs:
+            if k not in ("device", "dtype", "non_blocking", "memory_format", "tensor"):
+                raise TypeError(f"to() received an invalid combination of arguments: '{k}'")
+        if dtype is not None and not dtype.is_floating_point:
+            raise TypeError("nn.Module.to only accepts floating point or complex dtypes, but "
+                            f"got desired dtype={dtype}")
+
+        def convert(t):
+            if t.is_floating_point():
+                return t.to(device=device if device is not None else t.device,
+                            dtype=dtype if dtype is not None else t.dtype)
+            return t.to(device) if device is not None else t
+        return self._apply(convert)
+
+    def cpu(self):
+        return self._apply(lambda t: t.cpu())
+
+    def type(self, dst_type):
+        return self._apply(lambda t: t.to(dtype=dst_type))
+
+    def float(self):
+        return self._apply(lambda t: t.float() if t.is_floating_point() else t)
+
+    def double(self):
+        return self._apply(lambda t: t.double() if t.is_floating_point() else t)
+
+    def half(self):
+        return self._apply(lambda t: t.half() if t.is_floating_point() else t)
+
+    def bfloat16(self):
+        return self._apply(lambda t: t.bfloat16() if t.is_floating_point() else t)
+
+    # --- state dict ---------------------------------------------------------------------
+
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        for name, p in self._parameters.items():
+            if p is not None:
+                destination[prefix + name] = p if keep_vars else p.detach()
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistent_buffers_set:
+                destination[prefix + name] = b if keep_vars else b.detach()
+
+    def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
+        if args:  # positional (destination, prefix, keep_vars), deprecated in torch
+            destination = args[0]
+            if len(args) > 1:
+                prefix = args[1]
+            if len(args) > 2:
+                keep_vars = args[2]
+        if destination is None:
+            destination = OrderedDict()
+        self._save_to_state_dict(destination, prefix, keep_vars)
+        for name, m in self._modules.items():
+            if m is not None:
+                m.state_dict(destination=destination, prefix=prefix + name + ".",
+                             keep_vars=keep_vars)
+        return destination
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs):
+        persistent = {k: v for k, v in self._buffers.items()
+                      if k not in self._non_persistent_buffers_set}
+        local_state = {k: v for k, v in itertools.chain(self._parameters.items(),
+                                                        persistent.items()) if v is not None}
+        assign = local_metadata.get("assign_to_params_buffers", False)
+        for name, param in local_state.items():
+            key = prefix + name
+            if key in state_dict:
+                inp = state_dict[key]
+                if not isinstance(inp, Tensor):
+                    error_msgs.append(f'While copying the parameter named "{key}", expected '
+                                      "torch.Tensor or Tensor-like object from checkpoint but "
+                                      f"received {type(inp)}")
+                    continue
+                if len(param.shape) == 0 and len(inp.shape) == 1 and inp.shape[0] == 1:
+                    inp = inp[0]
+                if tuple(inp.shape) != tuple(param.shape):
+                    error_msgs.append(f"size mismatch for {key}: copying a param with shape "
+                                      f"{inp.shape} from checkpoint, the shape in current model "
+                                      f"is {param.shape}.")
+                    continue
+                try:
+                    with no_grad():
+                        if assign:
+                            if isinstance(param, Parameter):
+                                inp = Parameter(inp, requires_grad=param.requires_grad)
+                            setattr(self, name, inp)
+                        else:
+                            param.copy_(inp)
+                except Exception as ex:  # noqa: BLE001 - reported as torch does
+                    error_msgs.append(f'While copying the parameter named "{key}", whose '
+                                      f"dimensions in the model are {param.size()} and whose "
+                                      f"dimensions in the checkpoint are {inp.size()}, an "
+                                      f"exception occurred : {ex.args}.")
+            elif strict:
+                missing_keys.append(key)
+        if strict:
+            for key in state_dict:
+                if key.startswith(prefix):
+                    parts = key[len(prefix):].split(".", 1)
+                    if len(parts) > 1:
+                        if parts[0] not in self._modules:
+                            unexpected_keys.append(key)
+                    elif parts[0] not in local_state:
+                        unexpected_keys.append(key)
+
+    def load_state_dict(self, state_dict, strict=True, assign=False):
+        if not isinstance(state_dict, collections.abc.Mapping):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        missing, unexpected, errors = [], [], []
+        state_dict = OrderedDict(state_dict)
+
+        def load(module, local, prefix=""):
+            meta = {"assign_to_params_buffers": True} if assign else {}
+            module._load_from_state_dict(local, prefix, meta, True, missing, unexpected, errors)
+            for name, child in module._modules.items():
+                if child is not None:
+                    cp = prefix + name + "."
+                    load(child, {k: v for k, v in local.items() if k.startswith(cp)}, cp)
+
+        load(self, state_dict)
+        if strict:
+            if unexpected:
+                errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
+                    ", ".join(f'"{k}"' for k in unexpected)))
+            if missing:
+                errors.insert(0, "Missing key(s) in state_dict: {}. ".format(
+                    ", ".join(f'"{k}"' for k in missing)))
+        if errors:
+            raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
+                type(self).__name__, "\n\t".join(errors)))
+        return _IncompatibleKeys(missing, unexpected)
+
+    # --- hooks and calling --------------------------------------------------------------
+
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        handle = RemovableHandle(self._forward_pre_hooks)
+        self._forward_pre_hooks[handle.id] = hook
+        if with_kwargs:
+            self._forward_pre_hooks_with_kwargs[handle.id] = True
+        if prepend:
+            self._forward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False,
+                              always_call=False):
+        handle = RemovableHandle(self._forward_hooks)
+        self._forward_hooks[handle.id] = hook
+        if with_kwargs:
+            self._forward_hooks_with_kwargs[handle.id] = True
+        if prepend:
+            self._forward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def _call_impl(self, *args, **kwargs):
+        for hid, hook in list(self._forward_pre_hooks.items()):
+            if hid in self._forward_pre_hooks_with_kwargs:
+                r = hook(self, args, kwargs)
+                if r is not None:
+                    args, kwargs = r
+            else:
+                r = hook(self, args)
+                if r is not None:
+                    args = r if isinstance(r, tuple) else (r,)
+        if self.forward is None:
+            raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required '
+                                      '"forward" function')
+        result = self.forward(*args, **kwargs)
+        for hid, hook in list(self._forward_hooks.items()):
+            if hid in self._forward_hooks_with_kwargs:
+                r = hook(self, args, kwargs, result)
+            else:
+                r = hook(self, args, result)
+            if r is not None:
+                result = r
+        return result
+
+    __call__ = _call_impl
+
+    # --- printing -----------------------------------------------------------------------
+
+    def _get_name(self):
+        return type(self).__name__
+
+    def extra_repr(self):
+        return ""
+
+    def __repr__(self):
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = [f"({k}): " + _addindent(repr(m), 2) for k, m in self._modules.items()]
+        lines = extra_lines + child_lines
+        s = self._get_name() + "("
+        if lines:
+            if len(extra_lines) == 1 and not child_lines:
+                s += extra_lines[0]
+            else:
+                s += "\n  " + "\n  ".join(lines) + "\n"
+        return s + ")"

@@ -1,0 +1,45 @@
+"""kiln.nn.Parameter and buffers: tensors that a Module registers when assigned to it."""
+from .. import _C
+from .._C import Tensor
+
+
+class Parameter(Tensor):
+    """A Tensor that is a module parameter (requires grad by default), as torch.nn.Parameter.
+    Arithmetic on a Parameter returns plain Tensors."""
+
+    def __new__(cls, data=None, requires_grad=True):
+        if data is None:
+            data = _C.empty(0)
+        return Tensor._make_subclass(cls, data, requires_grad)
+
+    def __init__(self, data=None, requires_grad=True):
+        pass  # built by __new__ (Tensor.__init__ would construct a second tensor)
+
+    def __repr__(self):
+        return "Parameter containing:\n" + Tensor.__repr__(self)
+
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        r = type(self)(self.detach().clone(), self.requires_grad)
+        if self.grad is not None:
+            r.grad = self.grad.detach().clone()
+        memo[id(self)] = r
+        return r
+
+    def __reduce_ex__(self, proto):
+        return (_rebuild_parameter, (self.detach().cpu().numpy(), str(self.dtype).split(".")[-1],
+                                     self.requires_grad))
+
+
+def _rebuild_parameter(array, dtype, requires_grad):
+    return Parameter(_C.tensor(array, dtype=getattr(_C, dtype)), requires_grad)
+
+
+class Buffer:
+    """Marks a tensor to be registered as a buffer when assigned to a Module attribute
+    (torch.nn.Buffer)."""
+
+    def __init__(self, data, *, persistent=True):
+        self.data = data
+        self.persistent = persistent
