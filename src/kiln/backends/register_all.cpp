@@ -15,6 +15,8 @@ void register_reduction_ops();
 void register_linalg_ops();
 void register_indexing_ops();
 void register_random_ops();
+void register_conv_ops();
+void register_pooling_ops();
 }  // namespace ops
 namespace cpu {
 void register_copy_kernels();
@@ -24,6 +26,8 @@ void register_reduction_kernels();
 void register_linalg_kernels();
 void register_indexing_kernels();
 void register_random_kernels();
+void register_conv_kernels();
+void register_pooling_kernels();
 }  // namespace cpu
 namespace testing_backend {
 void register_testing_kernels();
@@ -41,6 +45,8 @@ void ensure_ops_registered() {
     ops::register_linalg_ops();
     ops::register_indexing_ops();
     ops::register_random_ops();
+    ops::register_conv_ops();
+    ops::register_pooling_ops();
     cpu::register_copy_kernels();
     cpu::register_unary_kernels();
     cpu::register_binary_kernels();
@@ -48,6 +54,8 @@ void ensure_ops_registered() {
     cpu::register_linalg_kernels();
     cpu::register_indexing_kernels();
     cpu::register_random_kernels();
+    cpu::register_conv_kernels();
+    cpu::register_pooling_kernels();
     testing_backend::register_testing_kernels();
   });
 }

@@ -1,0 +1,304 @@
+// CPU kernels of the pooling ops. The pooled dims are the trailing 1-3 dims; every leading
+// index is an independent plane (planes run in parallel). 1-D and 2-D pooling are 3-D
+// pooling whose leading pooled dims have size 1. Sums accumulate in double and each output
+// is rounded once. Inputs arrive contiguous.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kiln/core/convert.h"
+#include "kiln/dispatch/registry.h"
+
+namespace kiln::cpu {
+namespace {
+
+struct PoolGeometry {
+  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1};
+  int64_t s[3] = {1, 1, 1}, p[3] = {0, 0, 0}, d[3] = {1, 1, 1};
+  int64_t planes = 0;
+  int64_t in_size() const { return in[0] * in[1] * in[2]; }
+  int64_t out_size() const { return out[0] * out[1] * out[2]; }
+};
+
+// Geometry from the input and output shapes; window lists may be empty (adaptive pools).
+PoolGeometry geometry(const Shape& in, const Shape& out, size_t nd,
+                      const std::vector<int64_t>& k = {}, const std::vector<int64_t>& s = {},
+                      const std::vector<int64_t>& p = {}, const std::vector<int64_t>& d = {}) {
+  PoolGeometry g;
+  const size_t lead = 3 - nd, first = in.size() - nd;
+  g.planes = 1;
+  for (size_t i = 0; i < first; ++i) g.planes *= in[i];
+  for (size_t i = 0; i < nd; ++i) {
+    g.in[lead + i] = in[first + i];
+    g.out[lead + i] = out[first + i];
+    if (!k.empty()) g.k[lead + i] = k[i];
+    if (!s.empty()) g.s[lead + i] = s[i];
+    if (!p.empty()) g.p[lead + i] = p[i];
+    if (!d.empty()) g.d[lead + i] = d[i];
+  }
+  return g;
+}
+
+// Calls f(output offset within plane, window bounds [lo, hi) per dim) for every output.
+// Window bounds here are of the *unpadded, undilated* span; callers clip as their op needs.
+template <typename F>
+void for_each_output(const PoolGeometry& g, F&& f) {
+  int64_t o = 0;
+  for (int64_t o0 = 0; o0 < g.out[0]; ++o0)
+    for (int64_t o1 = 0; o1 < g.out[1]; ++o1)
+      for (int64_t o2 = 0; o2 < g.out[2]; ++o2, ++o) f(o, o0, o1, o2);
+}
+
+template <typename F>
+void parallel_planes(const PoolGeometry& g, F&& f) {
+  const bool parallel = g.planes > 1 && g.planes * g.out_size() >= (int64_t(1) << 14);
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t b = 0; b < g.planes; ++b) f(b);
+}
+
+// --- max pooling ---------------------------------------------------------------------
+template <typename T>
+void max_pool_kernel(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const size_t nd = call.ints_attr(0).size();
+  const PoolGeometry g = geometry(x.shape(), call.outs[0].shape(), nd, call.ints_attr(0),
+                                  call.ints_attr(1), call.ints_attr(2), call.ints_attr(3));
+  const T* src = static_cast<const T*>(x.raw_data());
+  T* dst = static_cast<T*>(call.outs[0].raw_data());
+  int64_t* idx = static_cast<int64_t*>(call.outs[1].raw_data());
+  const int64_t I = g.in_size(), O = g.out_size();
+  parallel_planes(g, [&](int64_t b) {
+    const T* plane = src + b * I;
+    for_each_output(g, [&](int64_t o, int64_t o0, int64_t o1, int64_t o2) {
+      const int64_t st[3] = {o0 * g.s[0] - g.p[0], o1 * g.s[1] - g.p[1], o2 * g.s[2] - g.p[2]};
+      double best = -std::numeric_limits<double>::infinity();
+      int64_t best_i = -1;
+      for (int64_t j0 = 0; j0 < g.k[0]; ++j0) {
+        const int64_t i0 = st[0] + j0 * g.d[0];
+        if (i0 < 0 || i0 >= g.in[0]) continue;
+        for (int64_t j1 = 0; j1 < g.k[1]; ++j1) {
+          const int64_t i1 = st[1] + j1 * g.d[1];
+          if (i1 < 0 || i1 >= g.in[1]) continue;
+          for (int64_t j2 = 0; j2 < g.k[2]; ++j2) {
+            const int64_t i2 = st[2] + j2 * g.d[2];
+            if (i2 < 0 || i2 >= g.in[2]) continue;
+            const int64_t flat = (i0 * g.in[1] + i1) * g.in[2] + i2;
+            const double v = (convert_value<double>(plane[flat]));
+            // As PyTorch: the first in-range element when all are -inf, NaN always wins.
+            if (best_i < 0 || v > best || std::isnan(v)) {
+              best = v;
+              best_i = flat;
+            }
+          }
+        }
+      }
+      dst[b * O + o] = plane[best_i];
+      idx[b * O + o] = best_i;
+    });
+  });
+}
+
+// --- average pooling -----------------------------------------------------------------
+struct AvgWindow {
+  int64_t lo[3], hi[3];
+  double divisor;
+};
+
+// PyTorch's rule: the divisor counts padding positions inside [-p, in + p) unless
+// count_include_pad is false; divisor_override replaces it.
+AvgWindow avg_window(const PoolGeometry& g, int64_t o0, int64_t o1, int64_t o2,
+                     bool count_include_pad, const OpCall& call, size_t divisor_attr) {
+  AvgWindow w;
+  const int64_t o[3] = {o0, o1, o2};
+  int64_t padded = 1, inside = 1;
+  for (int i = 0; i < 3; ++i) {
+    int64_t lo = o[i] * g.s[i] - g.p[i];
+    int64_t hi = std::min(lo + g.k[i], g.in[i] + g.p[i]);
+    padded *= hi - lo;
+    lo = std::max<int64_t>(lo, 0);
+    hi = std::min(hi, g.in[i]);
+    inside *= std::max<int64_t>(hi - lo, 0);
+    w.lo[i] = lo;
+    w.hi[i] = hi;
+  }
+  if (call.has_attr(divisor_attr))
+    w.divisor = double(call.int_attr(divisor_attr));
+  else
+    w.divisor = double(count_include_pad ? padded : inside);
+  return w;
+}
+
+template <typename T>
+void avg_pool_kernel(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const size_t nd = call.ints_attr(0).size();
+  const PoolGeometry g = geometry(x.shape(), call.outs[0].shape(), nd, call.ints_attr(0),
+                                  call.ints_attr(1), call.ints_attr(2));
+  const bool include_pad = call.bool_attr(4);
+  const T* src = static_cast<const T*>(x.raw_data());
+  T* dst = static_cast<T*>(call.outs[0].raw_data());
+  const int64_t I = g.in_size(), O = g.out_size();
+  parallel_planes(g, [&](int64_t b) {
+    const T* plane = src + b * I;
+    for_each_output(g, [&](int64_t o, int64_t o0, int64_t o1, int64_t o2) {
+      AvgWindow w = avg_window(g, o0, o1, o2, include_pad, call, 5);
+      double sum = 0;
+      for (int64_t i0 = w.lo[0]; i0 < w.hi[0]; ++i0)
+        for (int64_t i1 = w.lo[1]; i1 < w.hi[1]; ++i1)
+          for (int64_t i2 = w.lo[2]; i2 < w.hi[2]; ++i2)
+            sum += (convert_value<double>(plane[(i0 * g.in[1] + i1) * g.in[2] + i2]));
+      dst[b * O + o] = convert_value<T>(sum / w.divisor);
+    });
+  });
+}
+
+// inputs {grad_output}; attrs {input_size, kernel, stride, padding, ceil, include_pad, div?}.
+template <typename T>
+void avg_pool_backward_kernel(OpCall& call) {
+  const Tensor& gy = call.inputs[0];
+  const Tensor& gx = call.outs[0];
+  const size_t nd = call.ints_attr(1).size();
+  const PoolGeometry g = geometry(gx.shape(), gy.shape(), nd, call.ints_attr(1),
+                                  call.ints_attr(2), call.ints_attr(3));
+  const bool include_pad = call.bool_attr(5);
+  const T* src = static_cast<const T*>(gy.raw_data());
+  T* dst = static_cast<T*>(gx.raw_data());
+  const int64_t I = g.in_size(), O = g.out_size();
+  parallel_planes(g, [&](int64_t b) {
+    std::vector<double> acc(size_t(I), 0.0);
+    for_each_output(g, [&](int64_t o, int64_t o0, int64_t o1, int64_t o2) {
+      AvgWindow w = avg_window(g, o0, o1, o2, include_pad, call, 6);
+      const double v = (convert_value<double>(src[b * O + o])) / w.divisor;
+      for (int64_t i0 = w.lo[0]; i0 < w.hi[0]; ++i0)
+        for (int64_t i1 = w.lo[1]; i1 < w.hi[1]; ++i1)
+          for (int64_t i2 = w.lo[2]; i2 < w.hi[2]; ++i2)
+            acc[size_t((i0 * g.in[1] + i1) * g.in[2] + i2)] += v;
+    });
+    for (int64_t i = 0; i < I; ++i) dst[b * I + i] = convert_value<T>(acc[size_t(i)]);
+  });
+}
+
+// --- adaptive pooling ----------------------------------------------------------------
+// Window of output o along a dim: [floor(o * in / out), ceil((o + 1) * in / out)).
+inline int64_t adaptive_lo(int64_t o, int64_t in, int64_t out) { return (o * in) / out; }
+inline int64_t adaptive_hi(int64_t o, int64_t in, int64_t out) {
+  return ((o + 1) * in + out - 1) / out;
+}
+
+template <typename F>
+void adaptive_windows(const PoolGeometry& g, int64_t o0, int64_t o1, int64_t o2, F&& f) {
+  const int64_t o[3] = {o0, o1, o2};
+  int64_t lo[3], hi[3];
+  for (int i = 0; i < 3; ++i) {
+    lo[i] = adaptive_lo(o[i], g.in[i], g.out[i]);
+    hi[i] = adaptive_hi(o[i], g.in[i], g.out[i]);
+  }
+  f(lo, hi);
+}
+
+template <typename T>
+void adaptive_avg_pool_kernel(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const PoolGeometry g = geometry(x.shape(), call.outs[0].shape(), call.ints_attr(0).size());
+  const T* src = static_cast<const T*>(x.raw_data());
+  T* dst = static_cast<T*>(call.outs[0].raw_data());
+  const int64_t I = g.in_size(), O = g.out_size();
+  if (O == 0) return;
+  parallel_planes(g, [&](int64_t b) {
+    const T* plane = src + b * I;
+    for_each_output(g, [&](int64_t o, int64_t o0, int64_t o1, int64_t o2) {
+      adaptive_windows(g, o0, o1, o2, [&](const int64_t* lo, const int64_t* hi) {
+        double sum = 0;
+        for (int64_t i0 = lo[0]; i0 < hi[0]; ++i0)
+          for (int64_t i1 = lo[1]; i1 < hi[1]; ++i1)
+            for (int64_t i2 = lo[2]; i2 < hi[2]; ++i2)
+              sum += (convert_value<double>(plane[(i0 * g.in[1] + i1) * g.in[2] + i2]));
+        const double count = double((hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]));
+        dst[b * O + o] = convert_value<T>(sum / count);
+      });
+    });
+  });
+}
+
+template <typename T>
+void adaptive_avg_pool_backward_kernel(OpCall& call) {
+  const Tensor& gy = call.inputs[0];
+  const Tensor& gx = call.outs[0];
+  const PoolGeometry g = geometry(gx.shape(), gy.shape(), size_t(call.int_attr(1)));
+  const T* src = static_cast<const T*>(gy.raw_data());
+  T* dst = static_cast<T*>(gx.raw_data());
+  const int64_t I = g.in_size(), O = g.out_size();
+  parallel_planes(g, [&](int64_t b) {
+    std::vector<double> acc(size_t(I), 0.0);
+    for_each_output(g, [&](int64_t o, int64_t o0, int64_t o1, int64_t o2) {
+      adaptive_windows(g, o0, o1, o2, [&](const int64_t* lo, const int64_t* hi) {
+        const double count = double((hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]));
+        const double v = (convert_value<double>(src[b * O + o])) / count;
+        for (int64_t i0 = lo[0]; i0 < hi[0]; ++i0)
+          for (int64_t i1 = lo[1]; i1 < hi[1]; ++i1)
+            for (int64_t i2 = lo[2]; i2 < hi[2]; ++i2)
+              acc[size_t((i0 * g.in[1] + i1) * g.in[2] + i2)] += v;
+      });
+    });
+    for (int64_t i = 0; i < I; ++i) dst[b * I + i] = convert_value<T>(acc[size_t(i)]);
+  });
+}
+
+template <typename T>
+void adaptive_max_pool_kernel(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const PoolGeometry g = geometry(x.shape(), call.outs[0].shape(), call.ints_attr(0).size());
+  const T* src = static_cast<const T*>(x.raw_data());
+  T* dst = static_cast<T*>(call.outs[0].raw_data());
+  int64_t* idx = static_cast<int64_t*>(call.outs[1].raw_data());
+  const int64_t I = g.in_size(), O = g.out_size();
+  if (O == 0) return;
+  parallel_planes(g, [&](int64_t b) {
+    const T* plane = src + b * I;
+    for_each_output(g, [&](int64_t o, int64_t o0, int64_t o1, int64_t o2) {
+      adaptive_windows(g, o0, o1, o2, [&](const int64_t* lo, const int64_t* hi) {
+        double best = -std::numeric_limits<double>::infinity();
+        int64_t best_i = -1;
+        for (int64_t i0 = lo[0]; i0 < hi[0]; ++i0)
+          for (int64_t i1 = lo[1]; i1 < hi[1]; ++i1)
+            for (int64_t i2 = lo[2]; i2 < hi[2]; ++i2) {
+              const int64_t flat = (i0 * g.in[1] + i1) * g.in[2] + i2;
+              const double v = (convert_value<double>(plane[flat]));
+              if (best_i < 0 || v > best || std::isnan(v)) {
+                best = v;
+                best_i = flat;
+              }
+            }
+        dst[b * O + o] = plane[best_i];
+        idx[b * O + o] = best_i;
+      });
+    });
+  });
+}
+
+#define KILN_POOL_DISPATCH(NAME)                                              \
+  void NAME##_dispatch(OpCall& call) {                                       \
+    KILN_DISPATCH_FLOAT(call.inputs[0].dtype(), #NAME,                       \
+                        [&]<typename T>() { NAME##_kernel<T>(call); });      \
+  }
+KILN_POOL_DISPATCH(max_pool)
+KILN_POOL_DISPATCH(avg_pool)
+KILN_POOL_DISPATCH(avg_pool_backward)
+KILN_POOL_DISPATCH(adaptive_avg_pool)
+KILN_POOL_DISPATCH(adaptive_avg_pool_backward)
+KILN_POOL_DISPATCH(adaptive_max_pool)
+#undef KILN_POOL_DISPATCH
+
+}  // namespace
+
+void register_pooling_kernels() {
+  register_kernel("max_pool", DeviceType::CPU, max_pool_dispatch, kFloatDTypes);
+  register_kernel("avg_pool", DeviceType::CPU, avg_pool_dispatch, kFloatDTypes);
+  register_kernel("avg_pool_backward", DeviceType::CPU, avg_pool_backward_dispatch, kFloatDTypes);
+  register_kernel("adaptive_avg_pool", DeviceType::CPU, adaptive_avg_pool_dispatch, kFloatDTypes);
+  register_kernel("adaptive_avg_pool_backward", DeviceType::CPU,
+                  adaptive_avg_pool_backward_dispatch, kFloatDTypes);
+  register_kernel("adaptive_max_pool", DeviceType::CPU, adaptive_max_pool_dispatch, kFloatDTypes);
+}
+
+}  // namespace kiln::cpu

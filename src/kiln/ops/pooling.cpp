@@ -1,0 +1,196 @@
+// Max, average and adaptive pooling: PyTorch's argument checks and output sizes, the public
+// functions, and the op definitions. Pooled dims are the trailing `spatial_dims` dims; the
+// leading dims (batch, channels) are independent planes.
+#include "kiln/ops/pooling.h"
+
+#include "conv_geometry.h"
+#include "kiln/ops/op_helpers.h"
+#include "reduction_util.h"
+
+namespace kiln {
+
+namespace {
+
+int64_t pool_output_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil) {
+  const int64_t num = in + 2 * p - d * (k - 1) - 1 + (ceil ? s - 1 : 0);
+  int64_t out = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
+  // The last window must start inside the input or its left padding.
+  if (ceil && (out - 1) * s >= in + p) --out;
+  return out;
+}
+
+struct PoolAttrs {
+  std::vector<int64_t> kernel, stride, padding, dilation;
+  bool ceil_mode;
+};
+
+// Checks x and the options for pooling the trailing nd dims; returns expanded lists.
+PoolAttrs check_pool(const char* op, const Tensor& x, int64_t nd, const PoolOptions& o,
+                     bool with_dilation) {
+  KILN_CHECK(nd >= 1 && nd <= 3, ValueError, op, ": pools 1, 2 or 3 spatial dims, got ", nd);
+  KILN_CHECK(x.dim() == nd + 1 || x.dim() == nd + 2, ShapeError, op, ": Expected ", nd + 1,
+             "D or ", nd + 2, "D (batch mode) tensor for input, but got: ",
+             shape_str(x.shape()));
+  for (int64_t d = 1; d < x.dim() - nd; ++d)
+    KILN_CHECK(x.size(d) > 0, ShapeError, op, ": Expected input's non-batch dimensions to have "
+               "positive length, but input has a shape of ", shape_str(x.shape()));
+  KILN_CHECK(is_floating(x.dtype()), NotImplementedError, "\"", op, "\" not implemented for '",
+             ops::torch_type_name(x.dtype()), "'");
+  KILN_CHECK(!o.kernel_size.empty(), Error, op, ": kernel_size must be given");
+  PoolAttrs a;
+  a.kernel = ops::expand_param(op, "kernel_size", o.kernel_size, nd);
+  a.stride = o.stride.empty() ? a.kernel : ops::expand_param(op, "stride", o.stride, nd);
+  a.padding = ops::expand_param(op, "padding", o.padding, nd);
+  a.dilation = with_dilation ? ops::expand_param(op, "dilation", o.dilation, nd)
+                             : std::vector<int64_t>(size_t(nd), 1);
+  a.ceil_mode = o.ceil_mode;
+  for (size_t i = 0; i < size_t(nd); ++i) {
+    KILN_CHECK(a.kernel[i] > 0, Error, op, ": kernel size should be greater than zero, but got "
+               "kernel_size ", a.kernel[i]);
+    KILN_CHECK(a.stride[i] > 0, Error, op, ": stride should be greater than zero, but got ",
+               a.stride[i]);
+    KILN_CHECK(a.dilation[i] > 0, Error, op, ": dilation should be greater than zero, but got ",
+               a.dilation[i]);
+    KILN_CHECK(a.padding[i] >= 0 && a.padding[i] <= a.kernel[i] / 2, Error, op,
+               ": pad should be at most half of effective kernel size, but got pad=",
+               a.padding[i], ", kernel_size=", a.kernel[i], " and dilation=", a.dilation[i]);
+    const int64_t in = x.size(x.dim() - nd + int64_t(i));
+    const int64_t out = pool_output_size(in, a.kernel[i], a.stride[i], a.padding[i],
+                                         a.dilation[i], a.ceil_mode);
+    KILN_CHECK(out >= 1, ShapeError, op, ": Given input size ", shape_str(x.shape()),
+               ", the calculated output size along pooled dim ", i, " is ", out,
+               ". Output size is too small");
+  }
+  return a;
+}
+
+Shape pooled_shape(const Tensor& x, const PoolAttrs& a) {
+  Shape s = x.shape();
+  const size_t lead = s.size() - a.kernel.size();
+  for (size_t i = 0; i < a.kernel.size(); ++i)
+    s[lead + i] = pool_output_size(s[lead + i], a.kernel[i], a.stride[i], a.padding[i],
+                                   a.dilation[i], a.ceil_mode);
+  return s;
+}
+
+// max_pool: attrs {kernel, stride, padding, dilation, ceil_mode} -> values, int64 indices.
+std::vector<TensorMeta> max_pool_meta(const OpCall& c) {
+  PoolAttrs a{c.ints_attr(0), c.ints_attr(1), c.ints_attr(2), c.ints_attr(3), c.bool_attr(4)};
+  Shape s = pooled_shape(c.inputs[0], a);
+  return {{s, c.inputs[0].dtype()}, {s, DType::I64}};
+}
+// avg_pool: attrs {kernel, stride, padding, ceil_mode, count_include_pad, divisor?}.
+std::vector<TensorMeta> avg_pool_meta(const OpCall& c) {
+  const auto& k = c.ints_attr(0);
+  PoolAttrs a{k, c.ints_attr(1), c.ints_attr(2), std::vector<int64_t>(k.size(), 1),
+              c.bool_attr(3)};
+  return {{pooled_shape(c.inputs[0], a), c.inputs[0].dtype()}};
+}
+// Backward ops: attrs[0] is the input shape.
+std::vector<TensorMeta> input_shape_meta(const OpCall& c) {
+  const auto& s = c.ints_attr(0);
+  return {{Shape(s.begin(), s.end()), c.inputs[0].dtype()}};
+}
+// adaptive pools: attrs {output_size}.
+std::vector<TensorMeta> adaptive_meta(const OpCall& c) {
+  Shape s = c.inputs[0].shape();
+  const auto& o = c.ints_attr(0);
+  for (size_t i = 0; i < o.size(); ++i) s[s.size() - o.size() + i] = o[i];
+  return {{s, c.inputs[0].dtype()}};
+}
+std::vector<TensorMeta> adaptive_max_meta(const OpCall& c) {
+  auto m = adaptive_meta(c);
+  m.push_back({m[0].shape, DType::I64});
+  return m;
+}
+
+void check_adaptive(const char* op, const Tensor& x, const std::vector<int64_t>& out) {
+  const int64_t nd = int64_t(out.size());
+  KILN_CHECK(nd >= 1 && nd <= 3, ValueError, op, ": output_size needs 1, 2 or 3 entries, got ",
+             nd);
+  KILN_CHECK(x.dim() == nd + 1 || x.dim() == nd + 2, ShapeError, op, ": Expected ", nd + 1,
+             "D or ", nd + 2, "D tensor, but got ", shape_str(x.shape()));
+  for (int64_t d = 1; d < x.dim(); ++d)
+    KILN_CHECK(x.size(d) > 0, ShapeError, op, ": Expected input to have non-zero size for "
+               "non-batch dimensions, but input has sizes ", shape_str(x.shape()),
+               " with dimension ", d, " being empty");
+  for (int64_t v : out)
+    KILN_CHECK(v >= 0, Error, op, ": elements of output_size must be greater than or equal "
+               "to 0 but received ", v);
+  KILN_CHECK(is_floating(x.dtype()), NotImplementedError, "\"", op, "\" not implemented for '",
+             ops::torch_type_name(x.dtype()), "'");
+}
+
+}  // namespace
+
+std::pair<Tensor, Tensor> max_pool_with_indices(const Tensor& x, int64_t nd,
+                                                const PoolOptions& o) {
+  PoolAttrs a = check_pool("max_pool", x, nd, o, true);
+  auto r = call_op_multi(KILN_OP("max_pool"), {x.contiguous()},
+                         {a.kernel, a.stride, a.padding, a.dilation, a.ceil_mode});
+  return {r[0], r[1]};
+}
+
+Tensor avg_pool(const Tensor& x, int64_t nd, const PoolOptions& o) {
+  PoolAttrs a = check_pool("avg_pool", x, nd, o, false);
+  if (o.divisor_override)
+    KILN_CHECK(*o.divisor_override != 0, Error, "avg_pool: divisor must be not zero");
+  AttrValue divisor = o.divisor_override ? AttrValue(*o.divisor_override) : AttrValue();
+  return call_op(KILN_OP("avg_pool"), {x.contiguous()},
+                 {a.kernel, a.stride, a.padding, a.ceil_mode, o.count_include_pad, divisor});
+}
+
+Tensor adaptive_avg_pool(const Tensor& x, const std::vector<int64_t>& output_size) {
+  check_adaptive("adaptive_avg_pool", x, output_size);
+  return call_op(KILN_OP("adaptive_avg_pool"), {x.contiguous()}, {output_size});
+}
+
+std::pair<Tensor, Tensor> adaptive_max_pool_with_indices(const Tensor& x,
+                                                         const std::vector<int64_t>& output_size) {
+  check_adaptive("adaptive_max_pool", x, output_size);
+  auto r = call_op_multi(KILN_OP("adaptive_max_pool"), {x.contiguous()}, {output_size});
+  return {r[0], r[1]};
+}
+
+Tensor avg_pool_backward(const Tensor& grad_output, const Shape& input_shape,
+                         const PoolOptions& o) {
+  AttrValue divisor = o.divisor_override ? AttrValue(*o.divisor_override) : AttrValue();
+  return call_op(KILN_OP("avg_pool_backward"), {grad_output.contiguous()},
+                 {std::vector<int64_t>(input_shape.begin(), input_shape.end()), o.kernel_size,
+                  o.stride, o.padding, o.ceil_mode, o.count_include_pad, divisor});
+}
+
+Tensor adaptive_avg_pool_backward(const Tensor& grad_output, const Shape& input_shape,
+                                  int64_t spatial_dims) {
+  return call_op(KILN_OP("adaptive_avg_pool_backward"), {grad_output.contiguous()},
+                 {std::vector<int64_t>(input_shape.begin(), input_shape.end()), spatial_dims});
+}
+
+namespace ops {
+void register_pooling_ops() {
+  register_op("max_pool",
+              "max_pool(Tensor self, int[] kernel_size, int[] stride, int[] padding, "
+              "int[] dilation, bool ceil_mode) -> (Tensor, Tensor)",
+              max_pool_meta);
+  register_op("avg_pool",
+              "avg_pool(Tensor self, int[] kernel_size, int[] stride, int[] padding, "
+              "bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor",
+              avg_pool_meta);
+  register_op("avg_pool_backward",
+              "avg_pool_backward(Tensor grad_output, int[] input_size, int[] kernel_size, "
+              "int[] stride, int[] padding, bool ceil_mode, bool count_include_pad, "
+              "int? divisor_override) -> Tensor",
+              input_shape_meta);
+  register_op("adaptive_avg_pool", "adaptive_avg_pool(Tensor self, int[] output_size) -> Tensor",
+              adaptive_meta);
+  register_op("adaptive_avg_pool_backward",
+              "adaptive_avg_pool_backward(Tensor grad_output, int[] input_size, int spatial_dims) "
+              "-> Tensor",
+              input_shape_meta);
+  register_op("adaptive_max_pool",
+              "adaptive_max_pool(Tensor self, int[] output_size) -> (Tensor, Tensor)",
+              adaptive_max_meta);
+}
+}  // namespace ops
+
+}  // namespace kiln

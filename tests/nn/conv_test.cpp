@@ -1,0 +1,217 @@
+// Convolution (1-D, 2-D, transposed; stride, padding incl. "same", dilation, groups) against
+// the float64 direct-sum references in conv_ref.h, in float64, float32 and bfloat16, on the
+// cpu and testing devices; gradcheck and gradgradcheck; the layers; argument errors.
+#include "nn/conv_ref.h"
+#include "kiln/nn/conv.h"
+#include "kiln/nn/pooling.h"
+#include "nn/nn_test_util.h"
+
+namespace kiln::nn {
+namespace {
+
+using namespace test;
+namespace F = functional;
+
+std::vector<double> none;
+
+Tensor f64v(const std::vector<double>& v, const Shape& s) { return f64(v, s); }
+
+void check_conv2d(const Conv2dCase& c, bool with_bias, DType dtype, double tol,
+                  Device device = Device(DeviceType::CPU, 0)) {
+  auto xv = rand_vals(size_t(c.N * c.C * c.H * c.W), 1);
+  auto wv = rand_vals(size_t(c.O * (c.C / c.groups) * c.KH * c.KW), 2);
+  auto bv = with_bias ? rand_vals(size_t(c.O), 3) : none;
+  // Round the inputs to the tested dtype first, so the reference sees the same values.
+  Tensor x = f64v(xv, {c.N, c.C, c.H, c.W}).to(dtype);
+  Tensor w = f64v(wv, {c.O, c.C / c.groups, c.KH, c.KW}).to(dtype);
+  Tensor b = with_bias ? f64v(bv, {c.O}).to(dtype) : Tensor();
+  auto ref = ref_conv2d(c, x.to(DType::F64).to_vector<double>(), w.to(DType::F64).to_vector<double>(),
+                        with_bias ? b.to(DType::F64).to_vector<double>() : none);
+  Tensor y = F::conv2d(x.to(device), w.to(device), with_bias ? b.to(device) : Tensor(),
+                       {c.sh, c.sw}, std::vector<int64_t>{c.ph, c.pw}, {c.dh, c.dw}, c.groups);
+  const Shape shape{c.N, c.O, conv_out(c.H, c.KH, c.sh, c.ph, c.dh),
+                    conv_out(c.W, c.KW, c.sw, c.pw, c.dw)};
+  expect_values(y.to(Device(DeviceType::CPU, 0)).to(DType::F64), shape, ref, tol,
+                "conv2d " + std::string(dtype_name(dtype)));
+}
+
+const std::vector<Conv2dCase> kCases = {
+    {2, 3, 7, 6, 4, 3, 2},                                  // plain, rectangular kernel
+    {2, 3, 9, 8, 4, 3, 3, 2, 1, 1, 0, 1, 2},                // stride, padding, dilation
+    {1, 6, 5, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 2},             // groups = 2
+    {2, 4, 6, 7, 4, 3, 3, 2, 2, 1, 1, 1, 1, 4},             // depthwise
+    {3, 5, 4, 4, 7, 1, 1},                                  // 1x1 (the im2col-free path)
+    {1, 2, 11, 3, 3, 5, 1, 3, 1, 2, 0, 2, 1},               // tall kernel, stride 3
+};
+
+TEST(Conv2d, MatchesDirectSumInFloat64AndFloat32) {
+  for (const auto& c : kCases) {
+    check_conv2d(c, true, DType::F64, 1e-12);
+    check_conv2d(c, false, DType::F64, 1e-12);
+    check_conv2d(c, true, DType::F32, 2e-5);
+  }
+}
+
+TEST(Conv2d, BFloat16AndFloat16RoundOnce) {
+  for (const auto& c : kCases) {
+    check_conv2d(c, true, DType::BF16, 1e-2);
+    check_conv2d(c, true, DType::F16, 2e-3);
+  }
+}
+
+TEST(Conv2d, TestingDeviceMatchesReference) {
+  for (const auto& c : kCases) check_conv2d(c, true, DType::F32, 2e-5, Device(DeviceType::Testing, 0));
+}
+
+TEST(Conv2d, NonContiguousInputAndEmptyBatch) {
+  Conv2dCase c{2, 3, 5, 6, 2, 3, 3};
+  auto xv = rand_vals(size_t(2 * 3 * 6 * 5), 4);
+  Tensor xt = f64v(xv, {2, 3, 6, 5}).transpose(2, 3);  // [2, 3, 5, 6], not contiguous
+  Tensor w = f64v(rand_vals(2 * 3 * 9, 5), {2, 3, 3, 3});
+  auto ref = ref_conv2d(c, xt.contiguous().to_vector<double>(), w.to_vector<double>(), none);
+  expect_values(F::conv2d(xt, w), {2, 2, 3, 4}, ref, 1e-12);
+  Tensor empty_batch = zeros({0, 3, 5, 6}, DType::F64);
+  EXPECT_EQ(F::conv2d(empty_batch, w).shape(), (Shape{0, 2, 3, 4}));
+}
+
+TEST(Conv1d, SameValidUnbatchedAndDilation) {
+  // As a 2-D problem with H = 1.
+  Tensor x = f64v(rand_vals(2 * 3 * 10, 6), {2, 3, 10});
+  Tensor w = f64v(rand_vals(4 * 3 * 4, 7), {4, 3, 4});
+  Tensor b = f64v(rand_vals(4, 8), {4});
+  // "same" with an even kernel: total padding 3 (dilation 1) -> 1 left, 2 right.
+  Tensor same = F::conv1d(x, w, b, {1}, "same");
+  ASSERT_EQ(same.shape(), (Shape{2, 4, 10}));
+  Tensor padded = pad(x, {1, 2});
+  Conv2dCase c{2, 3, 1, 13, 4, 1, 4};
+  auto ref = ref_conv2d(c, padded.to_vector<double>(), w.to_vector<double>(), b.to_vector<double>());
+  expect_values(same, {2, 4, 10}, ref, 1e-12, "same");
+  // dilation 2 with "same": total 6 -> symmetric 3.
+  Tensor same_d = F::conv1d(x, w, b, {1}, "same", {2});
+  Conv2dCase cd{2, 3, 1, 10, 4, 1, 4, 1, 1, 0, 3, 1, 2};
+  expect_values(same_d, {2, 4, 10},
+                ref_conv2d(cd, x.to_vector<double>(), w.to_vector<double>(), b.to_vector<double>()),
+                1e-12, "same dilated");
+  Tensor valid = F::conv1d(x, w, b, {1}, "valid");
+  EXPECT_EQ(valid.shape(), (Shape{2, 4, 7}));
+  // Unbatched [C, L] gives [O, L'] equal to the batched result's first sample.
+  Tensor one = F::conv1d(x.select(0, 0), w, b, {2}, 1);
+  Tensor batched = F::conv1d(x, w, b, {2}, 1);
+  expect_values(one, {4, 5}, batched.select(0, 0).contiguous().to_vector<double>(), 1e-15);
+}
+
+const std::vector<Conv2dCase> kTransposedCases = {
+    {2, 3, 4, 5, 2, 3, 3},
+    {1, 4, 3, 4, 6, 3, 2, 2, 3, 1, 0, 1, 1, 2, 1, 2},  // stride, padding, groups, output_padding
+    {2, 2, 3, 3, 3, 2, 3, 2, 1, 0, 1, 2, 2, 1, 1, 0},  // dilation 2 with output_padding 1 < 2
+};
+
+TEST(ConvTranspose2d, MatchesScatterReference) {
+  for (const auto& c : kTransposedCases)
+    for (DType dt : {DType::F64, DType::F32}) {
+      Tensor x = f64v(rand_vals(size_t(c.N * c.C * c.H * c.W), 9), {c.N, c.C, c.H, c.W}).to(dt);
+      Tensor w = f64v(rand_vals(size_t(c.C * (c.O / c.groups) * c.KH * c.KW), 10),
+                      {c.C, c.O / c.groups, c.KH, c.KW}).to(dt);
+      Tensor b = f64v(rand_vals(size_t(c.O), 11), {c.O}).to(dt);
+      Tensor y = F::conv_transpose2d(x, w, b, {c.sh, c.sw}, {c.ph, c.pw}, {c.oph, c.opw},
+                                     c.groups, {c.dh, c.dw});
+      auto ref = ref_conv_transpose2d(c, x.to(DType::F64).to_vector<double>(),
+                                      w.to(DType::F64).to_vector<double>(),
+                                      b.to(DType::F64).to_vector<double>());
+      Shape shape{c.N, c.O, conv_t_out(c.H, c.KH, c.sh, c.ph, c.dh, c.oph),
+                  conv_t_out(c.W, c.KW, c.sw, c.pw, c.dw, c.opw)};
+      expect_values(y.to(DType::F64), shape, ref, dt == DType::F64 ? 1e-12 : 2e-5);
+    }
+}
+
+TEST(ConvGrad, GradcheckPlainStridedDilatedGrouped) {
+  Tensor x = leaf({2, 4, 6, 5}, 12), w = leaf({4, 2, 3, 2}, 13), b = leaf({4}, 14);
+  KILN_EXPECT_GRADCHECK(
+      [](const V& in) { return F::conv2d(in[0], in[1], in[2], {2, 1}, std::vector<int64_t>{1, 0}, {1, 2}, 2); },
+      (V{x, w, b}));
+  Tensor x1 = leaf({2, 3, 9}, 15), w1 = leaf({2, 3, 3}, 16);
+  KILN_EXPECT_GRADCHECK([](const V& in) { return F::conv1d(in[0], in[1], Tensor(), {3}, 2, {2}); },
+                        (V{x1, w1}));
+  Tensor w_same = leaf({2, 3, 4}, 17);
+  KILN_EXPECT_GRADCHECK([](const V& in) { return F::conv1d(in[0], in[1], Tensor(), {1}, "same"); },
+                        (V{x1, w_same}));
+}
+
+TEST(ConvGrad, GradcheckTransposed) {
+  Tensor x = leaf({2, 4, 3, 3}, 18), w = leaf({4, 3, 3, 2}, 19), b = leaf({6}, 20);
+  KILN_EXPECT_GRADCHECK(
+      [](const V& in) {
+        return F::conv_transpose2d(in[0], in[1], in[2], {2, 3}, {1, 0}, {1, 2}, 2, {1, 1});
+      },
+      (V{x, w, b}));
+  Tensor x1 = leaf({1, 2, 5}, 21), w1 = leaf({2, 2, 3}, 22);
+  KILN_EXPECT_GRADCHECK(
+      [](const V& in) { return F::conv_transpose1d(in[0], in[1], Tensor(), {2}, {1}, {0}, 1, {2}); },
+      (V{x1, w1}));
+}
+
+TEST(ConvGrad, GradgradcheckThroughWeightGradient) {
+  Tensor x = leaf({2, 2, 5, 4}, 23), w = leaf({3, 2, 2, 3}, 24), b = leaf({3}, 25);
+  auto r = autograd::gradgradcheck(
+      [](const V& in) { return F::conv2d(in[0], in[1], in[2], {2, 1}, std::vector<int64_t>{1, 1}); },
+      V{x, w, b});
+  EXPECT_TRUE(r.ok) << r.message;
+  Tensor xt = leaf({1, 2, 3, 3}, 26), wt = leaf({2, 2, 2, 2}, 27);
+  auto rt = autograd::gradgradcheck(
+      [](const V& in) { return F::conv_transpose2d(in[0], in[1], Tensor(), {2}, {0}, {1}); },
+      V{xt, wt});
+  EXPECT_TRUE(rt.ok) << rt.message;
+}
+
+TEST(ConvErrors, BadArgumentsAreClearErrors) {
+  Tensor x = zeros({1, 3, 5, 5}), w = zeros({4, 3, 3, 3});
+  EXPECT_THROW(F::conv2d(x, zeros({4, 2, 3, 3})), Error);                 // channel mismatch
+  EXPECT_THROW(F::conv2d(zeros({1, 3, 2, 2}), w), Error);                 // kernel too large
+  EXPECT_THROW(F::conv2d(x, w, Tensor(), {2}, "same"), ValueError);       // same + stride
+  EXPECT_THROW(F::conv2d(x, w, Tensor(), {1}, "full"), ValueError);       // unknown mode
+  EXPECT_THROW(F::conv2d(x, w, zeros({3})), Error);                       // bias size
+  EXPECT_THROW(F::conv2d(x, zeros({4, 1, 3, 3}), Tensor(), {1}, 0, {1}, 2), Error);  // 3 % 2
+  EXPECT_THROW(F::conv2d(x, w, Tensor(), {0}), Error);                    // stride 0
+  EXPECT_THROW(F::conv2d(x, w, Tensor(), {1}, -1), Error);                // negative padding
+  EXPECT_THROW(F::conv2d(x.to(DType::F64), w), Error);                    // dtype mismatch
+  EXPECT_THROW(F::conv2d(zeros({3, 5}), w), ShapeError);                  // rank
+  EXPECT_THROW(F::conv2d(x.to(DType::I64), w.to(DType::I64)), TypeError); // integer
+  EXPECT_THROW(F::conv_transpose2d(zeros({1, 4, 3, 3}), zeros({4, 2, 3, 3}), Tensor(), {2}, {0},
+                                   {2}),
+               Error);  // output_padding >= stride
+  try {
+    F::conv2d(x, zeros({4, 2, 3, 3}));
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("expected input[1, 3, 5, 5] to have 2 channels"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(ConvLayers, ParametersInitAndForward) {
+  manual_seed(3);
+  Conv2d conv(4, 6, {3, 2}, {.stride = {2}, .padding = {1}, .groups = 2});
+  auto sd = conv.state_dict();
+  ASSERT_EQ(sd.size(), 2u);
+  EXPECT_EQ(sd.at("weight").shape(), (Shape{6, 2, 3, 2}));
+  EXPECT_EQ(sd.at("bias").shape(), (Shape{6}));
+  const double bound = 1.0 / std::sqrt(2.0 * 3 * 2);  // 1/sqrt(fan_in)
+  EXPECT_LE(max(abs(conv.weight)).item<double>(), bound);
+  EXPECT_LE(max(abs(conv.bias)).item<double>(), bound);
+  Tensor x = randn({2, 4, 7, 5});
+  Tensor y = conv(x);
+  Tensor ref = F::conv2d(x, conv.weight, conv.bias, {2}, 1, {1}, 2);
+  EXPECT_EQ(max(abs(y - ref)).item<double>(), 0.0);
+  ConvTranspose2d up(6, 3, {2}, {.stride = {2}, .bias = false});
+  EXPECT_EQ(up.weight.shape(), (Shape{6, 3, 2, 2}));
+  EXPECT_FALSE(up.bias.defined());
+  EXPECT_EQ(up(y).shape(), (Shape{2, 3, 8, 6}));
+  Conv1d c1(3, 5, {3}, {.padding = "same"});
+  EXPECT_EQ(c1(randn({2, 3, 9})).shape(), (Shape{2, 5, 9}));
+  EXPECT_THROW(Conv2d(3, 4, {3}, {.groups = 2}), ValueError);
+  EXPECT_NE(conv.str().find("Conv2d(4, 6, kernel_size=(3, 2), stride=(2, 2)"), std::string::npos)
+      << conv.str();
+}
+
+}  // namespace
+}  // namespace kiln::nn
