@@ -3,4 +3,4 @@ from .dataset import Dataset, IterableDataset, TensorDataset, Subset, ConcatData
     random_split  # noqa: F401
 from .sampler import Sampler, SequentialSampler, RandomSampler, BatchSampler, \
     SubsetRandomSampler  # noqa: F401
-from .dataloader import DataLoader, default_collate  # noqa: F401
+from .dataloader import DataLoader, default_collate, default_convert  # noqa: F401

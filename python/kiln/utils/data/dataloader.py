@@ -43,8 +43,26 @@ def default_collate(batch):
                     f"or lists; found {type(elem)}")
 
 
-def _default_convert(data):
+def default_convert(data):
+    """Without auto-batching (batch_size=None): numpy arrays become tensors, containers are
+    converted element by element (tuples become lists, as torch)."""
+    if type(data).__module__ == "numpy" and type(data).__name__ == "ndarray":
+        return _C.from_numpy(data)
+    if isinstance(data, collections.abc.Mapping):
+        return {k: default_convert(v) for k, v in data.items()}
+    if isinstance(data, tuple) and hasattr(data, "_fields"):
+        return type(data)(*(default_convert(d) for d in data))
+    if isinstance(data, tuple):
+        return [default_convert(d) for d in data]
+    if isinstance(data, collections.abc.Sequence) and not isinstance(data, (str, bytes)):
+        try:
+            return type(data)([default_convert(d) for d in data])
+        except TypeError:
+            return [default_convert(d) for d in data]
     return data
+
+
+_default_convert = default_convert
 
 
 class DataLoader:
