@@ -13,6 +13,7 @@
 #include "tools/commands.h"
 #include "tools/demo/corpus.h"
 #include "tools/demo/lm_options.h"
+#include "tools/demo/progress.h"
 #include "tools/demo/tiny_llama.h"
 
 namespace kiln::demo {
@@ -49,19 +50,9 @@ double unigram_baseline(const std::vector<int64_t>& ids, int64_t split, int64_t 
   return nll / double(ids.size() - size_t(split));
 }
 
-std::string format_duration(double s) {
-  char buf[32];
-  int m = int(s) / 60, sec = int(s) % 60;
-  std::snprintf(buf, sizeof buf, "%dm%02ds", m, sec);
-  return buf;
-}
-
 void progress(int64_t step, int64_t steps, double loss, double tok_s, double eta) {
-  const int width = 24;
-  int filled = int(double(width) * double(step) / double(steps));
-  std::string bar(size_t(filled), '=');
-  if (filled < width) bar += '>' + std::string(size_t(width - filled - 1), ' ');
-  std::printf("\rstep %5lld/%lld [%s] loss %.3f | %6.0f tok/s | ETA %s   ", (long long)step,
+  std::string bar = progress_bar(step, steps);
+  std::printf("\rstep %5lld/%lld %s loss %.3f | %6.0f tok/s | ETA %s   ", (long long)step,
               (long long)steps, bar.c_str(), loss, tok_s, format_duration(eta).c_str());
   std::fflush(stdout);
 }

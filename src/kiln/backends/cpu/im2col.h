@@ -26,10 +26,22 @@ struct ConvGeometry {
   }
 };
 
-// Calls f(c, kernel index, col row, image plane offsets) for every row of the col matrix;
-// the body visits grid positions and the image index each one reads (-1 in padding).
+// The grid positions o2 in [0, grid) whose image index o2 * s - p + off (off = k * dil)
+// lies in [0, image): [lo, hi), possibly empty.
+inline void valid_range(int64_t grid, int64_t image, int64_t s, int64_t p, int64_t off,
+                        int64_t& lo, int64_t& hi) {
+  auto ceil_div = [](int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); };
+  lo = std::clamp<int64_t>(ceil_div(p - off, s), 0, grid);
+  hi = std::clamp<int64_t>(ceil_div(image + p - off, s), lo, grid);
+}
+
+// Visits every row of the col matrix (channel c, kernel offset k) and, per (o0, o1) grid
+// line, calls line(col offset of the line start, image offset of that line's o2 = 0 tap or
+// -1 when the line lies in the padding, lo, hi) where [lo, hi) are the o2 positions inside
+// the image; image index of o2 is image offset + o2 * stride[2]. Channels are independent
+// and run in parallel when the work is large.
 template <typename F>
-void for_each_col_entry(int64_t channels, const ConvGeometry& g, F&& f) {
+void for_each_col_line(int64_t channels, const ConvGeometry& g, F&& line) {
   const int64_t K = g.kernel_size(), G = g.grid_size(), I = g.image_size();
   const bool parallel = channels > 1 && channels * K * G >= (int64_t(1) << 16);
 #pragma omp parallel for schedule(static) if (parallel)
@@ -38,20 +50,17 @@ void for_each_col_entry(int64_t channels, const ConvGeometry& g, F&& f) {
     for (int64_t k0 = 0; k0 < g.kernel[0]; ++k0)
       for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1)
         for (int64_t k2 = 0; k2 < g.kernel[2]; ++k2, ++k) {
-          const int64_t row = (c * K + k) * G;
-          int64_t o = 0;
+          int64_t lo, hi;
+          const int64_t off2 = k2 * g.dil[2] - g.pad[2];
+          valid_range(g.grid[2], g.image[2], g.stride[2], g.pad[2], k2 * g.dil[2], lo, hi);
+          int64_t row = (c * K + k) * G;
           for (int64_t o0 = 0; o0 < g.grid[0]; ++o0) {
             const int64_t i0 = o0 * g.stride[0] - g.pad[0] + k0 * g.dil[0];
             const bool in0 = i0 >= 0 && i0 < g.image[0];
-            for (int64_t o1 = 0; o1 < g.grid[1]; ++o1) {
+            for (int64_t o1 = 0; o1 < g.grid[1]; ++o1, row += g.grid[2]) {
               const int64_t i1 = o1 * g.stride[1] - g.pad[1] + k1 * g.dil[1];
-              const bool in01 = in0 && i1 >= 0 && i1 < g.image[1];
-              const int64_t base = c * I + (i0 * g.image[1] + i1) * g.image[2];
-              for (int64_t o2 = 0; o2 < g.grid[2]; ++o2, ++o) {
-                const int64_t i2 = o2 * g.stride[2] - g.pad[2] + k2 * g.dil[2];
-                const bool inside = in01 && i2 >= 0 && i2 < g.image[2];
-                f(row + o, inside ? base + i2 : int64_t(-1));
-              }
+              const bool inside = in0 && i1 >= 0 && i1 < g.image[1];
+              line(row, inside, c * I + (i0 * g.image[1] + i1) * g.image[2] + off2, lo, hi);
             }
           }
         }
@@ -61,8 +70,20 @@ void for_each_col_entry(int64_t channels, const ConvGeometry& g, F&& f) {
 // col[C * K, G] from image[C, I].
 template <typename T>
 void im2col(const T* image, int64_t channels, const ConvGeometry& g, T* col) {
-  for_each_col_entry(channels, g, [&](int64_t ci, int64_t ii) {
-    col[ci] = ii >= 0 ? image[ii] : T(0);
+  const int64_t W = g.grid[2], s = g.stride[2];
+  for_each_col_line(channels, g, [&](int64_t row, bool inside, int64_t base, int64_t lo, int64_t hi) {
+    T* dst = col + row;
+    if (!inside) {
+      std::fill(dst, dst + W, T(0));
+      return;
+    }
+    std::fill(dst, dst + lo, T(0));
+    // base may point before the image (left padding); only o in [lo, hi) is read.
+    if (s == 1)
+      std::copy(image + base + lo, image + base + hi, dst + lo);
+    else
+      for (int64_t o = lo; o < hi; ++o) dst[o] = image[base + o * s];
+    std::fill(dst + hi, dst + W, T(0));
   });
 }
 
@@ -71,8 +92,11 @@ void im2col(const T* image, int64_t channels, const ConvGeometry& g, T* col) {
 template <typename T>
 void col2im(const T* col, int64_t channels, const ConvGeometry& g, T* image) {
   std::fill(image, image + channels * g.image_size(), T(0));
-  for_each_col_entry(channels, g, [&](int64_t ci, int64_t ii) {
-    if (ii >= 0) image[ii] += col[ci];
+  const int64_t s = g.stride[2];
+  for_each_col_line(channels, g, [&](int64_t row, bool inside, int64_t base, int64_t lo, int64_t hi) {
+    if (!inside) return;
+    const T* src = col + row;
+    for (int64_t o = lo; o < hi; ++o) image[base + o * s] += src[o];
   });
 }
 

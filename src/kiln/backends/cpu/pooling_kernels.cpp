@@ -4,6 +4,7 @@
 // is rounded once. Inputs arrive contiguous.
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "kiln/core/convert.h"
@@ -57,8 +58,17 @@ void parallel_planes(const PoolGeometry& g, F&& f) {
 }
 
 // --- max pooling ---------------------------------------------------------------------
+// The taps j in [lo, hi) of a window starting at st whose positions st + j * d are inside
+// [0, in).
+inline void tap_range(int64_t st, int64_t d, int64_t k, int64_t in, int64_t& lo, int64_t& hi) {
+  lo = st >= 0 ? 0 : (-st + d - 1) / d;
+  hi = in - st <= 0 ? 0 : std::min<int64_t>(k, (in - st + d - 1) / d);
+  if (hi < lo) hi = lo;
+}
+
 template <typename T>
 void max_pool_kernel(OpCall& call) {
+  using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
   const Tensor& x = call.inputs[0];
   const size_t nd = call.ints_attr(0).size();
   const PoolGeometry g = geometry(x.shape(), call.outs[0].shape(), nd, call.ints_attr(0),
@@ -71,27 +81,23 @@ void max_pool_kernel(OpCall& call) {
     const T* plane = src + b * I;
     for_each_output(g, [&](int64_t o, int64_t o0, int64_t o1, int64_t o2) {
       const int64_t st[3] = {o0 * g.s[0] - g.p[0], o1 * g.s[1] - g.p[1], o2 * g.s[2] - g.p[2]};
-      double best = -std::numeric_limits<double>::infinity();
+      int64_t lo[3], hi[3];
+      for (int i = 0; i < 3; ++i) tap_range(st[i], g.d[i], g.k[i], g.in[i], lo[i], hi[i]);
+      // As PyTorch: the first in-range element when all are -inf; NaN always wins (the last).
+      C best = 0;
       int64_t best_i = -1;
-      for (int64_t j0 = 0; j0 < g.k[0]; ++j0) {
-        const int64_t i0 = st[0] + j0 * g.d[0];
-        if (i0 < 0 || i0 >= g.in[0]) continue;
-        for (int64_t j1 = 0; j1 < g.k[1]; ++j1) {
-          const int64_t i1 = st[1] + j1 * g.d[1];
-          if (i1 < 0 || i1 >= g.in[1]) continue;
-          for (int64_t j2 = 0; j2 < g.k[2]; ++j2) {
-            const int64_t i2 = st[2] + j2 * g.d[2];
-            if (i2 < 0 || i2 >= g.in[2]) continue;
-            const int64_t flat = (i0 * g.in[1] + i1) * g.in[2] + i2;
-            const double v = (convert_value<double>(plane[flat]));
-            // As PyTorch: the first in-range element when all are -inf, NaN always wins.
-            if (best_i < 0 || v > best || std::isnan(v)) {
+      for (int64_t j0 = lo[0]; j0 < hi[0]; ++j0)
+        for (int64_t j1 = lo[1]; j1 < hi[1]; ++j1) {
+          const int64_t row = ((st[0] + j0 * g.d[0]) * g.in[1] + st[1] + j1 * g.d[1]) * g.in[2];
+          for (int64_t j2 = lo[2]; j2 < hi[2]; ++j2) {
+            const int64_t flat = row + st[2] + j2 * g.d[2];
+            const C v = C(plane[flat]);
+            if (best_i < 0 || v > best || v != v) {
               best = v;
               best_i = flat;
             }
           }
         }
-      }
       dst[b * O + o] = plane[best_i];
       idx[b * O + o] = best_i;
     });
