@@ -14,10 +14,11 @@
 // with gradients off.
 //
 // With prefetch > 0 a worker thread prepares up to `prefetch` batches ahead of the consumer
-// (docs/decisions/0012-dataloader-prefetch-thread.md). An exception thrown while making a
-// batch is rethrown to the consumer at that batch (from begin() or ++), after which the
-// epoch is over. Starting a new epoch or destroying the loader mid-epoch stops the worker
-// and joins it; iterators of an abandoned epoch must not be used again.
+// (docs/decisions/0012-data-loader-thread-and-optimizer-state-files.md). An exception
+// thrown while making a batch is rethrown to the consumer at that batch (from begin() or
+// ++), after which the epoch is over. Starting a new epoch or destroying the loader
+// mid-epoch stops the worker and joins it; iterators of an abandoned epoch must not be used
+// again.
 #include <cstdint>
 #include <functional>
 #include <iterator>

@@ -2,7 +2,7 @@
 // Optimizer state dicts (optim::OptimizerStateDict) as safetensors files, so that training
 // resumes bit-exactly from files: the state tensors are the file's tensors, named
 // "state.<param>.<buffer>", and everything else is in the "__metadata__" string map
-// (docs/decisions/0012-optimizer-state-in-safetensors.md):
+// (docs/decisions/0012-data-loader-thread-and-optimizer-state-files.md):
 //   "format"                          "kiln.optimizer_state"
 //   "format_version"                  "1"
 //   "param_groups"                    number of groups G
