@@ -67,6 +67,8 @@ TEST(DataLoader, DropLast) {
   DataLoader empty(pairs(0), {.batch_size = 3});
   EXPECT_EQ(empty.size(), 0);
   EXPECT_TRUE(epoch_labels(empty).empty());
+  DataLoader empty_shuffled(pairs(0), {.batch_size = 3, .shuffle = true, .prefetch = 1});
+  EXPECT_TRUE(epoch_labels(empty_shuffled).empty());
 }
 
 TEST(DataLoader, ShuffleIsAPermutationReproducibleFromTheSeed) {
