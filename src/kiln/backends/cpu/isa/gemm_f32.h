@@ -21,6 +21,10 @@ void gemm_f32_avx2(int64_t, int64_t, int64_t, const float*, int64_t, int64_t, co
 void gemm_f32_avx512(int64_t, int64_t, int64_t, const float*, int64_t, int64_t, const float*,
                      int64_t, float*, int64_t, float);
 
+// Products with fewer rows than this stream B row by row (matrix-vector and LLM decoding
+// shapes); the others use the packed, register-blocked kernel.
+inline constexpr int64_t kGemmBlockedMinRows = 8;
+
 // The variant for the current ISA level (cpu::isa_level()).
 GemmF32Fn gemm_f32_kernel();
 

@@ -1,4 +1,32 @@
-// float32 GEMM microkernel, avx2 variant (compiler flags set in CMakeLists.txt).
+// float32 GEMM, AVX2 + FMA variant (compiler flags set in CMakeLists.txt): the blocked
+// kernel with 6 x 16 register tiles, and the row-streaming kernel for few-row products
+// (see gemm_f32_avx512.cpp).
+#include <immintrin.h>
+
 #include "gemm_f32.h"
-#define KILN_GEMM_F32_NAME gemm_f32_avx2
+
+#define KILN_GEMM_F32_NAME gemm_f32_avx2_rows
 #include "gemm_f32_body.inc"
+
+#define V __m256
+#define VW 8
+#define VLOAD(p) _mm256_loadu_ps(p)
+#define VSTORE(p, v) _mm256_storeu_ps((p), (v))
+#define VFMA(a, b, c) _mm256_fmadd_ps((a), (b), (c))
+#define VSET1(x) _mm256_set1_ps(x)
+#define VZERO() _mm256_setzero_ps()
+#define VMUL(a, b) _mm256_mul_ps((a), (b))
+#define KILN_GEMM_BLOCKED_NAME gemm_f32_avx2_blocked
+#include "gemm_f32_blocked.inc"
+
+namespace kiln::cpu {
+
+void gemm_f32_avx2(int64_t M, int64_t N, int64_t K, const float* A, int64_t a_rs, int64_t a_cs,
+                   const float* B, int64_t b_rs, float* C, int64_t c_rs, float alpha) {
+  if (M < kGemmBlockedMinRows)
+    gemm_f32_avx2_rows(M, N, K, A, a_rs, a_cs, B, b_rs, C, c_rs, alpha);
+  else
+    gemm_f32_avx2_blocked(M, N, K, A, a_rs, a_cs, B, b_rs, C, c_rs, alpha);
+}
+
+}  // namespace kiln::cpu

@@ -1,4 +1,34 @@
-// float32 GEMM microkernel, avx512 variant (compiler flags set in CMakeLists.txt).
+// float32 GEMM, AVX-512 variant (compiler flags set in CMakeLists.txt): the blocked kernel
+// with 6 x 32 register tiles for products with enough rows to fill them, the row-streaming
+// kernel (gemm_f32_body.inc) for matrix-vector and few-row products, where packing B would
+// cost as much memory traffic as the product itself.
+#include <immintrin.h>
+
 #include "gemm_f32.h"
-#define KILN_GEMM_F32_NAME gemm_f32_avx512
+
+#define KILN_GEMM_F32_NAME gemm_f32_avx512_rows
 #include "gemm_f32_body.inc"
+
+#define V __m512
+#define VW 16
+#define VLOAD(p) _mm512_loadu_ps(p)
+#define VSTORE(p, v) _mm512_storeu_ps((p), (v))
+#define VFMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))
+#define VSET1(x) _mm512_set1_ps(x)
+#define VZERO() _mm512_setzero_ps()
+#define VMUL(a, b) _mm512_mul_ps((a), (b))
+#define KILN_GEMM_BLOCKED_NAME gemm_f32_avx512_blocked
+#include "gemm_f32_blocked.inc"
+
+namespace kiln::cpu {
+
+void gemm_f32_avx512(int64_t M, int64_t N, int64_t K, const float* A, int64_t a_rs,
+                     int64_t a_cs, const float* B, int64_t b_rs, float* C, int64_t c_rs,
+                     float alpha) {
+  if (M < kGemmBlockedMinRows)
+    gemm_f32_avx512_rows(M, N, K, A, a_rs, a_cs, B, b_rs, C, c_rs, alpha);
+  else
+    gemm_f32_avx512_blocked(M, N, K, A, a_rs, a_cs, B, b_rs, C, c_rs, alpha);
+}
+
+}  // namespace kiln::cpu

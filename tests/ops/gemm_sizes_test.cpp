@@ -1,0 +1,86 @@
+// float32 matrix products at the sizes that exercise every edge of the blocked GEMM kernel
+// (partial 6-row / 16- or 32-column tiles, K beyond one 256-deep block, N beyond one 512-wide
+// block, M beyond one 96-row block, the few-row streaming path) in row-major, transposed and
+// strided layouts, against a float64 reference. ISA reruns (isa_*_ops in CTest) repeat them
+// for every kernel variant.
+#include <random>
+
+#include "ops/test_util.h"
+
+namespace kiln::test {
+namespace {
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// C = A @ B in double from row-major host arrays.
+std::vector<double> ref_product(const std::vector<float>& a, const std::vector<float>& b,
+                                int64_t M, int64_t N, int64_t K) {
+  std::vector<double> c(size_t(M * N), 0.0);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t k = 0; k < K; ++k) {
+      const double av = a[size_t(i * K + k)];
+      for (int64_t j = 0; j < N; ++j) c[size_t(i * N + j)] += av * double(b[size_t(k * N + j)]);
+    }
+  return c;
+}
+
+void check(int64_t M, int64_t N, int64_t K, int layout, uint32_t seed) {
+  auto av = random_floats(size_t(M * K), seed), bv = random_floats(size_t(K * N), seed + 1);
+  Tensor a = tensor_from(av, {M, K}), b = tensor_from(bv, {K, N});
+  if (layout == 1) a = tensor_from(av, {M, K}).t().contiguous().t();  // column-major A
+  if (layout == 2) b = tensor_from(bv, {K, N}).t().contiguous().t();  // column-major B
+  if (layout == 3) {  // both strided: every other column of wider matrices
+    std::vector<float> wide_a(size_t(M * K * 2)), wide_b(size_t(K * N * 2));
+    for (size_t i = 0; i < av.size(); ++i) wide_a[2 * i] = av[i];
+    for (size_t i = 0; i < bv.size(); ++i) wide_b[2 * i] = bv[i];
+    a = tensor_from(wide_a, {M, K * 2}).slice(1, 0, K * 2, 2);
+    b = tensor_from(wide_b, {K, N * 2}).slice(1, 0, N * 2, 2);
+  }
+  Tensor c = matmul(a, b);
+  ASSERT_EQ(c.shape(), (Shape{M, N}));
+  auto ref = ref_product(av, bv, M, N, K);
+  auto got = c.to_vector<float>();
+  // float32 accumulation of K products of values in [-1, 1]: error grows like sqrt(K) eps.
+  const double tol = 1e-6 * (4.0 + 2.0 * std::sqrt(double(K)));
+  int bad = 0;
+  for (size_t i = 0; i < ref.size() && bad < 5; ++i)
+    if (std::fabs(double(got[i]) - ref[i]) > tol * (1 + std::fabs(ref[i]))) {
+      ADD_FAILURE() << "M=" << M << " N=" << N << " K=" << K << " layout " << layout
+                    << " at (" << i / size_t(N) << ", " << i % size_t(N) << "): got " << got[i]
+                    << ", want " << ref[i];
+      ++bad;
+    }
+}
+
+TEST(MatmulSizes, OddSizesAroundEveryBlockEdge) {
+  const int64_t sizes[][3] = {
+      {1, 1, 1},     {1, 257, 31},  {7, 17, 7},     {8, 33, 300},  {9, 16, 1},
+      {17, 31, 257}, {31, 1, 17},   {12, 32, 256},  {13, 65, 513}, {97, 257, 31},
+      {100, 600, 7}, {6, 513, 260}, {257, 33, 300}, {96, 512, 256}, {193, 1025, 40},
+  };
+  uint32_t seed = 1;
+  for (const auto& s : sizes)
+    for (int layout = 0; layout < 4; ++layout) check(s[0], s[1], s[2], layout, seed += 2);
+}
+
+TEST(MatmulSizes, AlphaAndAccumulationAcrossKBlocks) {
+  // addmm: beta * self + alpha * (a @ b) with K spanning three 256-deep blocks.
+  const int64_t M = 20, N = 40, K = 700;
+  auto av = random_floats(size_t(M * K), 7), bv = random_floats(size_t(K * N), 8);
+  auto sv = random_floats(size_t(M * N), 9);
+  Tensor y = addmm(tensor_from(sv, {M, N}), tensor_from(av, {M, K}), tensor_from(bv, {K, N}),
+                   0.5, -2.0);
+  auto ref = ref_product(av, bv, M, N, K);
+  auto got = y.to_vector<float>();
+  for (size_t i = 0; i < ref.size(); ++i)
+    ASSERT_NEAR(got[i], 0.5 * sv[i] - 2.0 * ref[i], 1e-4 * (1 + std::fabs(ref[i]))) << i;
+}
+
+}  // namespace
+}  // namespace kiln::test
