@@ -2,7 +2,10 @@
 # Installs what kiln needs to build and test on Debian 12 (run as root, or with sudo).
 set -euo pipefail
 # Extra packages can be named on the command line (the demo adds its corpus packages).
-packages=(build-essential cmake ninja-build ccache libgtest-dev pkg-config zlib1g-dev "$@")
+# libonnx-dev, libprotobuf-dev, protobuf-compiler: the ONNX importer (src/kiln/onnx);
+# libonnx-testdata: the ONNX backend test suite that the conformance test runs.
+packages=(build-essential cmake ninja-build ccache libgtest-dev pkg-config zlib1g-dev
+          libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

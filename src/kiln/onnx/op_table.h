@@ -1,0 +1,32 @@
+#pragma once
+// The operator table: one entry per ONNX operator type (default domain), registered by
+// family in ops_*.cpp.
+#include <map>
+#include <string>
+
+#include "kiln/onnx/op_context.h"
+
+namespace kiln::onnx {
+
+class OpTable {
+ public:
+  void add(const std::string& op_type, OpFunction fn) { ops_[op_type] = fn; }
+  OpFunction find(const std::string& op_type) const {
+    auto it = ops_.find(op_type);
+    return it == ops_.end() ? nullptr : it->second;
+  }
+  const std::map<std::string, OpFunction>& all() const { return ops_; }
+
+ private:
+  std::map<std::string, OpFunction> ops_;
+};
+
+const OpTable& op_table();
+
+void register_math_ops(OpTable& table);
+void register_reduction_ops(OpTable& table);
+void register_shape_ops(OpTable& table);
+void register_nn_ops(OpTable& table);
+void register_conv_pool_ops(OpTable& table);
+
+}  // namespace kiln::onnx
