@@ -4,7 +4,8 @@ set -euo pipefail
 # Extra packages can be named on the command line (the demo adds its corpus packages).
 # libonnx-dev, libprotobuf-dev, protobuf-compiler: the ONNX importer (src/kiln/onnx);
 # libonnx-testdata: the ONNX backend test suite that the conformance test runs.
-packages=(build-essential cmake ninja-build ccache libgtest-dev pkg-config zlib1g-dev
+# libdnnl-dev: oneDNN, the GEMM peer that `kiln bench` (tools/bench/) calls directly.
+packages=(build-essential cmake ninja-build ccache libgtest-dev pkg-config zlib1g-dev libdnnl-dev
           libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata "$@")
 missing=()
 for p in "${packages[@]}"; do

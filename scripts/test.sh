@@ -47,4 +47,7 @@ CXX="${CXX:-c++}" .venv/bin/pip install -q --no-build-isolation .
 .venv/bin/python -m pytest tests/python -q -p no:cacheprovider 2>&1 | tee build/python-tests.log
 grep "^oracle:" build/python-tests.log
 
+echo "== benchmark suite smoke run (that it runs; no timing is asserted)"
+.venv/bin/python benchmarks/run.py --quick --kiln build/release/kiln
+
 echo "== all tests passed in $(( $(date +%s) - start )) s"

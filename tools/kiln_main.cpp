@@ -1,4 +1,4 @@
-// The kiln command-line program: `kiln info`, `kiln info --ops`, `kiln demo`.
+// The kiln command-line program: `kiln info`, `kiln info --ops`, `kiln demo`, `kiln bench`.
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -13,7 +13,8 @@ int usage() {
   std::cerr << "usage: kiln <command>\n"
                "  info          version, build, CPU features, backends and devices\n"
                "  info --ops    every op with its schema and kernel coverage per device\n"
-               "  demo          a small end-to-end example on the ops\n";
+               "  demo          a small end-to-end example on the ops\n"
+               "  bench         kernel benchmarks vs oneDNN and the machine's peaks (--quick, --help)\n";
   return 2;
 }
 
@@ -28,6 +29,7 @@ int main(int argc, char** argv) {
       return ops ? kiln::tools::print_op_coverage() : kiln::tools::print_info();
     }
     if (cmd == "demo") return kiln::tools::run_demo(argc - 2, argv + 2);
+    if (cmd == "bench") return kiln::tools::run_bench(argc - 2, argv + 2);
     if (cmd == "--help" || cmd == "-h" || cmd == "help") {
       usage();
       return 0;

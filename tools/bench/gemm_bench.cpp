@@ -1,0 +1,262 @@
+// GEMM: kiln against oneDNN called directly (dnnl_sgemm, and the matmul primitive with
+// weights prepacked once) and against the unit's peak measured by the `peak` section.
+//  - square C = A @ B (kiln::mm) at opt.gemm_sizes, fp32 / bf16 / int8;
+//  - LLM shapes y = x @ W^T (kiln::linear, W stored [N, K] as nn.Linear keeps it), M = 1 and
+//    M = 128, (N, K) in {(4096, 4096), (11008, 4096), (4096, 11008)}. At M = 1 the weights
+//    stream from DRAM: every system rotates among copies totalling >= 1 GiB (more than the
+//    L3), and the figure of merit is weight bytes per second against the measured DRAM read.
+// Peaks: fp32 FMA; bf16 AMX tiles where present, else AVX-512 vdpbf16ps; int8 likewise.
+// bf16 runs with bf16 inputs and outputs (fp32 accumulation), int8 as u8 x s8 -> s32.
+#include <cmath>
+#include <cstring>
+#include <iomanip>
+#include <iostream>
+#include <random>
+#include <sstream>
+
+#include "kiln/kiln.h"
+#include "tools/bench/bench.h"
+#include "tools/bench/onednn.h"
+
+namespace kiln::tools::bench {
+namespace {
+
+struct Shape3 {
+  int64_t M, N, K;
+  bool linear;  // y = x @ W^T with W [N, K]; else C = A @ B with B [K, N]
+};
+
+std::string shape_name(const Shape3& s) {
+  std::ostringstream o;
+  if (s.linear) o << "linear M=" << s.M << " N=" << s.N << " K=" << s.K;
+  else if (s.M == s.N && s.N == s.K) o << s.M << "^3";
+  else o << s.M << "x" << s.N << "x" << s.K;
+  return o.str();
+}
+
+// Number of weight copies so that a rotation reads >= 1 GiB (M = 1 only).
+int copies_for(const Shape3& s, size_t elem_bytes, bool quick) {
+  if (s.M != 1) return 1;
+  double wbytes = double(s.N) * double(s.K) * double(elem_bytes);
+  double total = quick ? 8e6 : double(int64_t(1) << 30);
+  return std::max(1, int(std::ceil(total / wbytes)));
+}
+
+struct Row {
+  std::string dtype, shape;
+  double kiln = 0, sgemm = 0, mm = 0;  // GFLOP/s (GOP/s for int8)
+  std::string kiln_note, onednn_impl;
+  double foreign = 0;
+};
+
+void print_header() {
+  std::cout << "  " << std::left << std::setw(6) << "dtype" << std::setw(30) << "shape"
+            << std::right << std::setw(9) << "kiln" << std::setw(9) << "sgemm" << std::setw(9)
+            << "dnnl-mm" << std::setw(11) << "kiln/dnnl" << std::setw(11) << "kiln/peak"
+            << std::setw(11) << "dnnl/peak" << std::setw(9) << "kiln" << std::setw(9) << "dnnl"
+            << std::setw(10) << "kiln/DRAM" << std::setw(8) << "load"
+            << "\n  " << std::setw(36) << "" << std::setw(27) << "(GFLOP/s or GOP/s)"
+            << std::setw(42) << "(M=1: weight GB/s)" << "\n";
+}
+
+void emit(const Options& opt, Report& rep, const Row& r, const Shape3& s, double peak,
+          size_t wbytes_per_elem) {
+  double best = std::max(r.sgemm, r.mm);
+  double wb = double(s.N) * double(s.K) * double(wbytes_per_elem);
+  double flop = 2.0 * double(s.M) * double(s.N) * double(s.K);
+  auto gbs = [&](double gflops) { return gflops > 0 ? gflops / flop * wb : 0.0; };
+  std::cout << "  " << std::left << std::setw(6) << r.dtype << std::setw(30) << r.shape
+            << std::right << std::setw(9) << (r.kiln > 0 ? fmt(r.kiln, 4) : "n/i") << std::setw(9)
+            << fmt(r.sgemm, 4) << std::setw(9) << fmt(r.mm, 4) << std::setw(11)
+            << ratio(r.kiln, best) << std::setw(11) << ratio(r.kiln, peak) << std::setw(11)
+            << ratio(best, peak);
+  if (s.M == 1)
+    std::cout << std::setw(9) << fmt(gbs(r.kiln), 3) << std::setw(9) << fmt(gbs(best), 3)
+              << std::setw(10) << ratio(gbs(r.kiln), ceilings().dram_read_gbs);
+  else
+    std::cout << std::setw(28) << "";
+  std::cout << std::setw(8) << std::fixed << std::setprecision(2) << r.foreign
+            << std::defaultfloat;
+  if (!r.kiln_note.empty()) std::cout << "  kiln: " << r.kiln_note;
+  std::cout << "\n";
+  const std::string unit = r.dtype == "int8" ? "GOP/s" : "GFLOP/s";
+  auto add = [&](const std::string& system, double v, const std::string& note) {
+    Record rec;
+    rec.section = "gemm";
+    rec.name = r.dtype + " " + r.shape;
+    rec.system = system;
+    rec.metric = "rate";
+    rec.unit = unit;
+    rec.value = v;
+    rec.foreign_cores = r.foreign;
+    rec.note = note;
+    if (v > 0) {
+      rep.add(rec);
+      if (s.M == 1) {
+        rec.metric = "weight_gbs";
+        rec.unit = "GB/s";
+        rec.value = gbs(v);
+        rep.add(rec);
+      }
+    } else if (!note.empty()) {
+      rep.note("gemm", rec.name, system, note);
+    }
+  };
+  add("kiln", r.kiln, r.kiln_note);
+  add("onednn_sgemm", r.sgemm, "");
+  add("onednn_matmul", r.mm, r.onednn_impl);
+  (void)opt;
+}
+
+// kiln's bf16 GEMM speed at 256^3, to skip cases its path would take minutes for.
+double probe_rate(DType dt) {
+  Tensor a = to_dtype(randn({256, 256}), dt), b = to_dtype(randn({256, 256}), dt);
+  mm(a, b);
+  double t0 = now_s();
+  mm(a, b);
+  return 2.0 * 256 * 256 * 256 / (now_s() - t0) / 1e9;
+}
+
+std::vector<uint8_t> random_bytes(size_t n, int lo, int hi, unsigned seed) {
+  std::mt19937 g(seed);
+  std::uniform_int_distribution<int> d(lo, hi);
+  std::vector<uint8_t> v(n);
+  for (auto& x : v) x = uint8_t(d(g));
+  return v;
+}
+
+void run_case(const Options& opt, Report& rep, const Shape3& s, const std::string& dtype,
+              double kiln_probe_gflops) {
+  const bool dnnl = onednn_available();
+  const double flop = 2.0 * double(s.M) * double(s.N) * double(s.K);
+  Row row;
+  row.dtype = dtype;
+  row.shape = shape_name(s);
+  std::vector<std::function<void()>> fns;
+  std::vector<double*> slots;
+  const int64_t wrows = s.linear ? s.N : s.K, wcols = s.linear ? s.K : s.N;
+  double peak = ceilings().fma_gflops;
+
+  // Objects that must outlive the timing.
+  std::vector<Tensor> kw;  // kiln weights (rotation)
+  Tensor kx, kout;
+  std::vector<std::unique_ptr<OnednnMatmul>> mms;
+  std::vector<std::vector<uint8_t>> int8_w;
+  std::vector<float> cf;
+  std::vector<uint8_t> cbuf, xbuf;
+  int rot = 0, rot_s = 0, rot_m = 0;
+
+  if (dtype == "fp32" || dtype == "bf16") {
+    const DType dt = dtype == "fp32" ? DType::F32 : DType::BF16;
+    const size_t es = element_size(dt);
+    int R = copies_for(s, es, opt.quick);
+    for (int i = 0; i < R; ++i) kw.push_back(to_dtype(randn({wrows, wcols}), dt));
+    kx = to_dtype(randn({s.M, s.K}), dt);
+    if (dtype == "bf16") peak = ceilings().bf16_peak();
+    // kiln
+    bool skip = false;
+    if (dt != DType::F32 && kiln_probe_gflops > 0) {
+      double predicted = flop / (kiln_probe_gflops * 1e9);
+      if (predicted > (opt.quick ? 0.5 : 3.0)) {
+        std::ostringstream o;
+        o << "not measured: kiln's bf16 matmul is the scalar reference loop ("
+          << fmt(kiln_probe_gflops, 3) << " GFLOP/s at 256^3), about " << fmt(predicted, 2)
+          << " s per call here";
+        row.kiln_note = o.str();
+        skip = true;
+      }
+    }
+    if (!skip) {
+      fns.push_back([&, R] {
+        const Tensor& w = kw[size_t(rot++ % R)];
+        kout = s.linear ? linear(kx, w) : mm(kx, w);
+      });
+      slots.push_back(&row.kiln);
+    }
+    if (dnnl) {
+      const int off = R / 2;
+      if (dt == DType::F32) {
+        cf.resize(size_t(s.M * s.N));
+        fns.push_back([&, R, off] {
+          const Tensor& w = kw[size_t((rot_s++ + off) % R)];
+          onednn_sgemm(s.M, s.N, s.K, kx.data_ptr<float>(), w.data_ptr<float>(), s.linear,
+                       cf.data());
+        });
+        slots.push_back(&row.sgemm);
+      }
+      auto dtt = dt == DType::F32 ? DnnlType::F32 : DnnlType::BF16;
+      for (int i = 0; i < R; ++i)
+        mms.push_back(std::make_unique<OnednnMatmul>(s.M, s.N, s.K, dtt, dtt, dtt,
+                                                     kw[size_t(i)].raw_data(), s.linear));
+      row.onednn_impl = mms[0]->impl();
+      cbuf.resize(size_t(s.M * s.N) * es);
+      fns.push_back([&, R] { mms[size_t(rot_m++ % R)]->run(kx.raw_data(), cbuf.data()); });
+      slots.push_back(&row.mm);
+    }
+  } else {  // int8: u8 x s8 -> s32
+    peak = ceilings().int8_peak();
+    row.kiln_note = "not implemented (kiln has no u8 x s8 -> s32 GEMM)";
+    if (dnnl) {
+      int R = copies_for(s, 1, opt.quick);
+      for (int i = 0; i < R; ++i) int8_w.push_back(random_bytes(size_t(s.N * s.K), -64, 63, 7 + i));
+      xbuf = random_bytes(size_t(s.M * s.K), 0, 127, 3);
+      for (int i = 0; i < R; ++i)
+        mms.push_back(std::make_unique<OnednnMatmul>(s.M, s.N, s.K, DnnlType::U8, DnnlType::S8,
+                                                     DnnlType::S32, int8_w[size_t(i)].data(),
+                                                     s.linear));
+      row.onednn_impl = mms[0]->impl();
+      cbuf.resize(size_t(s.M * s.N) * 4);
+      fns.push_back([&, R] { mms[size_t(rot_m++ % R)]->run(xbuf.data(), cbuf.data()); });
+      slots.push_back(&row.mm);
+    }
+  }
+  if (!fns.empty()) {
+    auto st = time_interleaved(fns, opt, 2, &row.foreign);
+    for (size_t i = 0; i < st.size(); ++i) *slots[i] = flop / st[i].median / 1e9;
+  }
+  // Agreement check (fp32 only): kiln against sgemm on the last copies they used.
+  if (dtype == "fp32" && dnnl && row.kiln > 0 && !kw.empty()) {
+    const Tensor& w = kw[0];
+    Tensor k = s.linear ? linear(kx, w) : mm(kx, w);
+    onednn_sgemm(s.M, s.N, s.K, kx.data_ptr<float>(), w.data_ptr<float>(), s.linear, cf.data());
+    const float* kp = k.data_ptr<float>();
+    double maxd = 0, maxv = 1e-30;
+    for (size_t i = 0; i < cf.size(); ++i) {
+      maxd = std::max(maxd, double(std::fabs(kp[i] - cf[i])));
+      maxv = std::max(maxv, double(std::fabs(cf[i])));
+    }
+    if (maxd / maxv > 1e-3) row.kiln_note += " MISMATCH vs oneDNN: max rel diff " + fmt(maxd / maxv);
+  }
+  emit(opt, rep, row, s, peak, dtype == "fp32" ? 4 : dtype == "bf16" ? 2 : 1);
+}
+
+}  // namespace
+
+void bench_gemm(const Options& opt, Report& rep) {
+  std::cout << "\n== gemm: kiln vs oneDNN " << onednn_version()
+            << " (sgemm; matmul primitive with prepacked weights) vs the unit's peak\n"
+            << "   peaks: fp32 FMA " << fmt(ceilings().fma_gflops, 4) << " GFLOP/s, bf16 "
+            << fmt(ceilings().bf16_peak(), 4)
+            << (ceilings().amx_bf16_gflops > 0 ? " (AMX)" : " (AVX-512 BF16, no AMX)")
+            << " GFLOP/s, int8 " << fmt(ceilings().int8_peak(), 4)
+            << (ceilings().amx_int8_gops > 0 ? " (AMX)" : " (VNNI)") << " GOP/s, DRAM read "
+            << fmt(ceilings().dram_read_gbs, 3) << " GB/s ('-': peak section not run)\n";
+  if (!onednn_available())
+    rep.note("gemm", "onednn", "onednn", "oneDNN not built into kiln bench (libdnnl-dev missing)");
+  std::vector<Shape3> shapes;
+  for (int64_t n : opt.gemm_sizes) shapes.push_back({n, n, n, false});
+  if (opt.quick) {
+    shapes.push_back({1, 256, 256, true});
+    shapes.push_back({16, 256, 256, true});
+  } else {
+    for (int64_t m : {1, 128})
+      for (auto nk : {std::pair<int64_t, int64_t>{4096, 4096}, {11008, 4096}, {4096, 11008}})
+        shapes.push_back({m, nk.first, nk.second, true});
+  }
+  const double bf16_rate = probe_rate(DType::BF16);
+  print_header();
+  for (const char* dt : {"fp32", "bf16", "int8"})
+    for (const auto& s : shapes) run_case(opt, rep, s, dt, bf16_rate);
+}
+
+}  // namespace kiln::tools::bench

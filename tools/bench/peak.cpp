@@ -1,0 +1,250 @@
+// The ceilings of this machine, measured in the same run as the kernels they judge:
+// register-only loops for the fp32 FMA, AVX-512 BF16/VNNI and AMX tile units (no memory
+// traffic; each unit only where the CPU has it), and a read of 1 GiB for DRAM bandwidth
+// (larger than any L3 these VMs report, 480 MiB on the AMX hosts, so not served from cache). Each runs on opt.threads OpenMP threads;
+// a figure is the median of 5 repetitions.
+#include <immintrin.h>
+#include <omp.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+
+#include "kiln/backends/cpu/cpu_info.h"
+#include "tools/bench/bench.h"
+
+namespace kiln::tools::bench {
+namespace {
+
+// 12 independent FMA chains (latency 4 x 2 ports needs >= 8) on zmm registers.
+__attribute__((target("avx512f"), noinline)) float fma_loop(int64_t iters) {
+  __m512 a[12];
+  for (int i = 0; i < 12; ++i) a[i] = _mm512_set1_ps(1.0f + 1e-3f * float(i));
+  const __m512 b = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-6f);
+  for (int64_t it = 0; it < iters; ++it) {
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; ++i) a[i] = _mm512_fmadd_ps(a[i], b, c);
+  }
+  __m512 s = a[0];
+  for (int i = 1; i < 12; ++i) s = _mm512_add_ps(s, a[i]);
+  return _mm512_reduce_add_ps(s);
+}
+constexpr double kFmaFlopPerIter = 12 * 16 * 2;
+
+// 12 independent vpdpbusd chains: 16 lanes x 4 u8*s8 products, 2 ops each.
+__attribute__((target("avx512f,avx512vnni"), noinline)) int vnni_loop(int64_t iters) {
+  __m512i a[12];
+  for (int i = 0; i < 12; ++i) a[i] = _mm512_set1_epi32(i);
+  const __m512i b = _mm512_set1_epi8(3), c = _mm512_set1_epi8(-2);
+  for (int64_t it = 0; it < iters; ++it) {
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; ++i) a[i] = _mm512_dpbusd_epi32(a[i], b, c);
+  }
+  __m512i s = a[0];
+  for (int i = 1; i < 12; ++i) s = _mm512_add_epi32(s, a[i]);
+  return _mm512_reduce_add_epi32(s);
+}
+constexpr double kVnniOpPerIter = 12 * 16 * 4 * 2;
+
+// 12 independent vdpbf16ps chains: 16 lanes x 2 bf16 products, 2 FLOP each.
+__attribute__((target("avx512f,avx512bf16"), noinline)) float dpbf16_loop(int64_t iters) {
+  __m512 a[12];
+  for (int i = 0; i < 12; ++i) a[i] = _mm512_set1_ps(float(i));
+  const __m512bh b = (__m512bh)_mm512_set1_epi16(0x3f80), c = (__m512bh)_mm512_set1_epi16(0x3380);
+  for (int64_t it = 0; it < iters; ++it) {
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; ++i) a[i] = _mm512_dpbf16_ps(a[i], b, c);
+  }
+  __m512 s = a[0];
+  for (int i = 1; i < 12; ++i) s = _mm512_add_ps(s, a[i]);
+  return _mm512_reduce_add_ps(s);
+}
+constexpr double kDpbf16FlopPerIter = 12 * 16 * 2 * 2;
+
+// AMX: 4 accumulator tiles (0-3) fed by 2 A tiles (4, 5) and 2 B tiles (6, 7), each 16 rows
+// x 64 bytes. One tdpbf16ps is 16 x 16 x 32 multiply-adds; one tdpbusd 16 x 16 x 64.
+struct alignas(64) TileConfig {
+  uint8_t palette_id = 1, start_row = 0, reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+bool amx_permission() {
+  static const bool ok = [] {
+    constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+  }();
+  return ok;
+}
+
+// GCC 12's _tile_loadconfig tells the compiler only 8 bytes are read (HARDWARE.md): load the
+// whole struct with our own asm.
+void load_tiles() {
+  TileConfig cfg;
+  for (int t = 0; t < 8; ++t) {
+    cfg.colsb[t] = 64;
+    cfg.rows[t] = 16;
+  }
+  asm volatile("ldtilecfg %0" ::"m"(cfg));
+  alignas(64) static uint8_t zeros[16 * 64] = {};
+  const uint8_t* p = zeros;
+  int64_t stride = 64;
+  asm volatile(
+      "tilezero %%tmm0\n\ttilezero %%tmm1\n\ttilezero %%tmm2\n\ttilezero %%tmm3\n\t"
+      "tileloadd (%0,%1,1), %%tmm4\n\ttileloadd (%0,%1,1), %%tmm5\n\t"
+      "tileloadd (%0,%1,1), %%tmm6\n\ttileloadd (%0,%1,1), %%tmm7" ::"r"(p),
+      "r"(stride)
+      : "memory");
+}
+
+__attribute__((noinline)) void amx_bf16_loop(int64_t iters) {
+  load_tiles();
+  for (int64_t it = 0; it < iters; ++it)
+    asm volatile(
+        "tdpbf16ps %%tmm6, %%tmm4, %%tmm0\n\ttdpbf16ps %%tmm7, %%tmm4, %%tmm1\n\t"
+        "tdpbf16ps %%tmm6, %%tmm5, %%tmm2\n\ttdpbf16ps %%tmm7, %%tmm5, %%tmm3" ::);
+  asm volatile("tilerelease" ::);
+}
+constexpr double kAmxBf16FlopPerIter = 4.0 * 16 * 16 * 32 * 2;
+
+__attribute__((noinline)) void amx_int8_loop(int64_t iters) {
+  load_tiles();
+  for (int64_t it = 0; it < iters; ++it)
+    asm volatile(
+        "tdpbusd %%tmm6, %%tmm4, %%tmm0\n\ttdpbusd %%tmm7, %%tmm4, %%tmm1\n\t"
+        "tdpbusd %%tmm6, %%tmm5, %%tmm2\n\ttdpbusd %%tmm7, %%tmm5, %%tmm3" ::);
+  asm volatile("tilerelease" ::);
+}
+constexpr double kAmxInt8OpPerIter = 4.0 * 16 * 16 * 64 * 2;
+
+volatile double g_sink = 0;
+
+// Runs body(iters) on `threads` threads at once; returns the median over reps of
+// (ops per call x threads / slowest thread's time) in units of 1e9 per second.
+template <typename Body>
+double peak_rate(int threads, int64_t iters, double ops_per_iter, int reps, Body body) {
+  std::vector<double> rates;
+  body(iters / 10);  // warm-up (clock ramp, AVX-512 license)
+  for (int r = 0; r < reps; ++r) {
+    double t0 = now_s();
+#pragma omp parallel num_threads(threads)
+    { body(iters); }
+    double dt = now_s() - t0;
+    rates.push_back(double(iters) * ops_per_iter * threads / dt / 1e9);
+  }
+  return stats_of(rates).median;
+}
+
+__attribute__((target("avx512f"), noinline)) double read_chunk(const float* p, int64_t n) {
+  __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    s0 = _mm512_add_ps(s0, _mm512_load_ps(p + i));
+    s1 = _mm512_add_ps(s1, _mm512_load_ps(p + i + 16));
+    s2 = _mm512_add_ps(s2, _mm512_load_ps(p + i + 32));
+    s3 = _mm512_add_ps(s3, _mm512_load_ps(p + i + 48));
+  }
+  double s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+  for (; i < n; ++i) s += p[i];
+  return s;
+}
+
+double dram_read_gbs(int threads, int64_t bytes, int reps) {
+  int64_t n = bytes / 4;
+  float* p = static_cast<float*>(std::aligned_alloc(64, size_t(n) * 4));
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t i = 0; i < n; ++i) p[i] = 1.0f;
+  std::vector<double> rates;
+  for (int r = 0; r < reps + 1; ++r) {
+    double t0 = now_s();
+    double total = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+    {
+      int nt = omp_get_num_threads(), id = omp_get_thread_num();
+      int64_t chunk = (n / nt) & ~int64_t(63);
+      int64_t b = chunk * id, e = id == nt - 1 ? n : b + chunk;
+      total += read_chunk(p + b, e - b);
+    }
+    double dt = now_s() - t0;
+    g_sink = g_sink + total;
+    if (r > 0) rates.push_back(double(bytes) / dt / 1e9);  // first pass: warm-up
+  }
+  std::free(p);
+  return stats_of(rates).median;
+}
+
+void line(const std::string& what, int threads, double v, const std::string& unit,
+          const std::string& extra = "") {
+  std::cout << "  " << std::left << std::setw(34) << what << std::right << std::setw(3)
+            << threads << " thr " << std::setw(10) << fmt(v, 4) << " " << std::left
+            << std::setw(8) << unit << extra << "\n";
+}
+
+}  // namespace
+
+void bench_peak(const Options& opt, Report& rep) {
+  const auto& f = cpu::cpu_features();
+  std::cout << "\n== peak: register-only loops and DRAM read (median of 5)\n";
+  const int reps = opt.quick ? 2 : 5;
+  const int64_t scale = opt.quick ? 20 : 1;
+  auto record = [&](const std::string& name, int threads, double v, const std::string& unit) {
+    Record r;
+    r.section = "peak";
+    r.name = name;
+    r.system = "machine";
+    r.metric = threads == opt.threads ? "rate" : "rate_" + std::to_string(threads) + "t";
+    r.unit = unit;
+    r.value = v;
+    r.n = reps;
+    rep.add(r);
+  };
+  std::vector<int> counts = {1};
+  if (opt.threads != 1) counts.push_back(opt.threads);
+  for (int t : counts) {
+    if (f.avx512f) {
+      double v = peak_rate(t, 40'000'000 / scale, kFmaFlopPerIter, reps,
+                           [](int64_t n) { g_sink = g_sink + fma_loop(n); });
+      line("fp32 FMA (AVX-512)", t, v, "GFLOP/s");
+      record("fp32_fma", t, v, "GFLOP/s");
+      if (t == opt.threads) ceilings().fma_gflops = v;
+    }
+    if (f.avx512_vnni) {
+      double v = peak_rate(t, 20'000'000 / scale, kVnniOpPerIter, reps,
+                           [](int64_t n) { g_sink = g_sink + vnni_loop(n); });
+      line("int8 vpdpbusd (AVX-512 VNNI)", t, v, "GOP/s");
+      record("int8_vnni", t, v, "GOP/s");
+      if (t == opt.threads) ceilings().vnni_int8_gops = v;
+    }
+    if (f.avx512_bf16) {
+      double v = peak_rate(t, 20'000'000 / scale, kDpbf16FlopPerIter, reps,
+                           [](int64_t n) { g_sink = g_sink + dpbf16_loop(n); });
+      line("bf16 vdpbf16ps (AVX-512 BF16)", t, v, "GFLOP/s");
+      record("bf16_dpbf16", t, v, "GFLOP/s");
+      if (t == opt.threads) ceilings().dpbf16_gflops = v;
+    }
+    if (f.amx_bf16 && amx_permission()) {
+      double v = peak_rate(t, 4'000'000 / scale, kAmxBf16FlopPerIter, reps, amx_bf16_loop);
+      line("bf16 tdpbf16ps (AMX)", t, v, "GFLOP/s");
+      record("amx_bf16", t, v, "GFLOP/s");
+      if (t == opt.threads) ceilings().amx_bf16_gflops = v;
+    }
+    if (f.amx_int8 && amx_permission()) {
+      double v = peak_rate(t, 4'000'000 / scale, kAmxInt8OpPerIter, reps, amx_int8_loop);
+      line("int8 tdpbusd (AMX)", t, v, "GOP/s");
+      record("amx_int8", t, v, "GOP/s");
+      if (t == opt.threads) ceilings().amx_int8_gops = v;
+    }
+    double bw = dram_read_gbs(t, opt.quick ? (int64_t(64) << 20) : (int64_t(1) << 30), reps);
+    line(opt.quick ? "memory read (64 MiB)" : "DRAM read (1 GiB)", t, bw, "GB/s");
+    record("dram_read", t, bw, "GB/s");
+    if (t == opt.threads) ceilings().dram_read_gbs = bw;
+  }
+  if (!f.avx512f) rep.note("peak", "fp32_fma", "machine", "no AVX-512 on this CPU: not measured");
+  if (!f.amx_bf16) rep.note("peak", "amx_bf16", "machine", "no AMX on this CPU: not measured");
+}
+
+}  // namespace kiln::tools::bench
