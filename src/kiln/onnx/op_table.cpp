@@ -12,6 +12,8 @@ const OpTable& op_table() {
     register_shape_ops(t);
     register_nn_ops(t);
     register_conv_pool_ops(t);
+    register_loss_ops(t);
+    register_resize_ops(t);
     return t;
   }();
   return table;

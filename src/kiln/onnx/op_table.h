@@ -28,5 +28,7 @@ void register_reduction_ops(OpTable& table);
 void register_shape_ops(OpTable& table);
 void register_nn_ops(OpTable& table);
 void register_conv_pool_ops(OpTable& table);
+void register_loss_ops(OpTable& table);
+void register_resize_ops(OpTable& table);
 
 }  // namespace kiln::onnx
