@@ -116,7 +116,7 @@ int run_fashion_demo(int argc, char** argv) {
 
   const auto t0 = std::chrono::steady_clock::now();
   int64_t step = 0;
-  double smoothed = 0;
+  double smoothed = 0, acc = 0;
   for (int64_t epoch = 0; epoch < o.epochs; ++epoch) {
     for (const data::Batch& b : loader) {
       opt.zero_grad();
@@ -137,12 +137,12 @@ int run_fashion_demo(int argc, char** argv) {
         std::fflush(stdout);
       }
     }
-    std::printf("\n  epoch %lld: test accuracy %.2f%%\n", (long long)epoch + 1,
-                100.0 * test_accuracy(*model, *test, d));
+    acc = test_accuracy(*model, *test, d);
+    std::printf("\n  epoch %lld: test accuracy %.2f%%\n", (long long)epoch + 1, 100.0 * acc);
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const double acc = test_accuracy(*model, *test, d);
-  std::printf("test accuracy %.2f%% (%lld images); training took %s (%.0f images/s)\n",
+  std::printf("test accuracy %.2f%% (%lld images); training and evaluation took %s "
+              "(%.0f training images/s)\n",
               100.0 * acc, (long long)test->size(), format_duration(seconds).c_str(),
               double(steps * o.batch_size) / seconds);
   std::map<std::string, Tensor> state;

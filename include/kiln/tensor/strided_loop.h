@@ -5,7 +5,9 @@
 // (pointers, byte strides, length) and is written once for every layout: contiguous,
 // transposed, broadcast, 0-d and empty.
 #include <array>
+#include <tuple>
 #include <cstdint>
+#include <exception>
 #include <vector>
 
 #include "kiln/tensor/tensor.h"
@@ -105,6 +107,32 @@ void elementwise_kernel(const Tensor& out, std::array<const Tensor*, sizeof...(I
   for_each_run<N>(loop, [&](const std::array<char*, N>& p, const std::array<int64_t, N>& s,
                             int64_t n) {
     [&]<size_t... I>(std::index_sequence<I...>) {
+      // Unit strides (the common case): typed pointers let the compiler vectorise, and long
+      // runs are split over the OpenMP threads.
+      if (s[0] == int64_t(sizeof(Out)) && ((s[I + 1] == int64_t(sizeof(In))) && ...)) {
+        Out* o = reinterpret_cast<Out*>(p[0]);
+        const std::tuple<const In*...> in{reinterpret_cast<const In*>(p[I + 1])...};
+        constexpr int64_t kParallelRun = int64_t(1) << 16;
+        if (n < kParallelRun) {
+          for (int64_t j = 0; j < n; ++j) o[j] = f(std::get<I>(in)[j]...);
+          return;
+        }
+        // f may throw (integer division by zero): an exception must not leave the parallel
+        // region, so each thread catches it and the first one is rethrown after the region.
+        std::exception_ptr error;
+#pragma omp parallel
+        {
+          try {
+#pragma omp for schedule(static) nowait
+            for (int64_t j = 0; j < n; ++j) o[j] = f(std::get<I>(in)[j]...);
+          } catch (...) {
+#pragma omp critical(kiln_elementwise_error)
+            if (!error) error = std::current_exception();
+          }
+        }
+        if (error) std::rethrow_exception(error);
+        return;
+      }
       for (int64_t j = 0; j < n; ++j) {
         *reinterpret_cast<Out*>(p[0] + j * s[0]) =
             f(*reinterpret_cast<const In*>(p[I + 1] + j * s[I + 1])...);

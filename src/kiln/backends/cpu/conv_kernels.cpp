@@ -2,6 +2,7 @@
 // product per sample and group (dense_gemm: the ISA-selected float32 microkernel).
 // float16 / bfloat16 are computed in float32 buffers and rounded once at the end; float64
 // in double. Inputs arrive contiguous (the op layer makes them so).
+#include <algorithm>
 #include <type_traits>
 #include <vector>
 
@@ -85,8 +86,38 @@ struct Result {
   }
 };
 
-// inputs {x, w, bias?}; plain: per sample and group, y_g = W_g @ im2col(x_g); transposed:
-// y_g = col2im(W_g^T @ x_g). Then bias per output channel.
+// Samples are processed in chunks whose columns sit side by side in one matrix, so that each
+// group needs one large matrix product per chunk instead of one small product per sample.
+// The chunk keeps the col matrix near kColBudget floats.
+constexpr int64_t kColBudget = int64_t(1) << 22;  // 16 MiB of float
+
+int64_t chunk_samples(int64_t N, int64_t col_rows, int64_t P) {
+  return std::clamp<int64_t>(kColBudget / std::max<int64_t>(1, col_rows * P), 1, std::max<int64_t>(N, 1));
+}
+
+// dst[c, j * P + p] = src[(n0 + j) * sample_stride + c * P + p]: channels of nb samples side
+// by side ([C, nb * P]).
+template <typename C>
+void gather_samples(const C* src, int64_t sample_stride, int64_t channels, int64_t P, int64_t n0,
+                    int64_t nb, C* dst) {
+  for (int64_t j = 0; j < nb; ++j)
+    for (int64_t c = 0; c < channels; ++c)
+      std::copy(src + (n0 + j) * sample_stride + c * P, src + (n0 + j) * sample_stride + (c + 1) * P,
+                dst + c * nb * P + j * P);
+}
+
+// The inverse layout change: dst[(n0 + j) * sample_stride + c * P + p] = src[c, j * P + p].
+template <typename C>
+void scatter_samples(const C* src, int64_t sample_stride, int64_t channels, int64_t P,
+                     int64_t n0, int64_t nb, C* dst) {
+  for (int64_t j = 0; j < nb; ++j)
+    for (int64_t c = 0; c < channels; ++c)
+      std::copy(src + c * nb * P + j * P, src + c * nb * P + (j + 1) * P,
+                dst + (n0 + j) * sample_stride + c * P);
+}
+
+// inputs {x, w, bias?}; plain: per group, Y_g = W_g @ im2col(X_g) over a chunk of samples;
+// transposed: Y_g = col2im(W_g^T @ X_g). Then bias per output channel.
 template <typename T>
 void convolution_kernel(OpCall& call) {
   using C = compute_t<T>;
@@ -103,34 +134,39 @@ void convolution_kernel(OpCall& call) {
                                       : geometry(a, xt.shape(), yt.shape(), wt.shape());
   const int64_t K = g.kernel_size(), P = g.grid_size(), I = g.image_size();
   const int64_t c_out = yt.size(1), c_in = xt.size(1);
+  const int64_t cg = c_in / G, og = c_out / G;  // channels per group in / out
   GemmScratch scratch;
-  std::vector<C> col;
+  std::vector<C> col, act;
   if (!a.transposed) {
-    const int64_t cg = c_in / G, og = c_out / G;  // channels per group in / out
-    const bool identity = g.is_identity();
-    if (!identity) col.resize(size_t(cg * K * P));
-    for (int64_t n = 0; n < N; ++n)
+    const int64_t nb_max = chunk_samples(N, cg * K, P);
+    for (int64_t n0 = 0; n0 < N; n0 += nb_max) {
+      const int64_t nb = std::min(nb_max, N - n0), ld = nb * P;
       for (int64_t gi = 0; gi < G; ++gi) {
-        const C* xg = x.data + (n * c_in + gi * cg) * I;
-        const C* cols = xg;
-        if (!identity) {
-          im2col(xg, cg, g, col.data());
-          cols = col.data();
-        }
-        dense_gemm(og, P, cg * K, w.data + gi * og * cg * K, cg * K, 1, cols, P, 1,
-                   y.data + (n * c_out + gi * og) * P, P, false, scratch);
+        col.resize(size_t(cg * K * ld));
+        for (int64_t j = 0; j < nb; ++j)
+          im2col(x.data + ((n0 + j) * c_in + gi * cg) * I, cg, g, col.data() + j * P, ld);
+        act.resize(size_t(og * ld));
+        dense_gemm(og, ld, cg * K, w.data + gi * og * cg * K, cg * K, 1, col.data(), ld, 1,
+                   act.data(), ld, false, scratch);
+        scatter_samples(act.data(), c_out * P, og, P, n0, nb, y.data + gi * og * P);
       }
+    }
   } else {
-    const int64_t cg = c_in / G, og = c_out / G;  // weight [c_in, og, *k]
-    col.resize(size_t(og * K * P));
-    for (int64_t n = 0; n < N; ++n)
+    // weight [c_in, og, *k]; the grid is the input, the image the output.
+    const int64_t nb_max = chunk_samples(N, og * K, P);
+    for (int64_t n0 = 0; n0 < N; n0 += nb_max) {
+      const int64_t nb = std::min(nb_max, N - n0), ld = nb * P;
       for (int64_t gi = 0; gi < G; ++gi) {
-        const C* wg = w.data + gi * cg * og * K;
-        // col [og*K, P] = W_g^T [og*K, cg] @ x_g [cg, P]
-        dense_gemm(og * K, P, cg, wg, 1, og * K, x.data + (n * c_in + gi * cg) * P, P, 1,
-                   col.data(), P, false, scratch);
-        col2im(col.data(), og, g, y.data + (n * c_out + gi * og) * I);
+        act.resize(size_t(cg * ld));
+        gather_samples(x.data + gi * cg * P, c_in * P, cg, P, n0, nb, act.data());
+        col.resize(size_t(og * K * ld));
+        // col [og*K, nb*P] = W_g^T [og*K, cg] @ X_g [cg, nb*P]
+        dense_gemm(og * K, ld, cg, w.data + gi * cg * og * K, 1, og * K, act.data(), ld, 1,
+                   col.data(), ld, false, scratch);
+        for (int64_t j = 0; j < nb; ++j)
+          col2im(col.data() + j * P, ld, og, g, y.data + ((n0 + j) * c_out + gi * og) * I);
       }
+    }
   }
   if (bt.defined()) {
     Operand<T> b(bt);
@@ -144,8 +180,10 @@ void convolution_kernel(OpCall& call) {
   y.finish();
 }
 
-// inputs {x, grad_y}; attrs {weight_shape, conv attrs}. Plain: dW_g = sum_n gy_g @
-// im2col(x_g)^T; transposed: dW_g = sum_n x_g @ im2col(gy_g)^T.
+// inputs {x, grad_y}; attrs {weight_shape, conv attrs}. Per group and chunk of samples,
+// plain: dW_g^T [cg*K, og] += im2col(X_g) @ GY_g^T; transposed: dW_g^T [og*K, cg] +=
+// im2col(GY_g) @ X_g^T. The transposed form packs the smaller activation matrix; the result
+// is added into dW transposed.
 template <typename T>
 void convolution_weight_grad_kernel(OpCall& call) {
   using C = compute_t<T>;
@@ -156,8 +194,8 @@ void convolution_weight_grad_kernel(OpCall& call) {
   Result<T> dw(dwt);
   const int64_t N = xt.size(0), G = a.groups;
   if (dwt.numel() == 0) return;
+  std::fill(dw.data, dw.data + dwt.numel(), C(0));
   if (N == 0 || xt.numel() == 0 || gyt.numel() == 0) {
-    std::fill(dw.data, dw.data + dwt.numel(), C(0));
     dw.finish();
     return;
   }
@@ -167,25 +205,33 @@ void convolution_weight_grad_kernel(OpCall& call) {
   const int64_t K = g.kernel_size(), P = g.grid_size(), I = g.image_size();
   const int64_t c_in = xt.size(1), c_out = gyt.size(1);
   const int64_t cg = c_in / G, og = c_out / G;
+  // The side unfolded by im2col (image side) and the side used as is (grid side).
+  const C* image_side = a.transposed ? gy.data : x.data;
+  const C* grid_side = a.transposed ? x.data : gy.data;
+  const int64_t image_ch = a.transposed ? c_out : c_in, grid_ch = a.transposed ? c_in : c_out;
+  const int64_t image_g = a.transposed ? og : cg, grid_g = a.transposed ? cg : og;
+  const int64_t rows = image_g * K;  // dW_g^T is [rows, grid_g]
   GemmScratch scratch;
-  std::vector<C> col;
-  for (int64_t n = 0; n < N; ++n)
+  std::vector<C> col, act, part(size_t(rows * grid_g));
+  const int64_t nb_max = chunk_samples(N, rows, P);
+  for (int64_t n0 = 0; n0 < N; n0 += nb_max) {
+    const int64_t nb = std::min(nb_max, N - n0), ld = nb * P;
     for (int64_t gi = 0; gi < G; ++gi) {
-      const bool accumulate = n > 0;
-      if (!a.transposed) {
-        // dW_g [og, cg*K] += gy_g [og, P] @ col^T, col = im2col(x_g) [cg*K, P]
-        col.resize(size_t(cg * K * P));
-        im2col(x.data + (n * c_in + gi * cg) * I, cg, g, col.data());
-        dense_gemm(og, cg * K, P, gy.data + (n * c_out + gi * og) * P, P, 1, col.data(), 1, P,
-                   dw.data + gi * og * cg * K, cg * K, accumulate, scratch);
-      } else {
-        // dW_g [cg, og*K] += x_g [cg, P] @ col^T, col = im2col(gy_g) [og*K, P]
-        col.resize(size_t(og * K * P));
-        im2col(gy.data + (n * c_out + gi * og) * I, og, g, col.data());
-        dense_gemm(cg, og * K, P, x.data + (n * c_in + gi * cg) * P, P, 1, col.data(), 1, P,
-                   dw.data + gi * cg * og * K, og * K, accumulate, scratch);
-      }
+      col.resize(size_t(rows * ld));
+      for (int64_t j = 0; j < nb; ++j)
+        im2col(image_side + ((n0 + j) * image_ch + gi * image_g) * I, image_g, g,
+               col.data() + j * P, ld);
+      act.resize(size_t(grid_g * ld));
+      gather_samples(grid_side + gi * grid_g * P, grid_ch * P, grid_g, P, n0, nb, act.data());
+      // part [rows, grid_g] = col [rows, ld] @ act^T [ld, grid_g]
+      dense_gemm(rows, grid_g, ld, col.data(), ld, 1, act.data(), 1, ld, part.data(), grid_g,
+                 false, scratch);
+      // plain: dW_g [og, cg*K] (grid rows); transposed: dW_g [cg, og*K] (grid rows).
+      C* dwg = dw.data + gi * grid_g * rows;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < grid_g; ++c) dwg[c * rows + r] += part[size_t(r * grid_g + c)];
     }
+  }
   dw.finish();
 }
 

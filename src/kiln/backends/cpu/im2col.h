@@ -40,8 +40,10 @@ inline void valid_range(int64_t grid, int64_t image, int64_t s, int64_t p, int64
 // -1 when the line lies in the padding, lo, hi) where [lo, hi) are the o2 positions inside
 // the image; image index of o2 is image offset + o2 * stride[2]. Channels are independent
 // and run in parallel when the work is large.
+// ld: the col matrix's row stride (>= grid size; larger when several samples' columns sit
+// side by side in one matrix).
 template <typename F>
-void for_each_col_line(int64_t channels, const ConvGeometry& g, F&& line) {
+void for_each_col_line(int64_t channels, const ConvGeometry& g, int64_t ld, F&& line) {
   const int64_t K = g.kernel_size(), G = g.grid_size(), I = g.image_size();
   const bool parallel = channels > 1 && channels * K * G >= (int64_t(1) << 16);
 #pragma omp parallel for schedule(static) if (parallel)
@@ -53,7 +55,7 @@ void for_each_col_line(int64_t channels, const ConvGeometry& g, F&& line) {
           int64_t lo, hi;
           const int64_t off2 = k2 * g.dil[2] - g.pad[2];
           valid_range(g.grid[2], g.image[2], g.stride[2], g.pad[2], k2 * g.dil[2], lo, hi);
-          int64_t row = (c * K + k) * G;
+          int64_t row = (c * K + k) * ld;
           for (int64_t o0 = 0; o0 < g.grid[0]; ++o0) {
             const int64_t i0 = o0 * g.stride[0] - g.pad[0] + k0 * g.dil[0];
             const bool in0 = i0 >= 0 && i0 < g.image[0];
@@ -67,11 +69,11 @@ void for_each_col_line(int64_t channels, const ConvGeometry& g, F&& line) {
   }
 }
 
-// col[C * K, G] from image[C, I].
+// col[C * K, G] (row stride ld) from image[C, I].
 template <typename T>
-void im2col(const T* image, int64_t channels, const ConvGeometry& g, T* col) {
+void im2col(const T* image, int64_t channels, const ConvGeometry& g, T* col, int64_t ld) {
   const int64_t W = g.grid[2], s = g.stride[2];
-  for_each_col_line(channels, g, [&](int64_t row, bool inside, int64_t base, int64_t lo, int64_t hi) {
+  for_each_col_line(channels, g, ld, [&](int64_t row, bool inside, int64_t base, int64_t lo, int64_t hi) {
     T* dst = col + row;
     if (!inside) {
       std::fill(dst, dst + W, T(0));
@@ -90,10 +92,10 @@ void im2col(const T* image, int64_t channels, const ConvGeometry& g, T* col) {
 // image[C, I] = sum of the col entries that read each image element (the adjoint of im2col).
 // Channels are independent, so the parallel loop over them never races.
 template <typename T>
-void col2im(const T* col, int64_t channels, const ConvGeometry& g, T* image) {
+void col2im(const T* col, int64_t ld, int64_t channels, const ConvGeometry& g, T* image) {
   std::fill(image, image + channels * g.image_size(), T(0));
   const int64_t s = g.stride[2];
-  for_each_col_line(channels, g, [&](int64_t row, bool inside, int64_t base, int64_t lo, int64_t hi) {
+  for_each_col_line(channels, g, ld, [&](int64_t row, bool inside, int64_t base, int64_t lo, int64_t hi) {
     if (!inside) return;
     const T* src = col + row;
     for (int64_t o = lo; o < hi; ++o) image[base + o * s] += src[o];
