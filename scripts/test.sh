@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
-bash scripts/install_deps.sh
+# dataset-fashion-mnist: the real IDX files read by the data tests (and the fashion demo).
+bash scripts/install_deps.sh dataset-fashion-mnist
 jobs=$(nproc)
 # CTest runs $jobs test programs at once, each with an OpenMP team of $(nproc) threads: idle
 # threads must sleep rather than spin, or the oversubscribed cores crawl.
