@@ -45,6 +45,16 @@ def detach(input):
     return input.detach()
 
 
+def from_dlpack(ext_tensor, *, device=None, copy=None):
+    """A kiln tensor over the memory of `ext_tensor` (an object with __dlpack__, such as a
+    torch tensor or a numpy array, or a DLPack capsule), without a copy: writes through
+    either side are seen by the other. CPU memory only. copy=True copies it instead."""
+    if device is not None and _C.device(device).type != "cpu":
+        raise BufferError(f"kiln.from_dlpack: can only import to the CPU, not {device}")
+    t = _C._from_dlpack(ext_tensor)
+    return t.clone() if copy else t
+
+
 def _tensor_hash(self):
     return id(self)
 

@@ -80,6 +80,10 @@ void bind_random_methods(nb::class_<Tensor>& cls);
 void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_coverage(nb::module_& m);
 void bind_nn_functional(nb::module_& m);
+void bind_nn_conv(nb::module_& nn);  // into kiln._C._nn
+void bind_dlpack(nb::module_& m, nb::class_<Tensor>& cls);
+// Py_bf_getbuffer/releasebuffer for kiln.Tensor (the buffer protocol; dlpack.cpp).
+PyType_Slot* tensor_type_slots();
 void bind_autograd_function(nb::module_& m);
 void bind_io(nb::module_& m);
 

@@ -16,9 +16,10 @@ NB_MODULE(_C, m) {
   kiln::ensure_builtin_backends();
   bind_errors(m);
   bind_runtime(m);
-  nb::class_<kiln::Tensor> cls(m, "Tensor");
+  nb::class_<kiln::Tensor> cls(m, "Tensor", nb::type_slots(tensor_type_slots()));
   bind_tensor(m, cls);
   bind_interop(m, cls);
+  bind_dlpack(m, cls);
   bind_indexing(m, cls);
   bind_operators(m, cls);
   bind_elementwise(m, cls);

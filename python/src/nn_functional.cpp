@@ -189,6 +189,8 @@ void bind_nn_functional(nb::module_& parent) {
   m.def("clip_grad_value_", [](const std::vector<Tensor>& ps, double v) {
     kiln::nn::utils::clip_grad_value_(ps, v);
   }, G);
+
+  bind_nn_conv(m);  // convolution, pooling, attention (nn_conv.cpp)
 }
 
 }  // namespace kiln::py

@@ -5,6 +5,12 @@ from .activation import (ReLU, LeakyReLU, GELU, SiLU, Tanh, Sigmoid, Softmax,  #
 from .normalization import (LayerNorm, RMSNorm, GroupNorm, BatchNorm1d,  # noqa: F401
                             BatchNorm2d, Embedding, Dropout)
 from .container import Sequential, ModuleList, ModuleDict, ParameterList  # noqa: F401
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d  # noqa: F401
+from .pooling import (MaxPool1d, MaxPool2d, MaxPool3d, AvgPool1d, AvgPool2d,  # noqa: F401
+                      AvgPool3d, AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d,
+                      AdaptiveMaxPool1d, AdaptiveMaxPool2d)
+from .attention import MultiheadAttention  # noqa: F401
+from .transformer import TransformerEncoderLayer, TransformerEncoder  # noqa: F401
 from .loss import (L1Loss, MSELoss, SmoothL1Loss, HuberLoss, NLLLoss,  # noqa: F401
                    CrossEntropyLoss, BCELoss, BCEWithLogitsLoss, KLDivLoss)
 
@@ -13,4 +19,8 @@ __all__ = ["Module", "Identity", "Linear", "Bilinear", "Flatten", "Unflatten", "
            "LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d", "Embedding",
            "Dropout", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "L1Loss",
            "MSELoss", "SmoothL1Loss", "HuberLoss", "NLLLoss", "CrossEntropyLoss", "BCELoss",
-           "BCEWithLogitsLoss", "KLDivLoss"]
+           "BCEWithLogitsLoss", "KLDivLoss", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
+           "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d",
+           "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
+           "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "MultiheadAttention",
+           "TransformerEncoderLayer", "TransformerEncoder"]
