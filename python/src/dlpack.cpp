@@ -1,5 +1,5 @@
 // Zero-copy exchange with other array libraries:
-//   - DLPack (decision 0013): Tensor.__dlpack__ / __dlpack_device__ export a CPU tensor as a
+//   - DLPack (decision 0014): Tensor.__dlpack__ / __dlpack_device__ export a CPU tensor as a
 //     "dltensor" (legacy) or "dltensor_versioned" capsule that keeps the tensor alive;
 //     kiln.from_dlpack imports an object with __dlpack__ or a capsule, renames the capsule
 //     "used_..." (it may be consumed once) and calls the producer's deleter exactly once,

@@ -1,6 +1,6 @@
 #pragma once
 // The DLPack ABI (https://dmlc.github.io/dlpack/latest/c_api.html, version 1.1), written
-// from the specification; decision 0013 says why kiln has its own copy. Only the parts
+// from the specification; decision 0014 says why kiln has its own copy. Only the parts
 // kiln exchanges: CPU tensors of the integer, floating, bfloat16 and bool types, the legacy
 // DLManagedTensor ("dltensor" capsules) and DLManagedTensorVersioned ("dltensor_versioned").
 #include <cstdint>
