@@ -23,6 +23,7 @@
 #include "kiln/runtime/generator.h"
 #include "kiln/runtime/guard.h"
 #include "kiln/runtime/stream.h"
+#include "kiln/runtime/threads.h"
 #include "kiln/tensor/promotion.h"
 #include "kiln/tensor/tensor.h"
 
