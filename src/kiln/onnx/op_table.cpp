@@ -14,6 +14,7 @@ const OpTable& op_table() {
     register_conv_pool_ops(t);
     register_loss_ops(t);
     register_resize_ops(t);
+    register_quant_ops(t);
     return t;
   }();
   return table;

@@ -30,5 +30,6 @@ void register_nn_ops(OpTable& table);
 void register_conv_pool_ops(OpTable& table);
 void register_loss_ops(OpTable& table);
 void register_resize_ops(OpTable& table);
+void register_quant_ops(OpTable& table);
 
 }  // namespace kiln::onnx
