@@ -82,5 +82,35 @@ TEST(MatmulSizes, AlphaAndAccumulationAcrossKBlocks) {
     ASSERT_NEAR(got[i], 0.5 * sv[i] - 2.0 * ref[i], 1e-4 * (1 + std::fabs(ref[i]))) << i;
 }
 
+// bfloat16 operands (exact in bfloat16), float32 accumulation, one rounding to bfloat16.
+TEST(MatmulSizes, BFloat16AtEdgeSizesAndLayouts) {
+  const int64_t sizes[][3] = {{1, 1, 1},    {7, 17, 7},    {8, 33, 301},  {17, 31, 513},
+                              {97, 257, 31}, {6, 513, 260}, {100, 40, 1030}};
+  uint32_t seed = 100;
+  for (const auto& s : sizes)
+    for (int layout = 0; layout < 3; ++layout) {
+      const int64_t M = s[0], N = s[1], K = s[2];
+      Tensor a32 = tensor_from(random_floats(size_t(M * K), seed++), {M, K}).to(DType::BF16);
+      Tensor b32 = tensor_from(random_floats(size_t(K * N), seed++), {K, N}).to(DType::BF16);
+      auto av = a32.to_vector<float>(), bv = b32.to_vector<float>();  // the exact bf16 values
+      Tensor a = a32, b = b32;
+      if (layout == 1) a = a32.t().contiguous().t();
+      if (layout == 2) b = b32.t().contiguous().t();
+      Tensor c = matmul(a, b);
+      ASSERT_EQ(c.dtype(), DType::BF16);
+      auto ref = ref_product(av, bv, M, N, K);
+      auto got = c.to_vector<float>();
+      int bad = 0;
+      for (size_t i = 0; i < ref.size() && bad < 5; ++i) {
+        const double tol = std::ldexp(1.0, -8) * std::fabs(ref[i]) + 1e-5 * std::sqrt(double(K));
+        if (std::fabs(double(got[i]) - ref[i]) > tol) {
+          ADD_FAILURE() << "bf16 M=" << M << " N=" << N << " K=" << K << " layout " << layout
+                        << " at " << i << ": got " << got[i] << ", want " << ref[i];
+          ++bad;
+        }
+      }
+    }
+}
+
 }  // namespace
 }  // namespace kiln::test

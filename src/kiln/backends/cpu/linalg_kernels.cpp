@@ -8,6 +8,7 @@
 
 #include "kiln/core/convert.h"
 #include "kiln/dispatch/registry.h"
+#include "isa/gemm_bf16.h"
 #include "isa/gemm_f32.h"
 #include "reduce_utils.h"
 #include "scalar_math.h"
@@ -88,8 +89,38 @@ void run_gemm_f32(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
   });
 }
 
+// bfloat16: the bfloat16 kernel (isa/gemm_bf16.h) into a float32 buffer, then alpha, beta *
+// self and one rounding per output.
+void run_gemm_bf16(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
+  const float alpha = alpha_s.to<float>(), beta = beta_s.to<float>();
+  const bool use_self = g.has_self && beta != 0.0f;
+  const GemmBf16Fn kernel = gemm_bf16_kernel();
+  const uint16_t* A = reinterpret_cast<const uint16_t*>(g.a.data);
+  const uint16_t* B = reinterpret_cast<const uint16_t*>(g.b.data);
+  const BFloat16* S = reinterpret_cast<const BFloat16*>(g.self.data);
+  BFloat16* Cp = const_cast<BFloat16*>(reinterpret_cast<const BFloat16*>(g.c.data));
+  std::vector<float> acc(size_t(g.M * g.N));
+  for_each_offsets<4>(g.batch, {&g.a.batch, &g.b.batch, &g.c.batch, &g.self.batch},
+                      [&](const std::array<int64_t, 4>& o) {
+    kernel(g.M, g.N, g.K, A + o[0], g.a.rs, g.a.cs, B + o[1], g.b.rs, g.b.cs, acc.data(), g.N);
+    BFloat16* c = Cp + o[2];
+    for (int64_t i = 0; i < g.M; ++i)
+      for (int64_t j = 0; j < g.N; ++j) {
+        float r = alpha * acc[size_t(i * g.N + j)];
+        if (use_self) r += beta * float(S[o[3] + i * g.self.rs + j * g.self.cs]);
+        c[i * g.c.rs + j * g.c.cs] = BFloat16(r);
+      }
+  });
+}
+
 template <typename T>
 void run_gemm(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
+  if constexpr (std::is_same_v<T, BFloat16>) {
+    if (g.M * g.N * g.K >= 4096) {  // tiny products: the plain loops below are as fast
+      run_gemm_bf16(g, beta_s, alpha_s);
+      return;
+    }
+  }
   if constexpr (std::is_same_v<T, float>) {
     if (g.c.cs == 1 || g.N == 1) {
       run_gemm_f32(g, beta_s, alpha_s);

@@ -1,0 +1,24 @@
+#pragma once
+// The bfloat16 matrix product with float32 results: C[M, N] = A[M, K] @ B[K, N], where A and
+// B are bfloat16 bit patterns with any element strides and C is row-major float32 (row
+// stride c_rs, overwritten). With AVX-512 BF16 (ISA level avx512_vnni and up) a packed,
+// register-blocked kernel multiplies pairs of bfloat16 with vdpbf16ps; below that the
+// operands are widened to float32 per block and the float32 kernel runs. Products accumulate
+// in float32 either way, as PyTorch's bfloat16 matmul does.
+#include <cstdint>
+
+namespace kiln::cpu {
+
+using GemmBf16Fn = void (*)(int64_t M, int64_t N, int64_t K, const uint16_t* A, int64_t a_rs,
+                            int64_t a_cs, const uint16_t* B, int64_t b_rs, int64_t b_cs,
+                            float* C, int64_t c_rs);
+
+void gemm_bf16_widening(int64_t, int64_t, int64_t, const uint16_t*, int64_t, int64_t,
+                        const uint16_t*, int64_t, int64_t, float*, int64_t);
+void gemm_bf16_avx512bf16(int64_t, int64_t, int64_t, const uint16_t*, int64_t, int64_t,
+                          const uint16_t*, int64_t, int64_t, float*, int64_t);
+
+// The variant for the current ISA level (cpu::isa_level()).
+GemmBf16Fn gemm_bf16_kernel();
+
+}  // namespace kiln::cpu

@@ -1,0 +1,41 @@
+// Choice of the bfloat16 GEMM variant, and the widening fallback for CPUs without AVX-512
+// BF16: each operand is converted to float32 once (exactly: bfloat16 is a prefix of float32)
+// and the float32 kernel of the current level multiplies them.
+#include <vector>
+
+#include "gemm_bf16.h"
+#include "gemm_f32.h"
+#include "kiln/backends/cpu/cpu_info.h"
+
+namespace kiln::cpu {
+
+namespace {
+float widen(uint16_t bits) {
+  const uint32_t u = uint32_t(bits) << 16;
+  float f;
+  __builtin_memcpy(&f, &u, sizeof f);
+  return f;
+}
+}  // namespace
+
+void gemm_bf16_widening(int64_t M, int64_t N, int64_t K, const uint16_t* A, int64_t a_rs,
+                        int64_t a_cs, const uint16_t* B, int64_t b_rs, int64_t b_cs, float* C,
+                        int64_t c_rs) {
+  std::vector<float> a(size_t(M * K)), b(size_t(K * N));
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t k = 0; k < K; ++k) a[size_t(i * K + k)] = widen(A[i * a_rs + k * a_cs]);
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t j = 0; j < N; ++j) b[size_t(k * N + j)] = widen(B[k * b_rs + j * b_cs]);
+  gemm_f32_kernel()(M, N, K, a.data(), K, 1, b.data(), N, C, c_rs, 1.0f);
+}
+
+GemmBf16Fn gemm_bf16_kernel() {
+  static const GemmBf16Fn fn = [] {
+    if (isa_level() >= IsaLevel::Avx512Vnni && cpu_features().avx512_bf16)
+      return &gemm_bf16_avx512bf16;
+    return &gemm_bf16_widening;
+  }();
+  return fn;
+}
+
+}  // namespace kiln::cpu
