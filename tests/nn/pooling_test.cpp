@@ -51,6 +51,16 @@ TEST(MaxPool2d, NanPropagatesAndInfinityIsAValue) {
   EXPECT_EQ(m.item<double>(), -inf);
 }
 
+TEST(MaxPool2d, WindowEntirelyInPaddingGivesMinusInfinity) {
+  // kernel 3 wide with dilation 2 and padding 1 over a 1-row input: the row window's taps
+  // (-1, 1) are both outside, as PyTorch gives -inf with the index of the stepped start.
+  Tensor x = f64({0, 1, 2, 3, 4, 5, 6, 7}, {2, 1, 1, 4});
+  auto [y, idx] = F::max_pool2d_with_indices(x, {2, 3}, {}, {1}, {2});
+  ASSERT_EQ(y.shape(), (Shape{2, 1, 1, 1}));
+  for (double v : y.to_vector<double>()) EXPECT_EQ(v, -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(idx.to_vector<int64_t>(), (std::vector<int64_t>{5, 5}));  // torch 2.13 gives 5
+}
+
 TEST(AvgPool2d, MatchesReferenceForEveryPaddingRule) {
   std::vector<Pool2dCase> cases = {
       {4, 8, 6, 2, 2, 2, 2},

@@ -247,20 +247,17 @@ def test_conv_pool_functional_vs_torch(op, dtype):
 
 
 def test_max_pool_window_in_padding():
-    # A dilated window can lie entirely in the padding: torch gives -inf there. kiln's CPU
-    # kernel (src/kiln/backends/cpu/pooling_kernels.cpp) leaves such outputs unwritten; the
-    # difference is reported in the summary until the kernel is fixed.
+    # A dilated window can lie entirely in the padding: torch gives -inf there (and the index
+    # of the window's start stepped past the padding).
     x = np.arange(8, dtype=np.float32).reshape(2, 1, 1, 4)
     kw = {"kernel_size": (2, 3), "padding": 1, "dilation": 2}
     assert _all_padding_window((1, 4), (2, 3), 1, 1, 2, False)
-    t = torch.nn.functional.max_pool2d(torch.tensor(x), **kw)
-    k = kiln.nn.functional.max_pool2d(kiln.tensor(x), **kw)
-    assert tuple(k.shape) == tuple(t.shape)
-    if np.array_equal(oracle.to_numpy(k), oracle.to_numpy(t)):
-        oracle.record("F.max_pool2d")
-    else:
-        oracle.STATS["known"]["F.max_pool2d: a window entirely in the padding is left "
-                              "unwritten by kiln's kernel (torch: -inf)"] += 1
+    t = torch.nn.functional.max_pool2d(torch.tensor(x), return_indices=True, **kw)
+    k = kiln.nn.functional.max_pool2d(kiln.tensor(x), return_indices=True, **kw)
+    assert tuple(k[0].shape) == tuple(t[0].shape)
+    np.testing.assert_array_equal(oracle.to_numpy(k[0]), oracle.to_numpy(t[0]))
+    np.testing.assert_array_equal(oracle.to_numpy(k[1]), oracle.to_numpy(t[1]))
+    oracle.record("F.max_pool2d")
 
 
 # --- modules -----------------------------------------------------------------------------

@@ -98,6 +98,18 @@ void max_pool_kernel(OpCall& call) {
             }
           }
         }
+      if (best_i < 0) {
+        // A dilated window entirely in the padding: -inf, and (as PyTorch) the index of the
+        // window's first tap stepped past the padding by whole dilations.
+        int64_t first[3];
+        for (int i = 0; i < 3; ++i) {
+          first[i] = st[i];
+          while (first[i] < 0) first[i] += g.d[i];
+        }
+        dst[b * O + o] = T(-std::numeric_limits<float>::infinity());
+        idx[b * O + o] = (first[0] * g.in[1] + first[1]) * g.in[2] + first[2];
+        return;
+      }
       dst[b * O + o] = plane[best_i];
       idx[b * O + o] = best_i;
     });
