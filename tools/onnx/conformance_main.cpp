@@ -2,7 +2,8 @@
 // simple, pytorch-converted, pytorch-operator) through kiln::onnx and reports passed /
 // failed / not supported per operator. A test is "not supported" when it uses an operator
 // kiln does not claim, an opset outside 7..17, or values kiln has no type for (strings,
-// unsigned 16/32/64-bit ints, complex numbers, sequences, maps, optionals). --strict exits 1
+// unsigned 16/32/64-bit ints, complex numbers, maps, optionals). Sequences of tensors are fed
+// and compared element by element. --strict exits 1
 // when any other test fails: claiming an operator means its tests pass.
 #include <algorithm>
 #include <chrono>
@@ -67,6 +68,22 @@ std::string compare(const Tensor& actual_in, const Tensor& expected, const Optio
   return "";
 }
 
+// Tensors as compare(); sequences by length, then element by element.
+std::string compare_values(const kiln::onnx::Value& actual, const kiln::onnx::Value& expected,
+                           const Options& opt) {
+  if (actual.is_sequence() != expected.is_sequence())
+    return actual.is_sequence() ? "a sequence where a tensor is expected" : "a tensor where a sequence is expected";
+  if (!expected.is_sequence()) return compare(actual.tensor, expected.tensor, opt);
+  if (actual.sequence->size() != expected.sequence->size())
+    return kiln::detail::str_cat("sequence of ", actual.sequence->size(), " tensors != expected ",
+                                 expected.sequence->size());
+  for (size_t i = 0; i < actual.sequence->size(); ++i) {
+    std::string diff = compare((*actual.sequence)[i], (*expected.sequence)[i], opt);
+    if (!diff.empty()) return kiln::detail::str_cat("sequence element ", i, ": ", diff);
+  }
+  return "";
+}
+
 std::vector<fs::path> numbered_files(const fs::path& dir, const std::string& prefix) {
   std::vector<fs::path> files;
   for (int i = 0;; ++i) {
@@ -98,7 +115,8 @@ Result run_test(const fs::path& dir, std::vector<std::string>& ops, const Option
   }
   for (const auto* list : {&model.inputs(), &model.outputs()}) {
     for (const auto& v : *list) {
-      if (v.kind != "tensor") return {Outcome::Unsupported, "a " + v.kind + " value: " + v.name};
+      if (v.kind != "tensor" && v.kind != "sequence")
+        return {Outcome::Unsupported, "a " + v.kind + " value: " + v.name};
       if (v.onnx_elem_type != 0 && !v.dtype)
         return {Outcome::Unsupported, "element type " + kiln::onnx::onnx_type_name(v.onnx_elem_type)};
     }
@@ -111,24 +129,30 @@ Result run_test(const fs::path& dir, std::vector<std::string>& ops, const Option
   std::sort(sets.begin(), sets.end());
   if (sets.empty()) return {Outcome::Unsupported, "no test data"};
   for (const auto& set : sets) {
-    std::map<std::string, Tensor> feeds;
-    std::vector<Tensor> expected;
+    std::map<std::string, kiln::onnx::Value> feeds;
+    std::vector<kiln::onnx::Value> expected;
+    auto read_value = [](const kiln::onnx::ValueInfo& info, const fs::path& f) -> kiln::onnx::Value {
+      if (info.kind == "sequence") return kiln::onnx::Value::make_sequence(kiln::onnx::read_sequence_file(f.string()));
+      return kiln::onnx::read_tensor_file(f.string());
+    };
     try {
       auto inputs = numbered_files(set, "input_");
       if (inputs.size() > model.inputs().size())
         return {Outcome::Failed, "more input files than model inputs"};
       for (size_t i = 0; i < inputs.size(); ++i)
-        feeds[model.inputs()[i].name] = kiln::onnx::read_tensor_file(inputs[i].string());
-      for (const auto& f : numbered_files(set, "output_"))
-        expected.push_back(kiln::onnx::read_tensor_file(f.string()));
+        feeds[model.inputs()[i].name] = read_value(model.inputs()[i], inputs[i]);
+      auto outputs = numbered_files(set, "output_");
+      for (size_t i = 0; i < outputs.size(); ++i)
+        expected.push_back(read_value(i < model.outputs().size() ? model.outputs()[i] : kiln::onnx::ValueInfo{},
+                                      outputs[i]));
     } catch (const kiln::NotImplementedError& e) {
       return {Outcome::Unsupported, e.what()};
     } catch (const std::exception& e) {
       return {Outcome::Unsupported, std::string("reading test data: ") + e.what()};
     }
-    std::map<std::string, Tensor> outputs;
+    std::map<std::string, kiln::onnx::Value> outputs;
     try {
-      outputs = model.run(feeds);
+      outputs = model.run_values(feeds);
     } catch (const kiln::NotImplementedError& e) {
       // A claimed operator refusing a feature it names (e.g. training-mode Dropout, whose
       // reference output depends on numpy's random numbers): listed, not counted as a pass.
@@ -141,7 +165,7 @@ Result run_test(const fs::path& dir, std::vector<std::string>& ops, const Option
                                    std::to_string(model.outputs().size())};
     for (size_t i = 0; i < expected.size(); ++i) {
       const std::string& name = model.outputs()[i].name;
-      std::string diff = compare(outputs.at(name), expected[i], opt);
+      std::string diff = compare_values(outputs.at(name), expected[i], opt);
       if (!diff.empty())
         return {Outcome::Failed, set.filename().string() + " output " + name + ": " + diff};
     }

@@ -32,6 +32,22 @@ struct ValueInfo {
   std::optional<std::vector<Dim>> shape;  // nullopt: rank unknown
 };
 
+// A value flowing through a graph: a tensor, or (ONNX's sequence type) a list of tensors.
+struct Value {
+  Tensor tensor;                                // a tensor value
+  std::optional<std::vector<Tensor>> sequence;  // set for a sequence value (may be empty)
+
+  Value() = default;
+  Value(Tensor t) : tensor(std::move(t)) {}  // NOLINT: a tensor is a value
+  static Value make_sequence(std::vector<Tensor> items) {
+    Value v;
+    v.sequence = std::move(items);
+    return v;
+  }
+  bool is_sequence() const { return sequence.has_value(); }
+  bool defined() const { return tensor.defined() || sequence.has_value(); }
+};
+
 class Model {
  public:
   Model() = default;
@@ -60,6 +76,8 @@ class Model {
   // dtype, rank and fixed dims. Returns every graph output by name. Errors name the node,
   // its operator and the problem.
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs) const;
+  // The same for graphs whose inputs or outputs may be sequences.
+  std::map<std::string, Value> run_values(const std::map<std::string, Value>& inputs) const;
 
   // Writes the initializers to a safetensors file (kiln::save).
   void save_weights(const std::string& path) const;

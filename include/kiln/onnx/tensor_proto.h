@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "kiln/tensor/tensor.h"
 
@@ -16,6 +17,9 @@ namespace kiln::onnx {
 Tensor parse_tensor(const void* data, size_t size, const std::string& base_dir = "",
                     const std::string& name = "<memory>");
 Tensor read_tensor_file(const std::string& path);
+// A serialized SequenceProto of tensors (the suite's sequence-valued inputs and outputs).
+std::vector<Tensor> parse_sequence(const void* data, size_t size, const std::string& name = "<memory>");
+std::vector<Tensor> read_sequence_file(const std::string& path);
 
 // ONNX TensorProto.DataType numbers <-> kiln dtypes.
 std::optional<DType> dtype_from_onnx(int32_t onnx_type);  // nullopt: kiln lacks it

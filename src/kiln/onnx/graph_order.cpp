@@ -14,7 +14,8 @@ std::string describe_node(const pb::NodeProto& node, int index) {
 }
 
 std::vector<int> topological_order(const pb::GraphProto& graph,
-                                   const std::vector<std::string>& available) {
+                                   const std::vector<std::string>& available,
+                                   const std::vector<std::vector<std::string>>* extra_inputs) {
   const int n = graph.node_size();
   std::set<std::string> known(available.begin(), available.end());
   std::map<std::string, int> producer;  // value name -> node index
@@ -33,7 +34,9 @@ std::vector<int> topological_order(const pb::GraphProto& graph,
   std::vector<std::vector<int>> consumers(n);
   for (int i = 0; i < n; ++i) {
     std::set<int> deps;
-    for (const auto& in : graph.node(i).input()) {
+    std::vector<std::string> reads(graph.node(i).input().begin(), graph.node(i).input().end());
+    if (extra_inputs) reads.insert(reads.end(), (*extra_inputs)[size_t(i)].begin(), (*extra_inputs)[size_t(i)].end());
+    for (const auto& in : reads) {
       if (in.empty() || known.count(in)) continue;
       auto it = producer.find(in);
       KILN_CHECK(it != producer.end(), ValueError, describe_node(graph.node(i), i), ": input ",

@@ -114,12 +114,15 @@ Model load_from_bytes(const void* data, size_t size, const std::string& base_dir
     if (!input_names.count(n)) available.push_back(n);
   }
   for (const auto& out : g.output()) state->outputs.push_back(value_info_from_proto(out));
+  // Subgraph plans are keyed by their address inside the proto, so it moves in first.
+  state->proto = std::move(proto);
   try {
-    state->order = topological_order(g, available);
+    plan_graphs(*state, available, base_dir);
   } catch (const ValueError& e) {
     KILN_THROW(ValueError, "ONNX model ", quoted(name), ": ", e.what());
+  } catch (const NotImplementedError& e) {
+    KILN_THROW(NotImplementedError, "ONNX model ", quoted(name), ": ", e.what());
   }
-  state->proto = std::move(proto);
   return Model(std::move(state));
 }
 
@@ -160,6 +163,9 @@ Model Model::to(Device device) const {
   auto s = std::make_shared<State>(state());
   s->device = device;
   for (auto& [n, t] : s->initializers) t = to_device(t, device);
+  for (auto& [g, plan] : s->subgraphs) {
+    for (auto& [n, t] : plan.initializers) t = to_device(t, device);
+  }
   return Model(std::move(s));
 }
 

@@ -3,6 +3,7 @@
 // the checked node order, the declared inputs/outputs and the initializers.
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,18 @@
 
 namespace kiln::onnx {
 
+// How one graph (the main graph or a subgraph) runs: its node order, its own initializers
+// (subgraphs only; the main graph's are State::initializers), and for each value the position
+// of the last node that reads it (directly, or from inside one of its subgraphs), after
+// which it is dropped.
+struct GraphPlan {
+  std::vector<int> order;
+  std::map<std::string, Tensor> initializers;
+  std::map<std::string, size_t> last_use;
+  std::vector<std::vector<std::string>> drops;  // per position: values last read there
+  std::set<std::string> outputs;
+};
+
 struct Model::State {
   std::string name;  // the path, for messages
   std::shared_ptr<const pb::ModelProto> proto;
@@ -18,14 +31,26 @@ struct Model::State {
   std::vector<ValueInfo> inputs;   // fed by the caller
   std::vector<ValueInfo> outputs;
   std::map<std::string, Tensor> initializers;
-  std::vector<int> order;  // node indices of the main graph in a valid execution order
+  GraphPlan main;  // order and last uses of the main graph
+  // Every subgraph (GRAPH attributes at any depth), keyed by its place in *proto.
+  std::map<const pb::GraphProto*, GraphPlan> subgraphs;
   Device device{DeviceType::CPU, 0};
 };
 
+// Plans the main graph and every subgraph of state.proto (state.initializers converted
+// already): checks that every name a subgraph uses is defined in it or an enclosing graph,
+// and orders each graph with the values its subgraphs read from outside as extra inputs of
+// the owning node. base_dir: for subgraph initializers held as external data.
+void plan_graphs(Model::State& state, const std::vector<std::string>& main_available,
+                 const std::string& base_dir);
+
 // Checks the graph's dataflow (every input produced once before use, no cycles) and returns
 // an execution order. outer: names visible from an enclosing graph.
+// extra_inputs (optional, one list per node): names a node reads besides its inputs (the
+// outer values its subgraphs use).
 std::vector<int> topological_order(const pb::GraphProto& graph,
-                                   const std::vector<std::string>& available);
+                                   const std::vector<std::string>& available,
+                                   const std::vector<std::vector<std::string>>* extra_inputs = nullptr);
 
 // "node 'name' (OpType)" or "node #i (OpType)" for messages.
 std::string describe_node(const pb::NodeProto& node, int index);

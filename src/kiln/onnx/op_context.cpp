@@ -32,9 +32,47 @@ int64_t normalize_axis(int64_t axis, int64_t ndim, const char* what) {
   return axis < 0 ? axis + n : axis;
 }
 
+OpContext::OpContext(const pb::NodeProto& node, int64_t opset, std::vector<Value> inputs, Device device,
+                     const GraphRunner* runner)
+    : node_(node), opset_(opset), values_(std::move(inputs)), device_(device), runner_(runner) {
+  inputs_.reserve(values_.size());
+  for (const Value& v : values_) {
+    inputs_.push_back(v.tensor);
+    any_sequence_ = any_sequence_ || v.is_sequence();
+  }
+}
+
 const Tensor& OpContext::input(size_t i) const {
   KILN_CHECK(has_input(i), ValueError, "input ", i, " is required but was not given");
+  KILN_CHECK(!values_[i].is_sequence(), TypeError, "input ", i, " is a sequence; a tensor is expected");
   return inputs_[i];
+}
+
+const std::vector<Tensor>& OpContext::inputs() const {
+  for (size_t i = 0; any_sequence_ && i < values_.size(); ++i) {
+    KILN_CHECK(!values_[i].is_sequence(), TypeError, "input ", i, " is a sequence; a tensor is expected");
+  }
+  return inputs_;
+}
+
+const Value& OpContext::value_input(size_t i) const {
+  KILN_CHECK(has_input(i), ValueError, "input ", i, " is required but was not given");
+  return values_[i];
+}
+
+const std::vector<Tensor>& OpContext::sequence_input(size_t i) const {
+  const Value& v = value_input(i);
+  KILN_CHECK(v.is_sequence(), TypeError, "input ", i, " is a tensor; a sequence is expected");
+  return *v.sequence;
+}
+
+const pb::GraphProto& OpContext::attr_graph(const std::string& name) const {
+  return required_attr(name, pb::AttributeProto::GRAPH).g();
+}
+
+std::vector<Value> OpContext::run_graph(const pb::GraphProto& graph, std::vector<Value> inputs) const {
+  KILN_CHECK(runner_ != nullptr, ValueError, "this context cannot run subgraphs");
+  return runner_->run(graph, std::move(inputs));
 }
 
 std::vector<int64_t> OpContext::input_ints(size_t i) const {

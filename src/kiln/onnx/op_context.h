@@ -2,20 +2,32 @@
 // What an ONNX operator implementation sees: the node (attributes), the opset version in
 // force, its input tensors (undefined where an optional input is omitted) and the device.
 // Errors raised here name the problem; the executor prefixes the node and operator.
+// Sequence values and subgraphs (control flow) are reached through the same context.
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "kiln/onnx/model.h"
 #include "kiln/onnx/proto.h"
 #include "kiln/runtime/device.h"
 #include "kiln/tensor/tensor.h"
 
 namespace kiln::onnx {
 
+// Runs a subgraph (a GRAPH attribute of the node) in the scope of the node: names the
+// subgraph does not define resolve to the enclosing graphs' values. inputs bind the
+// subgraph's declared inputs in order; returns its outputs in order.
+class GraphRunner {
+ public:
+  virtual ~GraphRunner() = default;
+  virtual std::vector<Value> run(const pb::GraphProto& graph, std::vector<Value> inputs) const = 0;
+};
+
 class OpContext {
  public:
-  OpContext(const pb::NodeProto& node, int64_t opset, std::vector<Tensor> inputs, Device device)
-      : node_(node), opset_(opset), inputs_(std::move(inputs)), device_(device) {}
+  OpContext(const pb::NodeProto& node, int64_t opset, std::vector<Value> inputs, Device device,
+            const GraphRunner* runner = nullptr);
 
   const pb::NodeProto& node() const { return node_; }
   int64_t opset() const { return opset_; }
@@ -25,9 +37,21 @@ class OpContext {
   // Whether output i is wanted (present and not "").
   bool wants_output(size_t i) const { return i < num_outputs() && !node_.output(int(i)).empty(); }
 
-  bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i].defined(); }
-  const Tensor& input(size_t i) const;  // required: ValueError when missing
-  const std::vector<Tensor>& inputs() const { return inputs_; }
+  bool has_input(size_t i) const { return i < values_.size() && values_[i].defined(); }
+  const Tensor& input(size_t i) const;  // required tensor: ValueError when missing
+  // The tensor inputs (undefined where omitted; TypeError if any is a sequence).
+  const std::vector<Tensor>& inputs() const;
+  // Input i as a value (tensor or sequence) / as a sequence (TypeError for a tensor).
+  const Value& value_input(size_t i) const;
+  const std::vector<Tensor>& sequence_input(size_t i) const;
+  // Outputs that are not plain tensors (sequences, or values passed through by control
+  // flow): they replace output i of what the operator returns.
+  void set_value_output(size_t i, Value v) { value_outputs_[i] = std::move(v); }
+  std::map<size_t, Value>& value_outputs() { return value_outputs_; }
+
+  // A GRAPH attribute, and running it (see GraphRunner).
+  const pb::GraphProto& attr_graph(const std::string& name) const;
+  std::vector<Value> run_graph(const pb::GraphProto& graph, std::vector<Value> inputs) const;
   // A 1-d (or 0-d) integer input read to the host, e.g. axes, shape, pads.
   std::vector<int64_t> input_ints(size_t i) const;
   // A scalar input (0-d or one element) read to the host.
@@ -51,8 +75,12 @@ class OpContext {
   const pb::AttributeProto& required_attr(const std::string& name, int type) const;
   const pb::NodeProto& node_;
   int64_t opset_;
-  std::vector<Tensor> inputs_;
+  std::vector<Value> values_;
+  std::vector<Tensor> inputs_;  // the tensor parts of values_
+  bool any_sequence_ = false;
   Device device_;
+  const GraphRunner* runner_;
+  std::map<size_t, Value> value_outputs_;
 };
 
 // An operator implementation: the node's outputs, in order (trailing optional outputs may be

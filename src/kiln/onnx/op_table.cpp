@@ -15,6 +15,8 @@ const OpTable& op_table() {
     register_loss_ops(t);
     register_resize_ops(t);
     register_quant_ops(t);
+    register_control_ops(t);
+    register_sequence_ops(t);
     return t;
   }();
   return table;

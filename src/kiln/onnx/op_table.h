@@ -31,5 +31,9 @@ void register_conv_pool_ops(OpTable& table);
 void register_loss_ops(OpTable& table);
 void register_resize_ops(OpTable& table);
 void register_quant_ops(OpTable& table);
+void register_control_ops(OpTable& table);
+void register_sequence_ops(OpTable& table);
+void register_recurrent_ops(OpTable& table);
+void register_einsum_ops(OpTable& table);
 
 }  // namespace kiln::onnx

@@ -37,7 +37,11 @@ KILN_ONNX_UNARY(op_round, round(x))  // half to even, as ONNX
 KILN_ONNX_UNARY(op_sign, sign(x))
 KILN_ONNX_UNARY(op_not, logical_not(x))
 KILN_ONNX_UNARY(op_isnan, isnan(x))
-KILN_ONNX_UNARY(op_identity, x)
+// Identity passes any value through, sequences included.
+std::vector<Tensor> op_identity(OpContext& ctx) {
+  ctx.set_value_output(0, ctx.value_input(0));
+  return {};
+}
 // Inverse and hyperbolic trigonometry composed from what kiln has.
 KILN_ONNX_UNARY(op_asin, atan2(x, sqrt(rsub(mul(x, x), 1.0))))
 KILN_ONNX_UNARY(op_acos, atan2(sqrt(rsub(mul(x, x), 1.0)), x))

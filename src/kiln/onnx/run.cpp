@@ -1,5 +1,6 @@
-// Eager execution: nodes run in the checked order, each through its op-table entry; values
-// are dropped after their last use.
+// Eager execution: nodes run in the planned order, each through its op-table entry; values
+// are dropped after their last use. Subgraphs run in a scope whose lookups fall back to the
+// enclosing graphs' values (ONNX's outer-scope rule).
 #include <set>
 
 #include "kiln/onnx/model_state.h"
@@ -37,11 +38,21 @@ namespace {
   }
 }
 
-void check_input(const ValueInfo& info, const Tensor& t, Device device) {
+void check_input(const ValueInfo& info, const Value& v, Device device) {
   const std::string who = "model input " + quoted(info.name);
+  if (info.kind == "sequence") {
+    KILN_CHECK(v.is_sequence(), TypeError, who, " is a sequence; a tensor was given");
+    for (const Tensor& t : *v.sequence) {
+      KILN_CHECK(t.defined() && t.device() == device, DeviceError, who,
+                 ": every element must be a tensor on the model's device ", device);
+    }
+    return;
+  }
+  KILN_CHECK(!v.is_sequence(), TypeError, who, " is a ", info.kind, "; a sequence was given");
+  const Tensor& t = v.tensor;
   KILN_CHECK(t.defined(), ValueError, who, " is an undefined tensor");
   KILN_CHECK(info.kind == "tensor", NotImplementedError, who, " is a ", info.kind,
-             "; kiln feeds tensors only");
+             "; kiln feeds tensors and sequences only");
   KILN_CHECK(t.device() == device, DeviceError, who, " is on ", t.device(), " but the model is on ",
              device, " (move the model with Model::to or the input with Tensor::to)");
   if (info.onnx_elem_type != 0) {
@@ -61,78 +72,136 @@ void check_input(const ValueInfo& info, const Tensor& t, Device device) {
   }
 }
 
-}  // namespace
+// The values of one running graph; lookups fall back to the enclosing graph's scope.
+struct Scope {
+  const Scope* parent = nullptr;
+  std::map<std::string, Value> values;
 
-std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>& feeds) const {
-  const State& s = state();
-  const pb::GraphProto& g = s.proto->graph();
-  std::map<std::string, Tensor> env(s.initializers);
-  std::set<std::string> declared;
-  for (const auto& in : g.input()) declared.insert(in.name());
-  for (const auto& [name, t] : feeds) {
-    KILN_CHECK(declared.count(name), ValueError, "the model has no input ", quoted(name));
-    env[name] = t;
+  const Value* find(const std::string& name) const {
+    for (const Scope* s = this; s != nullptr; s = s->parent) {
+      auto it = s->values.find(name);
+      if (it != s->values.end()) return &it->second;
+    }
+    return nullptr;
   }
-  for (const ValueInfo& in : s.inputs) {
-    auto it = feeds.find(in.name);
-    KILN_CHECK(it != feeds.end(), ValueError, "model input ", quoted(in.name), " was not given");
-    check_input(in, it->second, s.device);
+};
+
+void execute(const Model::State& s, const pb::GraphProto& g, const GraphPlan& plan, Scope& scope);
+
+// Runs subgraphs of the nodes of one scope.
+class ScopeRunner final : public GraphRunner {
+ public:
+  ScopeRunner(const Model::State& s, const Scope& scope) : s_(s), scope_(scope) {}
+  std::vector<Value> run(const pb::GraphProto& g, std::vector<Value> inputs) const override {
+    auto it = s_.subgraphs.find(&g);
+    KILN_CHECK(it != s_.subgraphs.end(), ValueError, "subgraph ", quoted(g.name()), " was not planned");
+    const GraphPlan& plan = it->second;
+    KILN_CHECK(inputs.size() == size_t(g.input_size()), ValueError, "subgraph ", quoted(g.name()),
+               " declares ", g.input_size(), " inputs but is given ", inputs.size());
+    Scope inner;
+    inner.parent = &scope_;
+    for (const auto& [n, t] : plan.initializers) inner.values[n] = t;
+    for (int i = 0; i < g.input_size(); ++i) inner.values[g.input(i).name()] = std::move(inputs[size_t(i)]);
+    execute(s_, g, plan, inner);
+    std::vector<Value> outs;
+    for (const auto& o : g.output()) {
+      const Value* v = inner.find(o.name());
+      KILN_CHECK(v != nullptr, ValueError, "subgraph ", quoted(g.name()), " output ", quoted(o.name()),
+                 " was not produced");
+      outs.push_back(*v);
+    }
+    return outs;
   }
 
-  std::set<std::string> graph_outputs;
-  for (const auto& out : g.output()) graph_outputs.insert(out.name());
-  std::map<std::string, size_t> last_use;
-  for (size_t pos = 0; pos < s.order.size(); ++pos) {
-    for (const auto& in : g.node(s.order[pos]).input()) last_use[in] = pos;
-  }
+ private:
+  const Model::State& s_;
+  const Scope& scope_;
+};
 
+void execute(const Model::State& s, const pb::GraphProto& g, const GraphPlan& plan, Scope& scope) {
   const OpTable& table = op_table();
-  for (size_t pos = 0; pos < s.order.size(); ++pos) {
-    const int index = s.order[pos];
+  const ScopeRunner runner(s, scope);
+  for (size_t pos = 0; pos < plan.order.size(); ++pos) {
+    const int index = plan.order[pos];
     const pb::NodeProto& node = g.node(index);
-    const std::string where = describe_node(node, index);
     const bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
     OpFunction fn = default_domain ? table.find(node.op_type()) : nullptr;
-    KILN_CHECK(fn != nullptr, NotImplementedError, where, ": operator not supported by kiln");
-    std::vector<Tensor> inputs;
+    KILN_CHECK(fn != nullptr, NotImplementedError, describe_node(node, index), ": operator not supported by kiln");
+    std::vector<Value> inputs;
     inputs.reserve(size_t(node.input_size()));
     for (const auto& name : node.input()) {
       if (name.empty()) {
         inputs.emplace_back();
         continue;
       }
-      auto it = env.find(name);
-      KILN_CHECK(it != env.end(), ValueError, where, ": input ", quoted(name),
+      const Value* v = scope.find(name);
+      KILN_CHECK(v != nullptr, ValueError, describe_node(node, index), ": input ", quoted(name),
                  " has no value (an optional output that was not produced)");
-      inputs.push_back(it->second);
+      inputs.push_back(*v);
     }
-    std::vector<Tensor> outs;
+    std::vector<Value> outs;
     try {
-      OpContext ctx(node, s.opset, std::move(inputs), s.device);
-      outs = fn(ctx);
+      OpContext ctx(node, s.opset, std::move(inputs), s.device, &runner);
+      std::vector<Tensor> tensors = fn(ctx);
+      outs.assign(tensors.begin(), tensors.end());
+      for (auto& [i, v] : ctx.value_outputs()) {
+        if (outs.size() <= i) outs.resize(i + 1);
+        outs[i] = std::move(v);
+      }
     } catch (...) {
-      rethrow_for_node(where);
+      rethrow_for_node(describe_node(node, index));
     }
     for (int i = 0; i < node.output_size(); ++i) {
       const std::string& name = node.output(i);
       if (name.empty()) continue;
       if (size_t(i) < outs.size() && outs[size_t(i)].defined()) {
-        env[name] = std::move(outs[size_t(i)]);
+        scope.values[name] = std::move(outs[size_t(i)]);
       } else {
-        KILN_CHECK(!graph_outputs.count(name) && !last_use.count(name), NotImplementedError, where,
-                   ": output ", i, " (", quoted(name), ") is not produced by kiln's implementation");
+        KILN_CHECK(!plan.outputs.count(name) && !plan.last_use.count(name), NotImplementedError,
+                   describe_node(node, index), ": output ", i, " (", quoted(name),
+                   ") is not produced by kiln's implementation");
       }
     }
-    for (const auto& name : node.input()) {
-      auto lu = last_use.find(name);
-      if (lu != last_use.end() && lu->second == pos && !graph_outputs.count(name)) env.erase(name);
-    }
+    // Drop values (of this scope only) that nothing reads any more.
+    for (const auto& name : plan.drops[pos]) scope.values.erase(name);
   }
-  std::map<std::string, Tensor> result;
+}
+
+}  // namespace
+
+std::map<std::string, Value> Model::run_values(const std::map<std::string, Value>& feeds) const {
+  const State& s = state();
+  const pb::GraphProto& g = s.proto->graph();
+  Scope scope;
+  for (const auto& [n, t] : s.initializers) scope.values[n] = t;
+  std::set<std::string> declared;
+  for (const auto& in : g.input()) declared.insert(in.name());
+  for (const auto& [name, v] : feeds) {
+    KILN_CHECK(declared.count(name), ValueError, "the model has no input ", quoted(name));
+    scope.values[name] = v;
+  }
+  for (const ValueInfo& in : s.inputs) {
+    auto it = feeds.find(in.name);
+    KILN_CHECK(it != feeds.end(), ValueError, "model input ", quoted(in.name), " was not given");
+    check_input(in, it->second, s.device);
+  }
+  execute(s, g, s.main, scope);
+  std::map<std::string, Value> result;
   for (const auto& out : g.output()) {
-    auto it = env.find(out.name());
-    KILN_CHECK(it != env.end(), ValueError, "graph output ", quoted(out.name()), " was not produced");
-    result[out.name()] = it->second;
+    const Value* v = scope.find(out.name());
+    KILN_CHECK(v != nullptr, ValueError, "graph output ", quoted(out.name()), " was not produced");
+    result[out.name()] = *v;
+  }
+  return result;
+}
+
+std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>& inputs) const {
+  std::map<std::string, Value> feeds(inputs.begin(), inputs.end());
+  std::map<std::string, Tensor> result;
+  for (auto& [name, v] : run_values(feeds)) {
+    KILN_CHECK(!v.is_sequence(), TypeError, "graph output ", quoted(name),
+               " is a sequence; use Model::run_values");
+    result[name] = std::move(v.tensor);
   }
   return result;
 }

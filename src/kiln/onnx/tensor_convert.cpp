@@ -6,6 +6,8 @@
 #include <sstream>
 #include <vector>
 
+#include <onnx/onnx-data.pb.h>
+
 #include "kiln/onnx/external_data.h"
 #include "kiln/onnx/tensor_proto.h"
 #include "kiln/ops/factory.h"
@@ -158,6 +160,38 @@ Tensor read_tensor_file(const std::string& path) {
   const std::string bytes = ss.str();
   std::string dir = path.substr(0, path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/'));
   return parse_tensor(bytes.data(), bytes.size(), dir.empty() ? "." : dir, path);
+}
+
+}  // namespace kiln::onnx
+
+namespace kiln::onnx {
+
+std::vector<Tensor> parse_sequence(const void* data, size_t size, const std::string& name) {
+  KILN_CHECK(size <= size_t(std::numeric_limits<int>::max()), ValueError, "sequence file ",
+             quoted(name), " is ", size, " bytes; protobuf messages are limited to 2 GiB");
+  pb::SequenceProto proto;
+  KILN_CHECK(proto.ParseFromArray(data, int(size)), ValueError, "sequence file ", quoted(name),
+             " is not a valid serialized ONNX SequenceProto");
+  KILN_CHECK(proto.elem_type() == pb::SequenceProto::TENSOR ||
+                 (proto.elem_type() == pb::SequenceProto::UNDEFINED && proto.sequence_values_size() == 0 &&
+                  proto.map_values_size() == 0 && proto.optional_values_size() == 0),
+             NotImplementedError, "sequence file ", quoted(name),
+             " holds sequences, maps or optionals; kiln reads sequences of tensors only");
+  std::vector<Tensor> items;
+  for (int i = 0; i < proto.tensor_values_size(); ++i) {
+    items.push_back(tensor_from_proto(proto.tensor_values(i), "",
+                                      "element " + std::to_string(i) + " of " + quoted(name)));
+  }
+  return items;
+}
+
+std::vector<Tensor> read_sequence_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  KILN_CHECK(in.good(), ValueError, "cannot open sequence file ", quoted(path, 1024));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string bytes = ss.str();
+  return parse_sequence(bytes.data(), bytes.size(), path);
 }
 
 }  // namespace kiln::onnx
