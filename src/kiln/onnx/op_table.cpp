@@ -17,6 +17,7 @@ const OpTable& op_table() {
     register_quant_ops(t);
     register_control_ops(t);
     register_sequence_ops(t);
+    register_recurrent_ops(t);
     return t;
   }();
   return table;
