@@ -18,6 +18,7 @@ const OpTable& op_table() {
     register_control_ops(t);
     register_sequence_ops(t);
     register_recurrent_ops(t);
+    register_einsum_ops(t);
     return t;
   }();
   return table;
