@@ -5,7 +5,7 @@ set -euo pipefail
 # libonnx-dev, libprotobuf-dev, protobuf-compiler: the ONNX importer (src/kiln/onnx);
 # libonnx-testdata: the ONNX backend test suite that the conformance test runs.
 # libdnnl-dev: oneDNN, the GEMM peer that `kiln bench` (tools/bench/) calls directly.
-packages=(build-essential cmake ninja-build ccache libgtest-dev pkg-config zlib1g-dev libdnnl-dev
+packages=(build-essential cmake ninja-build ccache libgtest-dev pkg-config zlib1g-dev libsleef-dev libdnnl-dev
           libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata "$@")
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,24 @@
+#pragma once
+// Vectorised float32 math over contiguous arrays, compiled once per ISA level (AVX2,
+// AVX-512) with SLEEF's 1-ULP functions for the transcendentals, chosen once at start. The
+// unary kernels use it for contiguous float32 tensors; everything else takes the scalar path.
+// Formulas match the scalar kernels (scalar_math / unary_kernels), so special values agree:
+// sigmoid(x) = 1 / (1 + exp(-x)), silu(x) = x / (1 + exp(-x)), gelu with erf or tanh.
+#include <cstdint>
+
+namespace kiln::cpu {
+
+using VecUnaryF32 = void (*)(const float* in, float* out, int64_t n);
+
+struct VecMathF32 {
+  VecUnaryF32 exp = nullptr, log = nullptr, tanh = nullptr, sigmoid = nullptr, silu = nullptr,
+              gelu_erf = nullptr, gelu_tanh = nullptr, relu = nullptr;
+};
+
+const VecMathF32& vec_math_avx2();
+const VecMathF32& vec_math_avx512();
+
+// The table for the current ISA level; null entries (baseline level) mean "use scalar code".
+const VecMathF32& vec_math_f32();
+
+}  // namespace kiln::cpu

@@ -1,0 +1,22 @@
+// Vectorised float32 math, AVX2 + FMA variant (compiler flags set in CMakeLists.txt).
+#include <immintrin.h>
+#include <sleef.h>
+
+#include "vec_math.h"
+
+#define V __m256
+#define VW 8
+#define VLOAD(p) _mm256_loadu_ps(p)
+#define VSTORE(p, v) _mm256_storeu_ps((p), (v))
+#define VSET1(x) _mm256_set1_ps(x)
+#define VADD(a, b) _mm256_add_ps((a), (b))
+#define VSUB(a, b) _mm256_sub_ps((a), (b))
+#define VMUL(a, b) _mm256_mul_ps((a), (b))
+#define VDIV(a, b) _mm256_div_ps((a), (b))
+#define VMAX(a, b) _mm256_max_ps((a), (b))
+#define SLEEF_EXP Sleef_expf8_u10avx2
+#define SLEEF_LOG Sleef_logf8_u10avx2
+#define SLEEF_TANH Sleef_tanhf8_u10avx2
+#define SLEEF_ERF Sleef_erff8_u10avx2
+#define VEC_MATH_NAME vec_math_avx2
+#include "vec_math_body.inc"

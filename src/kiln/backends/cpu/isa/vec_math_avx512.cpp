@@ -1,0 +1,22 @@
+// Vectorised float32 math, AVX-512 variant (compiler flags set in CMakeLists.txt).
+#include <immintrin.h>
+#include <sleef.h>
+
+#include "vec_math.h"
+
+#define V __m512
+#define VW 16
+#define VLOAD(p) _mm512_loadu_ps(p)
+#define VSTORE(p, v) _mm512_storeu_ps((p), (v))
+#define VSET1(x) _mm512_set1_ps(x)
+#define VADD(a, b) _mm512_add_ps((a), (b))
+#define VSUB(a, b) _mm512_sub_ps((a), (b))
+#define VMUL(a, b) _mm512_mul_ps((a), (b))
+#define VDIV(a, b) _mm512_div_ps((a), (b))
+#define VMAX(a, b) _mm512_max_ps((a), (b))
+#define SLEEF_EXP Sleef_expf16_u10avx512f
+#define SLEEF_LOG Sleef_logf16_u10avx512f
+#define SLEEF_TANH Sleef_tanhf16_u10avx512f
+#define SLEEF_ERF Sleef_erff16_u10avx512f
+#define VEC_MATH_NAME vec_math_avx512
+#include "vec_math_body.inc"
