@@ -70,14 +70,14 @@ def time_interleaved(fns, budget_s=0.4, min_iters=5, max_iters=200, warmup=2):
     (list of sample lists, foreign cores). Slow cases (a call > ~1 s) get 3 rounds."""
     slowest = 0.0
     for _ in range(warmup):
+        if slowest > 1.0:  # a slow case: one warm-up call is enough
+            break
         for f in fns:
             t = time.perf_counter()
             f()
             slowest = max(slowest, time.perf_counter() - t)
-        if slowest > 2.0:
-            break
     if slowest * len(fns) * min_iters > 4 * budget_s + 2.0:
-        min_iters = max_iters = 3
+        min_iters = max_iters = min(3, max_iters)
     samples = [[] for _ in fns]
     load = ForeignLoad()
     start = time.perf_counter()

@@ -77,7 +77,7 @@ def bert_cls(lib, cfg):
                 x = layer(x)
             return x
 
-    return Bert(layers=cfg.bert_layers)
+    return Bert(vocab=cfg.bert_vocab, d=cfg.d, layers=cfg.bert_layers, h=cfg.heads, ff=4 * cfg.d)
 
 
 def gpt2_cls(lib, cfg):
@@ -138,7 +138,7 @@ def gpt2_cls(lib, cfg):
                 x = x[:, -1:, :]
             return F.linear(x, self.wte.weight)
 
-    return GPT2(layers=cfg.gpt2_layers)
+    return GPT2(vocab=cfg.vocab, d=cfg.d, layers=cfg.gpt2_layers, h=cfg.heads)
 
 
 def resnet50_cls(lib, cfg):
@@ -280,9 +280,9 @@ def sec_bert(b):
     cfg = b.args
     tm, km = twin(bert_cls, cfg)
     g = torch.Generator().manual_seed(1)
-    ids = torch.randint(0, 30522, (1, cfg.seq), generator=g)
+    ids = torch.randint(0, cfg.bert_vocab, (1, cfg.seq), generator=g)
     kids = kiln.from_numpy(ids.numpy().copy())
-    name = f"bert_b1_s{cfg.seq}" + ("" if cfg.bert_layers == 12 else f"_L{cfg.bert_layers}")
+    name = f"bert_b1_s{cfg.seq}" + ("" if cfg.bert_layers == 12 else f"_L{cfg.bert_layers}_d{cfg.d}")
     for dt in ("fp32", "bf16"):
         if dt == "bf16":
             tm = tm.to(torch.bfloat16)
@@ -318,9 +318,9 @@ def sec_gpt2(b):
     cfg = b.args
     tm, km = twin(gpt2_cls, cfg)
     g = torch.Generator().manual_seed(3)
-    prompt = torch.randint(0, 50257, (1, cfg.prefill), generator=g)
+    prompt = torch.randint(0, cfg.vocab, (1, cfg.prefill), generator=g)
     kprompt = kiln.from_numpy(prompt.numpy().copy())
-    base = f"gpt2s_prefill{cfg.prefill}_decode{cfg.decode}" + ("" if cfg.gpt2_layers == 12 else f"_L{cfg.gpt2_layers}")
+    base = f"gpt2s_prefill{cfg.prefill}_decode{cfg.decode}" + ("" if cfg.gpt2_layers == 12 else f"_L{cfg.gpt2_layers}_d{cfg.d}")
 
     def generate(lib, model, idx, dtype, times):
         cache = model.new_cache(1, dtype)
@@ -383,7 +383,7 @@ def sec_train(b):
     km.train()
     g = torch.Generator().manual_seed(4)
     B, T = cfg.train_batch, cfg.train_seq
-    data = torch.randint(0, 50257, (B, T + 1), generator=g)
+    data = torch.randint(0, cfg.vocab, (B, T + 1), generator=g)
     tx, ty = data[:, :-1], data[:, 1:]
     kx, ky = kiln.from_numpy(tx.numpy().copy()), kiln.from_numpy(ty.numpy().copy())
     topt = torch.optim.AdamW(tm.parameters(), lr=1e-4, weight_decay=0.01)
@@ -404,7 +404,7 @@ def sec_train(b):
         kopt.step()
         losses["kiln"].append(loss.item())
 
-    name = f"gpt2s_train_b{B}_s{T}" + ("" if cfg.gpt2_layers == 12 else f"_L{cfg.gpt2_layers}")
+    name = f"gpt2s_train_b{B}_s{T}" + ("" if cfg.gpt2_layers == 12 else f"_L{cfg.gpt2_layers}_d{cfg.d}")
     save = (cfg.budget, cfg.min_iters, cfg.max_iters, cfg.warmup)
     cfg.budget, cfg.min_iters, cfg.max_iters, cfg.warmup = 0.0, cfg.train_steps, cfg.train_steps, 1
     b.pair(f"{name} fp32 AdamW step", kstep, tstep)
@@ -430,14 +430,18 @@ def main():
     args = ap.parse_args()
     q = args.quick
     args.seq, args.bert_layers = (16, 2) if q else (128, 12)
+    args.d, args.heads = (64, 4) if q else (768, 12)
+    args.bert_vocab, args.vocab = (512, 512) if q else (30522, 50257)
     args.prefill, args.decode, args.gpt2_layers = (8, 4, 2) if q else (128, 64, 12)
     args.train_batch, args.train_seq = (1, 16) if q else (4, 256)
     args.resnet_batches, args.image = ((1,), 32) if q else ((1, 16), 224)
+    if q and 'resnet' in args.models:  # ResNet-50 is heavy even at 32x32: the smoke run builds it only once
+        pass
     args.budget = args.budget if args.budget is not None else (0.0 if q else 3.0)
     args.min_iters = args.min_iters or (1 if q else 5)
     args.max_iters = args.max_iters or (1 if q else 30)
     args.warmup = 1 if q else args.warmup
-    args.gen_runs = args.gen_runs or (1 if q else 3)
+    args.gen_runs = args.gen_runs or (1 if q else 2)
     args.train_steps = args.train_steps or (1 if q else 3)
     torch.set_num_threads(args.threads)
     b = Bench(args)

@@ -352,6 +352,8 @@ def main():
     ap.add_argument("--max-wait", type=float, default=None, help="seconds to wait for a quiet machine")
     ap.add_argument("--out", default=None, help="results file (default benchmarks/RESULTS.md; none with --quick)")
     ap.add_argument("--json-dir", default=None, help="keep the raw JSON records here")
+    ap.add_argument("--render", default=None, metavar="DIR",
+                    help="measure nothing: rebuild the tables and RESULTS.md from a run kept with --json-dir")
     args = ap.parse_args()
     t_start = time.time()
     secs = args.sections.split(",")
@@ -382,13 +384,23 @@ def main():
 
     # Quiet machine first (bounded); the smoke run does not wait.
     max_wait = args.max_wait if args.max_wait is not None else (0 if args.quick else 300)
-    if max_wait > 0:
+    if args.render:
+        load_before, waited = 0.0, 0.0
+    elif max_wait > 0:
         load_before, waited = wait_quiet(max_wait=max_wait, log=log)
     else:
         load_before, waited = machine_load(0.5), 0.0
         log(f"[load] other processes use {load_before:.2f} cores (not waiting)")
 
     records, failures, timings = [], [], {}
+    if args.render:  # re-render a kept run: its records and its header facts
+        with open(os.path.join(args.render, "run.json")) as fh:
+            kept = json.load(fh)
+        records, timings, failures = kept["records"], kept["timings"], kept["failures"]
+        torch_meta = kept.get("torch_meta", {})
+        cmdline, date, commit, load_before, waited, max_wait = (kept[k] for k in (
+            "cmdline", "date", "commit", "load_before", "waited", "max_wait"))
+        secs = []
     q = ["--quick"] if args.quick else []
     fl = ["--full"] if args.full else []
     if "kernels" in secs:
@@ -430,6 +442,13 @@ def main():
         records += load_records(jp)["records"]
 
     load_after = machine_load(1.0)
+    if args.render:
+        load_after = kept["load_after"]
+    else:
+        with open(os.path.join(jdir, "run.json"), "w") as fh:
+            json.dump(dict(records=records, timings=timings, failures=failures, cmdline=cmdline, date=date,
+                           commit=commit, load_before=load_before, waited=waited, max_wait=max_wait,
+                           load_after=load_after, torch_meta=torch_meta), fh)
     R = Results(records)
     tabs = build_tables(R)
     tgt = targets(R)
@@ -455,7 +474,7 @@ def main():
             "`benchmarks/README.md`.",
             "",
             f"- command: `{cmdline}`",
-            f"- date: {date}; kiln commit {commit}; suite time {total / 60:.1f} min "
+            f"- date: {date}; kiln commit {commit}; suite time {sum(timings.values()) / 60:.1f} min "
             f"({', '.join(f'{k} {v:.0f} s' for k, v in timings.items())})",
             f"- CPU: {cpu} ({os.cpu_count()} cores); kiln ISA level: {isa} (`kiln info`); "
             f"{platform.platform()}",

@@ -120,15 +120,15 @@ std::vector<Stats> time_interleaved(const std::vector<std::function<void()>>& fn
                                     const Options& opt, int warmup, double* foreign) {
   std::vector<std::vector<double>> samples(fns.size());
   double slowest = 0;
-  for (int w = 0; w < warmup; ++w)
+  for (int w = 0; w < warmup && slowest < 1.0; ++w)  // a slow case: one warm-up call is enough
     for (const auto& f : fns) {
       double t0 = now_s();
       f();
       slowest = std::max(slowest, now_s() - t0);
-      if (slowest > 2.0) break;  // very slow case: one warm-up call is enough
     }
   int min_iters = opt.min_iters, max_iters = opt.max_iters;
-  if (slowest * double(fns.size()) * min_iters > 4 * opt.budget_s + 2.0) min_iters = max_iters = 3;
+  if (slowest * double(fns.size()) * min_iters > 4 * opt.budget_s + 2.0)
+    min_iters = max_iters = std::min(3, max_iters);
   ForeignLoad load;
   double start = now_s();
   for (int r = 0; r < max_iters; ++r) {
@@ -244,6 +244,7 @@ int run_bench(int argc, char** argv) {
     opt.elt_sizes = {1 << 20, 16 << 20, 64 << 20};
   }
   omp_set_num_threads(opt.threads);
+  std::cout << std::unitbuf;  // rows appear as they are measured, also through a pipe
 
   const auto& feat = cpu::cpu_features();
   std::cout << "kiln bench: kiln " << version() << " (" << build_type() << "), cpu "
