@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "isa/vec_math.h"
 #include "kiln/core/convert.h"
 #include "kiln/dispatch/registry.h"
 #include "reduce_utils.h"
@@ -13,10 +14,27 @@
 namespace kiln::cpu {
 namespace {
 
+// Contiguous float32 along the last dim: the ISA-selected vector row (float32 accumulation,
+// as PyTorch), rows split over the threads.
+bool vectorised_softmax(const Tensor& in, const Tensor& out, int64_t dim, bool log) {
+  const VecSoftmaxRowF32 row = vec_math_f32().softmax_row;
+  const int64_t d = dim < 0 ? dim + in.dim() : dim;
+  if (!row || in.dtype() != DType::F32 || in.dim() == 0 || d != in.dim() - 1 ||
+      !in.is_contiguous() || !out.is_contiguous() || in.numel() == 0)
+    return false;
+  const int64_t len = in.size(d), rows = in.numel() / len;
+  const float* src = static_cast<const float*>(in.raw_data());
+  float* dst = static_cast<float*>(out.raw_data());
+#pragma omp parallel for schedule(static) if (rows > 1 && in.numel() >= (int64_t(1) << 15))
+  for (int64_t r = 0; r < rows; ++r) row(src + r * len, dst + r * len, len, log);
+  return true;
+}
+
 template <bool kLog>
 void softmax_kernel(OpCall& call) {
   const Tensor& in = call.inputs[0];
   const Tensor& out = call.outs[0];
+  if (vectorised_softmax(in, out, call.int_attr(0), kLog)) return;
   LineGeometry g = line_geometry(in, out, call.int_attr(0));
   KILN_DISPATCH_FLOAT(in.dtype(), kLog ? "log_softmax" : "softmax", [&]<typename T>() {
     using C = opmath_t<T>;

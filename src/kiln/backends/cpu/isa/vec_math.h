@@ -10,9 +10,14 @@ namespace kiln::cpu {
 
 using VecUnaryF32 = void (*)(const float* in, float* out, int64_t n);
 
+// softmax (log_softmax when log) of one contiguous row of n values; the row's maximum is
+// subtracted first, the sum of exponentials accumulates in float32 lanes (as PyTorch).
+using VecSoftmaxRowF32 = void (*)(const float* in, float* out, int64_t n, bool log);
+
 struct VecMathF32 {
   VecUnaryF32 exp = nullptr, log = nullptr, tanh = nullptr, sigmoid = nullptr, silu = nullptr,
               gelu_erf = nullptr, gelu_tanh = nullptr, relu = nullptr;
+  VecSoftmaxRowF32 softmax_row = nullptr;
 };
 
 const VecMathF32& vec_math_avx2();

@@ -1,5 +1,6 @@
 // Vectorised float32 math, AVX-512 variant (compiler flags set in CMakeLists.txt).
 #include <immintrin.h>
+#include <cmath>
 #include <sleef.h>
 
 #include "vec_math.h"
