@@ -10,6 +10,7 @@
 #include "kiln/dispatch/registry.h"
 #include "isa/gemm_bf16.h"
 #include "isa/gemm_f32.h"
+#include "isa/vec_math.h"
 #include "reduce_utils.h"
 #include "scalar_math.h"
 
@@ -60,9 +61,43 @@ MatOperand matrix(const Tensor& t, const Shape& batch) {
 // float32 with a unit-stride output: the ISA-specific microkernel (float accumulation, as
 // BLAS). B is packed row-major first when its columns are not contiguous (a transposed
 // weight), which costs K*N copies per product and makes every layout take the fast path.
+// Few rows times a B whose columns are contiguous (x @ W.T with a row-major weight W: every
+// Linear in LLM decoding): each output is a dot product of two contiguous vectors, so the
+// weight streams from memory once, in order, without the transposed copy the general path
+// makes. Columns are split over the threads.
+bool run_gemv_transposed_f32(const Gemm& g, const float* A, const float* B, float* C,
+                             const float* S, float alpha, float beta, bool use_self) {
+  const VecDotF32 dot = vec_math_f32().dot;
+  if (!dot || g.M >= kGemmBlockedMinRows || g.b.rs != 1 || g.K == 0) return false;
+  std::vector<float> row(size_t(g.K));
+  for (int64_t i = 0; i < g.M; ++i) {
+    const float* a = A + i * g.a.rs;
+    if (g.a.cs != 1) {
+      for (int64_t k = 0; k < g.K; ++k) row[size_t(k)] = a[k * g.a.cs];
+      a = row.data();
+    }
+    const bool parallel = g.N * g.K >= (int64_t(1) << 16);
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t j = 0; j < g.N; ++j) {
+      float r = alpha * dot(a, B + j * g.b.cs, g.K);
+      if (use_self) r += beta * S[i * g.self.rs + j * g.self.cs];
+      C[i * g.c.rs + j * g.c.cs] = r;
+    }
+  }
+  return true;
+}
+
 void run_gemm_f32(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
   const float alpha = alpha_s.to<float>(), beta = beta_s.to<float>();
   const bool use_self = g.has_self && beta != 0.0f;
+  int64_t batches = 1;
+  for (int64_t d : g.batch) batches *= d;
+  if (batches == 1 && run_gemv_transposed_f32(g, reinterpret_cast<const float*>(g.a.data),
+                                                 reinterpret_cast<const float*>(g.b.data),
+                                                 const_cast<float*>(reinterpret_cast<const float*>(g.c.data)),
+                                                 reinterpret_cast<const float*>(g.self.data),
+                                                 alpha, beta, use_self))
+    return;
   const GemmF32Fn kernel = gemm_f32_kernel();
   const float* A = reinterpret_cast<const float*>(g.a.data);
   const float* B = reinterpret_cast<const float*>(g.b.data);

@@ -14,10 +14,14 @@ using VecUnaryF32 = void (*)(const float* in, float* out, int64_t n);
 // subtracted first, the sum of exponentials accumulates in float32 lanes (as PyTorch).
 using VecSoftmaxRowF32 = void (*)(const float* in, float* out, int64_t n, bool log);
 
+// sum_k a[k] * b[k] over contiguous arrays (several float32 accumulators).
+using VecDotF32 = float (*)(const float* a, const float* b, int64_t n);
+
 struct VecMathF32 {
   VecUnaryF32 exp = nullptr, log = nullptr, tanh = nullptr, sigmoid = nullptr, silu = nullptr,
               gelu_erf = nullptr, gelu_tanh = nullptr, relu = nullptr;
   VecSoftmaxRowF32 softmax_row = nullptr;
+  VecDotF32 dot = nullptr;
 };
 
 const VecMathF32& vec_math_avx2();

@@ -14,6 +14,7 @@
 #define VSUB(a, b) _mm256_sub_ps((a), (b))
 #define VMUL(a, b) _mm256_mul_ps((a), (b))
 #define VDIV(a, b) _mm256_div_ps((a), (b))
+#define VFMA(a, b, c) _mm256_fmadd_ps((a), (b), (c))
 #define VMAX(a, b) _mm256_max_ps((a), (b))
 #define SLEEF_EXP Sleef_expf8_u10avx2
 #define SLEEF_LOG Sleef_logf8_u10avx2

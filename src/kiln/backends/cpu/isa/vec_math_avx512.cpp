@@ -14,6 +14,7 @@
 #define VSUB(a, b) _mm512_sub_ps((a), (b))
 #define VMUL(a, b) _mm512_mul_ps((a), (b))
 #define VDIV(a, b) _mm512_div_ps((a), (b))
+#define VFMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))
 #define VMAX(a, b) _mm512_max_ps((a), (b))
 #define SLEEF_EXP Sleef_expf16_u10avx512f
 #define SLEEF_LOG Sleef_logf16_u10avx512f
