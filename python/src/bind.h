@@ -86,6 +86,7 @@ void bind_dlpack(nb::module_& m, nb::class_<Tensor>& cls);
 PyType_Slot* tensor_type_slots();
 void bind_autograd_function(nb::module_& m);
 void bind_io(nb::module_& m);
+void bind_onnx(nb::module_& m);  // kiln._C._onnx
 
 }  // namespace kiln::py
 

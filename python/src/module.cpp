@@ -33,4 +33,5 @@ NB_MODULE(_C, m) {
   bind_nn_functional(m);
   bind_autograd_function(m);
   bind_io(m);
+  bind_onnx(m);
 }
