@@ -19,6 +19,7 @@ const OpTable& op_table() {
     register_sequence_ops(t);
     register_recurrent_ops(t);
     register_einsum_ops(t);
+    register_signal_ops(t);
     return t;
   }();
   return table;

@@ -35,5 +35,7 @@ void register_control_ops(OpTable& table);
 void register_sequence_ops(OpTable& table);
 void register_recurrent_ops(OpTable& table);
 void register_einsum_ops(OpTable& table);
+void register_signal_ops(OpTable& table);
+void register_detection_ops(OpTable& table);
 
 }  // namespace kiln::onnx
