@@ -20,6 +20,7 @@ const OpTable& op_table() {
     register_recurrent_ops(t);
     register_einsum_ops(t);
     register_signal_ops(t);
+    register_detection_ops(t);
     return t;
   }();
   return table;
