@@ -21,6 +21,7 @@ const OpTable& op_table() {
     register_einsum_ops(t);
     register_signal_ops(t);
     register_detection_ops(t);
+    register_grid_sample_ops(t);
     return t;
   }();
   return table;
