@@ -116,6 +116,8 @@ void bind_linalg_views(nb::module_& m, nb::class_<Tensor>& cls) {
   BOTH("matmul", [](const Tensor& a, const Tensor& b) { return kiln::matmul(a, b); },
        nb::arg("other"), GIL);
   BOTH("mm", [](const Tensor& a, const Tensor& b) { return kiln::mm(a, b); }, nb::arg("mat2"), GIL);
+  m.def("_int_mm", [](const Tensor& a, const Tensor& b) { return kiln::int_mm(a, b); },
+        nb::arg("self"), nb::arg("mat2"), GIL);
   BOTH("bmm", [](const Tensor& a, const Tensor& b) { return kiln::bmm(a, b); }, nb::arg("mat2"), GIL);
   BOTH("addmm", [](const Tensor& s, const Tensor& a, const Tensor& b, const Scalar& beta,
                    const Scalar& alpha) { return kiln::addmm(s, a, b, beta, alpha); },

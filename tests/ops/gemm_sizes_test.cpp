@@ -112,5 +112,38 @@ TEST(MatmulSizes, BFloat16AtEdgeSizesAndLayouts) {
     }
 }
 
+// int_mm: int8 / uint8 x int8 -> int32, exact, against a 64-bit reference (extreme values
+// included: the signed path shifts A by 128 and corrects with B's column sums).
+TEST(MatmulSizes, Int8ProductsAreExact) {
+  const int64_t sizes[][3] = {{1, 1, 1}, {7, 17, 5}, {8, 33, 301}, {97, 70, 1030}, {13, 513, 64}};
+  std::mt19937 rng(5);
+  for (const auto& s : sizes)
+    for (DType at : {DType::I8, DType::U8}) {
+      const int64_t M = s[0], N = s[1], K = s[2];
+      std::vector<int64_t> av(size_t(M * K)), bv(size_t(K * N));
+      std::uniform_int_distribution<int> da(at == DType::I8 ? -128 : 0, at == DType::I8 ? 127 : 255);
+      std::uniform_int_distribution<int> db(-128, 127);
+      for (auto& v : av) v = da(rng);
+      for (auto& v : bv) v = db(rng);
+      av[0] = at == DType::I8 ? -128 : 255;  // extremes
+      bv[0] = -128;
+      Tensor a = tensor_from(av, {M, K}).to(at), b = tensor_from(bv, {K, N}).to(DType::I8);
+      Tensor c = int_mm(a, b);
+      ASSERT_EQ(c.dtype(), DType::I32);
+      ASSERT_EQ(c.shape(), (Shape{M, N}));
+      auto got = c.to_vector<int64_t>();
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+          int64_t want = 0;
+          for (int64_t k = 0; k < K; ++k) want += av[size_t(i * K + k)] * bv[size_t(k * N + j)];
+          ASSERT_EQ(got[size_t(i * N + j)], want) << dtype_name(at) << " M=" << M << " N=" << N
+                                                  << " K=" << K << " at " << i << "," << j;
+        }
+    }
+  EXPECT_THROW(int_mm(zeros({2, 3}, DType::I8), zeros({4, 2}, DType::I8)), ShapeError);
+  EXPECT_THROW(int_mm(zeros({2, 3}, DType::F32), zeros({3, 2}, DType::I8)), TypeError);
+  EXPECT_THROW(int_mm(zeros({2, 3}, DType::I8), zeros({3, 2}, DType::U8)), TypeError);
+}
+
 }  // namespace
 }  // namespace kiln::test

@@ -17,4 +17,8 @@ Tensor dot(const Tensor& a, const Tensor& b);
 // x @ weight.T + bias (bias may be undefined)
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
+// 8-bit integer matrix product with int32 results, as torch._int_mm: a int8 or uint8 [M, K],
+// b int8 [K, N] -> int32 [M, N] (sums wrap in int32).
+Tensor int_mm(const Tensor& a, const Tensor& b);
+
 }  // namespace kiln

@@ -201,8 +201,26 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   return bias.defined() ? add(y, bias) : y;
 }
 
+Tensor int_mm(const Tensor& a, const Tensor& b) {
+  KILN_CHECK(a.dim() == 2 && b.dim() == 2, ShapeError, "int_mm: expected 2-D matrices, got ",
+             shape_str(a.shape()), " and ", shape_str(b.shape()));
+  KILN_CHECK(a.dtype() == DType::I8 || a.dtype() == DType::U8, TypeError,
+             "int_mm: expected self of dtype int8 or uint8, got ", dtype_name(a.dtype()));
+  KILN_CHECK(b.dtype() == DType::I8, TypeError, "int_mm: expected mat2 of dtype int8, got ",
+             dtype_name(b.dtype()));
+  KILN_CHECK(a.size(1) == b.size(0), ShapeError, "int_mm: mat1 and mat2 shapes cannot be "
+             "multiplied (", a.size(0), "x", a.size(1), " and ", b.size(0), "x", b.size(1), ")");
+  KILN_CHECK(a.device() == b.device(), DeviceError, "int_mm: expected both matrices on one "
+             "device, got ", a.device().str(), " and ", b.device().str());
+  return call_op(KILN_OP("int_mm"), {a.contiguous(), b.contiguous()});
+}
+
 namespace ops {
 void register_linalg_ops() {
+  register_op("int_mm", "int_mm(Tensor self, Tensor mat2) -> Tensor",
+              [](const OpCall& c) -> std::vector<TensorMeta> {
+                return {{Shape{c.inputs[0].size(0), c.inputs[1].size(1)}, DType::I32}};
+              });
   register_op("matmul", "matmul(Tensor self, Tensor other) -> Tensor", matmul_meta);
   register_op("mm", "mm(Tensor self, Tensor mat2) -> Tensor", mm_meta);
   register_op("bmm", "bmm(Tensor self, Tensor mat2) -> Tensor", bmm_meta);

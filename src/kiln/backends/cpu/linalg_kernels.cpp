@@ -10,6 +10,7 @@
 #include "kiln/dispatch/registry.h"
 #include "isa/gemm_bf16.h"
 #include "isa/gemm_f32.h"
+#include "isa/gemm_s8.h"
 #include "isa/vec_math.h"
 #include "reduce_utils.h"
 #include "scalar_math.h"
@@ -283,7 +284,19 @@ void addmm_kernel(OpCall& call) {
 
 }  // namespace
 
+// int_mm: contiguous int8/uint8 [M, K] x int8 [K, N] -> int32 (isa/gemm_s8.h).
+void int_mm_kernel(OpCall& call) {
+  const Tensor& a = call.inputs[0];
+  const Tensor& b = call.inputs[1];
+  const Tensor& c = call.outs[0];
+  gemm_s8_kernel()(a.size(0), b.size(1), a.size(1), static_cast<const uint8_t*>(a.raw_data()),
+                   a.dtype() == DType::I8, static_cast<const int8_t*>(b.raw_data()),
+                   static_cast<int32_t*>(c.raw_data()));
+}
+
 void register_linalg_kernels() {
+  register_kernel("int_mm", DeviceType::CPU, int_mm_kernel,
+                  dtype_bit(DType::I8) | dtype_bit(DType::U8));
   for (const char* name : {"matmul", "mm", "bmm", "dot"})
     register_kernel(name, DeviceType::CPU, matmul_kernel, kNumericDTypes);
   for (const char* name : {"addmm", "baddbmm"})

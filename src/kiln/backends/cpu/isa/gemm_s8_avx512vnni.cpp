@@ -1,0 +1,140 @@
+// 8-bit GEMM with AVX-512 VNNI (compiler flags set in CMakeLists.txt): the blocked design of
+// gemm_f32_blocked.inc with K taken four at a time. B is packed per block into panels of 32
+// columns holding (k..k+3) quadruples in one int32 each, A into panels of 6 rows of
+// quadruples; vpdpbusd adds four u8 x s8 products into each of 16 int32 lanes. K is padded to a
+// multiple of 4 with zeros.
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "gemm_s8.h"
+
+namespace kiln::cpu {
+
+namespace {
+
+constexpr int64_t kMR = 6, kNR = 32, kKC = 1024, kMC = 96, kNC = 512;
+
+inline void microkernel(int64_t kq, const uint32_t* __restrict a, const uint32_t* __restrict b,
+                        int32_t* c, int64_t ldc, int64_t mr, int64_t nr, bool accumulate) {
+  __m512i acc[kMR][2];
+#pragma GCC unroll 6
+  for (int r = 0; r < kMR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
+  for (int64_t k = 0; k < kq; ++k) {
+    const __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + 16);
+#pragma GCC unroll 6
+    for (int r = 0; r < kMR; ++r) {
+      const __m512i ar = _mm512_set1_epi32(int(a[r]));
+      acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], ar, b0);
+      acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], ar, b1);
+    }
+    a += kMR;
+    b += kNR;
+  }
+  alignas(64) int32_t tile[kMR * kNR];
+  for (int r = 0; r < kMR; ++r) {
+    _mm512_store_si512(tile + r * kNR, acc[r][0]);
+    _mm512_store_si512(tile + r * kNR + 16, acc[r][1]);
+  }
+  for (int64_t r = 0; r < mr; ++r)
+    for (int64_t j = 0; j < nr; ++j)
+      c[r * ldc + j] = accumulate ? c[r * ldc + j] + tile[r * kNR + j] : tile[r * kNR + j];
+}
+
+void pack_b(const int8_t* B, int64_t N, int64_t K, int64_t k0, int64_t kc, int64_t j0, int64_t nc,
+            uint32_t* out) {
+  const int64_t panels = (nc + kNR - 1) / kNR, kq = (kc + 3) / 4;
+#pragma omp for schedule(static)
+  for (int64_t p = 0; p < panels; ++p) {
+    const int64_t j = j0 + p * kNR, w = std::min(kNR, j0 + nc - j);
+    uint32_t* dst = out + p * kq * kNR;
+    for (int64_t q = 0; q < kq; ++q)
+      for (int64_t jj = 0; jj < kNR; ++jj) {
+        uint32_t v = 0;
+        if (jj < w)
+          for (int64_t t = 0; t < 4; ++t) {
+            const int64_t k = k0 + 4 * q + t;
+            if (k < K) v |= uint32_t(uint8_t(B[k * N + j + jj])) << (8 * t);
+          }
+        dst[q * kNR + jj] = v;
+      }
+  }
+}
+
+// A rows as unsigned bytes (signed A already shifted by +128 by flipping the top bit).
+void pack_a(const uint8_t* A, int64_t K, bool flip, int64_t i0, int64_t mc, int64_t k0,
+            int64_t kc, uint32_t* out) {
+  const int64_t kq = (kc + 3) / 4;
+  for (int64_t p = 0; p * kMR < mc; ++p) {
+    const int64_t i = i0 + p * kMR, h = std::min(kMR, i0 + mc - i);
+    uint32_t* dst = out + p * kq * kMR;
+    for (int64_t q = 0; q < kq; ++q)
+      for (int64_t r = 0; r < kMR; ++r) {
+        uint32_t v = 0;
+        if (r < h)
+          for (int64_t t = 0; t < 4; ++t) {
+            const int64_t k = k0 + 4 * q + t;
+            // Padding stays 0 (it meets zero B bytes, so any value would do).
+            if (k < K) v |= uint32_t(uint8_t(A[(i + r) * K + k] ^ (flip ? 0x80 : 0))) << (8 * t);
+          }
+        dst[q * kMR + r] = v;
+      }
+  }
+}
+
+}  // namespace
+
+void gemm_s8_avx512vnni(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool a_signed,
+                        const int8_t* B, int32_t* C) {
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) {
+    std::fill(C, C + M * N, 0);
+    return;
+  }
+  const int64_t nc_max = std::min(kNC, ((N + kNR - 1) / kNR) * kNR);
+  std::vector<uint32_t> packed_b(size_t(kKC / 4 * nc_max));
+  const bool parallel = M * N * K >= (int64_t(1) << 18) && omp_get_max_threads() > 1;
+  for (int64_t j0 = 0; j0 < N; j0 += kNC) {
+    const int64_t nc = std::min(kNC, N - j0), jr_panels = (nc + kNR - 1) / kNR;
+    for (int64_t k0 = 0; k0 < K; k0 += kKC) {
+      const int64_t kc = std::min(kKC, K - k0), kq = (kc + 3) / 4;
+      const int64_t ic_blocks = (M + kMC - 1) / kMC;
+#pragma omp parallel if (parallel)
+      {
+        pack_b(B, N, K, k0, kc, j0, nc, packed_b.data());
+        const int64_t threads = omp_get_num_threads();
+        const int64_t groups =
+            std::min<int64_t>(jr_panels, std::max<int64_t>(1, threads / ic_blocks));
+        thread_local std::vector<uint32_t> packed_a;
+        packed_a.resize(size_t(kMC * kKC / 4));
+#pragma omp for schedule(static)
+        for (int64_t t = 0; t < ic_blocks * groups; ++t) {
+          const int64_t ib = t / groups, g = t % groups;
+          const int64_t i0 = ib * kMC, mc = std::min(kMC, M - i0);
+          pack_a(A, K, a_signed, i0, mc, k0, kc, packed_a.data());
+          const int64_t p_begin = jr_panels * g / groups, p_end = jr_panels * (g + 1) / groups;
+          for (int64_t p = p_begin; p < p_end; ++p) {
+            const int64_t j = p * kNR, nr = std::min(kNR, nc - j);
+            for (int64_t ir = 0; ir < mc; ir += kMR)
+              microkernel(kq, packed_a.data() + (ir / kMR) * kq * kMR,
+                          packed_b.data() + p * kq * kNR, C + (i0 + ir) * N + j0 + j, N,
+                          std::min(kMR, mc - ir), nr, k0 > 0);
+          }
+        }
+      }
+    }
+  }
+  if (a_signed) {
+    // (a + 128) . b = a . b + 128 * sum(b): remove the shift's contribution per column.
+    std::vector<int32_t> colsum(size_t(N), 0);
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t j = 0; j < N; ++j) colsum[size_t(j)] += B[k * N + j];
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) C[i * N + j] -= 128 * colsum[size_t(j)];
+  }
+}
+
+}  // namespace kiln::cpu

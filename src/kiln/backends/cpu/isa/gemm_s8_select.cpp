@@ -1,0 +1,30 @@
+// Choice of the 8-bit GEMM variant, and the plain-loop reference used below AVX-512 VNNI.
+#include "gemm_s8.h"
+#include "kiln/backends/cpu/cpu_info.h"
+
+namespace kiln::cpu {
+
+void gemm_s8_reference(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool a_signed,
+                       const int8_t* B, int32_t* C) {
+  for (int64_t i = 0; i < M; ++i) {
+    int32_t* c = C + i * N;
+    for (int64_t j = 0; j < N; ++j) c[j] = 0;
+    for (int64_t k = 0; k < K; ++k) {
+      const uint8_t raw = A[i * K + k];
+      const int32_t a = a_signed ? int32_t(int8_t(raw)) : int32_t(raw);
+      const int8_t* b = B + k * N;
+      for (int64_t j = 0; j < N; ++j) c[j] += a * int32_t(b[j]);
+    }
+  }
+}
+
+GemmS8Fn gemm_s8_kernel() {
+  static const GemmS8Fn fn = [] {
+    if (isa_level() >= IsaLevel::Avx512Vnni && cpu_features().avx512_vnni)
+      return &gemm_s8_avx512vnni;
+    return &gemm_s8_reference;
+  }();
+  return fn;
+}
+
+}  // namespace kiln::cpu
