@@ -5,6 +5,7 @@
 #include <random>
 
 #include "bind.h"
+#include "kiln/runtime/threads.h"
 
 namespace kiln::py {
 
@@ -163,6 +164,10 @@ void bind_runtime(nb::module_& m) {
       .def("query", &Event::query)
       .def("synchronize", &Event::synchronize, nb::call_guard<nb::gil_scoped_release>())
       .def("elapsed_time", &Event::elapsed_time);
+
+  // ---- CPU threads (torch.set_num_threads / get_num_threads)
+  m.def("set_num_threads", [](int n) { kiln::set_num_threads(n); }, nb::arg("int"));
+  m.def("get_num_threads", [] { return kiln::get_num_threads(); });
 
   // ---- devices and memory
   m.def("device_count", [](const std::string& type) {

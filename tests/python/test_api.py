@@ -374,3 +374,18 @@ def test_gil_released_during_ops():
     if elapsed < 0.05:
         pytest.skip(f"matmul too fast to observe ({elapsed:.3f} s)")
     assert progressed > 1000, f"other thread made {progressed} steps in {elapsed:.2f} s"
+
+
+def test_num_threads_like_torch():
+    before = kiln.get_num_threads()
+    assert before >= 1
+    kiln.set_num_threads(1)
+    assert kiln.get_num_threads() == 1
+    a, b = kiln.randn(64, 48), kiln.randn(48, 80)
+    one = (a @ b).numpy()
+    kiln.set_num_threads(2)
+    assert kiln.get_num_threads() == 2
+    np.testing.assert_array_equal((a @ b).numpy(), one)
+    with pytest.raises(ValueError):
+        kiln.set_num_threads(0)
+    kiln.set_num_threads(before)
