@@ -22,6 +22,7 @@ const OpTable& op_table() {
     register_signal_ops(t);
     register_detection_ops(t);
     register_grid_sample_ops(t);
+    register_unique_reverse_ops(t);
     return t;
   }();
   return table;

@@ -38,5 +38,6 @@ void register_einsum_ops(OpTable& table);
 void register_signal_ops(OpTable& table);
 void register_detection_ops(OpTable& table);
 void register_grid_sample_ops(OpTable& table);
+void register_unique_reverse_ops(OpTable& table);
 
 }  // namespace kiln::onnx
