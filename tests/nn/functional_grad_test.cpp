@@ -84,3 +84,37 @@ TEST(FunctionalGrad, Activations) {
 
 }  // namespace
 }  // namespace kiln::nn
+
+namespace kiln::nn {
+namespace {
+
+using namespace test;
+namespace F = functional;
+
+// The fused layer_norm / rms_norm ops: second derivatives, and agreement with the composite
+// formula written out with ops (the path mixed-dtype inputs take).
+TEST(FunctionalGrad, FusedNormsSecondDerivativesAndCompositeAgreement) {
+  Tensor x = leaf({3, 2, 4}, 40, -2, 2), w = leaf({2, 4}, 41, 0.5, 1.5), b = leaf({2, 4}, 42);
+  auto ln = [](const V& in) { return F::layer_norm(in[0], {2, 4}, in[1], in[2], 1e-5); };
+  auto r = autograd::gradgradcheck(ln, V{x, w, b});
+  EXPECT_TRUE(r.ok) << r.message;
+  Tensor w1 = leaf({4}, 43, 0.5, 1.5);
+  auto rms = [](const V& in) { return F::rms_norm(in[0], {4}, in[1], 1e-6); };
+  auto r2 = autograd::gradgradcheck(rms, V{x, w1});
+  EXPECT_TRUE(r2.ok) << r2.message;
+  // Composite references.
+  Tensor mu = mean(x, {1, 2}, true);
+  Tensor ref = (x - mu) * rsqrt(var(x, {1, 2}, 0, true) + 1e-5) * w + b;
+  EXPECT_LT(max(abs(F::layer_norm(x, {2, 4}, w, b, 1e-5) - ref)).item<double>(), 1e-12);
+  Tensor ref_rms = x * rsqrt(mean(x * x, {2}, true) + 1e-6) * w1;
+  EXPECT_LT(max(abs(F::rms_norm(x, {4}, w1, 1e-6) - ref_rms)).item<double>(), 1e-12);
+  // float32 and bfloat16 rows against the float64 result.
+  for (DType t : {DType::F32, DType::BF16}) {
+    Tensor y = F::layer_norm(x.to(t), {2, 4}, w.to(t), b.to(t), 1e-5).to(DType::F64);
+    const double tol = t == DType::F32 ? 1e-5 : 3e-2;
+    EXPECT_LT(max(abs(y - ref)).item<double>(), tol) << dtype_name(t);
+  }
+}
+
+}  // namespace
+}  // namespace kiln::nn

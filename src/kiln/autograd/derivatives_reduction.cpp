@@ -208,12 +208,14 @@ void register_view_derivatives();
 void register_elementwise_derivatives();
 void register_indexing_derivatives();
 void register_conv_derivatives();  // derivatives_conv.cpp
+void register_norm_derivatives();  // derivatives_norm.cpp
 void register_builtin_derivatives() {
   register_elementwise_derivatives();
   register_view_derivatives();
   register_reduction_derivatives();
   register_indexing_derivatives();  // includes prod (exact with zeros)
   register_conv_derivatives();
+  register_norm_derivatives();
 }
 
 }  // namespace kiln::autograd

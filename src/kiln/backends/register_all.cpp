@@ -17,6 +17,7 @@ void register_indexing_ops();
 void register_random_ops();
 void register_conv_ops();
 void register_pooling_ops();
+void register_normalization_ops();
 }  // namespace ops
 namespace cpu {
 void register_copy_kernels();
@@ -28,6 +29,7 @@ void register_indexing_kernels();
 void register_random_kernels();
 void register_conv_kernels();
 void register_pooling_kernels();
+void register_normalization_kernels();
 }  // namespace cpu
 namespace testing_backend {
 void register_testing_kernels();
@@ -47,6 +49,7 @@ void ensure_ops_registered() {
     ops::register_random_ops();
     ops::register_conv_ops();
     ops::register_pooling_ops();
+    ops::register_normalization_ops();
     cpu::register_copy_kernels();
     cpu::register_unary_kernels();
     cpu::register_binary_kernels();
@@ -56,6 +59,7 @@ void ensure_ops_registered() {
     cpu::register_random_kernels();
     cpu::register_conv_kernels();
     cpu::register_pooling_kernels();
+    cpu::register_normalization_kernels();
     testing_backend::register_testing_kernels();
   });
 }

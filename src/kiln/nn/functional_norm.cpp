@@ -3,6 +3,7 @@
 #include "kiln/nn/functional.h"
 #include "kiln/ops/copy.h"
 #include "kiln/ops/elementwise.h"
+#include "kiln/ops/normalization.h"
 #include "kiln/ops/reduction.h"
 #include "kiln/ops/views.h"
 
@@ -31,6 +32,13 @@ void check_affine(const char* fn, const char* what, const Tensor& t, const Shape
              " of shape ", shape_str(want), ", got ", shape_str(t.shape()));
 }
 
+// The fused ops need a floating input and affine parameters of its dtype and device; other
+// mixes (a float32 weight on a bfloat16 input, ...) take the composite path, which promotes.
+bool fusable(const Tensor& x, const Tensor& p) {
+  return is_floating(x.dtype()) &&
+         (!p.defined() || (p.dtype() == x.dtype() && p.device() == x.device()));
+}
+
 double machine_epsilon(DType t) {
   switch (t) {
     case DType::F64: return 2.220446049250313e-16;
@@ -54,6 +62,8 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
   auto dims = trailing_dims("layer_norm", x, normalized_shape);
   check_affine("layer_norm", "weight", weight, normalized_shape);
   check_affine("layer_norm", "bias", bias, normalized_shape);
+  if (fusable(x, weight) && fusable(x, bias))
+    return std::get<0>(native_layer_norm(x, int64_t(dims.size()), weight, bias, eps));
   Tensor mu = mean(x, dims, true);
   Tensor v = var(x, dims, 0, true);
   Tensor y = (x - mu) * rsqrt(v + eps);
@@ -67,6 +77,7 @@ Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& we
   auto dims = trailing_dims("rms_norm", x, normalized_shape);
   check_affine("rms_norm", "weight", weight, normalized_shape);
   double e = eps.value_or(machine_epsilon(x.dtype()));
+  if (fusable(x, weight)) return std::get<0>(native_rms_norm(x, int64_t(dims.size()), weight, e));
   Tensor y = x * rsqrt(mean(x * x, dims, true) + e);
   if (weight.defined()) y = y * weight;
   return y;

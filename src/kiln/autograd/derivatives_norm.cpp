@@ -1,0 +1,80 @@
+// Derivatives of the fused normalisations, written with ops (so double backward works) from
+// the saved statistics. With xhat = (x - mean) * rstd (layer_norm) or x * rstd (rms_norm) and
+// g = grad_y * weight, over the normalised dims:
+//   layer_norm: dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
+//   rms_norm:   dx = rstd * (g - xhat * mean(g * xhat))
+// and dweight = sum over the other dims of grad_y * xhat, dbias = sum of grad_y.
+// The statistics are outputs too: in double backward the first backward's graph uses them,
+// so gradients arrive for them (zeros otherwise). With n normalised elements,
+// d mean / dx = 1 / n and d rstd / dx = -rstd^2 * xhat / n, which fold into the per-row
+// brackets of the formulas above at the cost of row-sized ops only.
+#include <algorithm>
+
+#include "kiln/autograd/node.h"
+#include "kiln/ops/elementwise.h"
+#include "kiln/ops/reduction.h"
+#include "kiln/ops/views.h"
+
+namespace kiln::autograd {
+
+namespace {
+
+using Grads = std::vector<Tensor>;
+
+struct NormDims {
+  Dims normalized, leading;
+};
+NormDims dims_of(const Shape& x, int64_t k) {
+  NormDims d;
+  const int64_t n = int64_t(x.size());
+  for (int64_t i = 0; i < n; ++i) (i >= n - k ? d.normalized : d.leading).push_back(i);
+  return d;
+}
+
+Tensor sum_leading(const Tensor& t, const NormDims& d) {
+  return d.leading.empty() ? t : sum(t, d.leading);
+}
+
+Grads d_native_layer_norm(const GradContext& ctx, const Grads& go) {
+  OpCall c = ctx.as_call();
+  const NormDims d = dims_of(ctx.input_shapes[0], c.int_attr(0));
+  const double n = double(numel_of(ctx.input_shapes[0]) / std::max<int64_t>(1, numel_of(ctx.output(1).shape())));
+  Tensor x = ctx.input(0), mean_ = ctx.output(1), rstd = ctx.output(2);
+  Tensor xhat = (x - mean_) * rstd;
+  Grads r(3);
+  Tensor gy = go[0];
+  if (ctx.needs(0)) {
+    Tensor g = ctx.inputs[1].defined() ? gy * ctx.input(1) : gy;
+    Tensor shift = mean(g, d.normalized, true) - go[1] / (rstd * n);
+    Tensor scale = mean(g * xhat, d.normalized, true) + go[2] * rstd / n;
+    r[0] = rstd * (g - shift - xhat * scale);
+  }
+  if (ctx.needs(1)) r[1] = sum_leading(gy * xhat, d);
+  if (ctx.needs(2)) r[2] = sum_leading(gy, d);
+  return r;
+}
+
+Grads d_native_rms_norm(const GradContext& ctx, const Grads& go) {
+  OpCall c = ctx.as_call();
+  const NormDims d = dims_of(ctx.input_shapes[0], c.int_attr(0));
+  const double n = double(numel_of(ctx.input_shapes[0]) / std::max<int64_t>(1, numel_of(ctx.output(1).shape())));
+  Tensor x = ctx.input(0), rstd = ctx.output(1);
+  Tensor xhat = x * rstd;
+  Grads r(2);
+  Tensor gy = go[0];
+  if (ctx.needs(0)) {
+    Tensor g = ctx.inputs[1].defined() ? gy * ctx.input(1) : gy;
+    r[0] = rstd * (g - xhat * (mean(g * xhat, d.normalized, true) + go[1] * rstd / n));
+  }
+  if (ctx.needs(1)) r[1] = sum_leading(gy * xhat, d);
+  return r;
+}
+
+}  // namespace
+
+void register_norm_derivatives() {
+  register_derivative("native_layer_norm", d_native_layer_norm);
+  register_derivative("native_rms_norm", d_native_rms_norm);
+}
+
+}  // namespace kiln::autograd

@@ -1,0 +1,94 @@
+// CPU kernels of native_layer_norm / native_rms_norm over contiguous rows (the op layer makes
+// inputs contiguous): statistics accumulate in double (two passes for the variance, so no
+// cancellation), then one pass writes (x - mean) * rstd * weight + bias. Rows run in parallel.
+#include <cmath>
+#include <type_traits>
+
+#include "kiln/core/convert.h"
+#include "kiln/dispatch/registry.h"
+
+namespace kiln::cpu {
+namespace {
+
+template <typename T>
+using stat_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+// Calls row(r) for every row, in parallel for large inputs.
+template <typename F>
+void for_rows(int64_t rows, int64_t len, F&& row) {
+#pragma omp parallel for schedule(static) if (rows > 1 && rows * len >= (int64_t(1) << 15))
+  for (int64_t r = 0; r < rows; ++r) row(r);
+}
+
+template <typename T, bool kLayer>
+void norm_kernel(OpCall& call) {
+  using S = stat_t<T>;
+  const Tensor& x = call.inputs[0];
+  const Tensor& w = call.inputs[1];
+  const Tensor& b = kLayer ? call.inputs[2] : call.inputs[1];  // unused for rms
+  const int64_t k = call.int_attr(0);
+  const double eps = call.double_attr(1);
+  int64_t len = 1;
+  for (int64_t i = x.dim() - k; i < x.dim(); ++i) len *= x.size(i);
+  const int64_t rows = len > 0 ? x.numel() / len : 0;
+  const T* src = static_cast<const T*>(x.raw_data());
+  const T* wp = w.defined() ? static_cast<const T*>(w.raw_data()) : nullptr;
+  const T* bp = kLayer && b.defined() ? static_cast<const T*>(b.raw_data()) : nullptr;
+  T* dst = static_cast<T*>(call.outs[0].raw_data());
+  S* mean_out = kLayer ? static_cast<S*>(call.outs[1].raw_data()) : nullptr;
+  S* rstd_out = static_cast<S*>(call.outs[kLayer ? 2 : 1].raw_data());
+  for_rows(rows, len, [&](int64_t r) {
+    const T* in = src + r * len;
+    T* out = dst + r * len;
+    double mean = 0, m2 = 0;
+    if constexpr (kLayer) {
+      double s0 = 0, s1 = 0, s2 = 0, s3 = 0;  // independent sums: the adds overlap
+      int64_t i = 0;
+      for (; i + 4 <= len; i += 4) {
+        s0 += double(in[i]), s1 += double(in[i + 1]), s2 += double(in[i + 2]),
+            s3 += double(in[i + 3]);
+      }
+      for (; i < len; ++i) s0 += double(in[i]);
+      mean = (s0 + s1 + s2 + s3) / double(len);
+    }
+    {
+      double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      int64_t i = 0;
+      for (; i + 4 <= len; i += 4) {
+        const double d0 = double(in[i]) - mean, d1 = double(in[i + 1]) - mean;
+        const double d2 = double(in[i + 2]) - mean, d3 = double(in[i + 3]) - mean;
+        s0 += d0 * d0, s1 += d1 * d1, s2 += d2 * d2, s3 += d3 * d3;
+      }
+      for (; i < len; ++i) {
+        const double d = double(in[i]) - mean;
+        s0 += d * d;
+      }
+      m2 = (s0 + s1 + s2 + s3) / double(len);
+    }
+    const double rstd = 1.0 / std::sqrt(m2 + eps);
+    if constexpr (kLayer) mean_out[r] = S(mean);
+    rstd_out[r] = S(rstd);
+    const S sm = S(mean), sr = S(rstd);
+    for (int64_t i = 0; i < len; ++i) {
+      S v = (S(in[i]) - sm) * sr;
+      if (wp) v *= S(wp[i]);
+      if (bp) v += S(bp[i]);
+      out[i] = convert_value<T>(v);
+    }
+  });
+}
+
+template <bool kLayer>
+void norm_dispatch(OpCall& call) {
+  KILN_DISPATCH_FLOAT(call.inputs[0].dtype(), kLayer ? "layer_norm" : "rms_norm",
+                      [&]<typename T>() { norm_kernel<T, kLayer>(call); });
+}
+
+}  // namespace
+
+void register_normalization_kernels() {
+  register_kernel("native_layer_norm", DeviceType::CPU, norm_dispatch<true>, kFloatDTypes);
+  register_kernel("native_rms_norm", DeviceType::CPU, norm_dispatch<false>, kFloatDTypes);
+}
+
+}  // namespace kiln::cpu

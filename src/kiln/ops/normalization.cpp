@@ -1,0 +1,83 @@
+// native_layer_norm / native_rms_norm: output shapes and the public functions.
+#include "kiln/ops/normalization.h"
+
+#include "kiln/ops/op_helpers.h"
+
+namespace kiln {
+
+namespace {
+
+DType stat_dtype(DType t) { return (t == DType::F16 || t == DType::BF16) ? DType::F32 : t; }
+
+// The statistics' shape: x's with the normalised dims set to 1.
+Shape stat_shape(const Tensor& x, int64_t k) {
+  Shape s = x.shape();
+  for (int64_t i = x.dim() - k; i < x.dim(); ++i) s[size_t(i)] = 1;
+  return s;
+}
+
+// inputs {x, weight?, bias?}; attrs {normalized_ndim, eps}.
+std::vector<TensorMeta> layer_norm_meta(const OpCall& c) {
+  const Tensor& x = c.inputs[0];
+  const Shape s = stat_shape(x, c.int_attr(0));
+  return {{x.shape(), x.dtype()}, {s, stat_dtype(x.dtype())}, {s, stat_dtype(x.dtype())}};
+}
+// inputs {x, weight?}; attrs {normalized_ndim, eps}.
+std::vector<TensorMeta> rms_norm_meta(const OpCall& c) {
+  const Tensor& x = c.inputs[0];
+  return {{x.shape(), x.dtype()}, {stat_shape(x, c.int_attr(0)), stat_dtype(x.dtype())}};
+}
+
+void check(const char* op, const Tensor& x, int64_t k, const Tensor& w) {
+  KILN_CHECK(is_floating(x.dtype()), TypeError, op, ": expected a floating-point input, got ",
+             dtype_name(x.dtype()));
+  KILN_CHECK(k >= 1 && k <= x.dim(), ValueError, op, ": normalized_ndim must be in [1, ",
+             x.dim(), "], got ", k);
+  if (!w.defined()) return;
+  KILN_CHECK(w.dtype() == x.dtype() && w.device() == x.device(), TypeError, op,
+             ": expected an affine parameter of the input's dtype and device (",
+             dtype_name(x.dtype()), ", ", x.device().str(), "), got ", dtype_name(w.dtype()),
+             ", ", w.device().str());
+  KILN_CHECK(w.dim() == k && Shape(x.shape().end() - k, x.shape().end()) == w.shape(),
+             ShapeError, op, ": expected an affine parameter of shape ",
+             shape_str(Shape(x.shape().end() - k, x.shape().end())), ", got ",
+             shape_str(w.shape()));
+}
+
+Tensor maybe_contiguous(const Tensor& t) { return t.defined() ? t.contiguous() : t; }
+
+}  // namespace
+
+std::tuple<Tensor, Tensor, Tensor> native_layer_norm(const Tensor& x, int64_t k,
+                                                     const Tensor& weight, const Tensor& bias,
+                                                     double eps) {
+  check("layer_norm", x, k, weight);
+  check("layer_norm", x, k, bias);
+  auto r = call_op_multi(KILN_OP("native_layer_norm"),
+                         {x.contiguous(), maybe_contiguous(weight), maybe_contiguous(bias)},
+                         {k, eps});
+  return {r[0], r[1], r[2]};
+}
+
+std::tuple<Tensor, Tensor> native_rms_norm(const Tensor& x, int64_t k, const Tensor& weight,
+                                           double eps) {
+  check("rms_norm", x, k, weight);
+  auto r = call_op_multi(KILN_OP("native_rms_norm"), {x.contiguous(), maybe_contiguous(weight)},
+                         {k, eps});
+  return {r[0], r[1]};
+}
+
+namespace ops {
+void register_normalization_ops() {
+  register_op("native_layer_norm",
+              "native_layer_norm(Tensor input, Tensor? weight, Tensor? bias, int normalized_ndim, "
+              "float eps) -> (Tensor, Tensor, Tensor)",
+              layer_norm_meta);
+  register_op("native_rms_norm",
+              "native_rms_norm(Tensor input, Tensor? weight, int normalized_ndim, float eps) -> "
+              "(Tensor, Tensor)",
+              rms_norm_meta);
+}
+}  // namespace ops
+
+}  // namespace kiln
