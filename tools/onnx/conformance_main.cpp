@@ -1,7 +1,7 @@
 // kiln_onnx_conformance: runs the ONNX backend test suite (Debian's libonnx-testdata: node,
 // simple, pytorch-converted, pytorch-operator) through kiln::onnx and reports passed /
 // failed / not supported per operator. A test is "not supported" when it uses an operator
-// kiln does not claim, an opset outside 7..17, or values kiln has no type for (strings,
+// kiln does not claim, an opset outside 1..17, or values kiln has no type for (strings,
 // unsigned 16/32/64-bit ints, complex numbers, maps, optionals). Sequences of tensors are fed
 // and compared element by element. --strict exits 1
 // when any other test fails: claiming an operator means its tests pass.

@@ -1,6 +1,6 @@
 #pragma once
 // kiln::onnx: ONNX models as kiln programs. load() reads a ModelProto (initializers,
-// Constant nodes, external data files, opsets 7 to 17), checks the graph (every value has
+// Constant nodes, external data files, opsets 1 to 17), checks the graph (every value has
 // one producer, no cycles) and orders its nodes; Model::run executes them eagerly with kiln
 // ops on the device the model lives on. Protobuf stays inside the library: nothing here
 // names it.
@@ -93,7 +93,7 @@ class Model {
 
 // Reads the model at path; external data files are resolved relative to its folder and must
 // stay inside it. ValueError for malformed files, NotImplementedError for valid models kiln
-// cannot run (opset outside 7..17, element types kiln lacks).
+// cannot run (opset outside 1..17, element types kiln lacks).
 Model load(const std::string& path);
 // The same from a serialized ModelProto in memory. base_dir: the folder external data is
 // read from (empty: external data is an error). name: used in messages.
@@ -101,7 +101,7 @@ Model load_from_bytes(const void* data, size_t size, const std::string& base_dir
                       const std::string& name = "<memory>");
 
 // The opset versions of the default domain that kiln runs.
-inline constexpr int64_t kMinOpset = 7;
+inline constexpr int64_t kMinOpset = 1;
 inline constexpr int64_t kMaxOpset = 17;
 
 }  // namespace kiln::onnx

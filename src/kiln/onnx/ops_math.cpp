@@ -7,6 +7,7 @@
 #include "kiln/onnx/ops_util.h"
 #include "kiln/onnx/tensor_proto.h"
 #include "kiln/ops/reduction.h"
+#include "kiln/ops/views.h"
 
 namespace kiln::onnx {
 
@@ -66,19 +67,35 @@ std::vector<Tensor> op_isinf(OpContext& ctx) {
   return one(logical_and(inf, pos_inf ? gt(x, 0.0) : lt(x, 0.0)));
 }
 
-// Binary arithmetic: ONNX gives both operands the same type; integer division truncates.
-std::vector<Tensor> op_add(OpContext& ctx) { return one(add(ctx.input(0), ctx.input(1))); }
-std::vector<Tensor> op_sub(OpContext& ctx) { return one(sub(ctx.input(0), ctx.input(1))); }
-std::vector<Tensor> op_mul(OpContext& ctx) { return one(mul(ctx.input(0), ctx.input(1))); }
-std::vector<Tensor> op_div(OpContext& ctx) {
+// The second operand of a binary operator. Before opset 7 broadcasting was opt-in
+// (broadcast=1) and B could align with A at `axis` instead of at A's trailing dims; numpy
+// broadcasting covers the rest once B is reshaped to line up.
+Tensor rhs(const OpContext& ctx) {
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
+  if (ctx.opset() >= 7 || !ctx.has_attr("axis") || ctx.attr_int("broadcast", 0) == 0) return b;
+  const int64_t axis = normalize_axis(ctx.attr_int("axis"), a.dim());
+  KILN_CHECK(axis + b.dim() <= a.dim(), ShapeError, "B ", shape_str(b.shape()), " does not fit in A ",
+             shape_str(a.shape()), " from axis ", axis);
+  Shape s(size_t(axis), 1);
+  s.insert(s.end(), b.shape().begin(), b.shape().end());
+  s.resize(size_t(a.dim()), 1);
+  return reshape(b, s);
+}
+
+// Binary arithmetic: ONNX gives both operands the same type; integer division truncates.
+std::vector<Tensor> op_add(OpContext& ctx) { return one(add(ctx.input(0), rhs(ctx))); }
+std::vector<Tensor> op_sub(OpContext& ctx) { return one(sub(ctx.input(0), rhs(ctx))); }
+std::vector<Tensor> op_mul(OpContext& ctx) { return one(mul(ctx.input(0), rhs(ctx))); }
+std::vector<Tensor> op_div(OpContext& ctx) {
+  const Tensor& a = ctx.input(0);
+  const Tensor b = rhs(ctx);
   if (is_integral(a.dtype(), true)) return one(cast(div(a, b, "trunc"), a.dtype()));
   return one(div(a, b));
 }
 std::vector<Tensor> op_pow(OpContext& ctx) {
   const Tensor& a = ctx.input(0);
-  return one(cast(pow(a, ctx.input(1)), a.dtype()));
+  return one(cast(pow(a, rhs(ctx)), a.dtype()));
 }
 std::vector<Tensor> op_mod(OpContext& ctx) {
   const Tensor& a = ctx.input(0);
@@ -105,7 +122,7 @@ std::vector<Tensor> op_mean(OpContext& ctx) {
 }
 
 #define KILN_ONNX_BINARY(Name, fn) \
-  std::vector<Tensor> Name(OpContext& ctx) { return one(fn(ctx.input(0), ctx.input(1))); }
+  std::vector<Tensor> Name(OpContext& ctx) { return one(fn(ctx.input(0), rhs(ctx))); }
 KILN_ONNX_BINARY(op_equal, eq)
 KILN_ONNX_BINARY(op_less, lt)
 KILN_ONNX_BINARY(op_less_equal, le)
@@ -120,8 +137,18 @@ std::vector<Tensor> op_where(OpContext& ctx) {
   return one(where(cast(ctx.input(0), DType::Bool), ctx.input(1), ctx.input(2)));
 }
 
+// The target type: a TensorProto.DataType number, or (before opset 6) its name.
+int64_t cast_target(const OpContext& ctx) {
+  const pb::AttributeProto* a = ctx.find_attr("to");
+  if (ctx.opset() >= 6 || a == nullptr || a->type() != pb::AttributeProto::STRING) return ctx.attr_int("to");
+  for (int32_t code = 1; code <= 16; ++code) {
+    if (onnx_type_name(code) == a->s()) return code;
+  }
+  KILN_THROW(ValueError, "attribute 'to' names no ONNX type: ", quoted(a->s(), 50));
+}
+
 std::vector<Tensor> op_cast(OpContext& ctx) {
-  const int64_t to = ctx.attr_int("to");
+  const int64_t to = cast_target(ctx);
   std::optional<DType> dtype = dtype_from_onnx(int32_t(to));
   KILN_CHECK(dtype.has_value(), NotImplementedError, "cast to ", onnx_type_name(int32_t(to)),
              " is not supported (kiln has no such element type)");
@@ -169,9 +196,16 @@ std::vector<Tensor> op_hard_swish(OpContext& ctx) {
   Tensor hs = clamp(add(mul(x, scalar_like(x, 1.0 / 6)), scalar_like(x, 0.5)), Scalar(0.0), Scalar(1.0));
   return one(mul(x, hs));
 }
+// Before opset 7 a 1-d slope of C values is per channel (dim 1), not numpy-broadcast.
 std::vector<Tensor> op_prelu(OpContext& ctx) {
   const Tensor& x = ctx.input(0);
-  return one(where(ge(x, 0.0), x, mul(x, ctx.input(1))));
+  Tensor slope = ctx.input(1);
+  if (ctx.opset() < 7 && slope.dim() == 1 && slope.numel() > 1 && x.dim() >= 2 && slope.numel() == x.size(1)) {
+    Shape s(size_t(x.dim() - 1), 1);
+    s[0] = slope.numel();
+    slope = reshape(slope, s);
+  }
+  return one(where(ge(x, 0.0), x, mul(x, slope)));
 }
 std::vector<Tensor> op_shrink(OpContext& ctx) {
   const Tensor& x = ctx.input(0);

@@ -74,7 +74,12 @@ std::vector<Tensor> op_batch_norm(OpContext& ctx) {
   const int64_t r = x.dim();
   KILN_CHECK(r >= 2, ShapeError, "input must have at least 2 dims, got ", shape_str(x.shape()));
   Tensor scale = per_channel(ctx.input(1), r), bias = per_channel(ctx.input(2), r);
-  const bool training = ctx.opset() >= 14 && ctx.attr_int("training_mode", 0) != 0;
+  // Before opset 7, is_test=0 (the default) asked for training mode; before 9, spatial=0
+  // asked for statistics per activation instead of per channel.
+  const bool training = (ctx.opset() >= 14 && ctx.attr_int("training_mode", 0) != 0) ||
+                        (ctx.opset() < 7 && ctx.attr_int("is_test", 0) == 0);
+  KILN_CHECK(ctx.opset() >= 9 || ctx.attr_int("spatial", 1) != 0, NotImplementedError,
+             "spatial=0 (per-activation statistics) is not supported");
   if (!training) {
     Tensor mean = per_channel(ctx.input(3), r), var = per_channel(ctx.input(4), r);
     Tensor y = add(mul(div(sub(x, mean), sqrt(add(var, scalar_like(var, eps)))), scale), bias);

@@ -384,6 +384,9 @@ std::vector<Tensor> op_dropout(OpContext& ctx) {
     const double ratio = ctx.has_input(1) ? ctx.input_scalar(1) : 0.5;
     KILN_CHECK(!training || ratio == 0, NotImplementedError, "training-mode dropout is not supported");
   }
+  // Before opset 7, is_test=0 (the default) asked for training mode.
+  KILN_CHECK(ctx.opset() >= 7 || ctx.attr_int("is_test", 0) != 0 || ctx.attr_float("ratio", 0.5f) == 0,
+             NotImplementedError, "training-mode dropout (is_test=0) is not supported");
   return {x, ones_like(x, DType::Bool)};
 }
 
