@@ -23,6 +23,7 @@ const OpTable& op_table() {
     register_detection_ops(t);
     register_grid_sample_ops(t);
     register_unique_reverse_ops(t);
+    register_linalg_ops(t);
     return t;
   }();
   return table;

@@ -39,5 +39,7 @@ void register_signal_ops(OpTable& table);
 void register_detection_ops(OpTable& table);
 void register_grid_sample_ops(OpTable& table);
 void register_unique_reverse_ops(OpTable& table);
+void register_linalg_ops(OpTable& table);
+void register_text_ops(OpTable& table);
 
 }  // namespace kiln::onnx

@@ -295,12 +295,45 @@ std::vector<Tensor> op_global_lp_pool(OpContext& ctx) {
   return one(pow(s, scalar_like(s, 1.0 / p)));
 }
 
+// MaxUnpool: X's values scattered to the positions MaxPool's indices name (flat over the
+// whole tensor of the size the pooling window implies), zeros elsewhere. A larger
+// output_shape pads that result at the end of each spatial dim, as the ONNX reference does.
+std::vector<Tensor> op_max_unpool(OpContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& indices = ctx.input(1);
+  KILN_CHECK(indices.shape() == x.shape(), ShapeError, "indices ", shape_str(indices.shape()),
+             " must have X's shape ", shape_str(x.shape()));
+  Window w = window_attrs(ctx, x, ctx.attr_ints("kernel_shape"));
+  Shape inferred{x.size(0), x.size(1)};
+  for (size_t i = 0; i < w.kernel.size(); ++i) {
+    inferred.push_back((x.size(int64_t(i) + 2) - 1) * w.strides[i] - w.pad_begin[i] - w.pad_end[i] + w.kernel[i]);
+  }
+  int64_t total = 1;
+  for (int64_t d : inferred) total *= d;
+  Tensor flat = zeros({total}, TensorOptions(x.dtype(), x.device()));
+  Tensor idx = reshape(cast(indices, DType::I64), Shape{-1});
+  Tensor y = reshape(scatter(flat, 0, idx, reshape(x, Shape{-1})), inferred);
+  if (!ctx.has_input(2)) return one(y);
+  const std::vector<int64_t> given = ctx.input_ints(2);
+  KILN_CHECK(int64_t(given.size()) == x.dim(), ShapeError, "output_shape has ", given.size(), " entries for a rank-",
+             x.dim(), " input");
+  std::vector<int64_t> pads;  // kiln's pad order: last dim first, (begin, end) pairs
+  for (int64_t d = x.dim() - 1; d >= 0; --d) {
+    KILN_CHECK(given[size_t(d)] >= inferred[size_t(d)] && (d >= 2 || given[size_t(d)] == inferred[size_t(d)]),
+               ShapeError, "output_shape ", shape_str(Shape(given.begin(), given.end())),
+               " is smaller than the unpooled shape ", shape_str(inferred));
+    if (d >= 2) pads.insert(pads.end(), {0, given[size_t(d)] - inferred[size_t(d)]});
+  }
+  return one(pad(y, pads));
+}
+
 }  // namespace
 
 void register_conv_pool_ops(OpTable& t) {
   t.add("Conv", op_conv);
   t.add("ConvTranspose", op_conv_transpose);
   t.add("MaxPool", op_max_pool);
+  t.add("MaxUnpool", op_max_unpool);
   t.add("AveragePool", op_avg_pool);
   t.add("LpPool", op_lp_pool);
   t.add("GlobalAveragePool", op_global_avg_pool);

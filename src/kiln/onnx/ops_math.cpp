@@ -233,6 +233,22 @@ std::vector<Tensor> op_clip(OpContext& ctx) {
   return one(y);
 }
 
+// BitShift on uint8 (kiln's only unsigned type): products and quotients by 2^y in int64,
+// wrapped back to 8 bits; shifts of 8 or more give 0.
+std::vector<Tensor> op_bit_shift(OpContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  KILN_CHECK(x.dtype() == DType::U8, NotImplementedError, "BitShift on ", x.dtype(),
+             " is not supported (uint8 is; ONNX defines it for unsigned types only)");
+  const std::string direction = ctx.attr_string("direction");
+  KILN_CHECK(direction == "LEFT" || direction == "RIGHT", ValueError, "direction must be LEFT or RIGHT, got ",
+             quoted(direction, 20));
+  Tensor y = clamp(cast(rhs(ctx), DType::I64), Scalar(int64_t(0)), Scalar(int64_t(8)));
+  Tensor factor = pow(Scalar(int64_t(2)), y);
+  Tensor wide = cast(x, DType::I64);
+  Tensor r = direction == "LEFT" ? bitwise_and(mul(wide, factor), scalar_like(wide, 255)) : div(wide, factor, "floor");
+  return one(cast(r, DType::U8));
+}
+
 }  // namespace
 
 void register_math_ops(OpTable& t) {
@@ -297,6 +313,7 @@ void register_math_ops(OpTable& t) {
   t.add("HardSigmoid", op_hard_sigmoid);
   t.add("HardSwish", op_hard_swish);
   t.add("PRelu", op_prelu);
+  t.add("BitShift", op_bit_shift);
   t.add("Shrink", op_shrink);
   t.add("Clip", op_clip);
 }
