@@ -24,6 +24,7 @@ const OpTable& op_table() {
     register_grid_sample_ops(t);
     register_unique_reverse_ops(t);
     register_linalg_ops(t);
+    register_text_ops(t);
     return t;
   }();
   return table;
