@@ -2,8 +2,8 @@
 // simple, pytorch-converted, pytorch-operator) through kiln::onnx and reports passed /
 // failed / not supported per operator. A test is "not supported" when it uses an operator
 // kiln does not claim, an opset outside 1..17, or values kiln has no type for (strings,
-// unsigned 16/32/64-bit ints, complex numbers, maps, optionals). Sequences of tensors are fed
-// and compared element by element. --strict exits 1
+// unsigned 16/32/64-bit ints, complex numbers, maps). Sequences of tensors and optionals are
+// fed and compared element by element. --strict exits 1
 // when any other test fails: claiming an operator means its tests pass.
 #include <algorithm>
 #include <chrono>
@@ -68,9 +68,12 @@ std::string compare(const Tensor& actual_in, const Tensor& expected, const Optio
   return "";
 }
 
-// Tensors as compare(); sequences by length, then element by element.
+// Tensors as compare(); sequences by length, then element by element; empty optionals match.
 std::string compare_values(const kiln::onnx::Value& actual, const kiln::onnx::Value& expected,
                            const Options& opt) {
+  if (actual.none || expected.none)
+    return actual.none == expected.none ? "" : actual.none ? "an empty optional where a value is expected"
+                                                            : "a value where an empty optional is expected";
   if (actual.is_sequence() != expected.is_sequence())
     return actual.is_sequence() ? "a sequence where a tensor is expected" : "a tensor where a sequence is expected";
   if (!expected.is_sequence()) return compare(actual.tensor, expected.tensor, opt);
@@ -115,7 +118,7 @@ Result run_test(const fs::path& dir, std::vector<std::string>& ops, const Option
   }
   for (const auto* list : {&model.inputs(), &model.outputs()}) {
     for (const auto& v : *list) {
-      if (v.kind != "tensor" && v.kind != "sequence")
+      if (v.kind != "tensor" && v.kind != "sequence" && v.kind != "optional")
         return {Outcome::Unsupported, "a " + v.kind + " value: " + v.name};
       if (v.onnx_elem_type != 0 && !v.dtype)
         return {Outcome::Unsupported, "element type " + kiln::onnx::onnx_type_name(v.onnx_elem_type)};
@@ -133,6 +136,7 @@ Result run_test(const fs::path& dir, std::vector<std::string>& ops, const Option
     std::vector<kiln::onnx::Value> expected;
     auto read_value = [](const kiln::onnx::ValueInfo& info, const fs::path& f) -> kiln::onnx::Value {
       if (info.kind == "sequence") return kiln::onnx::Value::make_sequence(kiln::onnx::read_sequence_file(f.string()));
+      if (info.kind == "optional") return kiln::onnx::read_optional_file(f.string());
       return kiln::onnx::read_tensor_file(f.string());
     };
     try {

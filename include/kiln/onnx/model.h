@@ -32,10 +32,12 @@ struct ValueInfo {
   std::optional<std::vector<Dim>> shape;  // nullopt: rank unknown
 };
 
-// A value flowing through a graph: a tensor, or (ONNX's sequence type) a list of tensors.
+// A value flowing through a graph: a tensor, or (ONNX's sequence type) a list of tensors,
+// or an empty optional. (An optional that holds something is just that tensor or sequence.)
 struct Value {
   Tensor tensor;                                // a tensor value
   std::optional<std::vector<Tensor>> sequence;  // set for a sequence value (may be empty)
+  bool none = false;                            // an empty optional
 
   Value() = default;
   Value(Tensor t) : tensor(std::move(t)) {}  // NOLINT: a tensor is a value
@@ -44,8 +46,13 @@ struct Value {
     v.sequence = std::move(items);
     return v;
   }
+  static Value make_none() {
+    Value v;
+    v.none = true;
+    return v;
+  }
   bool is_sequence() const { return sequence.has_value(); }
-  bool defined() const { return tensor.defined() || sequence.has_value(); }
+  bool defined() const { return tensor.defined() || sequence.has_value() || none; }
 };
 
 class Model {
@@ -76,7 +83,7 @@ class Model {
   // dtype, rank and fixed dims. Returns every graph output by name. Errors name the node,
   // its operator and the problem.
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs) const;
-  // The same for graphs whose inputs or outputs may be sequences.
+  // The same for graphs whose inputs or outputs may be sequences or optionals.
   std::map<std::string, Value> run_values(const std::map<std::string, Value>& inputs) const;
 
   // Writes the initializers to a safetensors file (kiln::save).

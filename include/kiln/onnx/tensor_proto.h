@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/onnx/model.h"
 #include "kiln/tensor/tensor.h"
 
 namespace kiln::onnx {
@@ -20,6 +21,9 @@ Tensor read_tensor_file(const std::string& path);
 // A serialized SequenceProto of tensors (the suite's sequence-valued inputs and outputs).
 std::vector<Tensor> parse_sequence(const void* data, size_t size, const std::string& name = "<memory>");
 std::vector<Tensor> read_sequence_file(const std::string& path);
+// A serialized OptionalProto holding nothing, a tensor or a sequence of tensors.
+Value parse_optional(const void* data, size_t size, const std::string& name = "<memory>");
+Value read_optional_file(const std::string& path);
 
 // ONNX TensorProto.DataType numbers <-> kiln dtypes.
 std::optional<DType> dtype_from_onnx(int32_t onnx_type);  // nullopt: kiln lacks it

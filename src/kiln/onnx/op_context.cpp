@@ -45,6 +45,7 @@ OpContext::OpContext(const pb::NodeProto& node, int64_t opset, std::vector<Value
 const Tensor& OpContext::input(size_t i) const {
   KILN_CHECK(has_input(i), ValueError, "input ", i, " is required but was not given");
   KILN_CHECK(!values_[i].is_sequence(), TypeError, "input ", i, " is a sequence; a tensor is expected");
+  KILN_CHECK(!values_[i].none, ValueError, "input ", i, " is an empty optional; a tensor is expected");
   return inputs_[i];
 }
 
@@ -62,7 +63,8 @@ const Value& OpContext::value_input(size_t i) const {
 
 const std::vector<Tensor>& OpContext::sequence_input(size_t i) const {
   const Value& v = value_input(i);
-  KILN_CHECK(v.is_sequence(), TypeError, "input ", i, " is a tensor; a sequence is expected");
+  KILN_CHECK(v.is_sequence(), TypeError, "input ", i, " is ", v.none ? "an empty optional" : "a tensor",
+             "; a sequence is expected");
   return *v.sequence;
 }
 

@@ -1,5 +1,6 @@
 // Sequence operators: ONNX's list-of-tensors values (Value::sequence), built, indexed,
 // edited, split from and concatenated into tensors; SequenceMap runs its body per element.
+// Optionals: an empty one is Value::none, a full one is simply the value it holds.
 #include "kiln/onnx/op_table.h"
 #include "kiln/onnx/ops_util.h"
 #include "kiln/ops/indexing.h"
@@ -127,6 +128,23 @@ std::vector<Tensor> op_sequence_map(OpContext& ctx) {
   return {};
 }
 
+std::vector<Tensor> op_optional(OpContext& ctx) {
+  ctx.set_value_output(0, ctx.has_input(0) ? ctx.value_input(0) : Value::make_none());
+  return {};
+}
+
+std::vector<Tensor> op_optional_has_element(OpContext& ctx) {
+  const bool has = ctx.has_input(0) && !ctx.value_input(0).none;
+  return one(ctx.on_device(scalar_tensor(has, TensorOptions(DType::Bool))));
+}
+
+std::vector<Tensor> op_optional_get_element(OpContext& ctx) {
+  const Value& v = ctx.value_input(0);
+  KILN_CHECK(!v.none, ValueError, "the optional is empty");
+  ctx.set_value_output(0, v);
+  return {};
+}
+
 }  // namespace
 
 void register_sequence_ops(OpTable& t) {
@@ -139,6 +157,9 @@ void register_sequence_ops(OpTable& t) {
   t.add("SplitToSequence", op_split_to_sequence);
   t.add("ConcatFromSequence", op_concat_from_sequence);
   t.add("SequenceMap", op_sequence_map);
+  t.add("Optional", op_optional);
+  t.add("OptionalHasElement", op_optional_has_element);
+  t.add("OptionalGetElement", op_optional_get_element);
 }
 
 }  // namespace kiln::onnx

@@ -40,6 +40,7 @@ namespace {
 
 void check_input(const ValueInfo& info, const Value& v, Device device) {
   const std::string who = "model input " + quoted(info.name);
+  if (info.kind == "optional") return;  // empty, a tensor or a sequence
   if (info.kind == "sequence") {
     KILN_CHECK(v.is_sequence(), TypeError, who, " is a sequence; a tensor was given");
     for (const Tensor& t : *v.sequence) {
@@ -199,8 +200,8 @@ std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>& in
   std::map<std::string, Value> feeds(inputs.begin(), inputs.end());
   std::map<std::string, Tensor> result;
   for (auto& [name, v] : run_values(feeds)) {
-    KILN_CHECK(!v.is_sequence(), TypeError, "graph output ", quoted(name),
-               " is a sequence; use Model::run_values");
+    KILN_CHECK(!v.is_sequence() && !v.none, TypeError, "graph output ", quoted(name), " is ",
+               v.none ? "an empty optional" : "a sequence", "; use Model::run_values");
     result[name] = std::move(v.tensor);
   }
   return result;

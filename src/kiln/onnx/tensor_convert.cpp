@@ -194,4 +194,30 @@ std::vector<Tensor> read_sequence_file(const std::string& path) {
   return parse_sequence(bytes.data(), bytes.size(), path);
 }
 
+Value parse_optional(const void* data, size_t size, const std::string& name) {
+  KILN_CHECK(size <= size_t(std::numeric_limits<int>::max()), ValueError, "optional file ",
+             quoted(name), " is ", size, " bytes; protobuf messages are limited to 2 GiB");
+  pb::OptionalProto proto;
+  KILN_CHECK(proto.ParseFromArray(data, int(size)), ValueError, "optional file ", quoted(name),
+             " is not a valid serialized ONNX OptionalProto");
+  if (proto.has_tensor_value()) return tensor_from_proto(proto.tensor_value(), "", "the tensor of " + quoted(name));
+  if (proto.has_sequence_value()) {
+    std::string bytes;
+    proto.sequence_value().SerializeToString(&bytes);
+    return Value::make_sequence(parse_sequence(bytes.data(), bytes.size(), name));
+  }
+  KILN_CHECK(!proto.has_map_value() && !proto.has_optional_value() && !proto.has_sparse_tensor_value(),
+             NotImplementedError, "optional file ", quoted(name), " holds a map, optional or sparse tensor");
+  return Value::make_none();
+}
+
+Value read_optional_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  KILN_CHECK(in.good(), ValueError, "cannot open optional file ", quoted(path, 1024));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string bytes = ss.str();
+  return parse_optional(bytes.data(), bytes.size(), path);
+}
+
 }  // namespace kiln::onnx
