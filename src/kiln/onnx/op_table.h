@@ -1,6 +1,6 @@
 #pragma once
-// The operator table: one entry per ONNX operator type (default domain), registered by
-// family in ops_*.cpp.
+// The operator table: one entry per ONNX operator type, registered by family in ops_*.cpp.
+// Default-domain operators are keyed by their type ("Conv"), others by "domain:Type".
 #include <map>
 #include <string>
 
@@ -41,5 +41,6 @@ void register_grid_sample_ops(OpTable& table);
 void register_unique_reverse_ops(OpTable& table);
 void register_linalg_ops(OpTable& table);
 void register_text_ops(OpTable& table);
+void register_training_ops(OpTable& table);
 
 }  // namespace kiln::onnx

@@ -126,7 +126,7 @@ void execute(const Model::State& s, const pb::GraphProto& g, const GraphPlan& pl
     const int index = plan.order[pos];
     const pb::NodeProto& node = g.node(index);
     const bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
-    OpFunction fn = default_domain ? table.find(node.op_type()) : nullptr;
+    OpFunction fn = table.find(default_domain ? node.op_type() : node.domain() + ":" + node.op_type());
     KILN_CHECK(fn != nullptr, NotImplementedError, describe_node(node, index), ": operator not supported by kiln");
     std::vector<Value> inputs;
     inputs.reserve(size_t(node.input_size()));
