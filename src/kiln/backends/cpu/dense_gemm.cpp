@@ -15,19 +15,12 @@ void dense_gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t a_rs, i
       for (int64_t i = 0; i < M; ++i) std::fill(out + i * out_rs, out + i * out_rs + N, 0.0f);
     return;
   }
-  if (b_cs != 1) {
-    s.packed_f32.resize(size_t(K * N));
-    for (int64_t k = 0; k < K; ++k)
-      for (int64_t j = 0; j < N; ++j) s.packed_f32[size_t(k * N + j)] = B[k * b_rs + j * b_cs];
-    B = s.packed_f32.data();
-    b_rs = N;
-  }
   if (!accumulate) {
-    gemm_f32_kernel()(M, N, K, A, a_rs, a_cs, B, b_rs, out, out_rs, 1.0f);
+    gemm_f32_kernel()(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, out, out_rs, 1.0f);
     return;
   }
   s.result_f32.resize(size_t(M * N));
-  gemm_f32_kernel()(M, N, K, A, a_rs, a_cs, B, b_rs, s.result_f32.data(), N, 1.0f);
+  gemm_f32_kernel()(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, s.result_f32.data(), N, 1.0f);
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) out[i * out_rs + j] += s.result_f32[size_t(i * N + j)];
 }

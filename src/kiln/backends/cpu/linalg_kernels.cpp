@@ -59,9 +59,6 @@ MatOperand matrix(const Tensor& t, const Shape& batch) {
   return op;
 }
 
-// float32 with a unit-stride output: the ISA-specific microkernel (float accumulation, as
-// BLAS). B is packed row-major first when its columns are not contiguous (a transposed
-// weight), which costs K*N copies per product and makes every layout take the fast path.
 // Few rows times a B whose columns are contiguous (x @ W.T with a row-major weight W: every
 // Linear in LLM decoding): each output is a dot product of two contiguous vectors, so the
 // weight streams from memory once, in order, without the transposed copy the general path
@@ -88,6 +85,8 @@ bool run_gemv_transposed_f32(const Gemm& g, const float* A, const float* B, floa
   return true;
 }
 
+// float32 with a unit-stride output: the ISA-specific kernel (float accumulation, as BLAS).
+// Any layout of B goes to it as is: its packing reads a transposed weight directly.
 void run_gemm_f32(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
   const float alpha = alpha_s.to<float>(), beta = beta_s.to<float>();
   const bool use_self = g.has_self && beta != 0.0f;
@@ -104,20 +103,10 @@ void run_gemm_f32(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
   const float* B = reinterpret_cast<const float*>(g.b.data);
   const float* S = reinterpret_cast<const float*>(g.self.data);
   float* Cp = const_cast<float*>(reinterpret_cast<const float*>(g.c.data));
-  std::vector<float> packed;
   for_each_offsets<4>(g.batch, {&g.a.batch, &g.b.batch, &g.c.batch, &g.self.batch},
                       [&](const std::array<int64_t, 4>& o) {
-    const float* b = B + o[1];
-    int64_t b_rs = g.b.rs;
-    if (g.b.cs != 1 && g.K > 0 && g.N > 0) {
-      packed.resize(size_t(g.K * g.N));
-      for (int64_t k = 0; k < g.K; ++k)
-        for (int64_t j = 0; j < g.N; ++j) packed[size_t(k * g.N + j)] = b[k * g.b.rs + j * g.b.cs];
-      b = packed.data();
-      b_rs = g.N;
-    }
     float* c = Cp + o[2];
-    kernel(g.M, g.N, g.K, A + o[0], g.a.rs, g.a.cs, b, b_rs, c, g.c.rs, alpha);
+    kernel(g.M, g.N, g.K, A + o[0], g.a.rs, g.a.cs, B + o[1], g.b.rs, g.b.cs, c, g.c.rs, alpha);
     if (use_self)
       for (int64_t i = 0; i < g.M; ++i)
         for (int64_t j = 0; j < g.N; ++j)

@@ -26,7 +26,7 @@ void gemm_bf16_widening(int64_t M, int64_t N, int64_t K, const uint16_t* A, int6
     for (int64_t k = 0; k < K; ++k) a[size_t(i * K + k)] = widen(A[i * a_rs + k * a_cs]);
   for (int64_t k = 0; k < K; ++k)
     for (int64_t j = 0; j < N; ++j) b[size_t(k * N + j)] = widen(B[k * b_rs + j * b_cs]);
-  gemm_f32_kernel()(M, N, K, a.data(), K, 1, b.data(), N, C, c_rs, 1.0f);
+  gemm_f32_kernel()(M, N, K, a.data(), K, 1, b.data(), N, 1, C, c_rs, 1.0f);
 }
 
 GemmBf16Fn gemm_bf16_kernel() {

@@ -3,23 +3,24 @@
 // own translation unit with that level's compiler flags) and chosen once at start from the
 // detected CPU, capped by KILN_CPU_ISA.
 //
-// C[i, j] = alpha * sum_k A[i, k] * B[k, j] for i < M, j < N, where A has element strides
-// (a_rs, a_cs), B is row-major with row stride b_rs (unit column stride), C has row stride
-// c_rs (unit column stride). Accumulates in float32, as BLAS does.
+// C[i, j] = alpha * sum_k A[i, k] * B[k, j] for i < M, j < N, where A and B have element
+// strides (a_rs, a_cs) and (b_rs, b_cs) (a transposed weight needs no copy: the blocked kernel
+// packs from any layout), C has row stride c_rs (unit column stride). Accumulates in float32,
+// as BLAS does.
 #include <cstdint>
 
 namespace kiln::cpu {
 
 using GemmF32Fn = void (*)(int64_t M, int64_t N, int64_t K, const float* A, int64_t a_rs,
-                           int64_t a_cs, const float* B, int64_t b_rs, float* C, int64_t c_rs,
-                           float alpha);
+                           int64_t a_cs, const float* B, int64_t b_rs, int64_t b_cs, float* C,
+                           int64_t c_rs, float alpha);
 
 void gemm_f32_baseline(int64_t, int64_t, int64_t, const float*, int64_t, int64_t, const float*,
-                       int64_t, float*, int64_t, float);
+                       int64_t, int64_t, float*, int64_t, float);
 void gemm_f32_avx2(int64_t, int64_t, int64_t, const float*, int64_t, int64_t, const float*,
-                   int64_t, float*, int64_t, float);
+                   int64_t, int64_t, float*, int64_t, float);
 void gemm_f32_avx512(int64_t, int64_t, int64_t, const float*, int64_t, int64_t, const float*,
-                     int64_t, float*, int64_t, float);
+                     int64_t, int64_t, float*, int64_t, float);
 
 // Products with fewer rows than this stream B row by row (matrix-vector and LLM decoding
 // shapes); the others use the packed, register-blocked kernel.

@@ -23,12 +23,12 @@
 namespace kiln::cpu {
 
 void gemm_f32_avx512(int64_t M, int64_t N, int64_t K, const float* A, int64_t a_rs,
-                     int64_t a_cs, const float* B, int64_t b_rs, float* C, int64_t c_rs,
+                     int64_t a_cs, const float* B, int64_t b_rs, int64_t b_cs, float* C, int64_t c_rs,
                      float alpha) {
   if (M < kGemmBlockedMinRows)
-    gemm_f32_avx512_rows(M, N, K, A, a_rs, a_cs, B, b_rs, C, c_rs, alpha);
+    gemm_f32_avx512_rows(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, c_rs, alpha);
   else
-    gemm_f32_avx512_blocked(M, N, K, A, a_rs, a_cs, B, b_rs, C, c_rs, alpha);
+    gemm_f32_avx512_blocked(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, c_rs, alpha);
 }
 
 }  // namespace kiln::cpu
