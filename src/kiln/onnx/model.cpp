@@ -163,9 +163,12 @@ Model Model::to(Device device) const {
   auto s = std::make_shared<State>(state());
   s->device = device;
   for (auto& [n, t] : s->initializers) t = to_device(t, device);
-  for (auto& [g, plan] : s->subgraphs) {
+  auto move = [&](GraphPlan& plan) {
     for (auto& [n, t] : plan.initializers) t = to_device(t, device);
-  }
+    for (auto& [i, t] : plan.constants) t = to_device(t, device);
+  };
+  move(s->main);
+  for (auto& [g, plan] : s->subgraphs) move(plan);
   return Model(std::move(s));
 }
 

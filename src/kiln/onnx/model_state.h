@@ -22,6 +22,9 @@ struct GraphPlan {
   std::map<std::string, size_t> last_use;
   std::vector<std::vector<std::string>> drops;  // per position: values last read there
   std::set<std::string> outputs;
+  // Constant nodes (by node index), evaluated once at load time: a constant inside a loop
+  // body or an If branch would otherwise be decoded from the proto on every run.
+  std::map<int, Tensor> constants;
 };
 
 struct Model::State {

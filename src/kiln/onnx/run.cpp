@@ -125,6 +125,10 @@ void execute(const Model::State& s, const pb::GraphProto& g, const GraphPlan& pl
   for (size_t pos = 0; pos < plan.order.size(); ++pos) {
     const int index = plan.order[pos];
     const pb::NodeProto& node = g.node(index);
+    if (auto c = plan.constants.find(index); c != plan.constants.end()) {
+      if (node.output_size() > 0 && !node.output(0).empty()) scope.values[node.output(0)] = c->second;
+      continue;
+    }
     const bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
     OpFunction fn = table.find(default_domain ? node.op_type() : node.domain() + ":" + node.op_type());
     KILN_CHECK(fn != nullptr, NotImplementedError, describe_node(node, index), ": operator not supported by kiln");
