@@ -116,9 +116,42 @@ void run_gemm_f32(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
 
 // bfloat16: the bfloat16 kernel (isa/gemm_bf16.h) into a float32 buffer, then alpha, beta *
 // self and one rounding per output.
+// Few rows times a transposed bfloat16 weight (LLM decoding): per output, the weight row is
+// widened to float32 in a small buffer and dotted with the widened activation row, so the
+// weight streams once instead of being packed per call.
+bool run_gemv_transposed_bf16(const Gemm& g, float alpha, float beta, bool use_self) {
+  const VecMathF32& vm = vec_math_f32();
+  int64_t batches = 1;
+  for (int64_t d : g.batch) batches *= d;
+  if (!vm.dot || !vm.widen_bf16 || batches != 1 || g.M >= kGemmBlockedMinRows ||
+      g.b.rs != 1 || g.a.cs != 1 || g.K == 0)
+    return false;
+  const uint16_t* A = reinterpret_cast<const uint16_t*>(g.a.data);
+  const uint16_t* B = reinterpret_cast<const uint16_t*>(g.b.data);
+  const BFloat16* S = reinterpret_cast<const BFloat16*>(g.self.data);
+  BFloat16* C = const_cast<BFloat16*>(reinterpret_cast<const BFloat16*>(g.c.data));
+  std::vector<float> a(size_t(g.K));
+  for (int64_t i = 0; i < g.M; ++i) {
+    vm.widen_bf16(A + i * g.a.rs, a.data(), g.K);
+#pragma omp parallel if (g.N * g.K >= (int64_t(1) << 16))
+    {
+      std::vector<float> w(size_t(g.K));
+#pragma omp for schedule(static)
+      for (int64_t j = 0; j < g.N; ++j) {
+        vm.widen_bf16(B + j * g.b.cs, w.data(), g.K);
+        float r = alpha * vm.dot(a.data(), w.data(), g.K);
+        if (use_self) r += beta * float(S[i * g.self.rs + j * g.self.cs]);
+        C[i * g.c.rs + j * g.c.cs] = BFloat16(r);
+      }
+    }
+  }
+  return true;
+}
+
 void run_gemm_bf16(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
   const float alpha = alpha_s.to<float>(), beta = beta_s.to<float>();
   const bool use_self = g.has_self && beta != 0.0f;
+  if (run_gemv_transposed_bf16(g, alpha, beta, use_self)) return;
   const GemmBf16Fn kernel = gemm_bf16_kernel();
   const uint16_t* A = reinterpret_cast<const uint16_t*>(g.a.data);
   const uint16_t* B = reinterpret_cast<const uint16_t*>(g.b.data);

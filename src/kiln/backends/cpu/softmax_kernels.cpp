@@ -4,6 +4,7 @@
 // PyTorch.
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "isa/vec_math.h"
 #include "kiln/core/convert.h"
@@ -17,12 +18,29 @@ namespace {
 // Contiguous float32 along the last dim: the ISA-selected vector row (float32 accumulation,
 // as PyTorch), rows split over the threads.
 bool vectorised_softmax(const Tensor& in, const Tensor& out, int64_t dim, bool log) {
-  const VecSoftmaxRowF32 row = vec_math_f32().softmax_row;
+  const VecMathF32& vm = vec_math_f32();
+  const VecSoftmaxRowF32 row = vm.softmax_row;
   const int64_t d = dim < 0 ? dim + in.dim() : dim;
-  if (!row || in.dtype() != DType::F32 || in.dim() == 0 || d != in.dim() - 1 ||
-      !in.is_contiguous() || !out.is_contiguous() || in.numel() == 0)
+  if (!row || (in.dtype() != DType::F32 && in.dtype() != DType::BF16) || in.dim() == 0 ||
+      d != in.dim() - 1 || !in.is_contiguous() || !out.is_contiguous() || in.numel() == 0)
     return false;
   const int64_t len = in.size(d), rows = in.numel() / len;
+  if (in.dtype() == DType::BF16) {
+    // Each row widened to float32, normalised there, rounded back once.
+    const uint16_t* src = static_cast<const uint16_t*>(in.raw_data());
+    uint16_t* dst = static_cast<uint16_t*>(out.raw_data());
+#pragma omp parallel if (rows > 1 && in.numel() >= (int64_t(1) << 15))
+    {
+      std::vector<float> buf(static_cast<size_t>(len));
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < rows; ++r) {
+        vm.widen_bf16(src + r * len, buf.data(), len);
+        row(buf.data(), buf.data(), len, log);
+        vm.narrow_bf16(buf.data(), dst + r * len, len);
+      }
+    }
+    return true;
+  }
   const float* src = static_cast<const float*>(in.raw_data());
   float* dst = static_cast<float*>(out.raw_data());
 #pragma omp parallel for schedule(static) if (rows > 1 && in.numel() >= (int64_t(1) << 15))

@@ -124,11 +124,11 @@ void gemm_bf16_avx512bf16(int64_t M, int64_t N, int64_t K, const uint16_t* A, in
       {
         pack_b(B, b_rs, b_cs, K, k0, kc, j0, nc, packed_b.data());
         const int64_t threads = omp_get_num_threads();
-        const int64_t groups =
-            std::min<int64_t>(jr_panels, std::max<int64_t>(1, threads / ic_blocks));
+        const int64_t groups = std::min<int64_t>(
+            jr_panels, std::max<int64_t>(1, (4 * threads + ic_blocks - 1) / ic_blocks));
         thread_local std::vector<uint32_t> packed_a;
         packed_a.resize(size_t(kMC * kKC / 2));
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic)
         for (int64_t t = 0; t < ic_blocks * groups; ++t) {
           const int64_t ib = t / groups, g = t % groups;
           const int64_t i0 = ib * kMC, mc = std::min(kMC, M - i0);

@@ -17,11 +17,19 @@ using VecSoftmaxRowF32 = void (*)(const float* in, float* out, int64_t n, bool l
 // sum_k a[k] * b[k] over contiguous arrays (several float32 accumulators).
 using VecDotF32 = float (*)(const float* a, const float* b, int64_t n);
 
+// bfloat16 <-> float32 over contiguous arrays (exact widening; narrowing rounds to nearest
+// even, NaN stays NaN), so bfloat16 tensors can use the float32 vector functions chunk by
+// chunk.
+using VecWidenBf16 = void (*)(const uint16_t* in, float* out, int64_t n);
+using VecNarrowBf16 = void (*)(const float* in, uint16_t* out, int64_t n);
+
 struct VecMathF32 {
   VecUnaryF32 exp = nullptr, log = nullptr, tanh = nullptr, sigmoid = nullptr, silu = nullptr,
               gelu_erf = nullptr, gelu_tanh = nullptr, relu = nullptr;
   VecSoftmaxRowF32 softmax_row = nullptr;
   VecDotF32 dot = nullptr;
+  VecWidenBf16 widen_bf16 = nullptr;
+  VecNarrowBf16 narrow_bf16 = nullptr;
 };
 
 const VecMathF32& vec_math_avx2();
