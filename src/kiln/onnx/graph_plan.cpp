@@ -3,7 +3,6 @@
 // of the graphs around it; those reads count as inputs of the node that owns the subgraph,
 // so the owner runs after their producers and the values live until it has run.
 #include "kiln/onnx/model_state.h"
-#include "kiln/onnx/op_table.h"
 #include "kiln/onnx/tensor_convert.h"
 
 namespace kiln::onnx {
@@ -95,18 +94,6 @@ class Planner {
       for (const auto& in : extra[size_t(index)]) out.last_use[in] = pos;
     }
     for (const auto& o : g.output()) out.outputs.insert(o.name());
-    for (int i = 0; i < g.node_size(); ++i) {
-      const pb::NodeProto& node = g.node(i);
-      if (node.op_type() != "Constant" || !(node.domain().empty() || node.domain() == "ai.onnx")) continue;
-      try {
-        OpContext ctx(node, state_.opset, {}, Device(DeviceType::CPU, 0));
-        out.constants[i] = op_table().find("Constant")(ctx).at(0);
-      } catch (const NotImplementedError& e) {
-        KILN_THROW(NotImplementedError, describe_node(node, i), ": ", e.what());
-      } catch (const Error& e) {
-        KILN_THROW(ValueError, describe_node(node, i), ": ", e.what());
-      }
-    }
     out.drops.resize(out.order.size());
     for (const auto& [name, pos] : out.last_use) {
       if (!out.outputs.count(name)) out.drops[pos].push_back(name);

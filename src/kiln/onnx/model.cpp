@@ -118,6 +118,7 @@ Model load_from_bytes(const void* data, size_t size, const std::string& base_dir
   state->proto = std::move(proto);
   try {
     plan_graphs(*state, available, base_dir);
+    fold_constants(*state);
   } catch (const ValueError& e) {
     KILN_THROW(ValueError, "ONNX model ", quoted(name), ": ", e.what());
   } catch (const NotImplementedError& e) {
@@ -165,7 +166,14 @@ Model Model::to(Device device) const {
   for (auto& [n, t] : s->initializers) t = to_device(t, device);
   auto move = [&](GraphPlan& plan) {
     for (auto& [n, t] : plan.initializers) t = to_device(t, device);
-    for (auto& [i, t] : plan.constants) t = to_device(t, device);
+    for (auto& [i, values] : plan.folded) {
+      for (Value& v : values) {
+        if (v.tensor.defined()) v.tensor = to_device(v.tensor, device);
+        if (v.sequence) {
+          for (Tensor& t : *v.sequence) t = to_device(t, device);
+        }
+      }
+    }
   };
   move(s->main);
   for (auto& [g, plan] : s->subgraphs) move(plan);

@@ -22,9 +22,9 @@ struct GraphPlan {
   std::map<std::string, size_t> last_use;
   std::vector<std::vector<std::string>> drops;  // per position: values last read there
   std::set<std::string> outputs;
-  // Constant nodes (by node index), evaluated once at load time: a constant inside a loop
-  // body or an If branch would otherwise be decoded from the proto on every run.
-  std::map<int, Tensor> constants;
+  // Outputs of nodes evaluated once at load time (by node index): Constant nodes and nodes
+  // whose inputs are all constants (constant_folding.cpp).
+  std::map<int, std::vector<Value>> folded;
 };
 
 struct Model::State {
@@ -54,6 +54,12 @@ void plan_graphs(Model::State& state, const std::vector<std::string>& main_avail
 std::vector<int> topological_order(const pb::GraphProto& graph,
                                    const std::vector<std::string>& available,
                                    const std::vector<std::vector<std::string>>* extra_inputs = nullptr);
+
+// Evaluates Constant nodes and every node whose inputs are all constants (Constant outputs,
+// initializers the caller cannot override, folded outputs, also from enclosing graphs) into
+// GraphPlan::folded. A malformed Constant is an error; any other node that fails is simply
+// left to run (and report) at run time.
+void fold_constants(Model::State& state);
 
 // "node 'name' (OpType)" or "node #i (OpType)" for messages.
 std::string describe_node(const pb::NodeProto& node, int index);

@@ -125,8 +125,10 @@ void execute(const Model::State& s, const pb::GraphProto& g, const GraphPlan& pl
   for (size_t pos = 0; pos < plan.order.size(); ++pos) {
     const int index = plan.order[pos];
     const pb::NodeProto& node = g.node(index);
-    if (auto c = plan.constants.find(index); c != plan.constants.end()) {
-      if (node.output_size() > 0 && !node.output(0).empty()) scope.values[node.output(0)] = c->second;
+    if (auto f = plan.folded.find(index); f != plan.folded.end()) {
+      for (size_t i = 0; i < f->second.size(); ++i) {
+        if (!node.output(int(i)).empty()) scope.values[node.output(int(i))] = f->second[i];
+      }
       continue;
     }
     const bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
