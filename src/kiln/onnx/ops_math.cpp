@@ -227,10 +227,17 @@ std::vector<Tensor> op_clip(OpContext& ctx) {
     if (!lo && !hi) return one(x);
     return one(cast(clamp(x, lo, hi), x.dtype()));
   }
-  Tensor y = x;
-  if (ctx.has_input(1)) y = maximum(y, cast(ctx.input(1), x.dtype()));
-  if (ctx.has_input(2)) y = minimum(y, cast(ctx.input(2), x.dtype()));
-  return one(y);
+  // Bounds are 0-d: as host scalars, one clamp pass instead of a maximum and a minimum.
+  std::optional<Scalar> lo, hi;
+  auto bound = [&](size_t i) -> Scalar {
+    const double v = ctx.input_scalar(i);
+    return is_floating(x.dtype()) ? Scalar(v) : Scalar(int64_t(v));
+  };
+  if (ctx.has_input(1)) lo = bound(1);
+  if (ctx.has_input(2)) hi = bound(2);
+  if (!lo && !hi) return one(x);
+  if (lo && hi && lo->to_double() > hi->to_double()) return one(full_like(x, *hi));  // ONNX: all max
+  return one(cast(clamp(x, lo, hi), x.dtype()));
 }
 
 // BitShift on uint8 (kiln's only unsigned type): products and quotients by 2^y in int64,
