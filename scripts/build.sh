@@ -2,6 +2,8 @@
 # Configures and builds one flavour of kiln: scripts/build.sh release|asan [targets...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# ccache keys on paths relative to the checkout, so every clone (CI's included) shares hits.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true
 flavour=${1:-release}
 shift || true
 case "$flavour" in

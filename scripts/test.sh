@@ -12,6 +12,9 @@ jobs=$(nproc)
 # CTest runs $jobs test programs at once, each with an OpenMP team of $(nproc) threads: idle
 # threads must sleep rather than spin, or the oversubscribed cores crawl.
 export OMP_WAIT_POLICY=PASSIVE
+# ccache keys on paths relative to the checkout (also for the pip build below), so every clone
+# shares cache hits.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true
 
 echo "== Release build and tests"
 bash scripts/build.sh release
