@@ -80,7 +80,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
 TEST(SafetensorsFuzzTarget, ReplaysTheCorpus) {
   namespace fs = std::filesystem;
+  // KILN_TESTS_DIR: the tests/ folder (set by tests/CMakeLists.txt; __FILE__ may be a
+  // relative path when ccache rewrites paths).
+#ifdef KILN_TESTS_DIR
+  fs::path io = fs::path(KILN_TESTS_DIR) / "io";
+#else
   fs::path io = fs::path(__FILE__).parent_path().parent_path() / "io";
+#endif
   size_t n = 0;
   for (const char* sub : {"regressions", "data"}) {
     if (!fs::is_directory(io / sub)) continue;

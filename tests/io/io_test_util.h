@@ -19,8 +19,13 @@ namespace kiln::test {
 
 namespace fs = std::filesystem;
 
-// The folder of this source file: tests/io/.
+// tests/io/. KILN_TESTS_DIR (set by tests/CMakeLists.txt) is absolute; __FILE__ may be relative
+// when ccache rewrites paths to share its cache between checkouts.
+#ifdef KILN_TESTS_DIR
+inline fs::path io_test_dir() { return fs::path(KILN_TESTS_DIR) / "io"; }
+#else
 inline fs::path io_test_dir() { return fs::path(__FILE__).parent_path(); }
+#endif
 
 // A fresh directory under the system temp dir, removed at destruction.
 class TempDir {
