@@ -20,8 +20,6 @@ struct ViewGeometry {
   Strides strides;
   int64_t offset = 0;
   Shape base_shape;
-  DType dtype = DType::F32;
-  Device device;
   // The view's part of a fresh contiguous base-shaped tensor (writes land in it).
   Tensor part_of(const Tensor& base_like) const {
     return base_like.as_strided(shape, strides, offset);
@@ -97,8 +95,7 @@ void rebase_view_history(Tensor& view, const std::shared_ptr<Node>& fn, int64_t 
                          const Edge& base_edge) {
   Tensor base(view.impl()->view_base);
   ViewGeometry g{view.shape(), view.strides(),
-                 view.impl()->storage_offset() - base.impl()->storage_offset(), base.shape(),
-                 base.dtype(), base.device()};
+                 view.impl()->storage_offset() - base.impl()->storage_offset(), base.shape()};
   auto copy_slices = std::make_shared<CopySlices>(g, fn, self_input, base_edge);
   auto& bm = base.impl()->autograd_meta;
   if (!bm) bm = std::make_shared<AutogradMeta>();
