@@ -186,7 +186,7 @@ void bind_elementwise(nb::module_& m, nb::class_<Tensor>& cls) {
     return inplace(s, [&](Tensor& t) { kiln::div_(t, b, "floor"); }); }, nb::arg("other"));
   BOTH("bitwise_not", [](const Tensor& x) -> Tensor {
     if (x.dtype() == DType::Bool) return kiln::logical_not(x);
-    KILN_CHECK(is_integral(x.dtype()), TypeError,
+    KILN_CHECK(is_integral(x.dtype()), NotImplementedError,
                "bitwise_not: expected an integral or bool dtype, got ", dtype_name(x.dtype()));
     return kiln::bitwise_xor(x, Scalar(int64_t(-1)));
   }, GIL);

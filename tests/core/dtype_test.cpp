@@ -97,8 +97,8 @@ TEST(Shape, BroadcastAndWrapDim) {
   EXPECT_EQ(wrap_dim(-1, 0), 0);
   EXPECT_THROW(wrap_dim(3, 3), IndexError);
   EXPECT_THROW(wrap_dim(-4, 3), IndexError);
-  EXPECT_THROW(numel_of({-1, 2}), ValueError);
-  EXPECT_THROW(numel_of({int64_t(1) << 40, int64_t(1) << 40}), ValueError);
+  EXPECT_THROW(numel_of({-1, 2}), Error);
+  EXPECT_THROW(numel_of({int64_t(1) << 40, int64_t(1) << 40}), Error);
 }
 
 }  // namespace

@@ -142,7 +142,7 @@ TEST(CrossEntropy, Errors) {
   EXPECT_THROW(F::cross_entropy(x, i64({0, -2}, {2})), IndexError);
   EXPECT_THROW(F::cross_entropy(x, i64({0, 1, 2}, {3})), ShapeError);
   EXPECT_THROW(F::cross_entropy(x, f64({0.5, 0.5}, {2})), ShapeError);  // not probabilities
-  EXPECT_THROW(F::cross_entropy(x, i64({0, 1}, {2}).to(DType::I16)), TypeError);
+  EXPECT_THROW(F::cross_entropy(x, i64({0, 1}, {2}).to(DType::I16)), Error);
   EXPECT_THROW(F::cross_entropy(x, i64({0, 1}, {2}), {.weight = f64({1, 2}, {2})}), ShapeError);
   EXPECT_THROW(F::cross_entropy(x, i64({0, 1}, {2}), {.label_smoothing = 1.5}), ValueError);
   // All targets ignored: the mean is 0/0 (NaN), as PyTorch.

@@ -64,6 +64,7 @@ void expect_error(const std::function<void()>& f, std::initializer_list<std::str
   try {
     f();
   } catch (const E& e) {
+    expect_python_class_of<E>(e);
     std::string msg = e.what();
     for (const auto& p : parts)
       EXPECT_NE(msg.find(p), std::string::npos)

@@ -121,6 +121,7 @@ void expect_error(F&& f, const std::vector<std::string>& parts) {
     f();
     ADD_FAILURE() << "expected an exception";
   } catch (const E& e) {
+    expect_python_class_of<E>(e);
     std::string msg = e.what();
     for (const auto& p : parts)
       EXPECT_NE(msg.find(p), std::string::npos) << "message '" << msg << "' lacks '" << p << "'";

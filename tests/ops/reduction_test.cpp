@@ -132,12 +132,12 @@ TEST_P(Reduction, MeanEveryFloatDtypeLayoutAndDims) {
         100);
 }
 
-TEST_P(Reduction, MeanOfIntegersIsTypeError) {
+TEST_P(Reduction, MeanOfIntegersIsRuntimeError) {
   Tensor x = make({1, 2}, {2}, DType::I64, device());
-  expect_error<TypeError>([&] { mean(x); }, {"mean(): could not infer output dtype",
+  expect_error<Error>([&] { mean(x); }, {"mean(): could not infer output dtype",
                                              "floating point", "Got: Long"});
   Tensor b = make({1, 0}, {2}, DType::Bool, device());
-  expect_error<TypeError>([&] { mean(b, {0}); }, {"Got: Bool"});
+  expect_error<Error>([&] { mean(b, {0}); }, {"Got: Bool"});
 }
 
 TEST_P(Reduction, MeanOfEmptyIsNaN) {
@@ -311,16 +311,16 @@ TEST_P(Reduction, MaxMinFullAndZeroDim) {
 
 TEST_P(Reduction, ReductionsWithoutIdentityRejectEmpty) {
   Tensor e = empty({0}, TensorOptions(DType::F32, device()));
-  expect_error<ValueError>([&] { max(e); },
+  expect_error<Error>([&] { max(e); },
                            {"max(): Expected reduction dim to be specified", "numel() == 0"});
-  expect_error<ValueError>([&] { min(e); }, {"min()", "numel() == 0"});
-  expect_error<ValueError>([&] { argmax(e); }, {"argmax()", "numel() == 0"});
-  expect_error<ValueError>([&] { argmin(e); }, {"argmin()", "numel() == 0"});
+  expect_error<Error>([&] { min(e); }, {"min()", "numel() == 0"});
+  expect_error<IndexError>([&] { argmax(e); }, {"argmax()", "numel() == 0"});
+  expect_error<IndexError>([&] { argmin(e); }, {"argmin()", "numel() == 0"});
   Tensor e2 = empty({2, 0}, TensorOptions(DType::I32, device()));
   expect_error<IndexError>([&] { max(e2, 1); },
                            {"max(): Expected reduction dim 1 to have non-zero size"});
   expect_error<IndexError>([&] { argmin(e2, -1); }, {"argmin()", "dim 1", "non-zero size"});
-  expect_error<IndexError>([&] { amax(e2); }, {"amax()", "dim 1", "non-zero size"});
+  expect_error<Error>([&] { amax(e2); }, {"amax()", "Expected reduction dim to be specified"});
   expect_error<IndexError>([&] { amin(e2, {1}, true); }, {"amin()"});
   // Reducing a non-empty dim of an empty tensor is fine.
   auto [v, i] = max(e2, 0);

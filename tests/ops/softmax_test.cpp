@@ -112,10 +112,10 @@ TEST_P(Softmax, ZeroDimAndEmpty) {
 
 TEST_P(Softmax, Errors) {
   Tensor i = make({1, 2}, {2}, DType::I32, device());
-  expect_error<TypeError>([&] { softmax(i, 0); }, {"softmax", "Int", "floating"});
-  expect_error<TypeError>([&] { log_softmax(i, 0); }, {"log_softmax", "Int"});
+  expect_error<NotImplementedError>([&] { softmax(i, 0); }, {"softmax", "Int", "floating"});
+  expect_error<NotImplementedError>([&] { log_softmax(i, 0); }, {"log_softmax", "Int"});
   Tensor b = make({1, 0}, {2}, DType::Bool, device());
-  expect_error<TypeError>([&] { softmax(b, 0); }, {"Bool"});
+  expect_error<NotImplementedError>([&] { softmax(b, 0); }, {"Bool"});
   Tensor x = zeros({2, 3}, TensorOptions(DType::F32, device()));
   expect_error<IndexError>([&] { softmax(x, 2); }, {"[-2, 1]", "got 2"});
   expect_error<IndexError>([&] { log_softmax(x, -3); }, {"got -3"});

@@ -209,8 +209,8 @@ TEST_P(SortTest, TopkZeroDimAndErrors) {
   expect_values(v, {}, {3});
   expect_ints(i, {}, {0});
   Tensor x = make({1, 2, 3}, {3}, DType::F32, device());
-  expect_error<ValueError>([&] { topk(x, 4); }, {"k out of range", "[0, 3]", "k = 4"});
-  expect_error<ValueError>([&] { topk(x, -1); }, {"k = -1"});
+  expect_error<Error>([&] { topk(x, 4); }, {"k out of range", "[0, 3]", "k = 4"});
+  expect_error<Error>([&] { topk(x, -1); }, {"k = -1"});
   expect_error<IndexError>([&] { topk(x, 1, 1); }, {"1"});
 }
 

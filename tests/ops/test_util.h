@@ -7,6 +7,7 @@
 #include <cmath>
 #include <functional>
 #include <random>
+#include <type_traits>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,25 @@ inline Tol tol_for(DType t) {
 }
 
 // Host values of t (any device/dtype/layout) in row-major order, as double.
+// The Python exception class a kiln error becomes (see python/src/errors.cpp): tests that
+// expect kiln::Error itself check that the error is a RuntimeError in Python (which includes
+// NotImplementedError), not one of the subclasses that map to ValueError, TypeError or
+// IndexError.
+inline const char* python_exception_name(const std::exception& e) {
+  if (dynamic_cast<const IndexError*>(&e)) return "IndexError";
+  if (dynamic_cast<const ValueError*>(&e)) return "ValueError";
+  if (dynamic_cast<const TypeError*>(&e)) return "TypeError";
+  if (dynamic_cast<const NotImplementedError*>(&e)) return "NotImplementedError";
+  return "RuntimeError";
+}
+template <typename E>
+void expect_python_class_of(const std::exception& e) {
+  if constexpr (std::is_same_v<E, Error>)
+    EXPECT_TRUE(std::string(python_exception_name(e)) == "RuntimeError" ||
+                std::string(python_exception_name(e)) == "NotImplementedError")
+        << python_exception_name(e) << ", message: " << e.what();
+}
+
 inline std::vector<double> values(const Tensor& t) { return t.to_vector<double>(); }
 
 // Expects t to have the given shape and values within tolerance (NaN matches NaN,

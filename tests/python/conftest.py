@@ -46,8 +46,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     import oracle
     stats = oracle.STATS
     sections = [
-        ("error cases where kiln raises another exception type than torch",
-         stats["error_type_differences"]),
         ("known differences (oracle.KNOWN)", stats["known"]),
         ("not implemented in kiln (NotImplementedError where torch works)",
          stats["not_implemented"]),

@@ -103,28 +103,9 @@ ERRORS = {
     "arange_zero_step": lambda L: L.arange(0, 3, 0),
 }
 
-# Where kiln's C++ library raises another exception type than PyTorch for the same mistake:
-# case -> (kiln type, reason). kiln's library reports an unsupported dtype as TypeError and a
-# bad argument value as ValueError or IndexError where PyTorch says RuntimeError.
-_DTYPE = "kiln reports a dtype its op does not accept as TypeError (torch: RuntimeError)"
-_VALUE = "kiln reports a bad argument value as ValueError (torch: RuntimeError)"
-_INDEX = "kiln reports an out-of-range position as IndexError (torch: RuntimeError)"
-TYPE_DIFFERENCES = {
-    "mean_int": (TypeError, _DTYPE),
-    "softmax_int": (TypeError, _DTYPE),
-    "bitwise_and_float": (TypeError, _DTYPE),
-    "sub_bool": (TypeError, _DTYPE),
-    "masked_fill_non_bool_mask": (TypeError, _DTYPE),
-    "where_non_bool": (TypeError, _DTYPE),
-    "stack_empty": (ValueError, _VALUE),
-    "zeros_negative": (ValueError, _VALUE),
-    "randint_empty_range": (ValueError, _VALUE),
-    "one_hot_out_of_range": (ValueError, _VALUE),
-    "topk_k_too_big": (ValueError, _VALUE),
-    "arange_zero_step": (ValueError, _VALUE),
-    "narrow_out_of_range": (IndexError, _INDEX),
-    "gather_out_of_range": (IndexError, _INDEX),
-}
+# Where kiln raises another exception type than PyTorch for the same mistake:
+# case -> (kiln type, reason). Empty: every case raises torch's type.
+TYPE_DIFFERENCES = {}
 
 # Mistakes PyTorch refuses but kiln's library accepts (kiln must still accept them, so a
 # fix is noticed): case -> reason.

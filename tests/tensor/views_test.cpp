@@ -88,7 +88,7 @@ TEST_P(Views, SliceNarrowSelectWithSteps) {
   test::expect_close(a.slice(0, 8, 100), {2}, {8, 9});
   test::expect_close(a.slice(0, 5, 2), {0}, {});
   test::expect_close(a.narrow(0, 2, 3), {3}, {2, 3, 4});
-  EXPECT_THROW(a.narrow(0, 8, 3), IndexError);
+  EXPECT_THROW(a.narrow(0, 8, 3), Error);
   EXPECT_THROW(a.slice(0, 0, 5, 0), ValueError);
   Tensor m = iota({3, 4}, device());
   test::expect_close(m.select(1, -1), {3}, {3, 7, 11});

@@ -97,7 +97,7 @@ template <typename T> using opmath_t = typename OpMath<T>::type;
       KILN_DISPATCH_INT_CASES(__VA_ARGS__)                                   \
       KILN_DTYPE_CASE(Bool, bool, __VA_ARGS__)                               \
     }                                                                        \
-    KILN_THROW(::kiln::TypeError, NAME, ": unsupported dtype ", (DTYPE));    \
+    KILN_THROW(::kiln::NotImplementedError, NAME, ": unsupported dtype ", (DTYPE));    \
   }()
 #define KILN_DISPATCH_FLOAT(DTYPE, NAME, ...)                                        \
   [&] {                                                                              \
@@ -106,7 +106,7 @@ template <typename T> using opmath_t = typename OpMath<T>::type;
       default:                                                                       \
         break;                                                                       \
     }                                                                                \
-    KILN_THROW(::kiln::TypeError, NAME, ": expected a floating-point dtype, got ", (DTYPE)); \
+    KILN_THROW(::kiln::NotImplementedError, NAME, ": expected a floating-point dtype, got ", (DTYPE)); \
   }()
 #define KILN_DISPATCH_INTEGRAL(DTYPE, NAME, ...)                                       \
   [&] {                                                                                \
@@ -116,5 +116,5 @@ template <typename T> using opmath_t = typename OpMath<T>::type;
       default:                                                                         \
         break;                                                                         \
     }                                                                                  \
-    KILN_THROW(::kiln::TypeError, NAME, ": expected an integral or bool dtype, got ", (DTYPE)); \
+    KILN_THROW(::kiln::NotImplementedError, NAME, ": expected an integral or bool dtype, got ", (DTYPE)); \
   }()

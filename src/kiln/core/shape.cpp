@@ -10,8 +10,8 @@ namespace kiln {
 int64_t numel_of(const Shape& shape) {
   int64_t n = 1;
   for (int64_t s : shape) {
-    KILN_CHECK(s >= 0, ValueError, "negative dimension ", s, " in shape ", shape_str(shape));
-    KILN_CHECK(!__builtin_mul_overflow(n, s, &n), ValueError, "shape ", shape_str(shape),
+    KILN_CHECK(s >= 0, Error, "negative dimension ", s, " in shape ", shape_str(shape));
+    KILN_CHECK(!__builtin_mul_overflow(n, s, &n), Error, "shape ", shape_str(shape),
                " has more elements than fit in int64");
   }
   return n;

@@ -68,7 +68,7 @@ void prepare_outputs(OpCall& call, const std::vector<TensorMeta>& metas, Device 
              " output tensors, got ", call.outs.size());
   for (size_t i = 0; i < metas.size(); ++i) {
     Tensor& out = call.outs[i];
-    KILN_CHECK(out.dtype() == metas[i].dtype, TypeError, op.name, ": result type ",
+    KILN_CHECK(out.dtype() == metas[i].dtype, Error, op.name, ": result type ",
                metas[i].dtype, " can't be written to an output of dtype ", out.dtype());
     if (out.shape() != metas[i].shape) {
       // As PyTorch: an empty out= tensor is resized; a non-empty one of another shape is an
@@ -102,14 +102,14 @@ std::vector<Tensor> run_op(OpCall& call) {
     if (device.type != DeviceType::CPU && cpu_has && cpu_fallback_enabled())
       return run_on_cpu_instead(call, device);
     if (own.fn || (device.type == DeviceType::CPU && cpu.fn))
-      KILN_THROW(TypeError, "\"", op.name, "\" not implemented for '", dtype_name(dtype),
+      KILN_THROW(NotImplementedError, "\"", op.name, "\" not implemented for '", dtype_name(dtype),
                  "' on ", device_type_name(device.type), " (supported dtypes: ",
                  dtype_list(own.dtypes), ")");
     if (cpu_has && !default_kernel(device.type))
       KILN_THROW(NotImplementedError, "op '", op.name, "' has no kernel for device '",
                  device_type_name(device.type),
                  "'; set KILN_FALLBACK=cpu to run it on the CPU instead");
-    KILN_THROW(TypeError, "\"", op.name, "\" not implemented for '", dtype_name(dtype), "' on ",
+    KILN_THROW(NotImplementedError, "\"", op.name, "\" not implemented for '", dtype_name(dtype), "' on ",
                device_type_name(device.type));
   }
   DeviceGuard guard(device);

@@ -20,7 +20,7 @@ namespace kiln::nn {
 
 Tensor attention_mask_to_float(const Tensor& mask, DType dtype, const std::string& what) {
   if (!mask.defined()) return mask;
-  KILN_CHECK(mask.dtype() == DType::Bool || mask.is_floating_point(), TypeError, what,
+  KILN_CHECK(mask.dtype() == DType::Bool || mask.is_floating_point(), Error, what,
              ": only bool and floating masks are supported, got ", dtype_name(mask.dtype()));
   if (mask.is_floating_point()) return mask;
   return masked_fill(zeros(mask.shape(), TensorOptions(dtype, mask.device())), mask,
@@ -149,7 +149,7 @@ std::tuple<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query_in,
   KILN_CHECK(!attn_mask_in.defined() || attn_mask_in.dim() == 2 || attn_mask_in.dim() == 3,
              ShapeError, kName, ": expected a 2-D or 3-D attn_mask, got shape ",
              shape_str(attn_mask_in.shape()));
-  KILN_CHECK(query_in.is_floating_point(), TypeError, kName,
+  KILN_CHECK(query_in.is_floating_point(), Error, kName,
              ": expected a floating query, got ", dtype_name(query_in.dtype()));
 
   // Self-attention (one tensor for query, key and value) projects with one matmul.

@@ -54,7 +54,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
              "[..., S, Ev]), got shapes ", shape_str(q.shape()), ", ", shape_str(k.shape()),
              " and ", shape_str(v.shape()));
   KILN_CHECK(q.dtype() == k.dtype() && k.dtype() == v.dtype() && q.is_floating_point(),
-             TypeError, fn, ": expected query, key and value of one floating dtype, got ",
+             Error, fn, ": expected query, key and value of one floating dtype, got ",
              dtype_name(q.dtype()), ", ", dtype_name(k.dtype()), " and ", dtype_name(v.dtype()));
   KILN_CHECK(k.size(-1) == q.size(-1), ShapeError, fn,
              ": key's last dim must equal query's (E = ", q.size(-1), "), got key of shape ",
@@ -70,7 +70,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   if (attn_mask.defined()) {
     // As PyTorch: bool, float32 or the query's dtype.
     DType md = attn_mask.dtype();
-    KILN_CHECK(md == DType::Bool || md == DType::F32 || md == q.dtype(), TypeError, fn,
+    KILN_CHECK(md == DType::Bool || md == DType::F32 || md == q.dtype(), Error, fn,
                ": expected attn_mask of dtype bool, float32 or the query's dtype (",
                dtype_name(q.dtype()), "), got ", dtype_name(md));
   }

@@ -52,7 +52,7 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
              "embedding: expected a 2-D weight [num_embeddings, embedding_dim], got shape ",
              weight.defined() ? shape_str(weight.shape()) : std::string("undefined"));
   KILN_CHECK(indices.defined() && (indices.dtype() == DType::I64 || indices.dtype() == DType::I32),
-             TypeError, "embedding: expected indices of dtype int64 or int32, got ",
+             Error, "embedding: expected indices of dtype int64 or int32, got ",
              indices.defined() ? std::string(dtype_name(indices.dtype())) : std::string("undefined"));
   int64_t num = weight.size(0);
   Shape out_shape = indices.shape();

@@ -25,7 +25,7 @@ Tensor reduce(const Tensor& loss, Reduction r, const char* fn) {
 void check_pair(const char* fn, const Tensor& input, const Tensor& target) {
   KILN_CHECK(input.defined() && target.defined(), ValueError, fn,
              ": input and target must be defined");
-  KILN_CHECK(input.is_floating_point(), TypeError, fn, ": expected a floating-point input, got ",
+  KILN_CHECK(input.is_floating_point(), Error, fn, ": expected a floating-point input, got ",
              dtype_name(input.dtype()));
   KILN_CHECK(input.shape() == target.shape(), ShapeError, fn, ": target size ",
              shape_str(target.shape()), " is different from the input size ",
@@ -52,9 +52,9 @@ struct IndexTarget {
 IndexTarget prepare(const char* fn, const Tensor& input, const Tensor& target,
                     const Tensor& weight, int64_t ignore_index) {
   KILN_CHECK(input.defined() && target.defined(), ValueError, fn, ": input and target must be defined");
-  KILN_CHECK(input.is_floating_point(), TypeError, fn, ": expected a floating-point input, got ",
+  KILN_CHECK(input.is_floating_point(), Error, fn, ": expected a floating-point input, got ",
              dtype_name(input.dtype()));
-  KILN_CHECK(target.dtype() == DType::I64 || target.dtype() == DType::I32, TypeError, fn,
+  KILN_CHECK(target.dtype() == DType::I64 || target.dtype() == DType::I32, Error, fn,
              ": expected class-index targets of dtype int64, got ", dtype_name(target.dtype()),
              " (class-probability targets must have the input's shape)");
   KILN_CHECK(input.dim() >= 1, ShapeError, fn, ": expected an input [N, C, *] or [C], got a 0-d tensor");

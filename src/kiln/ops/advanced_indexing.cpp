@@ -125,7 +125,7 @@ std::vector<TensorMeta> index_put_meta(const OpCall& c) {
   Shape r = index_result_shape(x.shape(), tail(c.inputs, 2));
   KILN_CHECK(c.inputs[1].shape() == r, ShapeError, "index_put: expected values of shape ",
              shape_str(r), ", got ", shape_str(c.inputs[1].shape()));
-  KILN_CHECK(c.inputs[1].dtype() == x.dtype(), TypeError, "index_put: expected values of dtype ",
+  KILN_CHECK(c.inputs[1].dtype() == x.dtype(), Error, "index_put: expected values of dtype ",
              dtype_name(x.dtype()), ", got ", dtype_name(c.inputs[1].dtype()));
   return {{x.shape(), x.dtype()}};
 }

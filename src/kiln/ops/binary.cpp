@@ -21,7 +21,7 @@ DType compute_type(const char* name, DType promoted, Kind kind) {
   if ((kind == Kind::TrueDiv || kind == Kind::FloatOnly) && !is_floating(promoted))
     return default_float_dtype();
   if (kind == Kind::Bitwise)
-    KILN_CHECK(!is_floating(promoted), TypeError, "\"", name, "\" not implemented for '",
+    KILN_CHECK(!is_floating(promoted), NotImplementedError, "\"", name, "\" not implemented for '",
                dtype_name(promoted), "'; bitwise ops need integral or bool tensors");
   return promoted;
 }
@@ -108,14 +108,14 @@ Tensor pow(const Scalar& a, const Tensor& b) {
 // ---- add / sub (alpha) ----
 namespace {
 void check_alpha(const char* name, DType t, const Scalar& alpha) {
-  KILN_CHECK(is_floating(t) || !alpha.is_floating(), TypeError, "For integral input tensors, "
+  KILN_CHECK(is_floating(t) || !alpha.is_floating(), Error, "For integral input tensors, "
              "argument alpha must not be a floating point number (in ", name, ")");
 }
 void check_sub(const Tensor& a, const Tensor& b) {
-  KILN_CHECK(!(a.dtype() == DType::Bool && b.dtype() == DType::Bool), TypeError,
+  KILN_CHECK(!(a.dtype() == DType::Bool && b.dtype() == DType::Bool), Error,
              "Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
              "`^` or `logical_xor()` operator instead.");
-  KILN_CHECK(!(a.dtype() == DType::Bool || b.dtype() == DType::Bool), TypeError,
+  KILN_CHECK(!(a.dtype() == DType::Bool || b.dtype() == DType::Bool), Error,
              "Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
              "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
 }
@@ -193,7 +193,7 @@ Tensor floor_divide(const Tensor& a, const Tensor& b) { return div(a, b, "floor"
 
 // ---- ternary ----
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
-  KILN_CHECK(cond.dtype() == DType::Bool, TypeError,
+  KILN_CHECK(cond.dtype() == DType::Bool, Error,
              "where expected condition to be a boolean tensor, but got a tensor with dtype ",
              dtype_name(cond.dtype()));
   DType t = result_type(a, b);
@@ -207,9 +207,9 @@ Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b) {
 }
 
 Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight) {
-  KILN_CHECK(start.dtype() == end.dtype(), TypeError, "lerp: expected dtype ",
+  KILN_CHECK(start.dtype() == end.dtype(), Error, "lerp: expected dtype ",
              dtype_name(start.dtype()), " for `end` but got dtype ", dtype_name(end.dtype()));
-  KILN_CHECK(is_floating(start.dtype()), TypeError, "\"lerp\" not implemented for '",
+  KILN_CHECK(is_floating(start.dtype()), NotImplementedError, "\"lerp\" not implemented for '",
              dtype_name(start.dtype()), "'");
   return call_op(KILN_OP("lerp"), {start, end, to_dtype(weight, start.dtype())}, {});
 }
@@ -229,7 +229,7 @@ Tensor addc(const char* name, const Tensor& s, const Tensor& t1, const Tensor& t
             const Scalar& value) {
   DType t = addc_type(s, t1, t2);
   if (std::string(name) == "addcdiv")
-    KILN_CHECK(is_floating(t), TypeError, "Integer division with addcdiv is no longer "
+    KILN_CHECK(is_floating(t), Error, "Integer division with addcdiv is no longer "
                "supported; use floating-point tensors");
   return call_op(get_op(name), {to_dtype(s, t), to_dtype(t1, t), to_dtype(t2, t)}, {value});
 }

@@ -40,7 +40,7 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias
 
 Tensor convolution_weight_grad(const Tensor& input, const Tensor& grad_output,
                                const Shape& weight_shape, const ConvOptions& options) {
-  KILN_CHECK(input.dtype() == grad_output.dtype(), TypeError,
+  KILN_CHECK(input.dtype() == grad_output.dtype(), Error,
              "convolution_weight_grad: expected input and grad_output of one dtype, got ",
              dtype_name(input.dtype()), " and ", dtype_name(grad_output.dtype()));
   ConvAttrs a =

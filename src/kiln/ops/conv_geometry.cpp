@@ -57,7 +57,7 @@ ConvAttrs check_convolution(const Tensor& x, const Shape& w, DType weight_dtype,
   KILN_CHECK(x.dim() == int64_t(w.size()), ShapeError, "Expected ", w.size() - 1, "D (unbatched) "
              "or ", w.size(), "D (batched) input to ", op, ", but got input of size: ",
              shape_str(x.shape()));
-  KILN_CHECK(is_floating(x.dtype()), TypeError, op, ": expected a floating-point input, got ",
+  KILN_CHECK(is_floating(x.dtype()), Error, op, ": expected a floating-point input, got ",
              dtype_name(x.dtype()));
   KILN_CHECK(x.dtype() == weight_dtype, Error, "Input type (", dtype_name(x.dtype()),
              ") and weight type (", dtype_name(weight_dtype), ") should be the same");

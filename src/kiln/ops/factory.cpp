@@ -14,10 +14,10 @@ namespace {
 
 int64_t arange_length(const Scalar& start, const Scalar& end, const Scalar& step) {
   double s = start.to_double(), e = end.to_double(), d = step.to_double();
-  KILN_CHECK(d != 0, ValueError, "arange: step must be nonzero");
-  KILN_CHECK(std::isfinite(s) && std::isfinite(e), ValueError,
+  KILN_CHECK(d != 0, Error, "arange: step must be nonzero");
+  KILN_CHECK(std::isfinite(s) && std::isfinite(e), Error,
              "arange: unsupported range: ", s, " -> ", e);
-  KILN_CHECK((d > 0 && e >= s) || (d < 0 && e <= s), ValueError,
+  KILN_CHECK((d > 0 && e >= s) || (d < 0 && e <= s), Error,
              "arange: upper bound and larger bound inconsistent with step sign (start=", s,
              ", end=", e, ", step=", d, ")");
   if (start.is_floating() || end.is_floating() || step.is_floating())
@@ -32,13 +32,13 @@ std::vector<TensorMeta> arange_meta(const OpCall& call) {
 }
 std::vector<TensorMeta> linspace_meta(const OpCall& call) {
   int64_t steps = call.int_attr(2);
-  KILN_CHECK(steps >= 0, ValueError, "linspace: number of steps must be non-negative, got ",
+  KILN_CHECK(steps >= 0, Error, "linspace: number of steps must be non-negative, got ",
              steps);
   return {{{steps}, call.dtype_attr(3)}};
 }
 std::vector<TensorMeta> eye_meta(const OpCall& call) {
   int64_t n = call.int_attr(0), m = call.int_attr(1);
-  KILN_CHECK(n >= 0 && m >= 0, ValueError, "eye: n and m must be non-negative, got n=", n,
+  KILN_CHECK(n >= 0 && m >= 0, Error, "eye: n and m must be non-negative, got n=", n,
              ", m=", m);
   return {{{n, m}, call.dtype_attr(2)}};
 }

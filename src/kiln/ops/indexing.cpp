@@ -58,7 +58,7 @@ std::vector<TensorMeta> scatter_meta(const OpCall& c) {
              "(): Index tensor must have the same number of dimensions as self tensor, "
              "expected ", ops::nonempty_dim(x), ", got ", ops::nonempty_dim(index));
   if (src) {
-    KILN_CHECK(src->dtype() == x.dtype(), TypeError, name, "(): Expected self.dtype to be equal "
+    KILN_CHECK(src->dtype() == x.dtype(), Error, name, "(): Expected self.dtype to be equal "
                "to src.dtype, got ", dtype_name(x.dtype()), " and ", dtype_name(src->dtype()));
     KILN_CHECK(ops::nonempty_dim(index) == ops::nonempty_dim(*src), ShapeError, name,
                "(): Index tensor must have the same number of dimensions as src tensor, "
@@ -82,7 +82,7 @@ std::vector<TensorMeta> masked_fill_meta(const OpCall& c) {
 }
 
 void check_mask(const char* op, const Tensor& mask) {
-  KILN_CHECK(mask.dtype() == DType::Bool, TypeError, op,
+  KILN_CHECK(mask.dtype() == DType::Bool, Error, op,
              " only supports boolean masks, but got mask with dtype ", dtype_name(mask.dtype()));
 }
 
@@ -91,7 +91,7 @@ void check_reduce(const std::string& reduce, DType t) {
                  reduce == "amin",
              ValueError, "scatter_reduce(): reduce argument must be either sum, prod, mean, "
              "amax or amin, got ", reduce);
-  KILN_CHECK(!(reduce == "mean" && t == DType::Bool), TypeError,
+  KILN_CHECK(!(reduce == "mean" && t == DType::Bool), Error,
              "scatter_reduce(): reduce 'mean' is not supported for bool tensors");
 }
 

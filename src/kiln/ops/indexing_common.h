@@ -11,7 +11,7 @@ namespace kiln::ops {
 // Index tensors must hold int64 or int32 values.
 inline void check_index_dtype(const char* op, const Tensor& index, const char* what = "index") {
   KILN_CHECK(index.defined(), ValueError, op, "(): expected a defined ", what, " tensor");
-  KILN_CHECK(index.dtype() == DType::I64 || index.dtype() == DType::I32, TypeError, op,
+  KILN_CHECK(index.dtype() == DType::I64 || index.dtype() == DType::I32, Error, op,
              "(): Expected dtype int64 or int32 for ", what, ", got ", dtype_name(index.dtype()));
 }
 

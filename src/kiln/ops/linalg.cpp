@@ -22,7 +22,7 @@ std::string mat_str(const Tensor& t) {
 }
 
 void check_same_dtype(const char* what1, const char* what2, const Tensor& a, const Tensor& b) {
-  KILN_CHECK(a.dtype() == b.dtype(), TypeError, "expected ", what1, " and ", what2,
+  KILN_CHECK(a.dtype() == b.dtype(), Error, "expected ", what1, " and ", what2,
              " to have the same dtype, but got: ", cpp_type_name(a.dtype()), " != ",
              cpp_type_name(b.dtype()));
 }
@@ -114,7 +114,7 @@ std::vector<TensorMeta> dot_meta(const OpCall& c) {
   const Tensor& b = c.inputs[1];
   KILN_CHECK(a.dim() == 1 && b.dim() == 1, ShapeError, "1D tensors expected, but got ", a.dim(),
              "D and ", b.dim(), "D tensors");
-  KILN_CHECK(a.dtype() == b.dtype(), TypeError,
+  KILN_CHECK(a.dtype() == b.dtype(), Error,
              "dot : expected both vectors to have same dtype, but found ",
              ops::torch_type_name(a.dtype()), " and ", ops::torch_type_name(b.dtype()));
   return {{matmul_shape(a, b), a.dtype()}};
@@ -122,7 +122,7 @@ std::vector<TensorMeta> dot_meta(const OpCall& c) {
 
 // addmm / baddbmm: self must broadcast to the product's shape and share its dtype.
 void check_self(const char* op, const Tensor& self, const Tensor& mat2, const Shape& out) {
-  KILN_CHECK(self.dtype() == mat2.dtype(), TypeError, op,
+  KILN_CHECK(self.dtype() == mat2.dtype(), Error, op,
              ": self and mat2 must have the same dtype, but got ",
              ops::torch_type_name(self.dtype()), " and ", ops::torch_type_name(mat2.dtype()));
   bool ok = self.dim() <= int64_t(out.size());
@@ -147,7 +147,7 @@ std::vector<TensorMeta> baddbmm_meta(const OpCall& c) {
 }
 
 void check_alpha_beta(const char* op, const Tensor& t, const Scalar& beta, const Scalar& alpha) {
-  KILN_CHECK(is_floating(t.dtype()) || (!beta.is_floating() && !alpha.is_floating()), TypeError,
+  KILN_CHECK(is_floating(t.dtype()) || (!beta.is_floating() && !alpha.is_floating()), Error,
              "For integral input tensors, argument alpha and beta must not be a floating point "
              "number (in ", op, ")");
 }
@@ -204,9 +204,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 Tensor int_mm(const Tensor& a, const Tensor& b) {
   KILN_CHECK(a.dim() == 2 && b.dim() == 2, ShapeError, "int_mm: expected 2-D matrices, got ",
              shape_str(a.shape()), " and ", shape_str(b.shape()));
-  KILN_CHECK(a.dtype() == DType::I8 || a.dtype() == DType::U8, TypeError,
+  KILN_CHECK(a.dtype() == DType::I8 || a.dtype() == DType::U8, Error,
              "int_mm: expected self of dtype int8 or uint8, got ", dtype_name(a.dtype()));
-  KILN_CHECK(b.dtype() == DType::I8, TypeError, "int_mm: expected mat2 of dtype int8, got ",
+  KILN_CHECK(b.dtype() == DType::I8, Error, "int_mm: expected mat2 of dtype int8, got ",
              dtype_name(b.dtype()));
   KILN_CHECK(a.size(1) == b.size(0), ShapeError, "int_mm: mat1 and mat2 shapes cannot be "
              "multiplied (", a.size(0), "x", a.size(1), " and ", b.size(0), "x", b.size(1), ")");

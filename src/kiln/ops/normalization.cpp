@@ -29,12 +29,12 @@ std::vector<TensorMeta> rms_norm_meta(const OpCall& c) {
 }
 
 void check(const char* op, const Tensor& x, int64_t k, const Tensor& w) {
-  KILN_CHECK(is_floating(x.dtype()), TypeError, op, ": expected a floating-point input, got ",
+  KILN_CHECK(is_floating(x.dtype()), Error, op, ": expected a floating-point input, got ",
              dtype_name(x.dtype()));
   KILN_CHECK(k >= 1 && k <= x.dim(), ValueError, op, ": normalized_ndim must be in [1, ",
              x.dim(), "], got ", k);
   if (!w.defined()) return;
-  KILN_CHECK(w.dtype() == x.dtype() && w.device() == x.device(), TypeError, op,
+  KILN_CHECK(w.dtype() == x.dtype() && w.device() == x.device(), Error, op,
              ": expected an affine parameter of the input's dtype and device (",
              dtype_name(x.dtype()), ", ", x.device().str(), "), got ", dtype_name(w.dtype()),
              ", ", w.device().str());

@@ -38,7 +38,7 @@ Tensor wrap_scalar(const Scalar& s, DType dtype, Device device) {
 }
 
 void write_result(const char* op_name, Tensor& out, const Tensor& result) {
-  KILN_CHECK(can_cast(result.dtype(), out.dtype()), TypeError, "result type ",
+  KILN_CHECK(can_cast(result.dtype(), out.dtype()), Error, "result type ",
              dtype_name(result.dtype()), " can't be cast to the desired output type ",
              dtype_name(out.dtype()), " (in ", op_name, ")");
   KILN_CHECK(result.shape() == out.shape(), ShapeError, op_name, ": output with shape ",

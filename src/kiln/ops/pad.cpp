@@ -57,7 +57,7 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pad, const std::string& 
 }
 
 Tensor one_hot(const Tensor& x, int64_t num_classes) {
-  KILN_CHECK(x.dtype() == DType::I64, TypeError,
+  KILN_CHECK(x.dtype() == DType::I64, Error,
              "one_hot is only applicable to index tensor of dtype int64, got ",
              dtype_name(x.dtype()));
   KILN_CHECK(num_classes >= -1, ValueError,

@@ -58,7 +58,7 @@ std::pair<AttrValue, AttrValue> reserve(Generator& g, uint64_t n_blocks) {
 }
 
 void check_floating(const char* op, const Tensor& x) {
-  KILN_CHECK(is_floating(x.dtype()), TypeError, "\"", op, "\" not implemented for '",
+  KILN_CHECK(is_floating(x.dtype()), NotImplementedError, "\"", op, "\" not implemented for '",
              dtype_name(x.dtype()), "': expected a floating-point tensor");
 }
 
@@ -83,10 +83,10 @@ std::pair<int64_t, int64_t> exact_integer_range(DType dtype) {
 
 // Bounds of random_ (randint): [from, to) must hold values the dtype represents exactly.
 void check_random_bounds(int64_t from, int64_t to, DType dtype) {
-  KILN_CHECK(from < to, ValueError, "random_ expects 'from' to be less than 'to', but got from=",
+  KILN_CHECK(from < to, Error, "random_ expects 'from' to be less than 'to', but got from=",
              from, " >= to=", to);
   auto [lo, hi] = exact_integer_range(dtype);
-  KILN_CHECK(from >= lo && to - 1 <= hi, ValueError, "random_ expects [from, to) to lie within [",
+  KILN_CHECK(from >= lo && to - 1 <= hi, Error, "random_ expects [from, to) to lie within [",
              lo, ", ", hi, "] for dtype ", dtype_name(dtype),
              " (the integers it holds exactly), but got from=", from, ", to=", to);
 }
@@ -120,11 +120,11 @@ void fill_random(const OpDef& op, Tensor& x, AttrValue a0, AttrValue a1, Generat
 
 Tensor& uniform_(Tensor& x, double from, double to, Generator* gen) {
   check_floating("uniform_", x);
-  KILN_CHECK(std::isfinite(from) && std::isfinite(to), ValueError,
+  KILN_CHECK(std::isfinite(from) && std::isfinite(to), Error,
              "uniform_ expects finite bounds, but got from=", from, " and to=", to);
-  KILN_CHECK(from <= to, ValueError, "uniform_ expects to return a [from, to) range, but found from=",
+  KILN_CHECK(from <= to, Error, "uniform_ expects to return a [from, to) range, but found from=",
              from, " > to=", to);
-  KILN_CHECK(to - from <= std::numeric_limits<double>::max(), ValueError,
+  KILN_CHECK(to - from <= std::numeric_limits<double>::max(), Error,
              "uniform_ expects to-from <= std::numeric_limits<double>::max(), but found to=", to,
              " and from=", from, " which result in to-from to exceed the limit");
   uint64_t n = uint64_t(x.numel());
@@ -135,7 +135,7 @@ Tensor& uniform_(Tensor& x, double from, double to, Generator* gen) {
 
 Tensor& normal_(Tensor& x, double mean, double std, Generator* gen) {
   check_floating("normal_", x);
-  KILN_CHECK(std >= 0.0, ValueError, "normal expects std >= 0.0, but found std ", std);
+  KILN_CHECK(std >= 0.0, Error, "normal expects std >= 0.0, but found std ", std);
   uint64_t n = uint64_t(x.numel());
   uint64_t draws = 2 * ceil_div(n, 2);  // Box-Muller consumes draws in pairs
   uint64_t blocks =
@@ -145,7 +145,7 @@ Tensor& normal_(Tensor& x, double mean, double std, Generator* gen) {
 }
 
 Tensor& bernoulli_(Tensor& x, double p, Generator* gen) {
-  KILN_CHECK(p >= 0 && p <= 1, ValueError, "bernoulli_ expects p to be in [0, 1], but got p=", p);
+  KILN_CHECK(p >= 0 && p <= 1, Error, "bernoulli_ expects p to be in [0, 1], but got p=", p);
   fill_random(KILN_OP("bernoulli_"), x, p, AttrValue(), gen,
               blocks_for_32bit_draws(uint64_t(x.numel())));
   return x;
@@ -164,7 +164,7 @@ Tensor dropout(const Tensor& x, double p, bool train, Generator* gen) {
   // As PyTorch: no dropout (and no draw) when not training, for p = 0 and for empty inputs.
   if (!train || p == 0 || x.numel() == 0) return x;
   if (p == 1) return zeros_like(x);
-  KILN_CHECK(is_floating(x.dtype()), TypeError, "dropout: expected a floating-point input for p in "
+  KILN_CHECK(is_floating(x.dtype()), Error, "dropout: expected a floating-point input for p in "
              "(0, 1) (the kept elements are scaled by 1/(1-p)), but got ", dtype_name(x.dtype()));
   auto [seed, offset] =
       reserve(generator_for(gen, x.device()), blocks_for_32bit_draws(uint64_t(x.numel())));
@@ -172,17 +172,17 @@ Tensor dropout(const Tensor& x, double p, bool train, Generator* gen) {
 }
 
 Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, Generator* gen) {
-  KILN_CHECK(probs.dim() == 1 || probs.dim() == 2, ValueError, "prob_dist must be 1 or 2 dim, got ",
+  KILN_CHECK(probs.dim() == 1 || probs.dim() == 2, Error, "prob_dist must be 1 or 2 dim, got ",
              probs.dim(), " dims");
-  KILN_CHECK(is_floating(probs.dtype()), TypeError,
+  KILN_CHECK(is_floating(probs.dtype()), Error,
              "multinomial only supports floating-point dtypes for input, got: ",
              dtype_name(probs.dtype()));
-  KILN_CHECK(num_samples > 0, ValueError, "cannot sample n_sample <= 0 samples");
+  KILN_CHECK(num_samples > 0, Error, "cannot sample n_sample <= 0 samples");
   int64_t categories = probs.size(-1);
-  KILN_CHECK(replacement || num_samples <= categories, ValueError,
+  KILN_CHECK(replacement || num_samples <= categories, Error,
              "cannot sample n_sample > prob_dist.size(-1) samples without replacement (n_sample=",
              num_samples, ", prob_dist.size(-1)=", categories, ")");
-  KILN_CHECK(categories <= (int64_t(1) << 24), ValueError,
+  KILN_CHECK(categories <= (int64_t(1) << 24), Error,
              "number of categories cannot exceed 2^24");
   uint64_t rows = probs.dim() == 1 ? 1 : uint64_t(probs.size(0));
   uint64_t draws = rows * uint64_t(replacement ? num_samples : categories);
@@ -191,10 +191,10 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, G
 }
 
 Tensor randperm(int64_t n, TensorOptions opts, Generator* gen) {
-  KILN_CHECK(n >= 0, ValueError, "randperm: n must be non-negative, got ", n);
+  KILN_CHECK(n >= 0, Error, "randperm: n must be non-negative, got ", n);
   DType dtype = opts.dtype.value_or(DType::I64);
-  KILN_CHECK(dtype != DType::Bool, TypeError, "\"randperm\" not implemented for 'bool'");
-  KILN_CHECK(n - 1 <= exact_integer_range(dtype).second, ValueError,
+  KILN_CHECK(dtype != DType::Bool, NotImplementedError, "\"randperm\" not implemented for 'bool'");
+  KILN_CHECK(n - 1 <= exact_integer_range(dtype).second, Error,
              "randperm: n is too large for result tensor type: '", dtype_name(dtype),
              "' (n=", n, ", the largest index it holds exactly is ",
              exact_integer_range(dtype).second, ")");

@@ -25,9 +25,15 @@ Tensor reduce(const char* op, const Tensor& x, const Dims& dims, bool keepdim) {
   return call_op(get_op(op), {x}, {dims_attr(dims), keepdim});
 }
 
-// Reductions without an identity over all elements need a non-empty input.
+// Reductions without an identity over all elements need a non-empty input. PyTorch raises
+// RuntimeError for max/min/amax/amin and IndexError for argmax/argmin; kiln does the same.
 void check_numel_for_full(const char* name, const Tensor& x) {
-  KILN_CHECK(x.numel() != 0, ValueError, name,
+  if (x.numel() != 0) return;
+  std::string op = name;
+  if (op == "argmax" || op == "argmin")
+    KILN_THROW(IndexError, name,
+               "(): Expected reduction dim to be specified for input.numel() == 0.");
+  KILN_THROW(Error, name,
              "(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
              "reduction dim with the 'dim' argument.");
 }
@@ -43,7 +49,7 @@ Tensor sum(const Tensor& x, const Dims& dims, bool keepdim, std::optional<DType>
 
 namespace {
 void check_mean_dtype(const Tensor& x) {
-  KILN_CHECK(is_floating(x.dtype()), TypeError,
+  KILN_CHECK(is_floating(x.dtype()), Error,
              "mean(): could not infer output dtype. Input dtype must be either a floating "
              "point or complex dtype. Got: ", ops::torch_type_name(x.dtype()));
 }
@@ -101,9 +107,11 @@ Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
 }
 
 Tensor amax(const Tensor& x, const Dims& dims, bool keepdim) {
+  if (dims.empty()) check_numel_for_full("amax", x);
   return reduce("amax", x, dims, keepdim);
 }
 Tensor amin(const Tensor& x, const Dims& dims, bool keepdim) {
+  if (dims.empty()) check_numel_for_full("amin", x);
   return reduce("amin", x, dims, keepdim);
 }
 

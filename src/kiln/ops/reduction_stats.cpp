@@ -12,7 +12,7 @@ namespace kiln {
 namespace {
 
 void check_var_dtype(const char* name, const Tensor& x) {
-  KILN_CHECK(is_floating(x.dtype()), TypeError, name,
+  KILN_CHECK(is_floating(x.dtype()), Error, name,
              "(): std and var only support floating point and complex dtypes, got ",
              ops::torch_type_name(x.dtype()));
 }
@@ -33,7 +33,7 @@ Tensor std(const Tensor& x, const Dims& dims, double correction, bool keepdim) {
 }
 
 Tensor norm(const Tensor& x, double p, const Dims& dims, bool keepdim) {
-  KILN_CHECK(is_floating(x.dtype()), TypeError,
+  KILN_CHECK(is_floating(x.dtype()), Error,
              "linalg.vector_norm: Expected a floating point or complex tensor as input. Got ",
              ops::torch_type_name(x.dtype()));
   KILN_CHECK(!std::isnan(p), ValueError, "norm: expected p to be a number, got nan");

@@ -29,7 +29,7 @@ std::vector<TensorMeta> cat_meta(const OpCall& c) {
     const Tensor& t = c.inputs[i];
     KILN_CHECK(t.dim() == ref.dim(), ShapeError, "Tensors must have same number of dimensions: "
                "got ", ref.dim(), " and ", t.dim());
-    KILN_CHECK(t.dtype() == ref.dtype(), TypeError, "cat: expected all inputs of dtype ",
+    KILN_CHECK(t.dtype() == ref.dtype(), Error, "cat: expected all inputs of dtype ",
                dtype_name(ref.dtype()), ", got ", dtype_name(t.dtype()));
     for (int64_t k = 0; k < ref.dim(); ++k)
       KILN_CHECK(k == d || t.size(k) == ref.size(k), ShapeError,
@@ -102,7 +102,7 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
 }
 
 Tensor stack(const std::vector<Tensor>& xs, int64_t dim) {
-  KILN_CHECK(!xs.empty(), ValueError, "stack expects a non-empty TensorList");
+  KILN_CHECK(!xs.empty(), Error, "stack expects a non-empty TensorList");
   for (size_t i = 0; i < xs.size(); ++i) {
     KILN_CHECK(xs[i].defined(), ValueError, "stack(): expected a defined tensor at position ", i);
     KILN_CHECK(xs[i].shape() == xs[0].shape(), ShapeError,

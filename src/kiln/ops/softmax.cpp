@@ -12,7 +12,7 @@ namespace {
 Tensor softmax_like(const char* op, const Tensor& x, int64_t dim, std::optional<DType> dtype) {
   wrap_dim(dim, x.dim());
   Tensor in = dtype ? to_dtype(x, *dtype) : x;
-  KILN_CHECK(is_floating(in.dtype()), TypeError, "\"", op, "\" not implemented for '",
+  KILN_CHECK(is_floating(in.dtype()), NotImplementedError, "\"", op, "\" not implemented for '",
              ops::torch_type_name(in.dtype()),
              "': expected a floating point input (or pass a floating dtype)");
   return call_op(get_op(op), {in}, {dim});

@@ -21,7 +21,7 @@ std::vector<TensorMeta> topk_meta(const OpCall& c) {
   int64_t k = c.int_attr(0);
   int64_t d = wrap_dim(c.int_attr(1), x.dim());
   int64_t n = ops::nonempty_size(x, d);
-  KILN_CHECK(k >= 0 && k <= n, ValueError, "topk: selected index k out of range: expected k in "
+  KILN_CHECK(k >= 0 && k <= n, Error, "topk: selected index k out of range: expected k in "
              "[0, ", n, "] (the size of dimension ", d, "), got k = ", k);
   Shape s = x.shape();
   if (x.dim() > 0) s[size_t(d)] = k;

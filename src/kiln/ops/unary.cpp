@@ -41,7 +41,7 @@ Tensor& unary_out(const OpDef& op, const Tensor& x, Kind kind, Tensor& out,
 std::vector<TensorMeta> bool_meta(const OpCall& c) { return {{c.inputs[0].shape(), DType::Bool}}; }
 
 void check_not_bool(const char* what, const Tensor& x) {
-  KILN_CHECK(x.dtype() != DType::Bool, TypeError, what);
+  KILN_CHECK(x.dtype() != DType::Bool, Error, what);
 }
 
 }  // namespace
@@ -94,7 +94,7 @@ Tensor& neg_out(const Tensor& x, Tensor& out) {
 Tensor gelu(const Tensor& x, const std::string& approximate) {
   KILN_CHECK(approximate == "none" || approximate == "tanh", ValueError,
              "gelu: approximate must be 'none' or 'tanh', got '", approximate, "'");
-  KILN_CHECK(is_floating(x.dtype()), TypeError, "\"gelu\" not implemented for '",
+  KILN_CHECK(is_floating(x.dtype()), NotImplementedError, "\"gelu\" not implemented for '",
              dtype_name(x.dtype()), "'");
   return unary(KILN_OP("gelu"), x, Kind::Float, {approximate});
 }
@@ -120,13 +120,11 @@ DType clamp_type(const Tensor& x, const std::optional<Scalar>& lo, const std::op
 
 Tensor clamp(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
   KILN_CHECK(lo || hi, ValueError, "clamp: at least one of 'min' or 'max' must not be None");
-  KILN_CHECK(x.dtype() != DType::Bool, TypeError, "\"clamp\" not implemented for 'Bool'");
   Tensor in = to_dtype(x, clamp_type(x, lo, hi));
   return call_op(KILN_OP("clamp"), {in}, {opt_scalar(lo), opt_scalar(hi)});
 }
 Tensor& clamp_(Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
   KILN_CHECK(lo || hi, ValueError, "clamp: at least one of 'min' or 'max' must not be None");
-  KILN_CHECK(x.dtype() != DType::Bool, TypeError, "\"clamp\" not implemented for 'Bool'");
   DType t = clamp_type(x, lo, hi);
   if (t == x.dtype()) {
     call_op_out(KILN_OP("clamp"), {x}, {opt_scalar(lo), opt_scalar(hi)}, {x});

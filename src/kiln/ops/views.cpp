@@ -317,7 +317,8 @@ Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length) {
   KILN_CHECK(start >= -size && start <= size, IndexError, "start out of range (expected to be in "
              "range of [", -size, ", ", size, "], but got ", start, ")");
   if (start < 0) start += size;
-  KILN_CHECK(length >= 0 && start <= size - length, IndexError, "start (", start,
+  KILN_CHECK(length >= 0, Error, "narrow(): length must be non-negative.");
+  KILN_CHECK(start <= size - length, Error, "start (", start,
              ") + length (", length, ") exceeds dimension size (", size, ").");
   return slice(t, d, start, start + length, 1);
 }

@@ -71,8 +71,14 @@ inline void copy_same_shape(const Tensor& dst, const Tensor& src) {
                   [&](const int64_t* o, const int64_t*) { copy_elem(d, o[0], s, o[1], es); });
 }
 
+// PyTorch reports an out-of-range index as IndexError, except in gather and the scatter
+// family, which raise RuntimeError; kiln raises the same classes.
 [[noreturn]] inline void index_out_of_bounds(const char* op, int64_t index, int64_t dim,
                                              int64_t size) {
+  std::string name = op;
+  if (name.rfind("gather", 0) == 0 || name.rfind("scatter", 0) == 0)
+    KILN_THROW(Error, op, ": index ", index, " is out of bounds for dimension ", dim,
+               " with size ", size);
   KILN_THROW(IndexError, op, ": index ", index, " is out of bounds for dimension ", dim,
              " with size ", size);
 }

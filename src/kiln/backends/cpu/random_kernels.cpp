@@ -192,7 +192,7 @@ void bernoulli_tensor_kernel(OpCall& call) {
     const T one = convert_value<T>(1), zero = convert_value<T>(0);
     map_logical<T, T>(out, probs, [&](uint64_t i, T pv) {
       double p = convert_value<double>(pv);
-      KILN_CHECK(p >= 0 && p <= 1, ValueError,
+      KILN_CHECK(p >= 0 && p <= 1, Error,
                  "bernoulli expects all probabilities to be in [0, 1] (p_in >= 0 && p_in <= 1), "
                  "but got p=", p, " at flat index ", i);
       return d.unit_32(i) < p ? one : zero;
@@ -256,20 +256,20 @@ void multinomial_kernel(OpCall& call) {
       for (int64_t c = 0; c < cats; ++c) {
         double p = convert_value<double>(base[r * row_stride + c * cat_stride]);
         if (replacement) {
-          KILN_CHECK(p >= 0 || std::isnan(p), ValueError,
+          KILN_CHECK(p >= 0 || std::isnan(p), Error,
                      "invalid multinomial distribution (encountering probability entry < 0)");
-          KILN_CHECK(std::isfinite(p), ValueError,
+          KILN_CHECK(std::isfinite(p), Error,
                      "invalid multinomial distribution (encountering probability entry = "
                      "infinity or NaN)");
         } else {
-          KILN_CHECK(std::isfinite(p) && p >= 0, ValueError,
+          KILN_CHECK(std::isfinite(p) && p >= 0, Error,
                      "probability tensor contains either `inf`, `nan` or element < 0");
         }
         w[size_t(c)] = p;
         total += p;
         largest = std::max(largest, p);
       }
-      KILN_CHECK(total > 0, ValueError,
+      KILN_CHECK(total > 0, Error,
                  "invalid multinomial distribution (sum of probabilities <= 0)");
       if (!std::isfinite(total)) {  // finite entries whose sum overflows: rescale the row
         total = 0;

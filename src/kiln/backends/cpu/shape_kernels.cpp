@@ -79,7 +79,7 @@ void repeat_interleave_kernel(OpCall& call) {
   int64_t total = 0;
   for (int64_t i = 0; i < n; ++i) {
     int64_t v = read_index(bytes_of(reps), reps.dtype(), reps.numel() == 1 ? 0 : i * rstride);
-    KILN_CHECK(v >= 0, ValueError, "repeat_interleave: repeats can not be negative, got ", v);
+    KILN_CHECK(v >= 0, Error, "repeat_interleave: repeats can not be negative, got ", v);
     r[size_t(i)] = v;
     total += v;
   }
@@ -197,14 +197,14 @@ void one_hot_kernel(OpCall& call) {
   for_each_offset(x.shape(), {x.strides()},
                   [&](const int64_t* off, const int64_t*) { v.push_back(p[off[0]]); });
   for (int64_t e : v)
-    KILN_CHECK(e >= 0, ValueError, "one_hot: Class values must be non-negative, got ", e);
+    KILN_CHECK(e >= 0, Error, "one_hot: Class values must be non-negative, got ", e);
   if (c < 0) {
-    KILN_CHECK(!v.empty(), ValueError,
+    KILN_CHECK(!v.empty(), Error,
                "one_hot: Can not infer total number of classes from empty tensor.");
     c = *std::max_element(v.begin(), v.end()) + 1;
   }
   for (int64_t e : v)
-    KILN_CHECK(e < c, ValueError, "one_hot: Class values must be smaller than num_classes (",
+    KILN_CHECK(e < c, Error, "one_hot: Class values must be smaller than num_classes (",
                c, "), got ", e);
   Shape s = x.shape();
   s.push_back(c);

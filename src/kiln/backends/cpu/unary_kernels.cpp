@@ -295,7 +295,7 @@ void register_unary_kernels() {
   reg("isfinite", bool_unary_kernel<IsFinite>, kAllDTypes);
   reg("gelu", fast_gelu_kernel, kFloatDTypes);
   reg("softplus", softplus_kernel, kFloatDTypes);
-  reg("clamp", clamp_kernel, numeric);
+  reg("clamp", clamp_kernel, kAllDTypes);
   reg("nan_to_num", nan_to_num_kernel, kFloatDTypes);
 }
 
