@@ -9,6 +9,7 @@
 #include "kiln/core/convert.h"
 #include "kiln/dispatch/registry.h"
 #include "reduce_utils.h"
+#include "reduction_fast.h"
 #include "scalar_math.h"
 
 namespace kiln::cpu {
@@ -54,6 +55,7 @@ double as_double(T v) {
 }
 
 void sum_kernel(OpCall& call) {
+  if (fast_reduce(call, FastReduceKind::Sum)) return;
   KILN_DISPATCH_ALL(call.inputs[0].dtype(), "sum", [&]<typename T>() {
     reduce_into<T, T>(call, [](auto&& each, int64_t) {
       if constexpr (is_float_v<T>) {
@@ -70,6 +72,7 @@ void sum_kernel(OpCall& call) {
 }
 
 void mean_kernel(OpCall& call) {
+  if (fast_reduce(call, FastReduceKind::Mean)) return;
   KILN_DISPATCH_FLOAT(call.inputs[0].dtype(), "mean", [&]<typename T>() {
     reduce_into<T, T>(call, [](auto&& each, int64_t n) {
       CompensatedSum s;
@@ -98,6 +101,7 @@ void prod_kernel(OpCall& call) {
 // amax/amin: NaN propagates; the meta function rejects empty reductions.
 template <bool kMax>
 void extremum_kernel(OpCall& call) {
+  if (fast_reduce(call, kMax ? FastReduceKind::Max : FastReduceKind::Min)) return;
   KILN_DISPATCH_ALL(call.inputs[0].dtype(), kMax ? "amax" : "amin", [&]<typename T>() {
     using C = opmath_t<T>;
     reduce_into<T, T>(call, [](auto&& each, int64_t) {
@@ -133,6 +137,7 @@ void all_any_kernel(OpCall& call) {
 // deviations); the divisor is max(0, n - correction) as PyTorch.
 template <bool kStd>
 void var_kernel(OpCall& call) {
+  if (fast_reduce(call, kStd ? FastReduceKind::Std : FastReduceKind::Var)) return;
   double correction = call.double_attr(2);
   KILN_DISPATCH_FLOAT(call.inputs[0].dtype(), kStd ? "std" : "var", [&]<typename T>() {
     reduce_into<T, T>(call, [correction](auto&& each, int64_t n) {

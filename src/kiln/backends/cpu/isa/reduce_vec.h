@@ -1,0 +1,49 @@
+#pragma once
+// Vectorised reductions over contiguous arrays, compiled once per ISA level (baseline,
+// AVX2, AVX-512) from one portable body whose fixed-width lane loops the compiler turns into
+// vector code, chosen once at start. Two shapes of reduction:
+//   - a run: the reduced elements of one output are contiguous (sum over the last dim);
+//   - rows: the output is a contiguous row and the reduced elements are whole input rows
+//     added into it (sum over dim 0 of a [R, C] tensor), so nothing is read with a stride.
+// Sums add float32 lanes over blocks of 256 elements (runs) or 16 rows, then carry
+// each block's partial sums in double: as fast as plain float accumulation and more exact
+// than PyTorch's. max/min propagate NaN as the scalar kernels do.
+#include <cstdint>
+
+namespace kiln::cpu {
+
+struct VecReduce {
+  double (*sum_f32)(const float* x, int64_t n) = nullptr;
+  double (*sum_bf16)(const uint16_t* x, int64_t n) = nullptr;
+  // sum of (x - mean)^2, for var/std's second pass.
+  double (*sum_sq_dev_f32)(const float* x, int64_t n, double mean) = nullptr;
+  float (*max_f32)(const float* x, int64_t n) = nullptr;  // n >= 1
+  float (*min_f32)(const float* x, int64_t n) = nullptr;
+  float (*max_bf16)(const uint16_t* x, int64_t n) = nullptr;
+  float (*min_bf16)(const uint16_t* x, int64_t n) = nullptr;
+  // Rows: for j < n, acc[j] (+)= the sum / max / min over r < rows of base[offs[r] + j].
+  // acc starts as the caller's running value (0 for sums, the first row for max/min).
+  void (*sum_rows_f32)(double* acc, const float* base, const int64_t* offs, int64_t rows,
+                       int64_t n) = nullptr;
+  void (*sum_rows_bf16)(double* acc, const uint16_t* base, const int64_t* offs, int64_t rows,
+                        int64_t n) = nullptr;
+  void (*max_rows_f32)(float* acc, const float* base, const int64_t* offs, int64_t rows,
+                       int64_t n) = nullptr;
+  void (*min_rows_f32)(float* acc, const float* base, const int64_t* offs, int64_t rows,
+                       int64_t n) = nullptr;
+  void (*max_rows_bf16)(float* acc, const uint16_t* base, const int64_t* offs, int64_t rows,
+                        int64_t n) = nullptr;
+  void (*min_rows_bf16)(float* acc, const uint16_t* base, const int64_t* offs, int64_t rows,
+                        int64_t n) = nullptr;
+  // The longest row the rows functions take (their float partials live on the stack).
+  static constexpr int64_t kMaxRow = 1024;
+};
+
+const VecReduce& reduce_vec_baseline();
+const VecReduce& reduce_vec_avx2();
+const VecReduce& reduce_vec_avx512();
+
+// The table for the current ISA level (every entry is set at every level).
+const VecReduce& reduce_vec();
+
+}  // namespace kiln::cpu

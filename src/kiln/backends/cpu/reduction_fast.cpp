@@ -1,0 +1,219 @@
+// The fast path of the float32/bfloat16 reductions (see reduction_fast.h). Two layouts:
+//   runs: each output's reduced elements are one contiguous run. Outputs are spread over
+//         the threads; when there are fewer outputs than threads (a full reduction), each run
+//         is cut into chunks whose partial results are combined in a fixed order, so the
+//         result does not depend on the thread count.
+//   rows: the kept innermost dim is contiguous in input and output; blocks of that dim are
+//         accumulated row by row (one add_row per reduced position), spread over threads.
+#include "reduction_fast.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "isa/reduce_vec.h"
+#include "kiln/core/convert.h"
+#include "kiln/core/half.h"
+#include "reduce_utils.h"
+
+namespace kiln::cpu {
+namespace {
+
+// Below this many input elements the reduction runs on one thread.
+constexpr int64_t kParallelElements = int64_t(1) << 15;
+// Elements per chunk when a single run is split across threads.
+constexpr int64_t kRunChunk = int64_t(1) << 16;
+// Columns per block in the rows layout (the accumulators stay in L1).
+constexpr int64_t kRowBlock = VecReduce::kMaxRow;
+
+inline float nan_max(float a, float b) { return (b > a || b != b) ? b : a; }
+inline float nan_min(float a, float b) { return (b < a || b != b) ? b : a; }
+
+// The input element type as the vector functions see it.
+template <typename T>
+using Raw = std::conditional_t<std::is_same_v<T, float>, float, uint16_t>;
+
+template <typename T>
+struct Ops {
+  static double sum(const T* x, int64_t n) {
+    if constexpr (std::is_same_v<T, float>) return reduce_vec().sum_f32(x, n);
+    else return reduce_vec().sum_bf16(reinterpret_cast<const uint16_t*>(x), n);
+  }
+  static float extremum(bool is_max, const T* x, int64_t n) {
+    const VecReduce& v = reduce_vec();
+    if constexpr (std::is_same_v<T, float>) return is_max ? v.max_f32(x, n) : v.min_f32(x, n);
+    else {
+      auto p = reinterpret_cast<const uint16_t*>(x);
+      return is_max ? v.max_bf16(p, n) : v.min_bf16(p, n);
+    }
+  }
+  static void sum_rows(double* acc, const T* base, const int64_t* offs, int64_t rows,
+                       int64_t n) {
+    if constexpr (std::is_same_v<T, float>) reduce_vec().sum_rows_f32(acc, base, offs, rows, n);
+    else reduce_vec().sum_rows_bf16(acc, reinterpret_cast<const uint16_t*>(base), offs, rows, n);
+  }
+  static void extremum_rows(bool is_max, float* acc, const T* base, const int64_t* offs,
+                            int64_t rows, int64_t n) {
+    const VecReduce& v = reduce_vec();
+    if constexpr (std::is_same_v<T, float>) {
+      (is_max ? v.max_rows_f32 : v.min_rows_f32)(acc, base, offs, rows, n);
+    } else {
+      (is_max ? v.max_rows_bf16 : v.min_rows_bf16)(acc, reinterpret_cast<const uint16_t*>(base),
+                                                   offs, rows, n);
+    }
+  }
+};
+
+// The element offsets of every kept position in input and output, row-major.
+void kept_offsets(const ReduceGeometry& g, std::vector<int64_t>& in_off,
+                  std::vector<int64_t>& out_off) {
+  for_each_offset2(g.outer_shape, g.outer_in, g.outer_out[0], [&](int64_t i, int64_t o) {
+    in_off.push_back(i);
+    out_off.push_back(o);
+  });
+}
+
+template <typename T>
+void reduce_runs(const ReduceGeometry& g, const T* src, T* dst, FastReduceKind kind,
+                 double correction) {
+  std::vector<int64_t> in_off, out_off;
+  kept_offsets(g, in_off, out_off);
+  const int64_t outputs = int64_t(in_off.size()), n = g.red_numel;
+  const bool extremum = kind == FastReduceKind::Max || kind == FastReduceKind::Min;
+  const bool is_max = kind == FastReduceKind::Max;
+  const bool parallel = outputs * n >= kParallelElements && omp_get_max_threads() > 1;
+  const int threads = parallel ? omp_get_max_threads() : 1;
+  // Chunks per run: 1 unless there are too few outputs to keep every thread busy.
+  const int64_t chunks =
+      (outputs < threads && kind != FastReduceKind::Var && kind != FastReduceKind::Std)
+          ? std::clamp<int64_t>(n / kRunChunk, 1, 4 * threads)
+          : 1;
+  const int64_t chunk_len = (n + chunks - 1) / chunks;
+  std::vector<double> partial(size_t(outputs * chunks));
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t u = 0; u < outputs * chunks; ++u) {
+    const int64_t o = u / chunks, c = u % chunks;
+    const int64_t begin = c * chunk_len, len = std::min(n, begin + chunk_len) - begin;
+    const T* x = src + in_off[size_t(o)] + begin;
+    if (extremum) {
+      partial[size_t(u)] = Ops<T>::extremum(is_max, x, len);
+    } else if (kind == FastReduceKind::Var || kind == FastReduceKind::Std) {
+      // Two passes over the run (mean, then squared deviations), as the generic kernel.
+      const double mean = Ops<T>::sum(x, len) / double(len);
+      double ss;
+      if constexpr (std::is_same_v<T, float>) {
+        ss = reduce_vec().sum_sq_dev_f32(x, len, mean);
+      } else {
+        ss = 0;
+        for (int64_t i = 0; i < len; ++i) {
+          const double d = double(float(x[i])) - mean;
+          ss += d * d;
+        }
+      }
+      const double var = ss / std::max(0.0, double(len) - correction);
+      partial[size_t(u)] = kind == FastReduceKind::Std ? std::sqrt(var) : var;
+    } else {
+      partial[size_t(u)] = Ops<T>::sum(x, len);
+    }
+  }
+  for (int64_t o = 0; o < outputs; ++o) {
+    const double* p = &partial[size_t(o * chunks)];
+    double r = p[0];
+    for (int64_t c = 1; c < chunks; ++c) {
+      if (extremum) r = is_max ? nan_max(float(r), float(p[c])) : nan_min(float(r), float(p[c]));
+      else r += p[c];
+    }
+    if (kind == FastReduceKind::Mean) r /= double(n);
+    dst[out_off[size_t(o)]] = extremum ? T(float(r)) : convert_value<T>(r);
+  }
+}
+
+template <typename T>
+void reduce_rows(const ReduceGeometry& g, const T* src, T* dst, FastReduceKind kind) {
+  // The kept innermost dim (unit stride in input and output) is split into blocks; the
+  // other kept dims are walked by offset.
+  const int64_t cols = g.outer_shape.back();
+  Shape other_shape(g.outer_shape.begin(), g.outer_shape.end() - 1);
+  Strides other_in(g.outer_in.begin(), g.outer_in.end() - 1);
+  Strides other_out(g.outer_out[0].begin(), g.outer_out[0].end() - 1);
+  std::vector<int64_t> in_off, out_off;
+  for_each_offset2(other_shape, other_in, other_out, [&](int64_t i, int64_t o) {
+    in_off.push_back(i);
+    out_off.push_back(o);
+  });
+  std::vector<int64_t> red_off;
+  red_off.reserve(size_t(g.red_numel));
+  g.red.for_each([&](int64_t off) { red_off.push_back(off); });
+  const int64_t blocks = (cols + kRowBlock - 1) / kRowBlock;
+  const int64_t units = int64_t(in_off.size()) * blocks;
+  const bool extremum = kind == FastReduceKind::Max || kind == FastReduceKind::Min;
+  const bool is_max = kind == FastReduceKind::Max;
+  const bool parallel = units > 1 && int64_t(in_off.size()) * cols * g.red_numel >= kParallelElements &&
+                        omp_get_max_threads() > 1;
+#pragma omp parallel if (parallel)
+  {
+    std::vector<double> acc(static_cast<size_t>(kRowBlock));
+    std::vector<float> best(static_cast<size_t>(kRowBlock));
+#pragma omp for schedule(static)
+    for (int64_t u = 0; u < units; ++u) {
+      const int64_t o = u / blocks, b = u % blocks;
+      const int64_t c0 = b * kRowBlock, len = std::min(cols, c0 + kRowBlock) - c0;
+      const T* base = src + in_off[size_t(o)] + c0;
+      T* out = dst + out_off[size_t(o)] + c0;
+      if (extremum) {
+        for (int64_t i = 0; i < len; ++i) best[size_t(i)] = float(base[red_off[0] + i]);
+        Ops<T>::extremum_rows(is_max, best.data(), base, red_off.data() + 1,
+                              int64_t(red_off.size()) - 1, len);
+        for (int64_t i = 0; i < len; ++i) out[i] = T(best[size_t(i)]);
+      } else {
+        std::fill(acc.begin(), acc.begin() + len, 0.0);
+        Ops<T>::sum_rows(acc.data(), base, red_off.data(), int64_t(red_off.size()), len);
+        const double scale = kind == FastReduceKind::Mean ? 1.0 / double(g.red_numel) : 1.0;
+        for (int64_t i = 0; i < len; ++i) out[i] = convert_value<T>(acc[size_t(i)] * scale);
+      }
+    }
+  }
+}
+
+template <typename T>
+bool run(OpCall& call, FastReduceKind kind) {
+  const Tensor& in = call.inputs[0];
+  const Tensor& out = call.outs[0];
+  ReduceGeometry g = reduce_geometry(in, call.ints_attr(0), call.bool_attr(1), {&out});
+  if (g.red_numel == 0 || out.numel() == 0 || g.red.shape.empty()) return false;
+  const T* src = static_cast<const T*>(in.raw_data());
+  T* dst = static_cast<T*>(out.raw_data());
+  const double correction =
+      (kind == FastReduceKind::Var || kind == FastReduceKind::Std) ? call.double_attr(2) : 0.0;
+  if (g.red.shape.size() == 1 && g.red.strides[0] == 1) {
+    reduce_runs(g, src, dst, kind, correction);
+    return true;
+  }
+  const bool rows_layout = !g.outer_shape.empty() && g.outer_in.back() == 1 &&
+                           g.outer_out[0].back() == 1 && g.outer_shape.back() >= 16;
+  if (rows_layout && kind != FastReduceKind::Var && kind != FastReduceKind::Std) {
+    reduce_rows(g, src, dst, kind);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool fast_reduce(OpCall& call, FastReduceKind kind) {
+  const Tensor& in = call.inputs[0];
+  if (call.outs.size() != 1 || call.outs[0].dtype() != in.dtype()) return false;
+  switch (in.dtype()) {
+    case DType::F32:
+      return run<float>(call, kind);
+    case DType::BF16:
+      return run<BFloat16>(call, kind);
+    default:
+      return false;
+  }
+}
+
+}  // namespace kiln::cpu
