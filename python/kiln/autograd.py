@@ -1,5 +1,6 @@
 """kiln.autograd: backward, grad, and the grad-mode context managers (also decorators)."""
 import functools
+import warnings
 
 from . import _C
 
@@ -262,7 +263,6 @@ class Function:
     Python backward (one gradient per forward argument, None for non-tensors)."""
 
     def __init__(self, *args, **kwargs):
-        import warnings
         warnings.warn(f"{type(self)} should not be instantiated. Methods on autograd functions "
                       "are all static, so you should invoke them on the class itself.",
                       DeprecationWarning, stacklevel=2)
@@ -299,27 +299,81 @@ class Function:
         is_tuple = isinstance(output, tuple)
         outs = output if is_tuple else (output,)
         to_save = getattr(ctx, "to_save", ())
+        dirty = [d for d in getattr(ctx, "dirty_tensors", ()) if isinstance(d, _C.Tensor)]
+        if any(not any(_same(d, o) for o in outs) for d in dirty):
+            raise RuntimeError("Some elements marked as dirty during the forward method were not "
+                               "returned as output. The inputs that are modified inplace must "
+                               "all be outputs of the Function.")
         if not record:
             ctx._saved = [(t, t._version if t is not None else 0) for t in to_save]
             return output
         positions = [i for i, o in enumerate(outs) if isinstance(o, _C.Tensor)]
         tensors = [outs[i] for i in positions]
         nondiff = {id(t) for t in getattr(ctx, "non_differentiable", ())}
+        differentiable = [id(t) not in nondiff for t in tensors]
+        # mark_dirty: an input modified in place and returned. As in torch, the input object
+        # itself is returned and takes the Function's node as its history (below).
+        dirty_inputs = [d for d in dirty
+                        if any(isinstance(a, _C.Tensor) and _same(d, a) for a in args)]
+        if len(dirty_inputs) != len(dirty):
+            warnings.warn("Only input Tensors should be given to ctx.mark_dirty(). If a Tensor "
+                          "is not an input, there is no need to pass it to mark_dirty().",
+                          stacklevel=2)
+        dirty_at = [next((d for d in dirty_inputs if _same(d, t)), None) for t in tensors]
+        for d, diff in zip(dirty_at, differentiable):
+            if d is None or not diff or not d.is_floating_point():
+                continue
+            if d.requires_grad and d.is_leaf:
+                raise RuntimeError("a leaf Variable that requires grad has been used in an "
+                                   "in-place operation.")
+            if d._is_view() and len(tensors) > 1:
+                raise RuntimeError(_DIRTY_VIEW_MESSAGE)
         ctx._out_meta = [(tuple(t.shape), t.dtype if t.is_floating_point() else None, t.device)
                          for t in tensors]
         ctx._input_meta = [(tuple(a.shape), a.dtype) if isinstance(a, _C.Tensor) else None
                            for a in args]
         new = _C._function_node(ctx, cls.__name__ + "Backward",
                                 [a if isinstance(a, _C.Tensor) else None for a in args], tensors,
-                                [id(t) not in nondiff for t in tensors])
+                                differentiable)
+        result = list(outs)
+        for i, t, d in zip(positions, new, dirty_at):
+            if d is None:
+                result[i] = t
+            elif t.requires_grad:
+                # The node's edges already point at d's old history; an in-place copy from
+                # the linked alias (same storage, so the values do not change) gives d itself
+                # the node as history. kiln cannot set a grad_fn from Python, so d's grad_fn
+                # is that copy's node (whose only edge is this Function's node), not the
+                # Function's node itself; a view d is rebased through its base (CopySlices).
+                with enable_grad():
+                    d.copy_(t)
+                result[i] = d
+            elif not d.requires_grad:
+                result[i] = d  # not differentiable: torch returns the input itself
+            else:
+                result[i] = t  # marked non-differentiable: a detached alias, as torch
         # Saved tensors: the forward's own objects (outputs without the graph link, so the
-        # node and its ctx form no reference cycle); versions checked in saved_tensors.
+        # node and its ctx form no reference cycle; a dirty input is saved as a detached
+        # alias for the same reason); versions checked in saved_tensors.
+        to_save = [t.detach() if t is not None and any(_same(t, d) for d in dirty_inputs)
+                   else t for t in to_save]
         ctx._saved = [(t, t._version if t is not None else 0) for t in to_save]
         ctx.to_save = ()
-        result = list(outs)
-        for i, t in zip(positions, new):
-            result[i] = t
         return tuple(result) if is_tuple else result[0]
+
+
+def _same(a, b):
+    return a is b or (isinstance(b, _C.Tensor) and a._is_same(b))
+
+
+_DIRTY_VIEW_MESSAGE = (
+    "If your Function modifies inplace an input that is a view of another Tensor, your Function "
+    "cannot return more than one Tensor. This is not supported by the current autograd engine. "
+    "You should either make sure the input is not a view (using .clone() for example) or make "
+    "your Function only return one Tensor (potentially splitting it into two Functions: one "
+    "doing the inplace that returns a single Tensor and a second one that does the other "
+    "operations). You can ask on the forum https://discuss.pytorch.org/ if you need help to do "
+    "this change.")
 
 
 def once_differentiable(fn):

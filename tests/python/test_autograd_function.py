@@ -248,3 +248,114 @@ def test_function_errors_vs_torch(name):
     if name == "raising_backward":
         assert str(ke.value) == "boom"
     oracle.record("autograd.Function.errors")
+
+
+def _mark_dirty_functions(L):
+    class MulInPlace(L.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.mul_(2)
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    class ScaleInPlace(L.autograd.Function):  # saves the dirty input; x may not need grad
+        @staticmethod
+        def forward(ctx, x, w):
+            x.mul_(w)
+            ctx.mark_dirty(x)
+            ctx.save_for_backward(x, w)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            x, w = ctx.saved_tensors
+            return g * w, g * x / w
+
+    class NotReturned(L.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.mul_(2)
+            ctx.mark_dirty(x)
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    return MulInPlace, ScaleInPlace, NotReturned
+
+
+def test_function_mark_dirty():
+    """The in-place custom Function pattern on a non-leaf: as in torch, apply returns the
+    input object itself, which now has the Function in its history, so gradients are right
+    whether the caller goes on with the returned tensor or with the old name (kiln's
+    y.grad_fn is the node of an in-place copy whose only edge is MulInPlaceBackward, where
+    torch's is MulInPlaceBackward itself)."""
+    weights = np.array([1.0, 10.0, 100.0])
+    results = []
+    for L in (torch, kiln):
+        MulInPlace = _mark_dirty_functions(L)[0]
+        a = L.tensor(np.array([1.0, -2.0, 3.0]), dtype=L.float64, requires_grad=True)
+        y = a * 1
+        out = MulInPlace.apply(y)
+        assert out is y and y.requires_grad and y.grad_fn is not None
+        assert y.grad_fn.name() != "mulBackward" and y.grad_fn.name() != "MulBackward0"
+        w = L.tensor(weights, dtype=L.float64)
+        (out * w).sum().backward(retain_graph=True)
+        g_out = a.grad.clone()
+        a.grad = None
+        (y * w).sum().backward()  # the old name: the same graph
+        results.append((out, g_out, a.grad))
+    (tout, tg1, tg2), (kout, kg1, kg2) = results
+    oracle.assert_same(kout, tout, where="mark_dirty value")
+    oracle.assert_same(kg1, tg1, where="mark_dirty grad via output")
+    oracle.assert_same(kg2, tg2, where="mark_dirty grad via input name")
+    np.testing.assert_allclose(kg2.numpy(), 2 * weights)
+    oracle.record("autograd.Function.mark_dirty", 3)
+
+
+def test_function_mark_dirty_more_cases():
+    results = []
+    for L in (torch, kiln):
+        MulInPlace, ScaleInPlace, NotReturned = _mark_dirty_functions(L)
+        f64 = dict(dtype=L.float64)
+        r = {}
+        # a view of a non-leaf: rebased through its base
+        a = L.tensor([1.0, 2.0, 3.0], requires_grad=True, **f64)
+        b = a * 1
+        v = b[1:]
+        assert MulInPlace.apply(v) is v
+        (b * L.tensor([1.0, 10.0, 100.0], **f64)).sum().backward()
+        r["view_value"], r["view_grad"] = b.detach(), a.grad
+        # the dirty input does not require grad, another input does; forward saves it
+        x = L.ones(2, **f64)
+        w = L.tensor([2.0, 3.0], requires_grad=True, **f64)
+        out = ScaleInPlace.apply(x, w)
+        assert out is x and x.requires_grad and not x.is_leaf
+        (out * out).sum().backward()
+        r["saved_value"], r["saved_grad"] = out.detach(), w.grad
+        # no graph recorded: the input itself, unchanged history
+        with L.no_grad():
+            z = L.ones(2, **f64)
+            assert MulInPlace.apply(z) is z and not z.requires_grad
+        r["nograd_value"] = z
+        # errors: a leaf that requires grad; a dirty input not returned (even without grad)
+        for name, fn in (("leaf", lambda: MulInPlace.apply(L.ones(2, requires_grad=True))),
+                         ("not_returned", lambda: NotReturned.apply(L.ones(2) * 1)),
+                         ("not_returned_grad",
+                          lambda: NotReturned.apply(L.ones(2, requires_grad=True) * 1))):
+            with pytest.raises(Exception) as e:
+                fn()
+            r[name] = (type(e.value), str(e.value))
+        results.append(r)
+    t, k = results
+    for key in t:
+        if isinstance(t[key], tuple):
+            assert k[key] == t[key], key
+        else:
+            oracle.assert_same(k[key], t[key], where=key)
+    oracle.record("autograd.Function.mark_dirty", 8)

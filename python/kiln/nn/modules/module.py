@@ -3,11 +3,12 @@ Assigning a Parameter, a Module or a registered buffer to an attribute registers
 state_dict keys, load_state_dict's checks and messages, repr and hooks follow PyTorch."""
 import collections
 import itertools
+import warnings
 from collections import OrderedDict
 
 from ... import _C
 from ..._C import Tensor
-from ...autograd import no_grad
+from ...autograd import Function, no_grad
 from ..parameter import Buffer, Parameter
 
 __all__ = ["Module"]
@@ -56,6 +57,154 @@ class RemovableHandle:
         self.remove()
 
 
+class BackwardHookFunction(Function):
+    """Identity on a module's tensor inputs or outputs (torch's name, so grad_fn.name() is
+    "BackwardHookFunctionBackward"). On the inputs its backward sees grad_input and runs the
+    full backward hooks (which may replace it); on the outputs it sees grad_output (None for
+    an output that got no gradient), runs the backward pre-hooks and keeps grad_output for
+    the full hooks."""
+
+    @staticmethod
+    def forward(ctx, state, on_outputs, *tensors):
+        ctx.state = state
+        ctx.on_outputs = on_outputs
+        if on_outputs:
+            ctx.set_materialize_grads(False)
+        ctx.mark_non_differentiable(*[t for t in tensors if not t.requires_grad])
+        return tensors
+
+    @staticmethod
+    def backward(ctx, *grads):
+        if ctx.on_outputs:
+            return (None, None) + ctx.state.output_backward(grads)
+        return (None, None) + ctx.state.input_backward(grads)
+
+
+class _BackwardHook:
+    """One module call's backward hooks (as torch.utils.hooks.BackwardHook): the tensor
+    inputs and outputs go through identity Functions whose backward calls the hooks."""
+
+    def __init__(self, module, user_hooks, user_pre_hooks):
+        self.module = module
+        self.user_hooks = user_hooks
+        self.user_pre_hooks = user_pre_hooks
+        self.grad_outputs = None
+        self.n_inputs = -1
+        self.input_tensors_index = None
+        self.input_meta = ()
+        self.n_outputs = -1
+        self.output_tensors_index = None
+        self.input_versions = ()
+
+    @staticmethod
+    def _pack_with_none(indices, values, size):
+        res = [None] * size
+        for i, v in zip(indices, values):
+            res[i] = v
+        return tuple(res)
+
+    def _apply_on_tensors(self, on_outputs, args):
+        """args with its tensors replaced by BackwardHookFunction's aliases, and their
+        positions (None and args unchanged when no tensor requires grad or grad mode is
+        off)."""
+        idx = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        tensors = [args[i] for i in idx]
+        if not (_C.is_grad_enabled() and any(t.requires_grad for t in tensors)):
+            return args, None
+        new = BackwardHookFunction.apply(self, on_outputs, *tensors)
+        arg_list = list(args)
+        for i, t in zip(idx, new):
+            arg_list[i] = t
+        out = tuple(arg_list) if type(args) is tuple else type(args)(*arg_list)
+        return out, idx
+
+    def setup_input_hook(self, args):
+        res, idx = self._apply_on_tensors(False, args)
+        self.n_inputs = len(args)
+        self.input_tensors_index = idx
+        if idx is not None:
+            self.input_meta = [(tuple(args[i].shape), args[i].dtype, args[i].device)
+                               for i in idx]
+            # The caller's tensors (which share the aliases' version counter): the aliases
+            # would link this object to its own graph node.
+            self.input_versions = [(k, args[i], args[i]._version) for k, i in enumerate(idx)
+                                   if args[i].requires_grad]
+        return res
+
+    def check_inputs_unmodified(self):
+        # torch forbids modifying these aliases in place (they are views made by a custom
+        # Function); kiln would change the caller's tensor without its history, so it raises
+        # too, once forward has returned.
+        for k, t, version in self.input_versions:
+            if t._version != version:
+                raise RuntimeError(
+                    f"Output {k} of BackwardHookFunction is a view and is being modified "
+                    "inplace. This view was created inside a custom Function (or because an "
+                    "input was returned as-is) and the autograd logic to handle view+inplace "
+                    "would override the custom backward associated with the custom Function, "
+                    "leading to incorrect gradients. This behavior is forbidden. You can fix "
+                    "this by cloning the output of the custom Function.")
+        self.input_versions = ()
+
+    def setup_output_hook(self, result):
+        is_tuple = isinstance(result, tuple)
+        args = result if is_tuple else (result,)
+        res, idx = self._apply_on_tensors(True, args)
+        self.n_outputs = len(args)
+        self.output_tensors_index = idx
+        return res if is_tuple else res[0]
+
+    def output_backward(self, grads):
+        self.grad_outputs = self._pack_with_none(self.output_tensors_index, grads,
+                                                 self.n_outputs)
+        expected = len(self.grad_outputs)
+        for hook in self.user_pre_hooks:
+            r = hook(self.module, self.grad_outputs)
+            if r is None:
+                continue
+            if len(r) != expected:
+                raise RuntimeError("Backward pre hook returned an invalid number of "
+                                   f"grad_output, got {len(r)}, but expected {expected}")
+            self.grad_outputs = r
+        local = self.grad_outputs
+        if self.input_tensors_index is None:
+            # No input requires grad: the full hooks run now, with grad_input all None.
+            warnings.warn("Full backward hook is firing when gradients are computed with "
+                          "respect to module outputs since no inputs require gradients. See "
+                          "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
+                          "#torch.nn.Module.register_full_backward_hook for more details.",
+                          stacklevel=4)  # the caller of backward()
+            grad_inputs = self._pack_with_none([], [], self.n_inputs)
+            for hook in self.user_hooks:
+                r = hook(self.module, grad_inputs, self.grad_outputs)
+                if r is not None and not (isinstance(r, tuple) and all(e is None for e in r)):
+                    raise RuntimeError("Backward hook for Modules where no input requires "
+                                       "gradient should always return None or None for all "
+                                       "gradients.")
+            self.grad_outputs = None
+        return tuple(local[i] for i in self.output_tensors_index)
+
+    def input_backward(self, grads):
+        if self.grad_outputs is None:
+            # The gradient reached the inputs without passing through the outputs (e.g.
+            # double backward): torch does not call the hooks then.
+            return tuple(grads)
+        # As torch, an input that got no gradient (an integer one included) shows zeros.
+        grads = [_C.zeros(shape, dtype=dtype, device=device) if g is None else g
+                 for g, (shape, dtype, device) in zip(grads, self.input_meta)]
+        res = self._pack_with_none(self.input_tensors_index, grads, self.n_inputs)
+        for hook in self.user_hooks:
+            out = hook(self.module, res, self.grad_outputs)
+            if out is None:
+                continue
+            if len(out) != len(res):
+                raise RuntimeError("Backward hook returned an invalid number of grad_input, "
+                                   f"got {len(out)}, but expected {len(res)}")
+            res = out
+        self.grad_outputs = None
+        return tuple(res[i] for i in self.input_tensors_index)
+
+
 class Module:
     """Base class for all neural network modules."""
 
@@ -81,6 +230,7 @@ class Module:
         d(self, "_forward_pre_hooks", OrderedDict())
         d(self, "_forward_pre_hooks_with_kwargs", {})
         d(self, "_backward_hooks", OrderedDict())
+        d(self, "_backward_pre_hooks", OrderedDict())
         if self.call_super_init:
             super().__init__(*args, **kwargs)
 
@@ -261,6 +411,9 @@ class Module:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        for name in ("_backward_hooks", "_backward_pre_hooks"):  # pickled by an older kiln
+            if name not in self.__dict__:
+                object.__setattr__(self, name, OrderedDict())
 
     # --- traversal ----------------------------------------------------------------------
 
@@ -538,7 +691,47 @@ class Module:
             self._forward_hooks.move_to_end(handle.id, last=False)
         return handle
 
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """hook(module, grad_output) -> tuple or None, called when the gradients w.r.t. the
+        module's outputs are known; a returned tuple replaces grad_output (entries are None
+        for outputs that are not tensors or got no gradient)."""
+        handle = RemovableHandle(self._backward_pre_hooks)
+        self._backward_pre_hooks[handle.id] = hook
+        if prepend:
+            self._backward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """hook(module, grad_input, grad_output) -> tuple or None, called when the gradients
+        w.r.t. the module's positional inputs are known (None for inputs that are not
+        tensors); a returned tuple replaces grad_input. If no input requires grad, it is
+        called with grad_input all None once grad_output is known (and must return None).
+        Hooks are registered as torch's: the module's forward sees aliases of its tensor
+        inputs and the caller gets aliases of its tensor outputs; modifying the inputs in
+        place inside forward raises."""
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        if prepend:
+            self._backward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_backward_hook(self, hook):
+        # torch 2.13 still runs this deprecated hook with its old semantics: it is registered
+        # on the grad_fn of the module's (first) output, so grad_input are the gradients of
+        # the inputs of the last autograd node of forward (for Linear: addmm's bias, input
+        # and weight-transpose gradients), not of the module's inputs, with FutureWarnings
+        # where that differs. kiln's graph nodes take no hooks from Python, and aliasing it to
+        # register_full_backward_hook would hand such hooks different values silently, so it
+        # raises instead.
+        raise NotImplementedError(
+            "Module.register_backward_hook (deprecated in PyTorch) is not supported by kiln: "
+            "its grad_input are the gradients of the last autograd node of forward, which kiln "
+            "cannot hook. Use register_full_backward_hook (gradients w.r.t. the module's "
+            "inputs) instead.")
+
     def _call_impl(self, *args, **kwargs):
+        full_backward_hooks = list(self._backward_hooks.values())
+        backward_pre_hooks = list(self._backward_pre_hooks.values())
         for hid, hook in list(self._forward_pre_hooks.items()):
             if hid in self._forward_pre_hooks_with_kwargs:
                 r = hook(self, args, kwargs)
@@ -551,7 +744,13 @@ class Module:
         if self.forward is None:
             raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required '
                                       '"forward" function')
+        bw_hook = None
+        if full_backward_hooks or backward_pre_hooks:
+            bw_hook = _BackwardHook(self, full_backward_hooks, backward_pre_hooks)
+            args = bw_hook.setup_input_hook(args)
         result = self.forward(*args, **kwargs)
+        if bw_hook is not None:
+            bw_hook.check_inputs_unmodified()
         for hid, hook in list(self._forward_hooks.items()):
             if hid in self._forward_hooks_with_kwargs:
                 r = hook(self, args, kwargs, result)
@@ -559,6 +758,12 @@ class Module:
                 r = hook(self, args, result)
             if r is not None:
                 result = r
+        if bw_hook is not None:
+            if not isinstance(result, (Tensor, tuple)):
+                warnings.warn("For backward hooks to be called, module output should be a "
+                              "Tensor or a tuple of Tensors but received " + str(type(result)),
+                              stacklevel=2)
+            result = bw_hook.setup_output_hook(result)
         return result
 
     __call__ = _call_impl
