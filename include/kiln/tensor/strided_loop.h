@@ -5,11 +5,14 @@
 // (pointers, byte strides, length) and is written once for every layout: contiguous,
 // transposed, broadcast, 0-d and empty.
 #include <array>
-#include <tuple>
+#include <algorithm>
 #include <cstdint>
 #include <exception>
+#include <tuple>
+#include <utility>
 #include <vector>
 
+#include "kiln/core/half.h"
 #include "kiln/tensor/tensor.h"
 
 namespace kiln {
@@ -64,26 +67,26 @@ StridedLoop<N> make_strided_loop(const std::array<const Tensor*, N>& ops, const 
   return loop;
 }
 
-// Calls body(ptrs, byte_strides, n) for each innermost run.
+// Calls body(ptrs, byte_strides, n) for the innermost runs [begin, end) in row-major order
+// (run r starts at the r-th position of the outer dims). The loop has at least one dim.
 template <size_t N, typename Body>
-void for_each_run(const StridedLoop<N>& loop, Body&& body) {
-  if (loop.numel == 0) return;
-  size_t nd = loop.shape.size();
-  if (nd == 0) {  // a single element
-    std::array<int64_t, N> zero{};
-    body(loop.data, zero, int64_t(1));
-    return;
-  }
+void for_each_run_range(const StridedLoop<N>& loop, int64_t begin, int64_t end, Body&& body) {
+  const size_t nd = loop.shape.size();
   std::vector<int64_t> idx(nd, 0);
   std::array<char*, N> ptr = loop.data;
+  int64_t rest = begin;
+  for (size_t d = nd - 1; d-- > 0;) {
+    idx[d] = rest % loop.shape[d];
+    rest /= loop.shape[d];
+    for (size_t k = 0; k < N; ++k) ptr[k] += idx[d] * loop.strides[d][k];
+  }
   const int64_t inner = loop.shape[nd - 1];
   const auto& inner_strides = loop.strides[nd - 1];
-  while (true) {
+  for (int64_t run = begin; run < end; ++run) {
     body(ptr, inner_strides, inner);
     // Advance the outer index (odometer), updating pointers incrementally.
     size_t d = nd - 1;
-    while (true) {
-      if (d == 0) return;
+    while (d > 0) {
       --d;
       if (++idx[d] < loop.shape[d]) {
         for (size_t k = 0; k < N; ++k) ptr[k] += loop.strides[d][k];
@@ -95,8 +98,105 @@ void for_each_run(const StridedLoop<N>& loop, Body&& body) {
   }
 }
 
+// The number of innermost runs of the loop (1 for a 0-d loop).
+template <size_t N>
+int64_t run_count(const StridedLoop<N>& loop) {
+  if (loop.numel == 0) return 0;
+  return loop.shape.empty() ? 1 : loop.numel / loop.shape.back();
+}
+
+// Calls body(ptrs, byte_strides, n) for each innermost run.
+template <size_t N, typename Body>
+void for_each_run(const StridedLoop<N>& loop, Body&& body) {
+  if (loop.numel == 0) return;
+  if (loop.shape.empty()) {  // a single element
+    std::array<int64_t, N> zero{};
+    body(loop.data, zero, int64_t(1));
+    return;
+  }
+  for_each_run_range(loop, 0, run_count(loop), body);
+}
+
+namespace detail {
+
+// Elementwise work below this many elements stays on the calling thread.
+constexpr int64_t kParallelElements = int64_t(1) << 16;
+
+int elementwise_threads();  // the OpenMP pool size (runtime/threads.cpp)
+
+// Runs fn(c) for c in [0, n), spread over the threads in static chunks. fn may throw
+// (integer division by zero): an exception must not leave an OpenMP loop body, so each
+// chunk catches it and the first one is rethrown after the region.
+template <typename Fn>
+void parallel_chunks(int64_t n, Fn&& fn) {
+  std::exception_ptr error;
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < n; ++c) {
+    try {
+      fn(c);
+    } catch (...) {
+#pragma omp critical(kiln_elementwise_error)
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
+}
+
+template <typename T>
+inline constexpr bool is_float_like_v =
+    std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+// One run whose output is contiguous and whose inputs are each contiguous or broadcast
+// (stride 0): bit I of Mask marks input I as broadcast, so its index is the constant 0 and
+// the compiler hoists its load; the rest is a plain vectorisable loop.
+template <unsigned Mask, typename Out, typename... In, size_t... I, typename F>
+void run_masked(Out* o, const std::tuple<const In*...>& in, int64_t n, F& f,
+                std::index_sequence<I...>) {
+  for (int64_t j = 0; j < n; ++j) o[j] = f(std::get<I>(in)[((Mask >> I) & 1u) ? 0 : j]...);
+}
+
+template <typename Out, typename... In, size_t... I, unsigned... Masks, typename F>
+void run_with_mask(unsigned mask, Out* o, const std::tuple<const In*...>& in, int64_t n, F& f,
+                   std::index_sequence<I...> is, std::integer_sequence<unsigned, Masks...>) {
+  ((mask == Masks ? (run_masked<Masks, Out, In...>(o, in, n, f, is), true) : false) || ...);
+}
+
+// out[j] = f(in...[j]) over one run with byte strides s (output first).
+template <typename Out, typename... In, size_t N, size_t... I, typename F>
+void elementwise_run(const std::array<char*, N>& p, const std::array<int64_t, N>& s, int64_t n,
+                     F& f, std::index_sequence<I...> is) {
+  const bool out_unit = s[0] == int64_t(sizeof(Out));
+  if (out_unit && ((s[I + 1] == int64_t(sizeof(In))) && ...)) {
+    // Unit strides (the common case): typed pointers let the compiler vectorise.
+    Out* o = reinterpret_cast<Out*>(p[0]);
+    const std::tuple<const In*...> in{reinterpret_cast<const In*>(p[I + 1])...};
+    for (int64_t j = 0; j < n; ++j) o[j] = f(std::get<I>(in)[j]...);
+    return;
+  }
+  if constexpr (sizeof...(In) >= 1 && sizeof...(In) <= 3 && (is_float_like_v<In> && ...)) {
+    // Broadcast operands along the run (x + bias[C, 1, 1]): the same typed loop with the
+    // broadcast inputs' index fixed at 0, for the floating types models use.
+    if (out_unit && (((s[I + 1] == int64_t(sizeof(In))) || s[I + 1] == 0) && ...)) {
+      const unsigned mask = (0u | ... | (s[I + 1] == 0 ? (1u << I) : 0u));
+      Out* o = reinterpret_cast<Out*>(p[0]);
+      const std::tuple<const In*...> in{reinterpret_cast<const In*>(p[I + 1])...};
+      run_with_mask<Out, In...>(mask, o, in, n, f, is,
+                                std::make_integer_sequence<unsigned, (1u << sizeof...(In))>{});
+      return;
+    }
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    *reinterpret_cast<Out*>(p[0] + j * s[0]) =
+        f(*reinterpret_cast<const In*>(p[I + 1] + j * s[I + 1])...);
+  }
+}
+
+}  // namespace detail
+
 // out[i] = f(in0[i], in1[i], ...) with out of type Out and inputs of types In...; operands
-// are viewed at out's shape (inputs broadcast).
+// are viewed at out's shape (inputs broadcast). Work of at least kParallelElements is spread
+// over the OpenMP threads: by groups of runs when there are several, else by cutting the
+// single run.
 template <typename Out, typename... In, typename F>
 void elementwise_kernel(const Tensor& out, std::array<const Tensor*, sizeof...(In)> ins, F&& f) {
   constexpr size_t N = sizeof...(In) + 1;
@@ -104,41 +204,38 @@ void elementwise_kernel(const Tensor& out, std::array<const Tensor*, sizeof...(I
   ops[0] = &out;
   for (size_t k = 0; k < sizeof...(In); ++k) ops[k + 1] = ins[k];
   auto loop = make_strided_loop<N>(ops, out.shape());
-  for_each_run<N>(loop, [&](const std::array<char*, N>& p, const std::array<int64_t, N>& s,
-                            int64_t n) {
-    [&]<size_t... I>(std::index_sequence<I...>) {
-      // Unit strides (the common case): typed pointers let the compiler vectorise, and long
-      // runs are split over the OpenMP threads.
-      if (s[0] == int64_t(sizeof(Out)) && ((s[I + 1] == int64_t(sizeof(In))) && ...)) {
-        Out* o = reinterpret_cast<Out*>(p[0]);
-        const std::tuple<const In*...> in{reinterpret_cast<const In*>(p[I + 1])...};
-        constexpr int64_t kParallelRun = int64_t(1) << 16;
-        if (n < kParallelRun) {
-          for (int64_t j = 0; j < n; ++j) o[j] = f(std::get<I>(in)[j]...);
-          return;
-        }
-        // f may throw (integer division by zero): an exception must not leave the parallel
-        // region, so each thread catches it and the first one is rethrown after the region.
-        std::exception_ptr error;
-#pragma omp parallel
-        {
-          try {
-#pragma omp for schedule(static) nowait
-            for (int64_t j = 0; j < n; ++j) o[j] = f(std::get<I>(in)[j]...);
-          } catch (...) {
-#pragma omp critical(kiln_elementwise_error)
-            if (!error) error = std::current_exception();
-          }
-        }
-        if (error) std::rethrow_exception(error);
-        return;
-      }
-      for (int64_t j = 0; j < n; ++j) {
-        *reinterpret_cast<Out*>(p[0] + j * s[0]) =
-            f(*reinterpret_cast<const In*>(p[I + 1] + j * s[I + 1])...);
-      }
-    }(std::index_sequence_for<In...>{});
+  const auto is = std::index_sequence_for<In...>{};
+  auto run = [&](const std::array<char*, N>& p, const std::array<int64_t, N>& s, int64_t n) {
+    detail::elementwise_run<Out, In...>(p, s, n, f, is);
+  };
+  const int threads = loop.numel >= detail::kParallelElements ? detail::elementwise_threads() : 1;
+  if (threads <= 1 || loop.shape.empty()) {
+    for_each_run(loop, run);
+    return;
+  }
+  const int64_t runs = run_count(loop);
+  if (runs >= 2 * int64_t(threads)) {
+    // Several runs: each thread takes a contiguous group of them.
+    const int64_t groups = std::min<int64_t>(runs, 4 * int64_t(threads));
+    detail::parallel_chunks(groups, [&](int64_t g) {
+      for_each_run_range(loop, runs * g / groups, runs * (g + 1) / groups, run);
+    });
+    return;
+  }
+  // Few long runs: cut each run into pieces (strides are per element, so a piece is the
+  // same run with its pointers advanced).
+  const int64_t inner = loop.shape.back();
+  const int64_t pieces = 4 * int64_t(threads);
+  for_each_run(loop, [&](const std::array<char*, N>& p, const std::array<int64_t, N>& s,
+                         int64_t n) {
+    detail::parallel_chunks(pieces, [&](int64_t c) {
+      const int64_t b = n * c / pieces, e = n * (c + 1) / pieces;
+      std::array<char*, N> q = p;
+      for (size_t k = 0; k < N; ++k) q[k] += b * s[k];
+      run(q, s, e - b);
+    });
   });
+  (void)inner;
 }
 
 }  // namespace kiln

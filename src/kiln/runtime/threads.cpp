@@ -15,3 +15,9 @@ void set_num_threads(int threads) {
 int get_num_threads() { return omp_get_max_threads(); }
 
 }  // namespace kiln
+
+namespace kiln::detail {
+// Declared in kiln/tensor/strided_loop.h (the elementwise iterator), kept out of that header
+// so it does not pull in omp.h.
+int elementwise_threads() { return omp_get_max_threads(); }
+}  // namespace kiln::detail

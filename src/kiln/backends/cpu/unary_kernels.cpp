@@ -1,5 +1,6 @@
 // CPU kernels for unary elementwise ops: out = f(in), computed in float for 16-bit floats.
 #include <cmath>
+#include <limits>
 
 #include "isa/vec_math.h"
 #include "kiln/dispatch/registry.h"
@@ -19,7 +20,7 @@ void unary_kernel(OpCall& call) {
     if constexpr (F::template supports<T>) {
       elementwise_kernel<T, T>(out, {&in}, [](T v) { return T(F::template apply<C>(C(v))); });
     } else {
-      KILN_THROW(TypeError, "\"", call.op->name, "\" not implemented for '",
+      KILN_THROW(NotImplementedError, "\"", call.op->name, "\" not implemented for '",
                  dtype_name(in.dtype()), "'");
     }
   });
@@ -169,14 +170,17 @@ void clamp_kernel(OpCall& call) {
   bool has_lo = call.has_attr(0), has_hi = call.has_attr(1);
   KILN_DISPATCH_ALL(in.dtype(), "clamp", [&]<typename T>() {
     using C = opmath_t<T>;
-    C lo = has_lo ? call.scalar_attr(0).to<C>() : C(0);
-    C hi = has_hi ? call.scalar_attr(1).to<C>() : C(0);
+    // An absent bound is the type's extreme (infinity for floats), so the loop has no
+    // branches and vectorises; a NaN input fails both comparisons and stays NaN.
+    constexpr bool kFloat = std::is_floating_point_v<C>;
+    const C lowest = kFloat ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::lowest();
+    const C highest = kFloat ? std::numeric_limits<C>::infinity() : std::numeric_limits<C>::max();
+    const C lo = has_lo ? call.scalar_attr(0).to<C>() : lowest;
+    const C hi = has_hi ? call.scalar_attr(1).to<C>() : highest;
     elementwise_kernel<T, T>(out, {&in}, [=](T v) {
       C x = C(v);
-      if constexpr (std::is_floating_point_v<C>)
-        if (std::isnan(x)) return v;
-      if (has_lo && x < lo) x = lo;
-      if (has_hi && x > hi) x = hi;  // min applied last, as PyTorch: min > max gives max
+      x = x < lo ? lo : x;
+      x = x > hi ? hi : x;  // min applied last, as PyTorch: min > max gives max
       return T(x);
     });
   });

@@ -1,0 +1,102 @@
+// Elementwise ops on tensors large enough to be spread over threads (at least 2^16
+// elements), in the layouts that take each path of the CPU iterator: many runs with
+// broadcast operands along the run (x + bias[C, 1, 1]: the typed loop with a fixed index),
+// broadcast across runs (x + row[W]), one long contiguous run cut into pieces, transposed
+// operands (byte-stride loop), a ternary op with two broadcast inputs, and an integer
+// division by zero raised from inside the threaded loop. References are float64 host math.
+#include <cmath>
+
+#include "ops/test_util.h"
+
+namespace kiln::test {
+namespace {
+
+const Device kCpu(DeviceType::CPU, 0);
+
+// Host value of x (row-major [n, c, h, w]) broadcast from a [c, 1, 1] bias.
+std::vector<double> ref_bias(const std::vector<double>& x, const std::vector<double>& bias,
+                             int64_t n, int64_t c, int64_t hw, double (*f)(double, double)) {
+  std::vector<double> r(x.size());
+  for (int64_t i = 0; i < n * c * hw; ++i) r[size_t(i)] = f(x[size_t(i)], bias[size_t((i / hw) % c)]);
+  return r;
+}
+
+double add_f(double a, double b) { return a + b; }
+double mul_f(double a, double b) { return a * b; }
+double div_f(double a, double b) { return a / b; }
+
+TEST(ElementwiseLarge, BiasBroadcastAlongRunsEveryFloatDtype) {
+  const int64_t n = 2, c = 24, hw = 57 * 31;  // 84,816 elements; each run has one bias value
+  std::vector<double> xv = random_values(size_t(n * c * hw), -3, 3, 1);
+  std::vector<double> bv = random_values(size_t(c), 0.5, 2, 2);
+  for (DType t : {DType::F32, DType::F64, DType::BF16, DType::F16}) {
+    std::vector<double> xr = xv, br = bv;
+    for (double& v : xr) v = round_to(v, t);
+    for (double& v : br) v = round_to(v, t);
+    Tensor x = make(xr, {n, c, 57, 31}, t, kCpu);
+    Tensor b = make(br, {c, 1, 1}, t, kCpu);
+    const std::string what(dtype_name(t));
+    expect_close(add(x, b), {n, c, 57, 31}, ref_bias(xr, br, n, c, hw, add_f), what + " add");
+    expect_close(mul(b, x), {n, c, 57, 31}, ref_bias(xr, br, n, c, hw, mul_f), what + " mul");
+    expect_close(div(x, b), {n, c, 57, 31}, ref_bias(xr, br, n, c, hw, div_f), what + " div");
+  }
+}
+
+TEST(ElementwiseLarge, RowBroadcastAcrossRunsAndTransposedOperands) {
+  const int64_t rows = 700, cols = 130;  // 91,000 elements in 700 runs
+  std::vector<double> xv = random_values(size_t(rows * cols), -1, 1, 3);
+  std::vector<double> rv = random_values(size_t(cols), -1, 1, 4);
+  Tensor x = make(xv, {rows, cols}, DType::F32, kCpu);
+  Tensor r = make(rv, {cols}, DType::F32, kCpu);
+  std::vector<double> expect(xv.size());
+  for (int64_t i = 0; i < rows * cols; ++i)
+    expect[size_t(i)] = double(float(xv[size_t(i)])) - double(float(rv[size_t(i % cols)]));
+  expect_close(sub(x, r), {rows, cols}, expect, "row broadcast");
+  // x.t() read through strides, written to a contiguous output: every run has byte strides.
+  Tensor xt = x.t();
+  std::vector<double> expect_t(xv.size());
+  for (int64_t i = 0; i < cols; ++i)
+    for (int64_t j = 0; j < rows; ++j)
+      expect_t[size_t(i * rows + j)] = 2.0 * double(float(xv[size_t(j * cols + i)]));
+  expect_close(mul(xt, Scalar(2.0)), {cols, rows}, expect_t, "transposed");
+  // Integers take the byte-stride loop when broadcast.
+  Tensor xi = make(random_values(size_t(rows * cols), -50, 50, 5, true), {rows, cols}, DType::I32, kCpu);
+  Tensor ri = make(random_values(size_t(cols), -50, 50, 6, true), {cols}, DType::I32, kCpu);
+  std::vector<double> xiv = xi.to_vector<double>(), riv = ri.to_vector<double>(), expect_i;
+  for (int64_t i = 0; i < rows * cols; ++i) expect_i.push_back(xiv[size_t(i)] + riv[size_t(i % cols)]);
+  expect_close(add(xi, ri), {rows, cols}, expect_i, "int32 row broadcast");
+}
+
+TEST(ElementwiseLarge, LongContiguousRunAndTernaryWithTwoBroadcastInputs) {
+  const int64_t len = 300001;  // one run, cut into pieces across threads
+  std::vector<double> av = random_values(size_t(len), -2, 2, 7), bv = random_values(size_t(len), -2, 2, 8);
+  Tensor a = make(av, {len}, DType::F32, kCpu), b = make(bv, {len}, DType::F32, kCpu);
+  std::vector<double> expect(static_cast<size_t>(len));
+  for (int64_t i = 0; i < len; ++i) expect[size_t(i)] = double(float(av[size_t(i)])) * double(float(bv[size_t(i)]));
+  expect_close(mul(a, b), {len}, expect, "long run");
+  // where(cond[n, 1], x[n, m], y[1, m]): condition and y broadcast along different dims.
+  const int64_t rows = 400, cols = 200;
+  std::vector<double> cv = random_values(size_t(rows), 0, 2, 9, true);
+  std::vector<double> xv = random_values(size_t(rows * cols), -1, 1, 10), yv = random_values(size_t(cols), -1, 1, 11);
+  Tensor cond = make(cv, {rows, 1}, DType::Bool, kCpu);
+  Tensor x = make(xv, {rows, cols}, DType::F32, kCpu), y = make(yv, {1, cols}, DType::F32, kCpu);
+  std::vector<double> ew(static_cast<size_t>(rows * cols));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      ew[size_t(i * cols + j)] = cv[size_t(i)] != 0 ? double(float(xv[size_t(i * cols + j)]))
+                                                    : double(float(yv[size_t(j)]));
+  expect_close(where(cond, x, y), {rows, cols}, ew, "where");
+}
+
+TEST(ElementwiseLarge, IntegerDivisionByZeroInsideThreadsIsAnError) {
+  Tensor a = full({500, 300}, 7, TensorOptions(DType::I64, kCpu));
+  std::vector<double> dv(300, 3.0);
+  dv[277] = 0;
+  Tensor d = make(dv, {300}, DType::I64, kCpu);
+  EXPECT_THROW(div(a, d, "trunc"), Error);
+  Tensor ok = div(a, make(std::vector<double>(300, 3.0), {300}, DType::I64, kCpu), "trunc");
+  EXPECT_EQ(ok.to_vector<double>()[149999], 2.0);
+}
+
+}  // namespace
+}  // namespace kiln::test
