@@ -71,6 +71,9 @@ def median_ms(fn, runs):
     return statistics.median(times)
 
 
+PROFILE = False  # --profile
+
+
 class Runner:
     """One model in kiln and in ORT (one session per thread count)."""
 
@@ -101,6 +104,12 @@ class Runner:
             self.kiln._C._onnx._set_num_threads(threads)
             row[threads] = (median_ms(lambda: self.model.run(kfeeds), runs),
                             median_ms(lambda: self.session(threads).run(None, feeds), runs))
+            if PROFILE and threads == 1:  # where kiln's time goes, op by op
+                with self.kiln.profiler.profile() as prof:
+                    for _ in range(runs):
+                        self.model.run(kfeeds)
+                print(f"\n{os.path.basename(self.path)}, 1 thread, {runs} runs:", file=sys.stderr)
+                print(prof.key_averages().table(row_limit=12), file=sys.stderr)
         return row
 
 
@@ -378,7 +387,10 @@ def main():
     ap.add_argument("--quick", action="store_true", help="few timed runs (CI)")
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--models", default="minilm,silero,ocr")
+    ap.add_argument("--profile", action="store_true", help="print kiln's time per op (stderr)")
     args = ap.parse_args()
+    global PROFILE
+    PROFILE = args.profile
     runs = 3 if args.quick else args.runs
     import kiln
     import kiln.onnx

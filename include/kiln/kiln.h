@@ -24,6 +24,7 @@
 #include "kiln/runtime/guard.h"
 #include "kiln/runtime/stream.h"
 #include "kiln/runtime/threads.h"
+#include "kiln/runtime/profiler.h"
 #include "kiln/tensor/promotion.h"
 #include "kiln/tensor/tensor.h"
 

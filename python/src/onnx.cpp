@@ -31,7 +31,11 @@ void bind_onnx(nb::module_& m) {
                    "names of the inputs to feed, in declaration order")
       .def_prop_ro("outputs", [](const onnx::Model& mo) { return names_of(mo.outputs()); })
       .def_prop_ro("opset_version", &onnx::Model::opset_version)
-      .def_prop_ro("device", &onnx::Model::device)
+      .def_prop_ro("device", [](const onnx::Model& mo) {
+        // As tensors report it: torch prints CPU devices without an index.
+        Device d = mo.device();
+        return d.is_cpu() ? Device(DeviceType::CPU) : d;
+      })
       .def_prop_ro("op_types", &onnx::Model::op_types)
       .def_prop_ro("num_nodes", &onnx::Model::num_nodes)
       .def("to", [](const onnx::Model& mo, nb::handle device) {

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "bind.h"
+#include "kiln/runtime/profiler.h"
 #include "kiln/runtime/threads.h"
 
 namespace kiln::py {
@@ -166,6 +167,18 @@ void bind_runtime(nb::module_& m) {
       .def("elapsed_time", &Event::elapsed_time);
 
   // ---- CPU threads (torch.set_num_threads / get_num_threads)
+  // Op-level profiler (kiln.profiler wraps these).
+  m.def("_profiler_start", [] { profiler::start(); });
+  m.def("_profiler_stop", [] { profiler::stop(); });
+  m.def("_profiler_enabled", [] { return profiler::is_enabled(); });
+  m.def("_profiler_stats", [] {
+    nb::list rows;
+    for (const auto& s : profiler::stats())
+      rows.append(nb::make_tuple(s.name, s.device, s.calls, s.total_us, s.max_us));
+    return rows;
+  });
+  m.def("_profiler_table", [](int row_limit) { return profiler::table(row_limit); },
+        nb::arg("row_limit") = 0);
   m.def("set_num_threads", [](int n) { kiln::set_num_threads(n); }, nb::arg("int"));
   m.def("get_num_threads", [] { return kiln::get_num_threads(); });
 

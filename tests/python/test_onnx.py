@@ -545,10 +545,6 @@ def test_missing_or_unknown_input_name(mlp):
     assert from_kiln(mlp.run({"x": to_kiln(np.ones((4, 8), np.float32))})["y"]).shape == (4, 3)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="kiln bug: kiln.onnx.Model.device of a CPU model is "
-                   "device(type='cpu', index=0), which != kiln.device('cpu') (what CPU tensors, "
-                   "including the model's outputs, report); python/src/onnx.cpp returns the raw "
-                   "Device where tensors use public_device")
 def test_model_device_equals_tensor_device(mlp):
     out = mlp.run({"x": to_kiln(np.ones((4, 8), np.float32))})["y"]
     assert out.device == kiln.device("cpu")

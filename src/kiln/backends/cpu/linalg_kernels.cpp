@@ -236,7 +236,29 @@ void run_gemm(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
   });
 }
 
-void dispatch_gemm(const OpCall& call, const Gemm& g, const Scalar& beta, const Scalar& alpha) {
+// A batch dim over which B is broadcast, and along which A, C (and self) continue row after
+// row, is folded into M: x[3, 12, 384] @ W[384, 384] is one [36, 384] product, so B is
+// packed once and the kernel gets a taller block (as PyTorch folds it in matmul).
+Gemm fold_batch_into_rows(Gemm g) {
+  while (!g.batch.empty() && g.b.batch.back() == 0) {
+    const int64_t M = g.M;
+    auto continues = [M](const MatOperand& op) { return M == 1 || op.batch.back() == M * op.rs; };
+    if (!continues(g.a) || !continues(g.c) || (g.has_self && !continues(g.self))) break;
+    if (M == 1) {
+      g.a.rs = g.a.batch.back();
+      g.c.rs = g.c.batch.back();
+      if (g.has_self) g.self.rs = g.self.batch.back();
+    }
+    g.M = M * g.batch.back();
+    for (MatOperand* op : {&g.a, &g.b, &g.c, &g.self})
+      if (!op->batch.empty()) op->batch.pop_back();
+    g.batch.pop_back();
+  }
+  return g;
+}
+
+void dispatch_gemm(const OpCall& call, const Gemm& g0, const Scalar& beta, const Scalar& alpha) {
+  const Gemm g = fold_batch_into_rows(g0);
   KILN_DISPATCH_ALL(call.outs[0].dtype(), call.op->name.c_str(), [&]<typename T>() {
     if constexpr (!std::is_same_v<T, bool>) run_gemm<T>(g, beta, alpha);
   });

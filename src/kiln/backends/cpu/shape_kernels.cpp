@@ -2,6 +2,7 @@
 // repeats), flip, roll, pad and one_hot. All move whole elements by bytes, so they work for
 // every dtype without dispatch.
 #include <algorithm>
+#include <cstring>
 
 #include "index_loops.h"
 #include "kiln/tensor/empty.h"
@@ -148,6 +149,25 @@ void roll_kernel(OpCall& call) {
 }
 
 // attrs: pad (pairs, last dim first), mode, value. Validated by the meta function.
+// The source index of padded position i along a dim of size n, or -1 where the constant
+// mode fills.
+inline int64_t pad_source(int64_t i, int64_t n, int mode_id) {
+  if (i >= 0 && i < n) return i;
+  switch (mode_id) {
+    case 0:
+      return -1;
+    case 1:
+      return i < 0 ? -i : 2 * (n - 1) - i;
+    case 2:
+      return std::clamp<int64_t>(i, 0, n - 1);
+    default:
+      return ((i % n) + n) % n;
+  }
+}
+
+// Row by row over the last dim: the outer dims map to one source row (or a filled row),
+// the row's interior is one memcpy when both last dims are contiguous, and only the padded
+// edges are mapped element by element.
 void pad_kernel(OpCall& call) {
   const Tensor& x = call.inputs[0];
   const Tensor& out = call.outs[0];
@@ -155,35 +175,47 @@ void pad_kernel(OpCall& call) {
   const std::string& mode = call.string_attr(1);
   int mode_id = mode == "constant" ? 0 : mode == "reflect" ? 1 : mode == "replicate" ? 2 : 3;
   ElemBytes fill = scalar_bytes(call.has_attr(2) ? call.double_attr(2) : 0.0, x.dtype());
-  int64_t nd = x.dim();
-  std::vector<int64_t> left(static_cast<size_t>(nd), 0);
-  for (size_t k = 0; k < pad.size() / 2; ++k) left[size_t(nd - 1 - int64_t(k))] = pad[2 * k];
+  const int64_t nd = x.dim();
   char* o = bytes_of(out);
   const char* s = bytes_of(x);
-  size_t es = x.element_size();
-  for_each_offset(out.shape(), {out.strides()}, [&](const int64_t* off, const int64_t* c) {
+  const size_t es = x.element_size();
+  if (nd == 0) {
+    copy_elem(o, 0, s, 0, es);
+    return;
+  }
+  std::vector<int64_t> left(static_cast<size_t>(nd), 0);
+  for (size_t k = 0; k < pad.size() / 2; ++k) left[size_t(nd - 1 - int64_t(k))] = pad[2 * k];
+  const int64_t W = out.size(nd - 1), n_last = x.size(nd - 1), l_last = left[size_t(nd - 1)];
+  const int64_t xs_last = x.stride(nd - 1), os_last = out.stride(nd - 1);
+  // Output columns [mid_begin, mid_end) read source columns mid_begin - l_last onwards.
+  const int64_t mid_begin = std::clamp<int64_t>(l_last, 0, W);
+  const int64_t mid_end = std::clamp<int64_t>(l_last + n_last, mid_begin, W);
+  const bool contiguous_rows = xs_last == 1 && os_last == 1;
+  Shape outer(out.shape().begin(), out.shape().end() - 1);
+  Strides outer_strides(out.strides().begin(), out.strides().end() - 1);
+  for_each_offset(outer, {outer_strides}, [&](const int64_t* off, const int64_t* c) {
     int64_t src = 0;
-    for (int64_t d = 0; d < nd; ++d) {
-      int64_t n = x.size(d), i = c[d] - left[size_t(d)];
-      if (i < 0 || i >= n) {
-        switch (mode_id) {
-          case 0:
-            copy_elem(o, off[0], fill.bytes, 0, es);
-            return;
-          case 1:
-            i = i < 0 ? -i : 2 * (n - 1) - i;
-            break;
-          case 2:
-            i = std::clamp<int64_t>(i, 0, n - 1);
-            break;
-          default:
-            i = ((i % n) + n) % n;
-            break;
-        }
+    bool filled = false;
+    for (int64_t d = 0; d + 1 < nd; ++d) {
+      const int64_t i = pad_source(c[d] - left[size_t(d)], x.size(d), mode_id);
+      if (i < 0) {
+        filled = true;
+        break;
       }
       src += i * x.stride(d);
     }
-    copy_elem(o, off[0], s, src, es);
+    const int64_t row = off[0];
+    for (int64_t j = 0; j < W; ++j) {
+      if (!filled && j == mid_begin && contiguous_rows && mid_end > mid_begin) {
+        std::memcpy(o + (row + j) * int64_t(es), s + (src + j - l_last) * int64_t(es),
+                    size_t(mid_end - mid_begin) * es);
+        j = mid_end - 1;
+        continue;
+      }
+      const int64_t i = filled ? -1 : pad_source(j - l_last, n_last, mode_id);
+      if (i < 0) copy_elem(o, row + j * os_last, fill.bytes, 0, es);
+      else copy_elem(o, row + j * os_last, s, src + i * xs_last, es);
+    }
   });
 }
 

@@ -286,7 +286,7 @@ void register_unary_kernels() {
   reg("sigmoid", vectorised_unary_kernel<&VecMathF32::sigmoid, Sigmoid>, kFloatDTypes);
   reg("relu", vectorised_unary_kernel<&VecMathF32::relu, Relu>, numeric);
   reg("silu", vectorised_unary_kernel<&VecMathF32::silu, Silu>, kFloatDTypes);
-  reg("erf", unary_kernel<Erf>, kFloatDTypes);
+  reg("erf", vectorised_unary_kernel<&VecMathF32::erf, Erf>, kFloatDTypes);
   reg("reciprocal", unary_kernel<Reciprocal>, kFloatDTypes);
   reg("floor", unary_kernel<Floor>, numeric);
   reg("ceil", unary_kernel<Ceil>, numeric);

@@ -25,7 +25,7 @@ using VecNarrowBf16 = void (*)(const float* in, uint16_t* out, int64_t n);
 
 struct VecMathF32 {
   VecUnaryF32 exp = nullptr, log = nullptr, tanh = nullptr, sigmoid = nullptr, silu = nullptr,
-              gelu_erf = nullptr, gelu_tanh = nullptr, relu = nullptr;
+              gelu_erf = nullptr, gelu_tanh = nullptr, relu = nullptr, erf = nullptr;
   VecSoftmaxRowF32 softmax_row = nullptr;
   VecDotF32 dot = nullptr;
   VecWidenBf16 widen_bf16 = nullptr;
