@@ -1,5 +1,6 @@
 // CPU kernels of convolution and convolution_weight_grad: im2col / col2im plus a matrix
-// product per sample and group (dense_gemm: the ISA-selected float32 microkernel).
+// product per sample and group (dense_gemm: the ISA-selected float32 microkernel). Forward
+// float32/bfloat16 convolutions go to oneDNN first when kiln is built with it (onednn_conv.h).
 // float16 / bfloat16 are computed in float32 buffers and rounded once at the end; float64
 // in double. Inputs arrive contiguous (the op layer makes them so).
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include "im2col.h"
 #include "kiln/core/convert.h"
 #include "kiln/dispatch/registry.h"
+#include "onednn_conv.h"
 
 namespace kiln::cpu {
 namespace {
@@ -236,6 +238,7 @@ void convolution_weight_grad_kernel(OpCall& call) {
 }
 
 void convolution_dispatch(OpCall& call) {
+  if (onednn_convolution(call)) return;
   KILN_DISPATCH_FLOAT(call.inputs[0].dtype(), "convolution",
                       [&]<typename T>() { convolution_kernel<T>(call); });
 }

@@ -2,6 +2,7 @@
 // nonzero. Every index value is checked against its dim before any memory is touched with
 // it (the testing device runs these asynchronously, so the checks live here, with the data).
 #include <cmath>
+#include <cstring>
 #include <type_traits>
 
 #include "index_loops.h"
@@ -28,6 +29,45 @@ int64_t checked_index(const char* op, int64_t v, int64_t d, int64_t size) {
   return v;
 }
 
+// Contiguous x viewed as [outer, size, inner] (size = x's dim d) and a contiguous out as
+// [outer, n, inner]: out[o, j, :] = x[o, idx[j], :]. Whole inner blocks are memcpy'd; with
+// inner == 1 (selecting along the last dim, as nearest-neighbour resizing does) each row is
+// a typed gather. Outer rows are spread over the threads when the copy is large.
+template <typename E>
+void gather_last_dim(const E* x, E* out, const std::vector<int64_t>& idx, int64_t outer,
+                     int64_t size) {
+  const int64_t n = int64_t(idx.size());
+  const int64_t* ix = idx.data();
+#pragma omp parallel for schedule(static) if (outer * n >= (int64_t(1) << 16))
+  for (int64_t r = 0; r < outer; ++r) {
+    const E* xr = x + r * size;
+    E* orow = out + r * n;
+    for (int64_t j = 0; j < n; ++j) orow[j] = xr[ix[j]];
+  }
+}
+
+void gather_rows(const char* x, char* out, const std::vector<int64_t>& idx, const Shape& shape,
+                 int64_t d, size_t es) {
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < d; ++i) outer *= shape[size_t(i)];
+  for (size_t i = size_t(d) + 1; i < shape.size(); ++i) inner *= shape[i];
+  const int64_t size = shape[size_t(d)], n = int64_t(idx.size());
+  if (inner == 1) {
+    switch (es) {
+      case 1: return gather_last_dim(reinterpret_cast<const uint8_t*>(x), reinterpret_cast<uint8_t*>(out), idx, outer, size);
+      case 2: return gather_last_dim(reinterpret_cast<const uint16_t*>(x), reinterpret_cast<uint16_t*>(out), idx, outer, size);
+      case 4: return gather_last_dim(reinterpret_cast<const uint32_t*>(x), reinterpret_cast<uint32_t*>(out), idx, outer, size);
+      case 8: return gather_last_dim(reinterpret_cast<const uint64_t*>(x), reinterpret_cast<uint64_t*>(out), idx, outer, size);
+      default: break;
+    }
+  }
+  const int64_t block = inner * int64_t(es);
+#pragma omp parallel for schedule(static) if (outer * n * inner >= (int64_t(1) << 16) && outer > 1)
+  for (int64_t r = 0; r < outer; ++r)
+    for (int64_t j = 0; j < n; ++j)
+      std::memcpy(out + (r * n + j) * block, x + (r * size + idx[size_t(j)]) * block, size_t(block));
+}
+
 // inputs: self, index (0-d or 1-d); attrs: dim.
 void index_select_kernel(OpCall& call) {
   const Tensor& x = call.inputs[0];
@@ -44,6 +84,10 @@ void index_select_kernel(OpCall& call) {
   char* o = bytes_of(out);
   const char* s = bytes_of(x);
   size_t es = x.element_size();
+  if (x.is_contiguous() && out.is_contiguous() && x.dim() > 0) {
+    gather_rows(s, o, idx, x.shape(), d, es);
+    return;
+  }
   int64_t xs = xg.strides[size_t(d)];
   for_each_offset(og.shape, {og.strides, without_dim(xg, d)},
                   [&](const int64_t* off, const int64_t* c) {

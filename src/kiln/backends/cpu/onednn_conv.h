@@ -1,0 +1,18 @@
+#pragma once
+// Convolution through oneDNN (Debian libdnnl-dev), used by the CPU convolution kernel for
+// the shapes where it is faster than kiln's im2col + GEMM (see decision 0016). Built only when
+// CMake finds oneDNN (KILN_HAVE_DNNL); otherwise onednn_convolution always returns false.
+#include "kiln/dispatch/op_call.h"
+
+namespace kiln::cpu {
+
+// Runs the convolution op call (inputs x, w, bias?; attrs stride, padding, dilation,
+// transposed, output_padding, groups) with oneDNN and returns true, or returns false when
+// oneDNN is absent or does not take this call (dtype, transposed, KILN_ONEDNN=0).
+bool onednn_convolution(OpCall& call);
+
+// Caps oneDNN's instruction set at kiln's ISA level (KILN_CPU_ISA), once, before oneDNN
+// creates its first primitive. Called by every kiln path into oneDNN and by `kiln bench`.
+void onednn_apply_isa_cap();
+
+}  // namespace kiln::cpu
