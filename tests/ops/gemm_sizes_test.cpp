@@ -115,9 +115,13 @@ TEST(MatmulSizes, BFloat16AtEdgeSizesAndLayouts) {
 // int_mm: int8 / uint8 x int8 -> int32, exact, against a 64-bit reference (extreme values
 // included: the signed path shifts A by 128 and corrects with B's column sums).
 TEST(MatmulSizes, Int8ProductsAreExact) {
-  const int64_t sizes[][3] = {{1, 1, 1}, {7, 17, 5}, {8, 33, 301}, {97, 70, 1030}, {13, 513, 64}};
+  // Sizes for the blocked kernel and, with B given as W.t() of a [N, K] weight, for the
+  // few-rows streaming kernel (M <= 4; K tails 1, 63, 65, 130 around its 64-byte steps).
+  const int64_t sizes[][3] = {{1, 1, 1},   {7, 17, 5},  {8, 33, 301}, {97, 70, 1030}, {13, 513, 64},
+                              {1, 40, 63}, {2, 9, 65},  {4, 31, 130}, {3, 5, 64},     {5, 33, 70}};
   std::mt19937 rng(5);
   for (const auto& s : sizes)
+    for (bool weight_layout : {false, true})
     for (DType at : {DType::I8, DType::U8}) {
       const int64_t M = s[0], N = s[1], K = s[2];
       std::vector<int64_t> av(size_t(M * K)), bv(size_t(K * N));
@@ -128,6 +132,7 @@ TEST(MatmulSizes, Int8ProductsAreExact) {
       av[0] = at == DType::I8 ? -128 : 255;  // extremes
       bv[0] = -128;
       Tensor a = tensor_from(av, {M, K}).to(at), b = tensor_from(bv, {K, N}).to(DType::I8);
+      if (weight_layout) b = b.t().contiguous().t();  // same values, stored as [N, K]
       Tensor c = int_mm(a, b);
       ASSERT_EQ(c.dtype(), DType::I32);
       ASSERT_EQ(c.shape(), (Shape{M, N}));
@@ -136,7 +141,8 @@ TEST(MatmulSizes, Int8ProductsAreExact) {
         for (int64_t j = 0; j < N; ++j) {
           int64_t want = 0;
           for (int64_t k = 0; k < K; ++k) want += av[size_t(i * K + k)] * bv[size_t(k * N + j)];
-          ASSERT_EQ(got[size_t(i * N + j)], want) << dtype_name(at) << " M=" << M << " N=" << N
+          ASSERT_EQ(got[size_t(i * N + j)], want) << dtype_name(at) << (weight_layout ? " W.t()" : "")
+                                                  << " M=" << M << " N=" << N
                                                   << " K=" << K << " at " << i << "," << j;
         }
     }

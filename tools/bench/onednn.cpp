@@ -2,6 +2,8 @@
 // (KILN_BENCH_HAVE_DNNL); otherwise every call reports that oneDNN is absent.
 #include "tools/bench/onednn.h"
 
+#include "src/kiln/backends/cpu/onednn_conv.h"
+
 #include <stdexcept>
 
 #ifdef KILN_BENCH_HAVE_DNNL
@@ -23,6 +25,8 @@ struct Engine {
   dnnl_engine_t engine = nullptr;
   dnnl_stream_t stream = nullptr;
   Engine() {
+    // The same ISA cap as kiln's own oneDNN calls (KILN_CPU_ISA), before the first primitive.
+    kiln::cpu::onednn_apply_isa_cap();
     check(dnnl_engine_create(&engine, dnnl_cpu, 0), "engine_create");
     check(dnnl_stream_create(&stream, engine, dnnl_stream_default_flags), "stream_create");
   }

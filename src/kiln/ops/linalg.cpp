@@ -212,7 +212,10 @@ Tensor int_mm(const Tensor& a, const Tensor& b) {
              "multiplied (", a.size(0), "x", a.size(1), " and ", b.size(0), "x", b.size(1), ")");
   KILN_CHECK(a.device() == b.device(), DeviceError, "int_mm: expected both matrices on one "
              "device, got ", a.device().str(), " and ", b.device().str());
-  return call_op(KILN_OP("int_mm"), {a.contiguous(), b.contiguous()});
+  // B may stay as the transpose of a contiguous matrix (x @ W.t()): the kernel reads that
+  // layout directly instead of copying the weight every call.
+  const bool b_transposed_contiguous = b.t().is_contiguous();
+  return call_op(KILN_OP("int_mm"), {a.contiguous(), b_transposed_contiguous && !b.is_contiguous() ? b : b.contiguous()});
 }
 
 namespace ops {

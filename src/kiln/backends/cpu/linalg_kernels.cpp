@@ -328,13 +328,15 @@ void addmm_kernel(OpCall& call) {
 
 }  // namespace
 
-// int_mm: contiguous int8/uint8 [M, K] x int8 [K, N] -> int32 (isa/gemm_s8.h).
+// int_mm: contiguous int8/uint8 [M, K] x int8 [K, N] -> int32 (isa/gemm_s8.h); B either
+// contiguous or the transpose of a contiguous [N, K] (W.t() of a Linear weight).
 void int_mm_kernel(OpCall& call) {
   const Tensor& a = call.inputs[0];
   const Tensor& b = call.inputs[1];
   const Tensor& c = call.outs[0];
+  const bool b_transposed = !b.is_contiguous();
   gemm_s8_kernel()(a.size(0), b.size(1), a.size(1), static_cast<const uint8_t*>(a.raw_data()),
-                   a.dtype() == DType::I8, static_cast<const int8_t*>(b.raw_data()),
+                   a.dtype() == DType::I8, static_cast<const int8_t*>(b.raw_data()), b_transposed,
                    static_cast<int32_t*>(c.raw_data()));
 }
 

@@ -44,13 +44,32 @@ inline void microkernel(int64_t kq, const uint32_t* __restrict a, const uint32_t
       c[r * ldc + j] = accumulate ? c[r * ldc + j] + tile[r * kNR + j] : tile[r * kNR + j];
 }
 
-void pack_b(const int8_t* B, int64_t N, int64_t K, int64_t k0, int64_t kc, int64_t j0, int64_t nc,
-            uint32_t* out) {
+void pack_b(const int8_t* B, bool transposed, int64_t N, int64_t K, int64_t k0, int64_t kc,
+            int64_t j0, int64_t nc, uint32_t* out) {
   const int64_t panels = (nc + kNR - 1) / kNR, kq = (kc + 3) / 4;
 #pragma omp for schedule(static)
   for (int64_t p = 0; p < panels; ++p) {
     const int64_t j = j0 + p * kNR, w = std::min(kNR, j0 + nc - j);
     uint32_t* dst = out + p * kq * kNR;
+    if (transposed) {
+      // B stored as [N, K]: a column's quadruple (k..k+3) is 4 adjacent bytes.
+      for (int64_t jj = 0; jj < kNR; ++jj) {
+        const int8_t* col = B + (j + jj) * K + k0;
+        for (int64_t q = 0; q < kq; ++q) {
+          uint32_t v = 0;
+          if (jj < w) {
+            if (k0 + 4 * q + 4 <= K) {
+              std::memcpy(&v, col + 4 * q, 4);
+            } else {
+              for (int64_t t = 0; k0 + 4 * q + t < K; ++t)
+                v |= uint32_t(uint8_t(col[4 * q + t])) << (8 * t);
+            }
+          }
+          dst[q * kNR + jj] = v;
+        }
+      }
+      continue;
+    }
     for (int64_t q = 0; q < kq; ++q)
       for (int64_t jj = 0; jj < kNR; ++jj) {
         uint32_t v = 0;
@@ -85,15 +104,79 @@ void pack_a(const uint8_t* A, int64_t K, bool flip, int64_t i0, int64_t mc, int6
   }
 }
 
+void blocked(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool a_signed, const int8_t* B,
+             bool b_transposed, int32_t* C);
+
+// Few rows times a B stored as [N, K] (LLM decoding with int8 weights): each output is a dot
+// product of two contiguous byte vectors, so B streams from memory once, in order, without
+// packing. vpdpbusd adds 64 u8 x s8 products per instruction; the K tail is a masked load.
+// Returns the raw u8 x s8 sums (the caller corrects a signed A).
+void few_rows_transposed(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool flip,
+                         const int8_t* B, int32_t* C) {
+  constexpr int64_t kMaxRows = 4;
+  const int64_t full = K / 64, tail = K % 64;
+  const __mmask64 tail_mask = tail ? (~__mmask64(0) >> (64 - tail)) : 0;
+  const __m512i flip_bits = _mm512_set1_epi8(flip ? char(0x80) : 0);
+  const bool parallel = N * K >= (int64_t(1) << 16) && omp_get_max_threads() > 1;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t j = 0; j < N; ++j) {
+    const int8_t* b = B + j * K;
+    __m512i acc[kMaxRows];
+    for (int64_t r = 0; r < M; ++r) acc[r] = _mm512_setzero_si512();
+    for (int64_t q = 0; q < full; ++q) {
+      const __m512i bv = _mm512_loadu_si512(b + q * 64);
+      for (int64_t r = 0; r < M; ++r) {
+        const __m512i av = _mm512_xor_si512(_mm512_loadu_si512(A + r * K + q * 64), flip_bits);
+        acc[r] = _mm512_dpbusd_epi32(acc[r], av, bv);
+      }
+    }
+    if (tail) {
+      const __m512i bv = _mm512_maskz_loadu_epi8(tail_mask, b + full * 64);
+      for (int64_t r = 0; r < M; ++r) {
+        const __m512i av = _mm512_xor_si512(_mm512_maskz_loadu_epi8(tail_mask, A + r * K + full * 64),
+                                            flip_bits);
+        acc[r] = _mm512_dpbusd_epi32(acc[r], av, bv);  // B's zero tail cancels A's flipped zeros
+      }
+    }
+    for (int64_t r = 0; r < M; ++r) C[r * N + j] = _mm512_reduce_add_epi32(acc[r]);
+  }
+}
+
 }  // namespace
 
 void gemm_s8_avx512vnni(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool a_signed,
-                        const int8_t* B, int32_t* C) {
+                        const int8_t* B, bool b_transposed, int32_t* C) {
   if (M <= 0 || N <= 0) return;
   if (K <= 0) {
     std::fill(C, C + M * N, 0);
     return;
   }
+  if (b_transposed && M <= 4) {
+    few_rows_transposed(M, N, K, A, a_signed, B, C);
+  } else {
+    blocked(M, N, K, A, a_signed, B, b_transposed, C);
+  }
+  if (a_signed) {
+    // (a + 128) . b = a . b + 128 * sum(b): remove the shift's contribution per column.
+    std::vector<int32_t> colsum(size_t(N), 0);
+    if (b_transposed) {
+      for (int64_t j = 0; j < N; ++j) {
+        int32_t s = 0;
+        for (int64_t k = 0; k < K; ++k) s += B[j * K + k];
+        colsum[size_t(j)] = s;
+      }
+    } else {
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t j = 0; j < N; ++j) colsum[size_t(j)] += B[k * N + j];
+    }
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) C[i * N + j] -= 128 * colsum[size_t(j)];
+  }
+}
+
+namespace {
+void blocked(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool a_signed, const int8_t* B,
+             bool b_transposed, int32_t* C) {
   const int64_t nc_max = std::min(kNC, ((N + kNR - 1) / kNR) * kNR);
   std::vector<uint32_t> packed_b(size_t(kKC / 4 * nc_max));
   const bool parallel = M * N * K >= (int64_t(1) << 18) && omp_get_max_threads() > 1;
@@ -104,7 +187,7 @@ void gemm_s8_avx512vnni(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool 
       const int64_t ic_blocks = (M + kMC - 1) / kMC;
 #pragma omp parallel if (parallel)
       {
-        pack_b(B, N, K, k0, kc, j0, nc, packed_b.data());
+        pack_b(B, b_transposed, N, K, k0, kc, j0, nc, packed_b.data());
         const int64_t threads = omp_get_num_threads();
         const int64_t groups = std::min<int64_t>(
             jr_panels, std::max<int64_t>(1, (4 * threads + ic_blocks - 1) / ic_blocks));
@@ -127,14 +210,7 @@ void gemm_s8_avx512vnni(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool 
       }
     }
   }
-  if (a_signed) {
-    // (a + 128) . b = a . b + 128 * sum(b): remove the shift's contribution per column.
-    std::vector<int32_t> colsum(size_t(N), 0);
-    for (int64_t k = 0; k < K; ++k)
-      for (int64_t j = 0; j < N; ++j) colsum[size_t(j)] += B[k * N + j];
-    for (int64_t i = 0; i < M; ++i)
-      for (int64_t j = 0; j < N; ++j) C[i * N + j] -= 128 * colsum[size_t(j)];
-  }
 }
+}  // namespace
 
 }  // namespace kiln::cpu

@@ -5,7 +5,19 @@
 namespace kiln::cpu {
 
 void gemm_s8_reference(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool a_signed,
-                       const int8_t* B, int32_t* C) {
+                       const int8_t* B, bool b_transposed, int32_t* C) {
+  if (b_transposed) {  // dot products of A's rows with B's columns (W's rows)
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        int32_t s = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          const uint8_t raw = A[i * K + k];
+          s += (a_signed ? int32_t(int8_t(raw)) : int32_t(raw)) * int32_t(B[j * K + k]);
+        }
+        C[i * N + j] = s;
+      }
+    return;
+  }
   for (int64_t i = 0; i < M; ++i) {
     int32_t* c = C + i * N;
     for (int64_t j = 0; j < N; ++j) c[j] = 0;
