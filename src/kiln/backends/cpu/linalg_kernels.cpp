@@ -12,6 +12,7 @@
 #include "isa/gemm_f32.h"
 #include "isa/gemm_s8.h"
 #include "isa/vec_math.h"
+#include "onednn_matmul.h"
 #include "reduce_utils.h"
 #include "scalar_math.h"
 
@@ -106,7 +107,9 @@ void run_gemm_f32(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
   for_each_offsets<4>(g.batch, {&g.a.batch, &g.b.batch, &g.c.batch, &g.self.batch},
                       [&](const std::array<int64_t, 4>& o) {
     float* c = Cp + o[2];
-    kernel(g.M, g.N, g.K, A + o[0], g.a.rs, g.a.cs, B + o[1], g.b.rs, g.b.cs, c, g.c.rs, alpha);
+    if (!onednn_matmul(DType::F32, g.M, g.N, g.K, A + o[0], g.a.rs, g.a.cs, B + o[1], g.b.rs,
+                       g.b.cs, c, g.c.rs, alpha))
+      kernel(g.M, g.N, g.K, A + o[0], g.a.rs, g.a.cs, B + o[1], g.b.rs, g.b.cs, c, g.c.rs, alpha);
     if (use_self)
       for (int64_t i = 0; i < g.M; ++i)
         for (int64_t j = 0; j < g.N; ++j)
@@ -130,6 +133,19 @@ bool run_gemv_transposed_bf16(const Gemm& g, float alpha, float beta, bool use_s
   const uint16_t* B = reinterpret_cast<const uint16_t*>(g.b.data);
   const BFloat16* S = reinterpret_cast<const BFloat16*>(g.self.data);
   BFloat16* C = const_cast<BFloat16*>(reinterpret_cast<const BFloat16*>(g.c.data));
+  if (const DotBf16Fn dot = dot_bf16_kernel()) {
+    // AVX-512 BF16: dot the bfloat16 rows directly, no widening pass.
+    for (int64_t i = 0; i < g.M; ++i) {
+      const uint16_t* a = A + i * g.a.rs;
+#pragma omp parallel for schedule(static) if (g.N * g.K >= (int64_t(1) << 16))
+      for (int64_t j = 0; j < g.N; ++j) {
+        float r = alpha * dot(a, B + j * g.b.cs, g.K);
+        if (use_self) r += beta * float(S[i * g.self.rs + j * g.self.cs]);
+        C[i * g.c.rs + j * g.c.cs] = BFloat16(r);
+      }
+    }
+    return true;
+  }
   std::vector<float> a(size_t(g.K));
   for (int64_t i = 0; i < g.M; ++i) {
     vm.widen_bf16(A + i * g.a.rs, a.data(), g.K);
@@ -160,6 +176,11 @@ void run_gemm_bf16(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
   std::vector<float> acc(size_t(g.M * g.N));
   for_each_offsets<4>(g.batch, {&g.a.batch, &g.b.batch, &g.c.batch, &g.self.batch},
                       [&](const std::array<int64_t, 4>& o) {
+    // Without self, oneDNN writes the rounded product straight into a row-major output.
+    if (!use_self && g.c.cs == 1 &&
+        onednn_matmul(DType::BF16, g.M, g.N, g.K, A + o[0], g.a.rs, g.a.cs, B + o[1], g.b.rs,
+                      g.b.cs, Cp + o[2], g.c.rs, alpha))
+      return;
     kernel(g.M, g.N, g.K, A + o[0], g.a.rs, g.a.cs, B + o[1], g.b.rs, g.b.cs, acc.data(), g.N);
     BFloat16* c = Cp + o[2];
     for (int64_t i = 0; i < g.M; ++i)

@@ -21,4 +21,11 @@ void gemm_bf16_avx512bf16(int64_t, int64_t, int64_t, const uint16_t*, int64_t, i
 // The variant for the current ISA level (cpu::isa_level()).
 GemmBf16Fn gemm_bf16_kernel();
 
+// sum_k a[k] * b[k] of two contiguous bfloat16 vectors in float32 (bfloat16 products are exact
+// in float32). With AVX-512 BF16: vdpbf16ps, 32 pairs per instruction, reading the bfloat16
+// data directly (LLM decoding streams weights through this). Null below that level.
+using DotBf16Fn = float (*)(const uint16_t* a, const uint16_t* b, int64_t n);
+float dot_bf16_avx512bf16(const uint16_t* a, const uint16_t* b, int64_t n);
+DotBf16Fn dot_bf16_kernel();
+
 }  // namespace kiln::cpu

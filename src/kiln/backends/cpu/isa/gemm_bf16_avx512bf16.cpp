@@ -147,4 +147,25 @@ void gemm_bf16_avx512bf16(int64_t M, int64_t N, int64_t K, const uint16_t* A, in
   }
 }
 
+float dot_bf16_avx512bf16(const uint16_t* a, const uint16_t* b, int64_t n) {
+  // Four accumulators hide vdpbf16ps's latency; the tail is a masked load (zeros add 0).
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps(), acc2 = _mm512_setzero_ps(),
+         acc3 = _mm512_setzero_ps();
+  auto pairs = [](const uint16_t* p) { return (__m512bh)_mm512_loadu_si512(p); };
+  int64_t i = 0;
+  for (; i + 128 <= n; i += 128) {
+    acc0 = _mm512_dpbf16_ps(acc0, pairs(a + i), pairs(b + i));
+    acc1 = _mm512_dpbf16_ps(acc1, pairs(a + i + 32), pairs(b + i + 32));
+    acc2 = _mm512_dpbf16_ps(acc2, pairs(a + i + 64), pairs(b + i + 64));
+    acc3 = _mm512_dpbf16_ps(acc3, pairs(a + i + 96), pairs(b + i + 96));
+  }
+  for (; i + 32 <= n; i += 32) acc0 = _mm512_dpbf16_ps(acc0, pairs(a + i), pairs(b + i));
+  if (i < n) {
+    const __mmask32 m = __mmask32((uint64_t(1) << (n - i)) - 1);
+    acc1 = _mm512_dpbf16_ps(acc1, (__m512bh)_mm512_maskz_loadu_epi16(m, a + i),
+                            (__m512bh)_mm512_maskz_loadu_epi16(m, b + i));
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc0, acc1), _mm512_add_ps(acc2, acc3)));
+}
+
 }  // namespace kiln::cpu

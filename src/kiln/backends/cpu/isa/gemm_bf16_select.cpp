@@ -38,4 +38,13 @@ GemmBf16Fn gemm_bf16_kernel() {
   return fn;
 }
 
+DotBf16Fn dot_bf16_kernel() {
+  static const DotBf16Fn fn = []() -> DotBf16Fn {
+    if (isa_level() >= IsaLevel::Avx512Vnni && cpu_features().avx512_bf16)
+      return &dot_bf16_avx512bf16;
+    return nullptr;
+  }();
+  return fn;
+}
+
 }  // namespace kiln::cpu

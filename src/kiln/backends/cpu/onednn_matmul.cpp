@@ -1,0 +1,123 @@
+// oneDNN matmul for kiln's float32 / bfloat16 products (see onednn_matmul.h).
+// Rule (decision 0017): products with at least kMinRows rows and kMinWork multiply-adds go to
+// oneDNN (its brgemm kernels ran 1.4-1.6x kiln's float32 and 1.7-2.5x kiln's bfloat16 blocked
+// kernel at M = 128..1024 on the development machine); fewer rows stay on kiln's streaming
+// matrix-vector kernels, which read the weight once without packing and match or beat
+// oneDNN there. Plans are cached by shape, strides, dtype and alpha.
+#include "onednn_matmul.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "kiln/backends/cpu/cpu_info.h"
+#include "onednn_conv.h"
+
+#ifdef KILN_HAVE_DNNL
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
+
+namespace kiln::cpu {
+
+#ifndef KILN_HAVE_DNNL
+
+bool onednn_matmul(DType, int64_t, int64_t, int64_t, const void*, int64_t, int64_t, const void*,
+                   int64_t, int64_t, void*, int64_t, float) {
+  return false;
+}
+
+#else
+
+namespace {
+
+constexpr int64_t kMinRows = 16;
+constexpr int64_t kMinWork = int64_t(1) << 18;  // M * N * K
+
+using dnnl::memory;
+
+dnnl::engine& engine() {
+  static dnnl::engine e = [] {
+    onednn_apply_isa_cap();
+    return dnnl::engine(dnnl::engine::kind::cpu, 0);
+  }();
+  return e;
+}
+
+bool enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("KILN_ONEDNN");
+    return !(v && std::strcmp(v, "0") == 0);
+  }();
+  return on;
+}
+
+struct MatmulPlan {
+  dnnl::matmul::primitive_desc pd;
+  dnnl::matmul prim;
+  memory::desc a, b, c;
+};
+
+std::mutex g_mutex;
+std::unordered_map<std::string, std::shared_ptr<MatmulPlan>> g_plans;
+constexpr size_t kMaxPlans = 512;
+
+std::shared_ptr<MatmulPlan> plan_for(memory::data_type dt, int64_t M, int64_t N, int64_t K,
+                                     int64_t a_rs, int64_t a_cs, int64_t b_rs, int64_t b_cs,
+                                     int64_t c_rs, float alpha) {
+  std::string key = std::to_string(int(dt));
+  for (int64_t v : {M, N, K, a_rs, a_cs, b_rs, b_cs, c_rs}) key += ',' + std::to_string(v);
+  key += ',' + std::to_string(alpha);
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    auto it = g_plans.find(key);
+    if (it != g_plans.end()) return it->second;
+  }
+  auto plan = std::make_shared<MatmulPlan>();
+  plan->a = memory::desc({M, K}, dt, {a_rs, a_cs});
+  plan->b = memory::desc({K, N}, dt, {b_rs, b_cs});
+  plan->c = memory::desc({M, N}, dt, {c_rs, 1});
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
+  dnnl::matmul::desc desc(plan->a, plan->b, plan->c);
+  plan->pd = dnnl::matmul::primitive_desc(desc, attr, engine());
+  plan->prim = dnnl::matmul(plan->pd);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_plans.size() >= kMaxPlans) g_plans.clear();
+  g_plans[key] = plan;
+  return plan;
+}
+
+}  // namespace
+
+bool onednn_matmul(DType dtype, int64_t M, int64_t N, int64_t K, const void* A, int64_t a_rs,
+                   int64_t a_cs, const void* B, int64_t b_rs, int64_t b_cs, void* C, int64_t c_rs,
+                   float alpha) {
+  if (!enabled() || M < kMinRows || M * N * K < kMinWork || K == 0) return false;
+  if (dtype != DType::F32 && !(dtype == DType::BF16 && isa_level() >= IsaLevel::Avx512Vnni))
+    return false;
+  // A broadcast operand (stride 0) has no oneDNN layout.
+  if (a_rs == 0 || a_cs == 0 || b_rs == 0 || b_cs == 0) return false;
+  const auto dt = dtype == DType::BF16 ? memory::data_type::bf16 : memory::data_type::f32;
+  try {
+    std::shared_ptr<MatmulPlan> plan = plan_for(dt, M, N, K, a_rs, a_cs, b_rs, b_cs, c_rs, alpha);
+    dnnl::stream s(engine());
+    memory a(plan->a, engine(), const_cast<void*>(A));
+    memory b(plan->b, engine(), const_cast<void*>(B));
+    memory c(plan->c, engine(), C);
+    memory scratch(plan->pd.scratchpad_desc(), engine());
+    plan->prim.execute(s, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c},
+                           {DNNL_ARG_SCRATCHPAD, scratch}});
+    s.wait();
+  } catch (const dnnl::error&) {
+    return false;  // no oneDNN implementation for this layout: kiln's kernel runs
+  }
+  return true;
+}
+
+#endif  // KILN_HAVE_DNNL
+
+}  // namespace kiln::cpu

@@ -1,0 +1,20 @@
+#pragma once
+// Matrix products through oneDNN's matmul primitive (Debian libdnnl-dev 2.6) for the shapes
+// where it beats kiln's own blocked kernels (decision 0017). Built only with KILN_HAVE_DNNL;
+// otherwise onednn_matmul always returns false and kiln's kernels run.
+#include <cstdint>
+
+#include "kiln/core/dtype.h"
+
+namespace kiln::cpu {
+
+// C = alpha * A @ B for one [M, K] x [K, N] product of float32 or bfloat16 matrices given by
+// element strides (C written, not accumulated; bfloat16 results rounded once from float32
+// sums). Returns false, having done nothing, when oneDNN is absent, switched off
+// (KILN_ONEDNN=0), or the shape is one where kiln's kernel is the faster (see the rule in
+// onednn_matmul.cpp).
+bool onednn_matmul(DType dtype, int64_t M, int64_t N, int64_t K, const void* A, int64_t a_rs,
+                   int64_t a_cs, const void* B, int64_t b_rs, int64_t b_cs, void* C, int64_t c_rs,
+                   float alpha);
+
+}  // namespace kiln::cpu
