@@ -114,6 +114,46 @@ TEST(MatmulSizes, BFloat16AtEdgeSizesAndLayouts) {
 
 // int_mm: int8 / uint8 x int8 -> int32, exact, against a 64-bit reference (extreme values
 // included: the signed path shifts A by 128 and corrects with B's column sums).
+// Tall products (the oneDNN path when kiln is built with it; kiln's kernels otherwise):
+// Linear's bias row (addmm with beta = 1), other alpha / beta, bfloat16 rounding once, and a
+// batched x @ W whose batch folds into rows, against float64.
+TEST(MatmulSizes, TallProductsWithBiasAlphaBetaAndFoldedBatch) {
+  const int64_t M = 70, N = 96, K = 130;
+  auto av = random_floats(size_t(M * K), 21), wv = random_floats(size_t(N * K), 22);
+  auto bv = random_floats(size_t(N), 23);
+  std::vector<double> ref(size_t(M * N));
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double s = 0;
+      for (int64_t k = 0; k < K; ++k) s += double(av[size_t(i * K + k)]) * double(wv[size_t(j * K + k)]);
+      ref[size_t(i * N + j)] = s;
+    }
+  Tensor x = tensor_from(av, {M, K}), w = tensor_from(wv, {N, K}), bias = tensor_from(bv, {N});
+  for (DType t : {DType::F32, DType::BF16}) {
+    Tensor xt = x.to(t), wt = w.to(t), bt = bias.to(t);
+    // References from the rounded operands, as the kernels see them.
+    std::vector<double> xr = xt.to_vector<double>(), wr = wt.to_vector<double>(), br = bt.to_vector<double>();
+    std::vector<double> prod(size_t(M * N));
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double s = 0;
+        for (int64_t k = 0; k < K; ++k) s += xr[size_t(i * K + k)] * wr[size_t(j * K + k)];
+        prod[size_t(i * N + j)] = s;
+      }
+    const Tol tol = t == DType::F32 ? Tol{1e-5, 1e-4} : Tol{1e-2, 2e-2};
+    std::vector<double> want(prod.size());
+    for (size_t i = 0; i < want.size(); ++i) want[i] = prod[i] + br[i % size_t(N)];
+    expect_close(addmm(bt, xt, wt.t()), {M, N}, want, tol, "bias row");
+    for (size_t i = 0; i < want.size(); ++i) want[i] = 0.5 * br[i % size_t(N)] + 2.0 * prod[i];
+    expect_close(addmm(bt, xt, wt.t(), 0.5, 2.0), {M, N}, want, tol, "alpha beta");
+    for (size_t i = 0; i < want.size(); ++i) want[i] = 3.0 * prod[i] + br[i % size_t(N)];
+    expect_close(addmm(bt, xt, wt.t(), 1.0, 3.0), {M, N}, want, tol, "alpha only");
+    // [2, 35, K] @ W.t(): the batch folds into the 70 rows.
+    expect_close(matmul(xt.reshape({2, 35, K}), wt.t()), {2, 35, N}, prod, tol, "folded batch");
+  }
+  (void)ref;
+}
+
 TEST(MatmulSizes, Int8ProductsAreExact) {
   // Sizes for the blocked kernel and, with B given as W.t() of a [N, K] weight, for the
   // few-rows streaming kernel (M <= 4; K tails 1, 63, 65, 130 around its 64-byte steps).

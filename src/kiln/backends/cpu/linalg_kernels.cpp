@@ -100,6 +100,9 @@ void run_gemm_f32(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
                                                  alpha, beta, use_self))
     return;
   const GemmF32Fn kernel = gemm_f32_kernel();
+  // addmm with beta = 1 and self one contiguous row broadcast over the rows (Linear's bias).
+  // (alpha == 1 only: oneDNN would scale the bias with the product.)
+  const bool bias_row = use_self && beta == 1.0f && alpha == 1.0f && g.self.rs == 0 && g.self.cs == 1;
   const float* A = reinterpret_cast<const float*>(g.a.data);
   const float* B = reinterpret_cast<const float*>(g.b.data);
   const float* S = reinterpret_cast<const float*>(g.self.data);
@@ -107,6 +110,9 @@ void run_gemm_f32(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
   for_each_offsets<4>(g.batch, {&g.a.batch, &g.b.batch, &g.c.batch, &g.self.batch},
                       [&](const std::array<int64_t, 4>& o) {
     float* c = Cp + o[2];
+    if (bias_row && onednn_matmul(DType::F32, g.M, g.N, g.K, A + o[0], g.a.rs, g.a.cs, B + o[1],
+                                  g.b.rs, g.b.cs, c, g.c.rs, alpha, false, S + o[3]))
+      return;  // the bias was added inside oneDNN
     if (!onednn_matmul(DType::F32, g.M, g.N, g.K, A + o[0], g.a.rs, g.a.cs, B + o[1], g.b.rs,
                        g.b.cs, c, g.c.rs, alpha))
       kernel(g.M, g.N, g.K, A + o[0], g.a.rs, g.a.cs, B + o[1], g.b.rs, g.b.cs, c, g.c.rs, alpha);
@@ -176,12 +182,20 @@ void run_gemm_bf16(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
   std::vector<float> acc(size_t(g.M * g.N));
   for_each_offsets<4>(g.batch, {&g.a.batch, &g.b.batch, &g.c.batch, &g.self.batch},
                       [&](const std::array<int64_t, 4>& o) {
-    // Without self, oneDNN writes the rounded product straight into a row-major output.
+    // Without self, oneDNN writes the rounded product straight into a row-major output;
+    // with self (addmm: Linear's bias), it writes float32 sums and the loop below finishes.
     if (!use_self && g.c.cs == 1 &&
         onednn_matmul(DType::BF16, g.M, g.N, g.K, A + o[0], g.a.rs, g.a.cs, B + o[1], g.b.rs,
                       g.b.cs, Cp + o[2], g.c.rs, alpha))
       return;
-    kernel(g.M, g.N, g.K, A + o[0], g.a.rs, g.a.cs, B + o[1], g.b.rs, g.b.cs, acc.data(), g.N);
+    // Linear's bias (beta = 1, self one contiguous row): added inside oneDNN before rounding.
+    if (use_self && beta == 1.0f && alpha == 1.0f && g.self.rs == 0 && g.self.cs == 1 && g.c.cs == 1 &&
+        onednn_matmul(DType::BF16, g.M, g.N, g.K, A + o[0], g.a.rs, g.a.cs, B + o[1], g.b.rs,
+                      g.b.cs, Cp + o[2], g.c.rs, alpha, false, S + o[3]))
+      return;
+    if (!use_self || !onednn_matmul(DType::BF16, g.M, g.N, g.K, A + o[0], g.a.rs, g.a.cs,
+                                    B + o[1], g.b.rs, g.b.cs, acc.data(), g.N, 1.0f, true))
+      kernel(g.M, g.N, g.K, A + o[0], g.a.rs, g.a.cs, B + o[1], g.b.rs, g.b.cs, acc.data(), g.N);
     BFloat16* c = Cp + o[2];
     for (int64_t i = 0; i < g.M; ++i)
       for (int64_t j = 0; j < g.N; ++j) {

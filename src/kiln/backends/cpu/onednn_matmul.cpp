@@ -25,7 +25,7 @@ namespace kiln::cpu {
 #ifndef KILN_HAVE_DNNL
 
 bool onednn_matmul(DType, int64_t, int64_t, int64_t, const void*, int64_t, int64_t, const void*,
-                   int64_t, int64_t, void*, int64_t, float) {
+                   int64_t, int64_t, void*, int64_t, float, bool, const void*) {
   return false;
 }
 
@@ -57,17 +57,19 @@ bool enabled() {
 struct MatmulPlan {
   dnnl::matmul::primitive_desc pd;
   dnnl::matmul prim;
-  memory::desc a, b, c;
+  memory::desc a, b, c, bias;
 };
 
 std::mutex g_mutex;
 std::unordered_map<std::string, std::shared_ptr<MatmulPlan>> g_plans;
 constexpr size_t kMaxPlans = 512;
 
-std::shared_ptr<MatmulPlan> plan_for(memory::data_type dt, int64_t M, int64_t N, int64_t K,
-                                     int64_t a_rs, int64_t a_cs, int64_t b_rs, int64_t b_cs,
-                                     int64_t c_rs, float alpha) {
-  std::string key = std::to_string(int(dt));
+std::shared_ptr<MatmulPlan> plan_for(memory::data_type dt, memory::data_type out_dt, int64_t M,
+                                     int64_t N, int64_t K, int64_t a_rs, int64_t a_cs,
+                                     int64_t b_rs, int64_t b_cs, int64_t c_rs, float alpha,
+                                     bool with_bias) {
+  std::string key = std::to_string(int(dt)) + '/' + std::to_string(int(out_dt)) +
+                    (with_bias ? "b" : "-");
   for (int64_t v : {M, N, K, a_rs, a_cs, b_rs, b_cs, c_rs}) key += ',' + std::to_string(v);
   key += ',' + std::to_string(alpha);
   {
@@ -78,11 +80,13 @@ std::shared_ptr<MatmulPlan> plan_for(memory::data_type dt, int64_t M, int64_t N,
   auto plan = std::make_shared<MatmulPlan>();
   plan->a = memory::desc({M, K}, dt, {a_rs, a_cs});
   plan->b = memory::desc({K, N}, dt, {b_rs, b_cs});
-  plan->c = memory::desc({M, N}, dt, {c_rs, 1});
+  plan->c = memory::desc({M, N}, out_dt, {c_rs, 1});
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
-  dnnl::matmul::desc desc(plan->a, plan->b, plan->c);
+  if (with_bias) plan->bias = memory::desc({1, N}, dt, {N, 1});
+  dnnl::matmul::desc desc = with_bias ? dnnl::matmul::desc(plan->a, plan->b, plan->bias, plan->c)
+                                      : dnnl::matmul::desc(plan->a, plan->b, plan->c);
   plan->pd = dnnl::matmul::primitive_desc(desc, attr, engine());
   plan->prim = dnnl::matmul(plan->pd);
   std::lock_guard<std::mutex> lock(g_mutex);
@@ -95,7 +99,7 @@ std::shared_ptr<MatmulPlan> plan_for(memory::data_type dt, int64_t M, int64_t N,
 
 bool onednn_matmul(DType dtype, int64_t M, int64_t N, int64_t K, const void* A, int64_t a_rs,
                    int64_t a_cs, const void* B, int64_t b_rs, int64_t b_cs, void* C, int64_t c_rs,
-                   float alpha) {
+                   float alpha, bool out_f32, const void* bias) {
   if (!enabled() || M < kMinRows || M * N * K < kMinWork || K == 0) return false;
   if (dtype != DType::F32 && !(dtype == DType::BF16 && isa_level() >= IsaLevel::Avx512Vnni))
     return false;
@@ -103,14 +107,18 @@ bool onednn_matmul(DType dtype, int64_t M, int64_t N, int64_t K, const void* A, 
   if (a_rs == 0 || a_cs == 0 || b_rs == 0 || b_cs == 0) return false;
   const auto dt = dtype == DType::BF16 ? memory::data_type::bf16 : memory::data_type::f32;
   try {
-    std::shared_ptr<MatmulPlan> plan = plan_for(dt, M, N, K, a_rs, a_cs, b_rs, b_cs, c_rs, alpha);
+    const auto out_dt = out_f32 ? memory::data_type::f32 : dt;
+    std::shared_ptr<MatmulPlan> plan =
+        plan_for(dt, out_dt, M, N, K, a_rs, a_cs, b_rs, b_cs, c_rs, alpha, bias != nullptr);
     dnnl::stream s(engine());
     memory a(plan->a, engine(), const_cast<void*>(A));
     memory b(plan->b, engine(), const_cast<void*>(B));
     memory c(plan->c, engine(), C);
     memory scratch(plan->pd.scratchpad_desc(), engine());
-    plan->prim.execute(s, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c},
-                           {DNNL_ARG_SCRATCHPAD, scratch}});
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b},
+                                         {DNNL_ARG_DST, c}, {DNNL_ARG_SCRATCHPAD, scratch}};
+    if (bias) args[DNNL_ARG_BIAS] = memory(plan->bias, engine(), const_cast<void*>(bias));
+    plan->prim.execute(s, args);
     s.wait();
   } catch (const dnnl::error&) {
     return false;  // no oneDNN implementation for this layout: kiln's kernel runs

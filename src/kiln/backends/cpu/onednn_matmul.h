@@ -13,8 +13,11 @@ namespace kiln::cpu {
 // sums). Returns false, having done nothing, when oneDNN is absent, switched off
 // (KILN_ONEDNN=0), or the shape is one where kiln's kernel is the faster (see the rule in
 // onednn_matmul.cpp).
+// out_f32: C is float32 even for bfloat16 operands (the caller then adds its own terms and
+// rounds once). bias: a contiguous row of N values of dtype added to every row of the
+// product inside oneDNN (Linear's bias: addmm with beta = 1 and self broadcast over rows).
 bool onednn_matmul(DType dtype, int64_t M, int64_t N, int64_t K, const void* A, int64_t a_rs,
                    int64_t a_cs, const void* B, int64_t b_rs, int64_t b_cs, void* C, int64_t c_rs,
-                   float alpha);
+                   float alpha, bool out_f32 = false, const void* bias = nullptr);
 
 }  // namespace kiln::cpu
