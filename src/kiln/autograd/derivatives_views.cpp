@@ -55,6 +55,19 @@ Grads d_selecting_view(const GradContext& ctx, const Grads& go) {
   return {reshape(grad_in, shape)};
 }
 
+// Views whose elements are distinct input elements (slice, select, diagonal): the gradient
+// is zero except at the viewed elements, which get the output gradient: zeros of the input's
+// shape, the same view of them, one strided copy (no index tensor, no scatter). The copy_
+// into a view records through CopySlices when the gradient itself needs a graph.
+Grads d_distinct_view(const GradContext& ctx, const Grads& go) {
+  Tensor grad_in = zeros(ctx.input_shapes[0], TensorOptions(go[0].dtype(), go[0].device()));
+  OpCall c = ctx.as_call();
+  c.inputs = {grad_in};
+  Tensor region = ctx.op->view(c);
+  region.copy_(go[0]);
+  return {grad_in};
+}
+
 Grads d_to_copy(const GradContext& ctx, const Grads& go) {
   return {to_device(to_dtype(go[0], ctx.input_dtypes[0]), ctx.input_devices[0])};
 }
@@ -74,8 +87,9 @@ void register_view_derivatives() {
   for (const char* n : {"view", "reshape", "squeeze", "unsqueeze"}) register_derivative(n, d_reshape_like);
   register_derivative("permute", d_permute);
   register_derivative("expand", d_expand);
-  for (const char* n : {"slice", "select", "diagonal", "unfold", "as_strided"})
-    register_derivative(n, d_selecting_view);
+  for (const char* n : {"slice", "select", "diagonal"}) register_derivative(n, d_distinct_view);
+  // unfold and as_strided may view one input element several times: gradients sum there.
+  for (const char* n : {"unfold", "as_strided"}) register_derivative(n, d_selecting_view);
   register_derivative("_to_copy", d_to_copy);
   register_derivative("copy_", d_copy);
   register_derivative("fill_", d_no_inputs);

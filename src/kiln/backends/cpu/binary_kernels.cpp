@@ -103,8 +103,18 @@ struct Pow {
   template <typename T> static constexpr bool supports = not_bool_v<T>;
   template <typename C> static auto make(const OpCall&) {
     return [](C x, C y) -> C {
-      if constexpr (std::is_floating_point_v<C>) return std::pow(x, y);
-      else return int_pow(x, y);
+      if constexpr (std::is_floating_point_v<C>) {
+        // The exponents PyTorch special-cases (x ** 2 in GELU and variance formulas): plain
+        // arithmetic, as torch computes them, instead of a libm call per element.
+        if (y == C(2)) return x * x;
+        if (y == C(3)) return x * x * x;
+        if (y == C(0.5)) return std::sqrt(x);
+        if (y == C(-1)) return C(1) / x;
+        if (y == C(-2)) return C(1) / (x * x);
+        return std::pow(x, y);
+      } else {
+        return int_pow(x, y);
+      }
     };
   }
 };

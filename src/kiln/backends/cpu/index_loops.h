@@ -10,6 +10,7 @@
 #include "kiln/core/error.h"
 #include "kiln/core/scalar.h"
 #include "kiln/core/shape.h"
+#include "kiln/tensor/strided_loop.h"
 #include "kiln/dispatch/registry.h"
 #include "kiln/tensor/tensor.h"
 
@@ -61,9 +62,25 @@ inline void copy_elem(char* dst, int64_t d, const char* src, int64_t s, size_t e
   std::memcpy(dst + d * int64_t(es), src + s * int64_t(es), es);
 }
 
-// Copies src (any layout) into dst (same shape, same dtype, any layout).
+// Copies src (any layout) into dst (same shape, same dtype, any layout): one memcpy when
+// both are contiguous, else the threaded strided iterator on same-sized integer words.
 inline void copy_same_shape(const Tensor& dst, const Tensor& src) {
   if (dst.raw_data() == src.raw_data() && dst.strides() == src.strides()) return;
+  if (dst.numel() == 0) return;
+  if (dst.is_contiguous() && src.is_contiguous()) {
+    std::memcpy(dst.raw_data(), src.raw_data(), dst.nbytes());
+    return;
+  }
+  auto copy_as = [&]<typename W>() {
+    elementwise_kernel<W, W>(dst, {&src}, [](W v) { return v; });
+  };
+  switch (dst.element_size()) {
+    case 1: return copy_as.template operator()<uint8_t>();
+    case 2: return copy_as.template operator()<uint16_t>();
+    case 4: return copy_as.template operator()<uint32_t>();
+    case 8: return copy_as.template operator()<uint64_t>();
+    default: break;
+  }
   char* d = bytes_of(dst);
   const char* s = bytes_of(src);
   size_t es = dst.element_size();

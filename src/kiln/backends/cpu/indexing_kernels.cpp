@@ -185,6 +185,14 @@ void scatter_reduce_typed(OpCall& call, Reduce red, bool include_self, const cha
   T* o = out.data_ptr<T>();
   const T* s = src.data_ptr<T>();
   int64_t n = out.numel();
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    if (red == Reduce::Sum && include_self) {
+      // scatter_add (the embedding gradient): add into the output directly, as PyTorch does,
+      // touching only the indexed elements (no accumulator copy of the whole output).
+      for_each_scatter_target(op, call, out, &src, [&](int64_t t, int64_t so) { o[t] += s[so]; });
+      return;
+    }
+  }
   std::vector<A> acc(static_cast<size_t>(n));
   std::vector<int64_t> count(static_cast<size_t>(n), 0);
   for (int64_t i = 0; i < n; ++i) acc[size_t(i)] = convert_value<A>(o[i]);
