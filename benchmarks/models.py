@@ -305,13 +305,20 @@ def sec_resnet(b):
             b.note(f"resnet50_b{bs} fp32", "kiln", f"not available: kiln.nn lacks {', '.join(missing)}")
         return
     tm, km = twin(resnet50_cls, cfg, init_std=0)
-    for bs in cfg.resnet_batches:
-        g = torch.Generator().manual_seed(2)
-        x = torch.randn(bs, 3, cfg.image, cfg.image, generator=g)
-        kx = to_kiln(x)
-        with torch.inference_mode(), kiln.inference_mode():
-            d = max_diff(km(kx), tm(x))
-            b.pair(f"resnet50_b{bs} fp32", lambda: km(kx), lambda: tm(x), diff=d)
+    for dt in ("fp32", "bf16"):
+        if dt == "bf16":
+            if not bf16_guard(b, "resnet50 bf16"):
+                break
+            tm, km = tm.to(torch.bfloat16), km.to(kiln.bfloat16)
+        for bs in cfg.resnet_batches:
+            g = torch.Generator().manual_seed(2)
+            x = torch.randn(bs, 3, cfg.image, cfg.image, generator=g)
+            if dt == "bf16":
+                x = x.to(torch.bfloat16)
+            kx = to_kiln(x)
+            with torch.inference_mode(), kiln.inference_mode():
+                d = max_diff(km(kx), tm(x))
+                b.pair(f"resnet50_b{bs} {dt}", lambda: km(kx), lambda: tm(x), diff=d)
 
 
 def sec_gpt2(b):
