@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -185,6 +186,9 @@ memory packed_weights(const ConvPlan& plan, const std::string& key, const Tensor
   memory packed(plan.pd.weights_desc(), engine());
   plan.w_pack.execute(s, user, packed);
   std::lock_guard<std::mutex> lock(g_mutex);
+  // Drop the packed copies of weights that no longer exist, so they do not hold memory.
+  for (auto it = g_weights.begin(); it != g_weights.end();)
+    it = it->second.storage.expired() ? g_weights.erase(it) : std::next(it);
   if (g_weights.size() >= kMaxCached) g_weights.clear();
   g_weights[wkey] = PackedWeight{storage, w.version(), packed};
   return packed;
