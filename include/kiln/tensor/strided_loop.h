@@ -224,7 +224,6 @@ void elementwise_kernel(const Tensor& out, std::array<const Tensor*, sizeof...(I
   }
   // Few long runs: cut each run into pieces (strides are per element, so a piece is the
   // same run with its pointers advanced).
-  const int64_t inner = loop.shape.back();
   const int64_t pieces = 4 * int64_t(threads);
   for_each_run(loop, [&](const std::array<char*, N>& p, const std::array<int64_t, N>& s,
                          int64_t n) {
@@ -235,7 +234,6 @@ void elementwise_kernel(const Tensor& out, std::array<const Tensor*, sizeof...(I
       run(q, s, e - b);
     });
   });
-  (void)inner;
 }
 
 }  // namespace kiln
