@@ -16,6 +16,9 @@
 #define VDIV(a, b) _mm512_div_ps((a), (b))
 #define VFMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))
 #define VMAX(a, b) _mm512_max_ps((a), (b))
+#define VABS(a) _mm512_abs_ps(a)
+#define VSEL_NEG(x, a, b) \
+  _mm512_mask_blend_ps(_mm512_cmp_ps_mask((x), _mm512_setzero_ps(), _CMP_LT_OQ), (b), (a))
 #define SLEEF_EXP Sleef_expf16_u10avx512f
 #define SLEEF_LOG Sleef_logf16_u10avx512f
 #define SLEEF_TANH Sleef_tanhf16_u10avx512f
