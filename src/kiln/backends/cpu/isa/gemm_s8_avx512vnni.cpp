@@ -70,7 +70,29 @@ void pack_b(const int8_t* B, bool transposed, int64_t N, int64_t K, int64_t k0, 
       }
       continue;
     }
-    for (int64_t q = 0; q < kq; ++q)
+    // Full panel and four rows in range: interleave 4 rows x 32 bytes into 32 quadruples
+    // with byte/word unpacks (the scalar loop below handles the edges).
+    int64_t q = 0;
+    if (w == kNR) {
+      for (; q < kq && k0 + 4 * q + 3 < K; ++q) {
+        const int8_t* r = B + (k0 + 4 * q) * N + j;
+        const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r));
+        const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r + N));
+        const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r + 2 * N));
+        const __m256i d = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r + 3 * N));
+        const __m256i ab_lo = _mm256_unpacklo_epi8(a, b), ab_hi = _mm256_unpackhi_epi8(a, b);
+        const __m256i cd_lo = _mm256_unpacklo_epi8(c, d), cd_hi = _mm256_unpackhi_epi8(c, d);
+        // Per 128-bit lane: columns 0-3, 4-7, 8-11, 12-15 of that lane's 16.
+        const __m256i q0 = _mm256_unpacklo_epi16(ab_lo, cd_lo), q1 = _mm256_unpackhi_epi16(ab_lo, cd_lo);
+        const __m256i q2 = _mm256_unpacklo_epi16(ab_hi, cd_hi), q3 = _mm256_unpackhi_epi16(ab_hi, cd_hi);
+        __m256i* out = reinterpret_cast<__m256i*>(dst + q * kNR);
+        _mm256_storeu_si256(out + 0, _mm256_permute2x128_si256(q0, q1, 0x20));  // columns 0-7
+        _mm256_storeu_si256(out + 1, _mm256_permute2x128_si256(q2, q3, 0x20));  // 8-15
+        _mm256_storeu_si256(out + 2, _mm256_permute2x128_si256(q0, q1, 0x31));  // 16-23
+        _mm256_storeu_si256(out + 3, _mm256_permute2x128_si256(q2, q3, 0x31));  // 24-31
+      }
+    }
+    for (; q < kq; ++q)
       for (int64_t jj = 0; jj < kNR; ++jj) {
         uint32_t v = 0;
         if (jj < w)
