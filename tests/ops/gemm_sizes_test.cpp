@@ -152,6 +152,38 @@ TEST(MatmulSizes, TallProductsWithBiasAlphaBetaAndFoldedBatch) {
     expect_close(matmul(xt.reshape({2, 35, K}), wt.t()), {2, 35, N}, prod, tol, "folded batch");
   }
   (void)ref;
+  // Attention-shaped batches: [2, 4, 32, 48] @ [2, 4, 48, 40] (one merged batch dim of 8) and
+  // the same with the second operand transposed in its last two dims and broadcast over dim 1.
+  const int64_t Bb = 2, H = 4, T = 32, D = 48, S = 40;
+  auto qv = random_floats(size_t(Bb * H * T * D), 31), kv = random_floats(size_t(Bb * H * D * S), 32);
+  for (DType t : {DType::F32, DType::BF16}) {
+    Tensor q = tensor_from(qv, {Bb, H, T, D}).to(t), k = tensor_from(kv, {Bb, H, D, S}).to(t);
+    std::vector<double> qr = q.to_vector<double>(), kr = k.to_vector<double>(), want;
+    for (int64_t b = 0; b < Bb * H; ++b)
+      for (int64_t i = 0; i < T; ++i)
+        for (int64_t j = 0; j < S; ++j) {
+          double s = 0;
+          for (int64_t d = 0; d < D; ++d)
+            s += qr[size_t((b * T + i) * D + d)] * kr[size_t((b * D + d) * S + j)];
+          want.push_back(s);
+        }
+    const Tol tol = t == DType::F32 ? Tol{1e-5, 1e-4} : Tol{1e-2, 2e-2};
+    expect_close(matmul(q, k), {Bb, H, T, S}, want, tol, "batched");
+    Tensor kt = k.transpose(-1, -2).contiguous().transpose(-1, -2);  // same values, [.., S, D] storage
+    expect_close(matmul(q, kt), {Bb, H, T, S}, want, tol, "batched, transposed operand");
+    Tensor k0 = k.narrow(1, 0, 1);  // broadcast over the heads
+    std::vector<double> k0r = k0.contiguous().to_vector<double>(), want0;
+    for (int64_t b = 0; b < Bb; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t i = 0; i < T; ++i)
+          for (int64_t j = 0; j < S; ++j) {
+            double s = 0;
+            for (int64_t d = 0; d < D; ++d)
+              s += qr[size_t(((b * H + h) * T + i) * D + d)] * k0r[size_t((b * D + d) * S + j)];
+            want0.push_back(s);
+          }
+    expect_close(matmul(q, k0), {Bb, H, T, S}, want0, tol, "broadcast over heads");
+  }
 }
 
 TEST(MatmulSizes, Int8ProductsAreExact) {

@@ -107,6 +107,12 @@ void run_gemm_f32(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
   const float* B = reinterpret_cast<const float*>(g.b.data);
   const float* S = reinterpret_cast<const float*>(g.self.data);
   float* Cp = const_cast<float*>(reinterpret_cast<const float*>(g.c.data));
+  // One batch dim (attention's [B*H] products) without self: a single batched oneDNN call.
+  if (!use_self && g.batch.size() == 1 &&
+      onednn_matmul_batched(DType::F32, g.batch[0], g.M, g.N, g.K, A, g.a.batch[0], g.a.rs,
+                            g.a.cs, B, g.b.batch[0], g.b.rs, g.b.cs, Cp, g.c.batch[0], g.c.rs,
+                            alpha))
+    return;
   for_each_offsets<4>(g.batch, {&g.a.batch, &g.b.batch, &g.c.batch, &g.self.batch},
                       [&](const std::array<int64_t, 4>& o) {
     float* c = Cp + o[2];
@@ -179,6 +185,11 @@ void run_gemm_bf16(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
   const uint16_t* B = reinterpret_cast<const uint16_t*>(g.b.data);
   const BFloat16* S = reinterpret_cast<const BFloat16*>(g.self.data);
   BFloat16* Cp = const_cast<BFloat16*>(reinterpret_cast<const BFloat16*>(g.c.data));
+  if (!use_self && g.c.cs == 1 && g.batch.size() == 1 &&
+      onednn_matmul_batched(DType::BF16, g.batch[0], g.M, g.N, g.K, A, g.a.batch[0], g.a.rs,
+                            g.a.cs, B, g.b.batch[0], g.b.rs, g.b.cs, Cp, g.c.batch[0], g.c.rs,
+                            alpha))
+    return;
   std::vector<float> acc(size_t(g.M * g.N));
   for_each_offsets<4>(g.batch, {&g.a.batch, &g.b.batch, &g.c.batch, &g.self.batch},
                       [&](const std::array<int64_t, 4>& o) {
@@ -288,6 +299,21 @@ Gemm fold_batch_into_rows(Gemm g) {
     for (MatOperand* op : {&g.a, &g.b, &g.c, &g.self})
       if (!op->batch.empty()) op->batch.pop_back();
     g.batch.pop_back();
+  }
+  // Adjacent batch dims that every operand walks as one ([B, H] of attention) merge into one,
+  // so a batched kernel sees a single batch stride per operand.
+  for (size_t i = g.batch.size(); i-- > 1;) {
+    bool mergeable = true;
+    for (const MatOperand* op : {&g.a, &g.b, &g.c, &g.self})
+      if (!op->batch.empty() && op->batch[i - 1] != op->batch[i] * g.batch[i]) mergeable = false;
+    if (!mergeable) continue;
+    for (MatOperand* op : {&g.a, &g.b, &g.c, &g.self})
+      if (!op->batch.empty()) {
+        op->batch[i - 1] = op->batch[i];
+        op->batch.erase(op->batch.begin() + int64_t(i));
+      }
+    g.batch[i - 1] *= g.batch[i];
+    g.batch.erase(g.batch.begin() + int64_t(i));
   }
   return g;
 }

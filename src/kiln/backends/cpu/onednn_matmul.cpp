@@ -28,6 +28,11 @@ bool onednn_matmul(DType, int64_t, int64_t, int64_t, const void*, int64_t, int64
                    int64_t, int64_t, void*, int64_t, float, bool, const void*) {
   return false;
 }
+bool onednn_matmul_batched(DType, int64_t, int64_t, int64_t, int64_t, const void*, int64_t, int64_t,
+                           int64_t, const void*, int64_t, int64_t, int64_t, void*, int64_t, int64_t,
+                           float) {
+  return false;
+}
 
 #else
 
@@ -64,13 +69,17 @@ std::mutex g_mutex;
 std::unordered_map<std::string, std::shared_ptr<MatmulPlan>> g_plans;
 constexpr size_t kMaxPlans = 512;
 
+// batch > 1: 3-D descriptors [batch, rows, cols] with the batch strides (B shared: its
+// batch dim is 1, which oneDNN broadcasts).
 std::shared_ptr<MatmulPlan> plan_for(memory::data_type dt, memory::data_type out_dt, int64_t M,
                                      int64_t N, int64_t K, int64_t a_rs, int64_t a_cs,
                                      int64_t b_rs, int64_t b_cs, int64_t c_rs, float alpha,
-                                     bool with_bias) {
+                                     bool with_bias, int64_t batch = 1, int64_t a_bs = 0,
+                                     int64_t b_bs = 0, int64_t c_bs = 0) {
   std::string key = std::to_string(int(dt)) + '/' + std::to_string(int(out_dt)) +
                     (with_bias ? "b" : "-");
-  for (int64_t v : {M, N, K, a_rs, a_cs, b_rs, b_cs, c_rs}) key += ',' + std::to_string(v);
+  for (int64_t v : {M, N, K, a_rs, a_cs, b_rs, b_cs, c_rs, batch, a_bs, b_bs, c_bs})
+    key += ',' + std::to_string(v);
   key += ',' + std::to_string(alpha);
   {
     std::lock_guard<std::mutex> lock(g_mutex);
@@ -78,9 +87,16 @@ std::shared_ptr<MatmulPlan> plan_for(memory::data_type dt, memory::data_type out
     if (it != g_plans.end()) return it->second;
   }
   auto plan = std::make_shared<MatmulPlan>();
-  plan->a = memory::desc({M, K}, dt, {a_rs, a_cs});
-  plan->b = memory::desc({K, N}, dt, {b_rs, b_cs});
-  plan->c = memory::desc({M, N}, out_dt, {c_rs, 1});
+  if (batch > 1) {
+    plan->a = memory::desc({batch, M, K}, dt, {a_bs, a_rs, a_cs});
+    plan->b = b_bs == 0 ? memory::desc({1, K, N}, dt, {K * N, b_rs, b_cs})
+                        : memory::desc({batch, K, N}, dt, {b_bs, b_rs, b_cs});
+    plan->c = memory::desc({batch, M, N}, out_dt, {c_bs, c_rs, 1});
+  } else {
+    plan->a = memory::desc({M, K}, dt, {a_rs, a_cs});
+    plan->b = memory::desc({K, N}, dt, {b_rs, b_cs});
+    plan->c = memory::desc({M, N}, out_dt, {c_rs, 1});
+  }
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
@@ -122,6 +138,33 @@ bool onednn_matmul(DType dtype, int64_t M, int64_t N, int64_t K, const void* A, 
     s.wait();
   } catch (const dnnl::error&) {
     return false;  // no oneDNN implementation for this layout: kiln's kernel runs
+  }
+  return true;
+}
+
+bool onednn_matmul_batched(DType dtype, int64_t batch, int64_t M, int64_t N, int64_t K,
+                           const void* A, int64_t a_bs, int64_t a_rs, int64_t a_cs, const void* B,
+                           int64_t b_bs, int64_t b_rs, int64_t b_cs, void* C, int64_t c_bs,
+                           int64_t c_rs, float alpha) {
+  if (!enabled() || batch < 2 || M < kMinRows || batch * M * N * K < kMinWork || K == 0)
+    return false;
+  if (dtype != DType::F32 && !(dtype == DType::BF16 && isa_level() >= IsaLevel::Avx512Vnni))
+    return false;
+  if (a_rs == 0 || a_cs == 0 || b_rs == 0 || b_cs == 0 || a_bs == 0 || c_bs == 0) return false;
+  const auto dt = dtype == DType::BF16 ? memory::data_type::bf16 : memory::data_type::f32;
+  try {
+    std::shared_ptr<MatmulPlan> plan = plan_for(dt, dt, M, N, K, a_rs, a_cs, b_rs, b_cs, c_rs,
+                                                alpha, false, batch, a_bs, b_bs, c_bs);
+    dnnl::stream s(engine());
+    memory a(plan->a, engine(), const_cast<void*>(A));
+    memory b(plan->b, engine(), const_cast<void*>(B));
+    memory c(plan->c, engine(), C);
+    memory scratch(plan->pd.scratchpad_desc(), engine());
+    plan->prim.execute(s, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c},
+                           {DNNL_ARG_SCRATCHPAD, scratch}});
+    s.wait();
+  } catch (const dnnl::error&) {
+    return false;
   }
   return true;
 }

@@ -20,4 +20,11 @@ bool onednn_matmul(DType dtype, int64_t M, int64_t N, int64_t K, const void* A, 
                    int64_t a_cs, const void* B, int64_t b_rs, int64_t b_cs, void* C, int64_t c_rs,
                    float alpha, bool out_f32 = false, const void* bias = nullptr);
 
+// The same for `batch` products at once (element strides between consecutive products a_bs,
+// b_bs (0: B shared by all), c_bs), float32 or bfloat16 output of the operands' dtype.
+bool onednn_matmul_batched(DType dtype, int64_t batch, int64_t M, int64_t N, int64_t K,
+                           const void* A, int64_t a_bs, int64_t a_rs, int64_t a_cs, const void* B,
+                           int64_t b_bs, int64_t b_rs, int64_t b_cs, void* C, int64_t c_bs,
+                           int64_t c_rs, float alpha);
+
 }  // namespace kiln::cpu
