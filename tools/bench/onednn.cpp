@@ -2,7 +2,7 @@
 // (KILN_BENCH_HAVE_DNNL); otherwise every call reports that oneDNN is absent.
 #include "tools/bench/onednn.h"
 
-#include "src/kiln/backends/cpu/onednn_conv.h"
+#include "src/kiln/backends/cpu/onednn_runtime.h"
 
 #include <stdexcept>
 

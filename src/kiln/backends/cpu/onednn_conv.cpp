@@ -19,48 +19,19 @@
 #include "kiln/tensor/tensor.h"
 #include "kiln/tensor/tensor_impl.h"
 
-#ifdef KILN_HAVE_DNNL
-#include <oneapi/dnnl/dnnl.hpp>
-#endif
+#include "onednn_runtime.h"
 
 namespace kiln::cpu {
 
 #ifndef KILN_HAVE_DNNL
 
 bool onednn_convolution(OpCall&) { return false; }
-void onednn_apply_isa_cap() {}
 
 #else
 
 namespace {
 
 using dnnl::memory;
-
-dnnl::cpu_isa isa_for(IsaLevel level) {
-  switch (level) {
-    case IsaLevel::Baseline: return dnnl::cpu_isa::sse41;
-    case IsaLevel::Avx2: return dnnl::cpu_isa::avx2;
-    case IsaLevel::Avx512: return dnnl::cpu_isa::avx512_core;
-    case IsaLevel::Avx512Vnni: return dnnl::cpu_isa::avx512_core_bf16;
-    default: return dnnl::cpu_isa::all;
-  }
-}
-
-dnnl::engine& engine() {
-  static dnnl::engine e = [] {
-    onednn_apply_isa_cap();
-    return dnnl::engine(dnnl::engine::kind::cpu, 0);
-  }();
-  return e;
-}
-
-bool enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("KILN_ONEDNN");
-    return !(v && std::strcmp(v, "0") == 0);
-  }();
-  return on;
-}
 
 struct ConvPlan {
   dnnl::convolution_forward::primitive_desc pd;
@@ -151,27 +122,28 @@ std::shared_ptr<ConvPlan> make_plan(const OpCall& call) {
   // from sharing oneDNN's global scratch buffer.
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  plan->pd = dnnl::convolution_forward::primitive_desc(desc, attr, engine());
+  dnnl::engine& eng = onednn_engine();
+  plan->pd = dnnl::convolution_forward::primitive_desc(desc, attr, eng);
   plan->prim = dnnl::convolution_forward(plan->pd);
   plan->reorder_src = plan->pd.src_desc() != plan->src_plain;
   plan->reorder_dst = plan->pd.dst_desc() != plan->dst_plain;
   plan->reorder_w = plan->pd.weights_desc() != plan->w_plain;
   if (plan->reorder_src)
-    plan->src_in = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), plan->src_plain, engine(),
-                                                               plan->pd.src_desc()));
+    plan->src_in = dnnl::reorder(
+        dnnl::reorder::primitive_desc(eng, plan->src_plain, eng, plan->pd.src_desc()));
   if (plan->reorder_dst)
-    plan->dst_out = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), plan->pd.dst_desc(),
-                                                                engine(), plan->dst_plain));
+    plan->dst_out = dnnl::reorder(
+        dnnl::reorder::primitive_desc(eng, plan->pd.dst_desc(), eng, plan->dst_plain));
   if (plan->reorder_w)
-    plan->w_pack = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), plan->w_plain, engine(),
-                                                               plan->pd.weights_desc()));
+    plan->w_pack = dnnl::reorder(
+        dnnl::reorder::primitive_desc(eng, plan->w_plain, eng, plan->pd.weights_desc()));
   return plan;
 }
 
 // The weights in the plan's layout: reordered once per (weight storage, version, plan).
 memory packed_weights(const ConvPlan& plan, const std::string& key, const Tensor& w,
                       dnnl::stream& s) {
-  memory user(plan.w_plain, engine(), const_cast<void*>(w.raw_data()));
+  memory user(plan.w_plain, onednn_engine(), const_cast<void*>(w.raw_data()));
   if (!plan.reorder_w) return user;
   const Storage& storage = w.impl()->storage();
   const std::string wkey = key + "|" + std::to_string(reinterpret_cast<uintptr_t>(storage.get())) +
@@ -183,7 +155,7 @@ memory packed_weights(const ConvPlan& plan, const std::string& key, const Tensor
         it->second.version == w.version())
       return it->second.packed;
   }
-  memory packed(plan.pd.weights_desc(), engine());
+  memory packed(plan.pd.weights_desc(), onednn_engine());
   plan.w_pack.execute(s, user, packed);
   std::lock_guard<std::mutex> lock(g_mutex);
   // Drop the packed copies of weights that no longer exist, so they do not hold memory.
@@ -196,26 +168,15 @@ memory packed_weights(const ConvPlan& plan, const std::string& key, const Tensor
 
 }  // namespace
 
-void onednn_apply_isa_cap() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    // Fails (harmlessly) if oneDNN already dispatched; the cap then stays oneDNN's own.
-    try {
-      dnnl::set_max_cpu_isa(isa_for(isa_level()));
-    } catch (const dnnl::error&) {
-    }
-  });
-}
-
 bool onednn_convolution(OpCall& call) {
   const Tensor& x = call.inputs[0];
   const DType dt = x.dtype();
-  if (!enabled() || call.bool_attr(3)) return false;  // transposed: kiln's own kernel
+  if (!onednn_enabled() || call.bool_attr(3)) return false;  // transposed: kiln's own kernel
   if (!x.device().is_cpu()) return false;  // the testing backend keeps kiln's kernel
   if (dt != DType::F32 && !(dt == DType::BF16 && isa_level() >= IsaLevel::Avx512Vnni)) return false;
   if (x.dim() < 3 || x.dim() > 5 || call.outs[0].numel() == 0) return false;
-  for (const Tensor* t : {&x, static_cast<const Tensor*>(&call.inputs[1]), static_cast<const Tensor*>(&call.outs[0])})
-    if (!t->is_contiguous()) return false;
+  if (!x.is_contiguous() || !call.inputs[1].is_contiguous() || !call.outs[0].is_contiguous())
+    return false;
   if (call.inputs[2].defined() && (!call.inputs[2].is_contiguous() || call.inputs[2].dtype() != dt))
     return false;
   const std::string key = plan_key(call);
@@ -232,22 +193,22 @@ bool onednn_convolution(OpCall& call) {
       if (g_plans.size() >= kMaxCached) g_plans.clear();
       g_plans[key] = plan;
     }
-    dnnl::stream s(engine());
-    memory src(plan->src_plain, engine(), const_cast<void*>(x.raw_data()));
+    dnnl::stream s(onednn_engine());
+    memory src(plan->src_plain, onednn_engine(), const_cast<void*>(x.raw_data()));
     if (plan->reorder_src) {
-      memory blocked(plan->pd.src_desc(), engine());
+      memory blocked(plan->pd.src_desc(), onednn_engine());
       plan->src_in.execute(s, src, blocked);
       src = blocked;
     }
     memory weights = packed_weights(*plan, key, call.inputs[1], s);
-    memory dst_user(plan->dst_plain, engine(), call.outs[0].raw_data());
-    memory dst = plan->reorder_dst ? memory(plan->pd.dst_desc(), engine()) : dst_user;
+    memory dst_user(plan->dst_plain, onednn_engine(), call.outs[0].raw_data());
+    memory dst = plan->reorder_dst ? memory(plan->pd.dst_desc(), onednn_engine()) : dst_user;
     std::unordered_map<int, memory> args{
         {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}};
     if (call.inputs[2].defined())
-      args[DNNL_ARG_BIAS] = memory(plan->pd.bias_desc(), engine(),
+      args[DNNL_ARG_BIAS] = memory(plan->pd.bias_desc(), onednn_engine(),
                                    const_cast<void*>(call.inputs[2].raw_data()));
-    memory scratch(plan->pd.scratchpad_desc(), engine());
+    memory scratch(plan->pd.scratchpad_desc(), onednn_engine());
     args[DNNL_ARG_SCRATCHPAD] = scratch;
     plan->prim.execute(s, args);
     if (plan->reorder_dst) plan->dst_out.execute(s, dst, dst_user);

@@ -11,8 +11,4 @@ namespace kiln::cpu {
 // oneDNN is absent or does not take this call (dtype, transposed, KILN_ONEDNN=0).
 bool onednn_convolution(OpCall& call);
 
-// Caps oneDNN's instruction set at kiln's ISA level (KILN_CPU_ISA), once, before oneDNN
-// creates its first primitive. Called by every kiln path into oneDNN and by `kiln bench`.
-void onednn_apply_isa_cap();
-
 }  // namespace kiln::cpu

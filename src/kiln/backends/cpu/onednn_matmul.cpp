@@ -14,11 +14,8 @@
 #include <unordered_map>
 
 #include "kiln/backends/cpu/cpu_info.h"
-#include "onednn_conv.h"
+#include "onednn_runtime.h"
 
-#ifdef KILN_HAVE_DNNL
-#include <oneapi/dnnl/dnnl.hpp>
-#endif
 
 namespace kiln::cpu {
 
@@ -42,22 +39,6 @@ constexpr int64_t kMinRows = 16;
 constexpr int64_t kMinWork = int64_t(1) << 18;  // M * N * K
 
 using dnnl::memory;
-
-dnnl::engine& engine() {
-  static dnnl::engine e = [] {
-    onednn_apply_isa_cap();
-    return dnnl::engine(dnnl::engine::kind::cpu, 0);
-  }();
-  return e;
-}
-
-bool enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("KILN_ONEDNN");
-    return !(v && std::strcmp(v, "0") == 0);
-  }();
-  return on;
-}
 
 struct MatmulPlan {
   dnnl::matmul::primitive_desc pd;
@@ -103,7 +84,7 @@ std::shared_ptr<MatmulPlan> plan_for(memory::data_type dt, memory::data_type out
   if (with_bias) plan->bias = memory::desc({1, N}, dt, {N, 1});
   dnnl::matmul::desc desc = with_bias ? dnnl::matmul::desc(plan->a, plan->b, plan->bias, plan->c)
                                       : dnnl::matmul::desc(plan->a, plan->b, plan->c);
-  plan->pd = dnnl::matmul::primitive_desc(desc, attr, engine());
+  plan->pd = dnnl::matmul::primitive_desc(desc, attr, onednn_engine());
   plan->prim = dnnl::matmul(plan->pd);
   std::lock_guard<std::mutex> lock(g_mutex);
   if (g_plans.size() >= kMaxPlans) g_plans.clear();
@@ -116,7 +97,7 @@ std::shared_ptr<MatmulPlan> plan_for(memory::data_type dt, memory::data_type out
 bool onednn_matmul(DType dtype, int64_t M, int64_t N, int64_t K, const void* A, int64_t a_rs,
                    int64_t a_cs, const void* B, int64_t b_rs, int64_t b_cs, void* C, int64_t c_rs,
                    float alpha, bool out_f32, const void* bias) {
-  if (!enabled() || M < kMinRows || M * N * K < kMinWork || K == 0) return false;
+  if (!onednn_enabled() || M < kMinRows || M * N * K < kMinWork || K == 0) return false;
   if (dtype != DType::F32 && !(dtype == DType::BF16 && isa_level() >= IsaLevel::Avx512Vnni))
     return false;
   // A broadcast operand (stride 0) has no oneDNN layout.
@@ -126,14 +107,14 @@ bool onednn_matmul(DType dtype, int64_t M, int64_t N, int64_t K, const void* A, 
     const auto out_dt = out_f32 ? memory::data_type::f32 : dt;
     std::shared_ptr<MatmulPlan> plan =
         plan_for(dt, out_dt, M, N, K, a_rs, a_cs, b_rs, b_cs, c_rs, alpha, bias != nullptr);
-    dnnl::stream s(engine());
-    memory a(plan->a, engine(), const_cast<void*>(A));
-    memory b(plan->b, engine(), const_cast<void*>(B));
-    memory c(plan->c, engine(), C);
-    memory scratch(plan->pd.scratchpad_desc(), engine());
+    dnnl::stream s(onednn_engine());
+    memory a(plan->a, onednn_engine(), const_cast<void*>(A));
+    memory b(plan->b, onednn_engine(), const_cast<void*>(B));
+    memory c(plan->c, onednn_engine(), C);
+    memory scratch(plan->pd.scratchpad_desc(), onednn_engine());
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b},
                                          {DNNL_ARG_DST, c}, {DNNL_ARG_SCRATCHPAD, scratch}};
-    if (bias) args[DNNL_ARG_BIAS] = memory(plan->bias, engine(), const_cast<void*>(bias));
+    if (bias) args[DNNL_ARG_BIAS] = memory(plan->bias, onednn_engine(), const_cast<void*>(bias));
     plan->prim.execute(s, args);
     s.wait();
   } catch (const dnnl::error&) {
@@ -146,7 +127,7 @@ bool onednn_matmul_batched(DType dtype, int64_t batch, int64_t M, int64_t N, int
                            const void* A, int64_t a_bs, int64_t a_rs, int64_t a_cs, const void* B,
                            int64_t b_bs, int64_t b_rs, int64_t b_cs, void* C, int64_t c_bs,
                            int64_t c_rs, float alpha) {
-  if (!enabled() || batch < 2 || M < kMinRows || batch * M * N * K < kMinWork || K == 0)
+  if (!onednn_enabled() || batch < 2 || M < kMinRows || batch * M * N * K < kMinWork || K == 0)
     return false;
   if (dtype != DType::F32 && !(dtype == DType::BF16 && isa_level() >= IsaLevel::Avx512Vnni))
     return false;
@@ -155,11 +136,11 @@ bool onednn_matmul_batched(DType dtype, int64_t batch, int64_t M, int64_t N, int
   try {
     std::shared_ptr<MatmulPlan> plan = plan_for(dt, dt, M, N, K, a_rs, a_cs, b_rs, b_cs, c_rs,
                                                 alpha, false, batch, a_bs, b_bs, c_bs);
-    dnnl::stream s(engine());
-    memory a(plan->a, engine(), const_cast<void*>(A));
-    memory b(plan->b, engine(), const_cast<void*>(B));
-    memory c(plan->c, engine(), C);
-    memory scratch(plan->pd.scratchpad_desc(), engine());
+    dnnl::stream s(onednn_engine());
+    memory a(plan->a, onednn_engine(), const_cast<void*>(A));
+    memory b(plan->b, onednn_engine(), const_cast<void*>(B));
+    memory c(plan->c, onednn_engine(), C);
+    memory scratch(plan->pd.scratchpad_desc(), onednn_engine());
     plan->prim.execute(s, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c},
                            {DNNL_ARG_SCRATCHPAD, scratch}});
     s.wait();
