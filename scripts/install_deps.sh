@@ -4,7 +4,8 @@ set -euo pipefail
 # Extra packages can be named on the command line (the demo adds its corpus packages).
 # libonnx-dev, libprotobuf-dev, protobuf-compiler: the ONNX importer (src/kiln/onnx);
 # libonnx-testdata: the ONNX backend test suite that the conformance test runs.
-# libdnnl-dev: oneDNN, the GEMM peer that `kiln bench` (tools/bench/) calls directly.
+# libdnnl-dev: oneDNN, used by the library for convolution and tall matrix products (decisions
+# 0016, 0017) and called directly as the GEMM peer of `kiln bench` (tools/bench/).
 packages=(build-essential cmake ninja-build ccache libgtest-dev pkg-config zlib1g-dev libsleef-dev libdnnl-dev
           libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata "$@")
 missing=()
