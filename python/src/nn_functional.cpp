@@ -6,6 +6,7 @@
 #include "kiln/nn/clip_grad.h"
 #include "kiln/nn/functional.h"
 #include "kiln/nn/init.h"
+#include "kiln/ops/linalg.h"
 
 namespace kiln::py {
 
@@ -49,6 +50,16 @@ void bind_nn_functional(nb::module_& parent) {
   m.def("linear", [](const Tensor& x, const Tensor& w, const Opt& b) {
     return F::linear(x, w, opt(b)); }, nb::arg("input"), nb::arg("weight"),
     nb::arg("bias").none() = nb::none(), G);
+  m.def("fused_linear", [](const Tensor& x, const Tensor& w, const Opt& b,
+                           const std::string& activation, const Opt& residual,
+                           std::optional<DType> out_dtype) {
+    const LinearActivation act = kiln::parse_linear_activation(activation);
+    return nogil([&] {
+      return kiln::fused_linear(x, w, opt(b), act, opt(residual), out_dtype);
+    });
+  }, nb::arg("input"), nb::arg("weight"), nb::arg("bias").none() = nb::none(),
+     nb::arg("activation") = "none", nb::arg("residual").none() = nb::none(),
+     nb::arg("out_dtype").none() = nb::none());
   m.def("bilinear", [](const Tensor& x1, const Tensor& x2, const Tensor& w, const Opt& b) {
     return F::bilinear(x1, x2, w, opt(b)); }, nb::arg("input1"), nb::arg("input2"),
     nb::arg("weight"), nb::arg("bias").none() = nb::none(), G);

@@ -5,7 +5,7 @@ import math
 from .. import _C
 from .._C import _nn
 
-__all__ = ["linear", "bilinear", "embedding", "layer_norm", "rms_norm", "group_norm",
+__all__ = ["linear", "fused_linear", "bilinear", "embedding", "layer_norm", "rms_norm", "group_norm",
            "batch_norm", "dropout", "relu", "relu_", "leaky_relu", "gelu", "silu", "sigmoid",
            "tanh", "softmax", "log_softmax", "softplus", "pad", "one_hot", "cross_entropy",
            "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
@@ -27,6 +27,20 @@ def _legacy_reduction(size_average, reduce, reduction):
 
 def linear(input, weight, bias=None):
     return _nn.linear(input, weight, bias)
+
+
+def fused_linear(input, weight, bias=None, *, activation="none", residual=None, out_dtype=None):
+    """A Linear layer with its epilogue in one op (kiln's own; torch has no equivalent):
+    ``activation(input @ weight.T + bias) + residual``, rounded once to ``out_dtype``.
+
+    activation: "none", "relu", "gelu", "gelu_tanh" or "silu". residual: a tensor of the
+    output's shape (or broadcastable to it). out_dtype: kiln.float32 or kiln.bfloat16
+    (default: the input's dtype); bfloat16 layers apply the activation and the residual to
+    the float32 sums before the one rounding. Tall products (16 rows and more) run as one
+    oneDNN matmul whose packed weight is cached with the weight tensor. Under autograd it
+    records the plain ops, so gradients are those of the unfused expression.
+    """
+    return _nn.fused_linear(input, weight, bias, activation, residual, out_dtype)
 
 
 def bilinear(input1, input2, weight, bias=None):

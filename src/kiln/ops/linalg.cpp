@@ -4,6 +4,9 @@
 // backends/cpu/linalg_kernels.cpp); outer and linear are written in terms of other ops.
 #include "kiln/ops/linalg.h"
 
+#include <algorithm>
+
+#include "kiln/autograd/autograd.h"
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/views.h"
 #include "op_helpers.h"
@@ -182,10 +185,30 @@ Tensor outer(const Tensor& a, const Tensor& b) {
   return mul(a.unsqueeze(1), b.unsqueeze(0));
 }
 
+// Inference-time Linear layers with enough rows for oneDNN's matmul rule (decision 0017)
+// run as fused_linear, whose packed weight is cached per weight tensor; under autograd, or
+// with few rows (kiln's streaming kernels read the plain weight), the (add)mm path below.
+static bool linear_can_fuse(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  if (!x.device().is_cpu() || weight.device() != x.device()) return false;
+  if ((x.dtype() != DType::F32 && x.dtype() != DType::BF16) || weight.dtype() != x.dtype())
+    return false;
+  if (bias.defined() && (bias.dim() != 1 || bias.size(0) != weight.size(0) ||
+                         bias.dtype() != x.dtype() || bias.device() != x.device()))
+    return false;
+  if (x.numel() / std::max<int64_t>(x.shape().back(), 1) < 16) return false;
+  if (autograd::is_grad_enabled())
+    for (const Tensor* t : {&x, &weight, &bias})
+      if (t->defined() && autograd::requires_grad(*t)) return false;
+  return true;
+}
+
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   KILN_CHECK(weight.dim() == 1 || weight.dim() == 2, ShapeError,
              "linear: expected weight to be 1-D or 2-D, but got a ", weight.dim(),
              "-D tensor of shape ", shape_str(weight.shape()));
+  if (x.dim() >= 2 && weight.dim() == 2 && x.shape().back() == weight.size(1) &&
+      linear_can_fuse(x, weight, bias))
+    return fused_linear(x, weight, bias);  // packed weight, bias added before rounding
   if (x.dim() >= 2 && weight.dim() == 2) {
     // Fold the leading dims into one and run one (add)mm, as PyTorch does.
     int64_t rows = 1;

@@ -1,14 +1,12 @@
 // oneDNN convolution for the CPU backend (see onednn_conv.h and decision 0016).
 //   - Plans (primitive descriptor, primitive, the reorders between kiln's NC[D]HW layout
 //     and the blocked layout oneDNN picks) are cached by shape and attributes.
-//   - Weights are reordered to oneDNN's layout once and cached per weight tensor: the entry
-//     holds a weak reference to the tensor's storage and its version counter, so a freed or
-//     modified weight never matches a stale packed copy.
+//   - Weights are reordered to oneDNN's layout once and cached per weight tensor
+//     (onednn_packed_weights.h: a freed or modified weight never matches a stale copy).
 #include "onednn_conv.h"
 
 #include <cstdlib>
 #include <cstring>
-#include <iterator>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -19,6 +17,7 @@
 #include "kiln/tensor/tensor.h"
 #include "kiln/tensor/tensor_impl.h"
 
+#include "onednn_packed_weights.h"
 #include "onednn_runtime.h"
 
 namespace kiln::cpu {
@@ -37,20 +36,13 @@ struct ConvPlan {
   dnnl::convolution_forward::primitive_desc pd;
   dnnl::convolution_forward prim;
   memory::desc src_plain, dst_plain, w_plain;
-  bool reorder_src = false, reorder_dst = false, reorder_w = false;
-  dnnl::reorder src_in, dst_out, w_pack;
-};
-
-struct PackedWeight {
-  std::weak_ptr<StorageImpl> storage;
-  uint64_t version = 0;
-  memory packed;
+  bool reorder_src = false, reorder_dst = false;
+  dnnl::reorder src_in, dst_out;
 };
 
 std::mutex g_mutex;
 std::unordered_map<std::string, std::shared_ptr<ConvPlan>> g_plans;
-std::unordered_map<std::string, PackedWeight> g_weights;
-constexpr size_t kMaxCached = 512;  // plans / packed weights kept before the cache is reset
+constexpr size_t kMaxCached = 512;  // plans kept before the cache is reset
 
 memory::dims to_dims(const Shape& s) { return memory::dims(s.begin(), s.end()); }
 
@@ -127,43 +119,13 @@ std::shared_ptr<ConvPlan> make_plan(const OpCall& call) {
   plan->prim = dnnl::convolution_forward(plan->pd);
   plan->reorder_src = plan->pd.src_desc() != plan->src_plain;
   plan->reorder_dst = plan->pd.dst_desc() != plan->dst_plain;
-  plan->reorder_w = plan->pd.weights_desc() != plan->w_plain;
   if (plan->reorder_src)
     plan->src_in = dnnl::reorder(
         dnnl::reorder::primitive_desc(eng, plan->src_plain, eng, plan->pd.src_desc()));
   if (plan->reorder_dst)
     plan->dst_out = dnnl::reorder(
         dnnl::reorder::primitive_desc(eng, plan->pd.dst_desc(), eng, plan->dst_plain));
-  if (plan->reorder_w)
-    plan->w_pack = dnnl::reorder(
-        dnnl::reorder::primitive_desc(eng, plan->w_plain, eng, plan->pd.weights_desc()));
   return plan;
-}
-
-// The weights in the plan's layout: reordered once per (weight storage, version, plan).
-memory packed_weights(const ConvPlan& plan, const std::string& key, const Tensor& w,
-                      dnnl::stream& s) {
-  memory user(plan.w_plain, onednn_engine(), const_cast<void*>(w.raw_data()));
-  if (!plan.reorder_w) return user;
-  const Storage& storage = w.impl()->storage();
-  const std::string wkey = key + "|" + std::to_string(reinterpret_cast<uintptr_t>(storage.get())) +
-                           ":" + std::to_string(w.storage_offset());
-  {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    auto it = g_weights.find(wkey);
-    if (it != g_weights.end() && it->second.storage.lock() == storage &&
-        it->second.version == w.version())
-      return it->second.packed;
-  }
-  memory packed(plan.pd.weights_desc(), onednn_engine());
-  plan.w_pack.execute(s, user, packed);
-  std::lock_guard<std::mutex> lock(g_mutex);
-  // Drop the packed copies of weights that no longer exist, so they do not hold memory.
-  for (auto it = g_weights.begin(); it != g_weights.end();)
-    it = it->second.storage.expired() ? g_weights.erase(it) : std::next(it);
-  if (g_weights.size() >= kMaxCached) g_weights.clear();
-  g_weights[wkey] = PackedWeight{storage, w.version(), packed};
-  return packed;
 }
 
 }  // namespace
@@ -200,7 +162,8 @@ bool onednn_convolution(OpCall& call) {
       plan->src_in.execute(s, src, blocked);
       src = blocked;
     }
-    memory weights = packed_weights(*plan, key, call.inputs[1], s);
+    memory weights = onednn_packed_weight(call.inputs[1], "conv|" + key, plan->w_plain,
+                                          plan->pd.weights_desc(), s);
     memory dst_user(plan->dst_plain, onednn_engine(), call.outs[0].raw_data());
     memory dst = plan->reorder_dst ? memory(plan->pd.dst_desc(), onednn_engine()) : dst_user;
     std::unordered_map<int, memory> args{

@@ -1,0 +1,155 @@
+// fused_linear on the CPU: out = act(x @ weight.T + bias) + residual, one rounding.
+// Tall float32/bfloat16 products go to oneDNN as one matmul with a packed weight and
+// post-ops (onednn_linear.cpp). Otherwise kiln's kernels write float32 sums (the streaming
+// dot-product kernels for few rows, the blocked GEMM for the rest) and one pass per row adds
+// the bias, applies the activation (vec_math at AVX2 and up), adds the residual and rounds.
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kiln/core/dtype.h"
+#include "kiln/dispatch/registry.h"
+#include "kiln/ops/linalg.h"
+#include "isa/gemm_bf16.h"
+#include "isa/gemm_f32.h"
+#include "isa/vec_math.h"
+#include "onednn_linear.h"
+
+namespace kiln::cpu {
+namespace {
+
+float bf16_bits_to_float(uint16_t bits) {
+  const uint32_t wide = uint32_t(bits) << 16;
+  float f;
+  std::memcpy(&f, &wide, sizeof f);
+  return f;
+}
+
+// sums[i * N + j] = sum_k x[i, k] * w[j, k] in float32 (x any strides, w unit column stride).
+void float_sums(const Tensor& x, const Tensor& w, float* sums) {
+  const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
+  const int64_t a_rs = x.stride(0), a_cs = x.stride(1), w_rs = w.stride(0);
+  if (K == 0) {
+    std::fill(sums, sums + M * N, 0.0f);
+    return;
+  }
+  const bool few_rows = M < kGemmBlockedMinRows && a_cs == 1;
+  const bool parallel = N * K >= (int64_t(1) << 16);
+  if (x.dtype() == DType::F32) {
+    const float* A = static_cast<const float*>(x.raw_data());
+    const float* W = static_cast<const float*>(w.raw_data());
+    const VecDotF32 dot = vec_math_f32().dot;
+    if (few_rows && dot) {  // each output one dot product of two contiguous rows
+      for (int64_t i = 0; i < M; ++i) {
+#pragma omp parallel for schedule(static) if (parallel)
+        for (int64_t j = 0; j < N; ++j) sums[i * N + j] = dot(A + i * a_rs, W + j * w_rs, K);
+      }
+      return;
+    }
+    gemm_f32_kernel()(M, N, K, A, a_rs, a_cs, W, 1, w_rs, sums, N, 1.0f);
+    return;
+  }
+  const uint16_t* A = static_cast<const uint16_t*>(x.raw_data());
+  const uint16_t* W = static_cast<const uint16_t*>(w.raw_data());
+  const DotBf16Fn dot = dot_bf16_kernel();
+  if (few_rows && dot) {
+    for (int64_t i = 0; i < M; ++i) {
+#pragma omp parallel for schedule(static) if (parallel)
+      for (int64_t j = 0; j < N; ++j) sums[i * N + j] = dot(A + i * a_rs, W + j * w_rs, K);
+    }
+    return;
+  }
+  gemm_bf16_kernel()(M, N, K, A, a_rs, a_cs, W, 1, w_rs, sums, N);
+}
+
+float activation_scalar(LinearActivation act, float v) {
+  switch (act) {
+    case LinearActivation::None: return v;
+    case LinearActivation::Relu: return v > 0.0f || std::isnan(v) ? v : 0.0f;
+    case LinearActivation::Gelu: return 0.5f * v * (1.0f + std::erf(v * float(M_SQRT1_2)));
+    case LinearActivation::GeluTanh: {
+      const float inner = float(M_2_SQRTPI * M_SQRT1_2) * (v + 0.044715f * v * v * v);
+      return 0.5f * v * (1.0f + std::tanh(inner));
+    }
+    case LinearActivation::Silu: return v / (1.0f + std::exp(-v));
+  }
+  return v;
+}
+
+VecUnaryF32 activation_vector(LinearActivation act) {
+  const VecMathF32& vm = vec_math_f32();
+  switch (act) {
+    case LinearActivation::None: return nullptr;
+    case LinearActivation::Relu: return vm.relu;
+    case LinearActivation::Gelu: return vm.gelu_erf;
+    case LinearActivation::GeluTanh: return vm.gelu_tanh;
+    case LinearActivation::Silu: return vm.silu;
+  }
+  return nullptr;
+}
+
+// Adds a row of n values of dtype (float32 or bfloat16) to r.
+void add_row(float* r, const void* row, DType dtype, int64_t n) {
+  if (dtype == DType::F32) {
+    const float* p = static_cast<const float*>(row);
+    for (int64_t j = 0; j < n; ++j) r[j] += p[j];
+  } else {
+    const uint16_t* p = static_cast<const uint16_t*>(row);
+    for (int64_t j = 0; j < n; ++j) r[j] += bf16_bits_to_float(p[j]);
+  }
+}
+
+// inputs {x [M, K], weight [N, K], bias? [N], residual? [M, N]}, attrs {activation};
+// outs {out [M, N]} float32 or bfloat16.
+void fused_linear_kernel(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const Tensor& w = call.inputs[1];
+  const Tensor& bias = call.inputs[2];
+  const Tensor& residual = call.inputs[3];
+  const Tensor& out = call.outs[0];
+  const auto act = LinearActivation(call.int_attr(0));
+  if (out.numel() == 0) return;
+  if (x.device().is_cpu() && onednn_linear(x, w, bias, act, residual, out)) return;
+  const int64_t M = x.size(0), N = w.size(0);
+  const bool out_f32 = out.dtype() == DType::F32;
+  std::vector<float> buffer(out_f32 ? 0 : size_t(M * N));
+  float* sums = out_f32 ? static_cast<float*>(out.raw_data()) : buffer.data();
+  float_sums(x, w, sums);
+  const VecUnaryF32 vec_act = activation_vector(act);
+  const VecNarrowBf16 narrow = vec_math_f32().narrow_bf16;
+  const int64_t res_rs = residual.defined() ? residual.stride(0) : 0;
+  const size_t res_elem = residual.defined() ? element_size(residual.dtype()) : 0;
+#pragma omp parallel for schedule(static) if (M * N >= (int64_t(1) << 15))
+  for (int64_t i = 0; i < M; ++i) {
+    float* r = sums + i * N;
+    if (bias.defined()) add_row(r, bias.raw_data(), bias.dtype(), N);
+    if (vec_act) {
+      vec_act(r, r, N);
+    } else if (act != LinearActivation::None) {
+      for (int64_t j = 0; j < N; ++j) r[j] = activation_scalar(act, r[j]);
+    }
+    if (residual.defined())
+      add_row(r, static_cast<const char*>(residual.raw_data()) + size_t(i * res_rs) * res_elem,
+              residual.dtype(), N);
+    if (!out_f32) {
+      uint16_t* o = static_cast<uint16_t*>(out.raw_data()) + i * N;
+      if (narrow) {
+        narrow(r, o, N);
+      } else {
+        for (int64_t j = 0; j < N; ++j) {
+          const BFloat16 b(r[j]);
+          std::memcpy(o + j, &b, sizeof b);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void register_fused_linear_kernel() {
+  register_kernel("fused_linear", DeviceType::CPU, fused_linear_kernel,
+                  dtype_bit(DType::F32) | dtype_bit(DType::BF16));
+}
+
+}  // namespace kiln::cpu

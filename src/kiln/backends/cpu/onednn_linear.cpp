@@ -1,0 +1,163 @@
+// fused_linear's oneDNN path (see onednn_linear.h). Plans (primitive descriptor and
+// primitive) are cached by dtypes, shape, strides and epilogue; the weight's layout is the
+// one oneDNN picks for the product (format `any`), so it is packed once per weight tensor.
+#include "onednn_linear.h"
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "kiln/backends/cpu/cpu_info.h"
+#include "onednn_packed_weights.h"
+#include "onednn_runtime.h"
+
+namespace kiln::cpu {
+
+#ifndef KILN_HAVE_DNNL
+
+bool onednn_linear(const Tensor&, const Tensor&, const Tensor&, LinearActivation, const Tensor&,
+                   const Tensor&) {
+  return false;
+}
+
+#else
+
+namespace {
+
+using dnnl::memory;
+
+// The rule of decision 0017 (as onednn_matmul.cpp): fewer rows stay on kiln's streaming
+// matrix-vector kernels, which read the weight once without packing.
+constexpr int64_t kMinRows = 16;
+constexpr int64_t kMinWork = int64_t(1) << 18;  // M * N * K
+
+struct LinearPlan {
+  dnnl::matmul::primitive_desc pd;
+  dnnl::matmul prim;
+  memory::desc a, w_plain, bias, residual, c;
+};
+
+std::mutex g_mutex;
+std::unordered_map<std::string, std::shared_ptr<LinearPlan>> g_plans;
+constexpr size_t kMaxPlans = 512;
+
+memory::data_type onednn_type(DType t) {
+  return t == DType::BF16 ? memory::data_type::bf16 : memory::data_type::f32;
+}
+
+void append_activation(dnnl::post_ops& po, LinearActivation act) {
+  switch (act) {
+    case LinearActivation::None: return;
+    case LinearActivation::Relu:
+      po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+      return;
+    case LinearActivation::Gelu:
+      po.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
+      return;
+    case LinearActivation::GeluTanh:
+      po.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_tanh, 0.0f, 0.0f);
+      return;
+    case LinearActivation::Silu:  // swish with alpha 1: x * sigmoid(x)
+      po.append_eltwise(1.0f, dnnl::algorithm::eltwise_swish, 1.0f, 0.0f);
+      return;
+  }
+}
+
+std::shared_ptr<LinearPlan> make_plan(const Tensor& x, const Tensor& w, const Tensor& bias,
+                                      LinearActivation act, const Tensor& residual,
+                                      const Tensor& out) {
+  const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
+  const memory::data_type dt = onednn_type(x.dtype());
+  auto plan = std::make_shared<LinearPlan>();
+  plan->a = memory::desc({M, K}, dt, {x.stride(0), x.stride(1)});
+  // W.T as a [K, N] matrix: element (k, n) lies at n * row stride + k.
+  plan->w_plain = memory::desc({K, N}, dt, {1, w.stride(0)});
+  const memory::desc w_any({K, N}, dt, memory::format_tag::any);
+  plan->c = memory::desc({M, N}, onednn_type(out.dtype()), {out.stride(0), 1});
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  dnnl::post_ops po;
+  append_activation(po, act);
+  if (residual.defined()) {
+    plan->residual =
+        memory::desc({M, N}, onednn_type(residual.dtype()), {residual.stride(0), 1});
+    po.append_binary(dnnl::algorithm::binary_add, plan->residual);
+  }
+  attr.set_post_ops(po);
+  if (bias.defined()) plan->bias = memory::desc({1, N}, dt, {N, 1});
+  const dnnl::matmul::desc desc = bias.defined()
+                                      ? dnnl::matmul::desc(plan->a, w_any, plan->bias, plan->c)
+                                      : dnnl::matmul::desc(plan->a, w_any, plan->c);
+  plan->pd = dnnl::matmul::primitive_desc(desc, attr, onednn_engine());
+  plan->prim = dnnl::matmul(plan->pd);
+  return plan;
+}
+
+std::string plan_key(const Tensor& x, const Tensor& w, const Tensor& bias, LinearActivation act,
+                     const Tensor& residual, const Tensor& out) {
+  std::string key = std::to_string(int(x.dtype())) + '/' + std::to_string(int(out.dtype())) +
+                    '/' + std::to_string(int(act)) + (bias.defined() ? "b" : "-");
+  if (residual.defined())
+    key += "r" + std::to_string(int(residual.dtype())) + ':' + std::to_string(residual.stride(0));
+  for (int64_t v : {x.size(0), x.size(1), w.size(0), x.stride(0), x.stride(1), w.stride(0),
+                    out.stride(0)})
+    key += ',' + std::to_string(v);
+  return key;
+}
+
+}  // namespace
+
+bool onednn_linear(const Tensor& x, const Tensor& w, const Tensor& bias, LinearActivation act,
+                   const Tensor& residual, const Tensor& out) {
+  const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
+  if (!onednn_enabled() || M < kMinRows || M * N * K < kMinWork || K == 0) return false;
+  if (x.dtype() != DType::F32 &&
+      !(x.dtype() == DType::BF16 && isa_level() >= IsaLevel::Avx512Vnni))
+    return false;
+  if (x.stride(0) == 0 || x.stride(1) == 0 || (residual.defined() && residual.stride(0) == 0))
+    return false;  // broadcast operands have no oneDNN layout
+  const std::string key = plan_key(x, w, bias, act, residual, out);
+  try {
+    std::shared_ptr<LinearPlan> plan;
+    {
+      std::lock_guard<std::mutex> lock(g_mutex);
+      auto it = g_plans.find(key);
+      if (it != g_plans.end()) plan = it->second;
+    }
+    if (!plan) {
+      plan = make_plan(x, w, bias, act, residual, out);
+      std::lock_guard<std::mutex> lock(g_mutex);
+      if (g_plans.size() >= kMaxPlans) g_plans.clear();
+      g_plans[key] = plan;
+    }
+    dnnl::engine& eng = onednn_engine();
+    dnnl::stream s(eng);
+    // The packed weight is shared by every M: its layout depends on N, K and the dtype.
+    const std::string w_key = "linear|" + std::to_string(int(w.dtype())) + ',' +
+                              std::to_string(N) + ',' + std::to_string(K) + ',' +
+                              std::to_string(w.stride(0));
+    memory weights = onednn_packed_weight(w, w_key, plan->w_plain, plan->pd.weights_desc(), s);
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, memory(plan->a, eng, const_cast<void*>(x.raw_data()))},
+        {DNNL_ARG_WEIGHTS, weights},
+        {DNNL_ARG_DST, memory(plan->c, eng, out.raw_data())},
+        {DNNL_ARG_SCRATCHPAD, memory(plan->pd.scratchpad_desc(), eng)}};
+    if (bias.defined())
+      args[DNNL_ARG_BIAS] = memory(plan->bias, eng, const_cast<void*>(bias.raw_data()));
+    if (residual.defined()) {
+      const int index = act == LinearActivation::None ? 0 : 1;  // the binary post-op's slot
+      args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1] =
+          memory(plan->residual, eng, const_cast<void*>(residual.raw_data()));
+    }
+    plan->prim.execute(s, args);
+    s.wait();
+  } catch (const dnnl::error&) {
+    return false;  // no oneDNN implementation for this combination: kiln's kernels run
+  }
+  return true;
+}
+
+#endif  // KILN_HAVE_DNNL
+
+}  // namespace kiln::cpu

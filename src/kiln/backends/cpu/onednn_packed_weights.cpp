@@ -1,0 +1,69 @@
+// The packed-weight cache of kiln's oneDNN paths (see onednn_packed_weights.h).
+#include "onednn_packed_weights.h"
+
+#ifdef KILN_HAVE_DNNL
+#include <iterator>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "kiln/tensor/tensor_impl.h"
+#include "onednn_runtime.h"
+
+namespace kiln::cpu {
+
+namespace {
+
+struct PackedWeight {
+  std::weak_ptr<StorageImpl> storage;
+  uint64_t version = 0;
+  dnnl::memory::desc layout;
+  dnnl::memory packed;
+};
+
+std::mutex g_mutex;
+std::unordered_map<std::string, PackedWeight> g_weights;
+constexpr size_t kMaxCached = 512;  // entries kept before the cache is reset
+
+}  // namespace
+
+dnnl::memory onednn_packed_weight(const Tensor& weight, const std::string& layout_key,
+                                  const dnnl::memory::desc& user,
+                                  const dnnl::memory::desc& packed, dnnl::stream& stream) {
+  dnnl::memory user_mem(user, onednn_engine(), const_cast<void*>(weight.raw_data()));
+  if (packed == user) return user_mem;
+  const Storage& storage = weight.impl()->storage();
+  const std::string key = layout_key + "|" +
+                          std::to_string(reinterpret_cast<uintptr_t>(storage.get())) + ":" +
+                          std::to_string(weight.storage_offset());
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    auto it = g_weights.find(key);
+    if (it != g_weights.end() && it->second.storage.lock() == storage &&
+        it->second.version == weight.version() && it->second.layout == packed)
+      return it->second.packed;
+  }
+  dnnl::memory packed_mem(packed, onednn_engine());
+  dnnl::reorder(user_mem, packed_mem).execute(stream, user_mem, packed_mem);
+  stream.wait();
+  std::lock_guard<std::mutex> lock(g_mutex);
+  // Drop the packed copies of weights that no longer exist, so they do not hold memory.
+  for (auto it = g_weights.begin(); it != g_weights.end();)
+    it = it->second.storage.expired() ? g_weights.erase(it) : std::next(it);
+  if (g_weights.size() >= kMaxCached) g_weights.clear();
+  g_weights[key] = PackedWeight{storage, weight.version(), packed, packed_mem};
+  return packed_mem;
+}
+
+void onednn_clear_packed_weights() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_weights.clear();
+}
+
+size_t onednn_packed_weight_count() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_weights.size();
+}
+
+}  // namespace kiln::cpu
+#endif  // KILN_HAVE_DNNL

@@ -1,0 +1,30 @@
+#pragma once
+// Weights in a oneDNN primitive's own layout, reordered once per weight tensor and reused
+// until the weight changes (shared by onednn_conv.cpp and onednn_linear.cpp). oneDNN given
+// plain weights repacks them on every call (1.1-3x slower: ../shared/HARDWARE.md); caching
+// the packed copy with the weight removes that. Built only with KILN_HAVE_DNNL.
+#ifdef KILN_HAVE_DNNL
+#include <string>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "kiln/tensor/tensor.h"
+
+namespace kiln::cpu {
+
+// `weight` (its data described by `user`) in the layout `packed`. The cache entry is keyed
+// by the weight's storage, its offset and `layout_key` (the caller's name for the weight's
+// role and shape); it holds a weak reference to the storage and the version counter seen when
+// packing, so a freed or modified weight is never served a stale copy. When `packed` equals
+// `user` the weight's own memory is returned and nothing is cached.
+dnnl::memory onednn_packed_weight(const Tensor& weight, const std::string& layout_key,
+                                  const dnnl::memory::desc& user,
+                                  const dnnl::memory::desc& packed, dnnl::stream& stream);
+
+// Drops every cached packed weight (tests; memory pressure).
+void onednn_clear_packed_weights();
+// How many packed weights are cached now (tests).
+size_t onednn_packed_weight_count();
+
+}  // namespace kiln::cpu
+#endif  // KILN_HAVE_DNNL
