@@ -7,12 +7,14 @@
 #include <array>
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <tuple>
 #include <utility>
 #include <vector>
 
 #include "kiln/core/half.h"
+#include "kiln/tensor/streaming_store.h"
 #include "kiln/tensor/tensor.h"
 
 namespace kiln {
@@ -142,6 +144,29 @@ void parallel_chunks(int64_t n, Fn&& fn) {
   if (error) std::rethrow_exception(error);
 }
 
+// dst[0, nbytes) = src[0, nbytes) for buffers that do not overlap: one memcpy for small
+// copies, threaded pieces from 1 MiB, streaming stores from kStreamingStoreBytes.
+inline void parallel_copy_bytes(void* dst, const void* src, int64_t nbytes) {
+  char* d = static_cast<char*>(dst);
+  const char* s = static_cast<const char*>(src);
+  const int threads = elementwise_threads();
+  if (nbytes < (int64_t(1) << 20) || threads <= 1) {
+    std::memcpy(d, s, size_t(nbytes));
+    return;
+  }
+  const bool stream = nbytes >= kStreamingStoreBytes;
+  const int64_t pieces = 4 * int64_t(threads);
+  parallel_chunks(pieces, [&](int64_t c) {
+    const int64_t b = nbytes * c / pieces, e = nbytes * (c + 1) / pieces;
+    if (!stream) {
+      std::memcpy(d + b, s + b, size_t(e - b));
+      return;
+    }
+    stream_store(d + b, s + b, size_t(e - b));
+    stream_fence();
+  });
+}
+
 template <typename T>
 inline constexpr bool is_float_like_v =
     std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
@@ -161,15 +186,22 @@ void run_with_mask(unsigned mask, Out* o, const std::tuple<const In*...>& in, in
   ((mask == Masks ? (run_masked<Masks, Out, In...>(o, in, n, f, is), true) : false) || ...);
 }
 
-// out[j] = f(in...[j]) over one run with byte strides s (output first).
+// out[j] = f(in...[j]) over one run with byte strides s (output first). stream: the output
+// is large enough for streaming stores (streaming_store.h) on its unit-stride runs.
 template <typename Out, typename... In, size_t N, size_t... I, typename F>
 void elementwise_run(const std::array<char*, N>& p, const std::array<int64_t, N>& s, int64_t n,
-                     F& f, std::index_sequence<I...> is) {
+                     F& f, std::index_sequence<I...> is, bool stream = false) {
   const bool out_unit = s[0] == int64_t(sizeof(Out));
   if (out_unit && ((s[I + 1] == int64_t(sizeof(In))) && ...)) {
     // Unit strides (the common case): typed pointers let the compiler vectorise.
     Out* o = reinterpret_cast<Out*>(p[0]);
     const std::tuple<const In*...> in{reinterpret_cast<const In*>(p[I + 1])...};
+    if (stream) {
+      run_streamed(o, n, [&](Out* d, int64_t j, int64_t len) {
+        for (int64_t k = 0; k < len; ++k) d[k] = f(std::get<I>(in)[j + k]...);
+      });
+      return;
+    }
     for (int64_t j = 0; j < n; ++j) o[j] = f(std::get<I>(in)[j]...);
     return;
   }
@@ -180,8 +212,16 @@ void elementwise_run(const std::array<char*, N>& p, const std::array<int64_t, N>
       const unsigned mask = (0u | ... | (s[I + 1] == 0 ? (1u << I) : 0u));
       Out* o = reinterpret_cast<Out*>(p[0]);
       const std::tuple<const In*...> in{reinterpret_cast<const In*>(p[I + 1])...};
-      run_with_mask<Out, In...>(mask, o, in, n, f, is,
-                                std::make_integer_sequence<unsigned, (1u << sizeof...(In))>{});
+      constexpr auto masks = std::make_integer_sequence<unsigned, (1u << sizeof...(In))>{};
+      if (stream) {
+        run_streamed(o, n, [&](Out* d, int64_t j, int64_t len) {
+          const std::tuple<const In*...> in_j{
+              ((mask >> I) & 1u) ? std::get<I>(in) : std::get<I>(in) + j...};
+          run_with_mask<Out, In...>(mask, d, in_j, len, f, is, masks);
+        });
+        return;
+      }
+      run_with_mask<Out, In...>(mask, o, in, n, f, is, masks);
       return;
     }
   }
@@ -205,8 +245,13 @@ void elementwise_kernel(const Tensor& out, std::array<const Tensor*, sizeof...(I
   for (size_t k = 0; k < sizeof...(In); ++k) ops[k + 1] = ins[k];
   auto loop = make_strided_loop<N>(ops, out.shape());
   const auto is = std::index_sequence_for<In...>{};
+  // Streaming stores for large outputs, but not in place (relu_): the line was just read
+  // into the cache, so an ordinary store costs no extra read there.
+  bool stream = out.is_contiguous() &&
+                out.numel() * int64_t(sizeof(Out)) >= detail::kStreamingStoreBytes;
+  for (const Tensor* in : ins) stream = stream && !(in->defined() && in->shares_storage_with(out));
   auto run = [&](const std::array<char*, N>& p, const std::array<int64_t, N>& s, int64_t n) {
-    detail::elementwise_run<Out, In...>(p, s, n, f, is);
+    detail::elementwise_run<Out, In...>(p, s, n, f, is, stream);
   };
   const int threads = loop.numel >= detail::kParallelElements ? detail::elementwise_threads() : 1;
   if (threads <= 1 || loop.shape.empty()) {

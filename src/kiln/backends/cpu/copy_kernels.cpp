@@ -15,7 +15,13 @@ void copy_kernel(OpCall& call) {
   const Tensor& dst = call.outs[0];
   if (src.dtype() == dst.dtype() && src.is_contiguous() && dst.is_contiguous() &&
       src.shape() == dst.shape()) {
-    if (dst.nbytes()) std::memmove(dst.raw_data(), src.raw_data(), dst.nbytes());
+    const char* s = static_cast<const char*>(src.raw_data());
+    char* d = static_cast<char*>(dst.raw_data());
+    const int64_t n = int64_t(dst.nbytes());
+    if (s + n <= d || d + n <= s)
+      detail::parallel_copy_bytes(d, s, n);  // threaded, streaming stores when large
+    else if (n)
+      std::memmove(d, s, size_t(n));
     return;
   }
   KILN_DISPATCH_ALL(dst.dtype(), "copy_", [&]<typename To>() {

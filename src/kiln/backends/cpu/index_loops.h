@@ -62,13 +62,13 @@ inline void copy_elem(char* dst, int64_t d, const char* src, int64_t s, size_t e
   std::memcpy(dst + d * int64_t(es), src + s * int64_t(es), es);
 }
 
-// Copies src (any layout) into dst (same shape, same dtype, any layout): one memcpy when
-// both are contiguous, else the threaded strided iterator on same-sized integer words.
+// Copies src (any layout) into dst (same shape, same dtype, any layout): a threaded byte copy
+// (parallel_copy_bytes) when both are contiguous, else the threaded strided iterator on same-sized integer words.
 inline void copy_same_shape(const Tensor& dst, const Tensor& src) {
   if (dst.raw_data() == src.raw_data() && dst.strides() == src.strides()) return;
   if (dst.numel() == 0) return;
   if (dst.is_contiguous() && src.is_contiguous()) {
-    std::memcpy(dst.raw_data(), src.raw_data(), dst.nbytes());
+    detail::parallel_copy_bytes(dst.raw_data(), src.raw_data(), int64_t(dst.nbytes()));
     return;
   }
   auto copy_as = [&]<typename W>() {

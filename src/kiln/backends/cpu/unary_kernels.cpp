@@ -223,6 +223,8 @@ bool run_vectorised(OpCall& call, VecUnaryF32 VecMathF32::*which) {
     const uint16_t* src = static_cast<const uint16_t*>(in.raw_data());
     uint16_t* dst = static_cast<uint16_t*>(out.raw_data());
     const int64_t n = in.numel();
+    const bool stream = static_cast<const void*>(src) != static_cast<void*>(dst) &&
+                        n * int64_t(sizeof(uint16_t)) >= detail::kStreamingStoreBytes;
     constexpr int64_t kChunk = 4096;
     const int64_t chunks = (n + kChunk - 1) / kChunk;
 #pragma omp parallel for schedule(static) if (chunks > 4)
@@ -231,7 +233,12 @@ bool run_vectorised(OpCall& call, VecUnaryF32 VecMathF32::*which) {
       const int64_t begin = c * kChunk, len = std::min(kChunk, n - begin);
       vm.widen_bf16(src + begin, buf, len);
       fn(buf, buf, len);
-      vm.narrow_bf16(buf, dst + begin, len);
+      if (stream)
+        detail::run_streamed(dst + begin, len, [&](uint16_t* d, int64_t j, int64_t m) {
+          vm.narrow_bf16(buf + j, d, m);
+        });
+      else
+        vm.narrow_bf16(buf, dst + begin, len);
     }
     return true;
   }
@@ -240,12 +247,18 @@ bool run_vectorised(OpCall& call, VecUnaryF32 VecMathF32::*which) {
   float* dst = static_cast<float*>(out.raw_data());
   if (src != dst && src < dst + out.numel() && dst < src + in.numel()) return false;
   const int64_t n = in.numel();
+  // Streaming stores for large outputs, except in place (the line is in the cache already).
+  const bool stream = src != dst && n * int64_t(sizeof(float)) >= detail::kStreamingStoreBytes;
   constexpr int64_t kChunk = int64_t(1) << 14;
   const int64_t chunks = (n + kChunk - 1) / kChunk;
 #pragma omp parallel for schedule(static) if (chunks > 1)
   for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t begin = c * kChunk;
-    fn(src + begin, dst + begin, std::min(kChunk, n - begin));
+    const int64_t begin = c * kChunk, len = std::min(kChunk, n - begin);
+    if (stream)
+      detail::run_streamed(dst + begin, len,
+                           [&](float* d, int64_t j, int64_t m) { fn(src + begin + j, d, m); });
+    else
+      fn(src + begin, dst + begin, len);
   }
   return true;
 }

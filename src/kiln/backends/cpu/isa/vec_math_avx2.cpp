@@ -16,6 +16,8 @@
 #define VDIV(a, b) _mm256_div_ps((a), (b))
 #define VFMA(a, b, c) _mm256_fmadd_ps((a), (b), (c))
 #define VMAX(a, b) _mm256_max_ps((a), (b))
+#define VMIN(a, b) _mm256_min_ps((a), (b))
+#define VRCP(a) _mm256_rcp_ps(a)
 #define VABS(a) _mm256_andnot_ps(_mm256_set1_ps(-0.0f), (a))
 #define VSEL_NEG(x, a, b) \
   _mm256_blendv_ps((b), (a), _mm256_cmp_ps((x), _mm256_setzero_ps(), _CMP_LT_OQ))

@@ -16,6 +16,8 @@
 #define VDIV(a, b) _mm512_div_ps((a), (b))
 #define VFMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))
 #define VMAX(a, b) _mm512_max_ps((a), (b))
+#define VMIN(a, b) _mm512_min_ps((a), (b))
+#define VRCP(a) _mm512_rcp14_ps(a)
 #define VABS(a) _mm512_abs_ps(a)
 #define VSEL_NEG(x, a, b) \
   _mm512_mask_blend_ps(_mm512_cmp_ps_mask((x), _mm512_setzero_ps(), _CMP_LT_OQ), (b), (a))

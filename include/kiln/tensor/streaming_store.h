@@ -1,0 +1,60 @@
+#pragma once
+// Non-temporal ("streaming") stores for outputs far larger than the cache. An ordinary store
+// first reads the destination line into the cache (read-for-ownership), so out = a + b
+// moves four streams through DRAM for three counted; a streaming store writes the line
+// without reading it, as memcpy does for large copies (../shared/HARDWARE.md: triad 31 GB/s
+// with normal stores, 44 GB/s with non-temporal ones on two cores). Kernels compute a block
+// into an L1-resident buffer and stream the block out; outputs below kStreamingStoreBytes
+// keep ordinary stores, since the next op usually reads them from the cache.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+namespace kiln::detail {
+
+// Outputs of at least this many bytes use streaming stores (half the 32 MiB L3 of the
+// target CPU: beyond it the output leaves the cache before anyone reads it).
+constexpr int64_t kStreamingStoreBytes = int64_t(16) << 20;
+
+// Copies nbytes (a multiple of 64) from src (any alignment) to dst (64-byte aligned) with
+// non-temporal stores; a plain memcpy on CPUs without them.
+void stream_copy(void* dst, const void* src, size_t nbytes);
+// Copies nbytes from src to dst (any alignments, no overlap): the whole cache lines of dst
+// with non-temporal stores, its partial first and last lines with memcpy. Call stream_fence
+// after the last one.
+void stream_store(void* dst, const void* src, size_t nbytes);
+// Orders this thread's streaming stores before its later stores (call before the data is
+// handed to another thread).
+void stream_fence();
+
+// Writes out[0, n) through streaming stores: compute(dst, j, len) writes the values of
+// out[j, j + len) to dst[0, len) (dst is out + j itself for the unaligned head and the tail,
+// else a 4 KiB buffer).
+template <typename Out, typename Compute>
+void run_streamed(Out* out, int64_t n, Compute&& compute) {
+  constexpr int64_t kBlock = 4096 / int64_t(sizeof(Out));
+  const auto addr = reinterpret_cast<uintptr_t>(out);
+  if (addr % sizeof(Out) != 0 || n < 2 * kBlock) {
+    compute(out, 0, n);
+    return;
+  }
+  const int64_t head = std::min<int64_t>(n, int64_t((64 - addr % 64) % 64 / sizeof(Out)));
+  if (head > 0) compute(out, 0, head);
+  alignas(64) Out buf[kBlock];
+  int64_t j = head;
+  for (; j + kBlock <= n; j += kBlock) {
+    compute(buf, j, kBlock);
+    stream_copy(out + j, buf, sizeof buf);
+  }
+  const int64_t lines = (n - j) * int64_t(sizeof(Out)) / 64;
+  if (lines > 0) {
+    const int64_t len = lines * 64 / int64_t(sizeof(Out));
+    compute(buf, j, len);
+    stream_copy(out + j, buf, size_t(lines) * 64);
+    j += len;
+  }
+  if (j < n) compute(out + j, j, n - j);
+  stream_fence();
+}
+
+}  // namespace kiln::detail
