@@ -45,6 +45,7 @@ nb::object to_impl(Self self, nb::args args, nb::kwargs kwargs) {
   std::optional<DType> dtype;
   std::optional<Device> device;
   bool non_blocking = false, copy = false;
+  std::optional<MemoryFormat> format;
   int bools = 0;
   for (size_t k = 0; k < args.size(); ++k) {
     nb::handle a = args[k];
@@ -68,13 +69,15 @@ nb::object to_impl(Self self, nb::args args, nb::kwargs kwargs) {
     else if (k == "device") { if (!value.is_none()) device = device_arg(value); }
     else if (k == "non_blocking") non_blocking = nb::cast<bool>(value);
     else if (k == "copy") copy = nb::cast<bool>(value);
-    else if (k == "memory_format") {}
+    else if (k == "memory_format") format = memory_format_arg(value);
     else KILN_THROW(TypeError, "to() got an unexpected keyword argument '", k, "'");
   }
   Tensor r = nogil([&] {
     Tensor x = t;
     if (device && resolve_device(*device) != x.device()) x = to_device(x, *device, non_blocking);
     if (dtype && *dtype != x.dtype()) x = to_dtype(x, *dtype);
+    if (format && *format != MemoryFormat::Preserve && !x.is_contiguous(*format))
+      x = x.contiguous(*format);
     if (copy && x.is_same(t)) x = kiln::clone(x);
     return x;
   });
@@ -114,7 +117,21 @@ Tensor finish(Tensor r, const FactoryKw& f) {
 
 }  // namespace
 
+// A memory_format= argument: None (the default) or a kiln.memory_format value.
+std::optional<MemoryFormat> memory_format_arg(nb::handle h) {
+  if (h.is_none()) return std::nullopt;
+  KILN_CHECK(nb::isinstance<MemoryFormat>(h), TypeError,
+             "memory_format: expected a kiln.memory_format (kiln.contiguous_format, "
+             "kiln.channels_last or kiln.preserve_format), got ", Py_TYPE(h.ptr())->tp_name);
+  return nb::cast<MemoryFormat>(h);
+}
+
 void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
+  nb::enum_<MemoryFormat>(m, "memory_format")
+      .value("contiguous_format", MemoryFormat::Contiguous)
+      .value("channels_last", MemoryFormat::ChannelsLast)
+      .value("preserve_format", MemoryFormat::Preserve)
+      .export_values();
   cls.def("__init__", [](Tensor* self, nb::args args) {
     if (args.size() == 0) {
       new (self) Tensor(empty({0}, default_float_dtype()));
@@ -154,8 +171,10 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
       PyTuple_SET_ITEM(tup.ptr(), Py_ssize_t(i), PyLong_FromLongLong(s[i]));
     return tup;
   }, nb::arg("dim") = nb::none());
-  cls.def("is_contiguous", [](const Tensor& t, nb::handle) { return t.is_contiguous(); },
-          nb::arg("memory_format") = nb::none());
+  cls.def("is_contiguous", [](const Tensor& t, nb::handle format) {
+    const auto f = memory_format_arg(format);
+    return f ? t.is_contiguous(*f) : t.is_contiguous();
+  }, nb::arg("memory_format") = nb::none());
   cls.def("storage_offset", &Tensor::storage_offset);
   cls.def("element_size", &Tensor::element_size);
   cls.def_prop_ro("itemsize", &Tensor::element_size);
@@ -232,10 +251,11 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   cls.def("type_as", [](Self s, const Tensor& o) { return convert_to(s, o.dtype()); });
   cls.def("clone", [](const Tensor& t, nb::handle) { return nogil([&] { return kiln::clone(t); }); },
           nb::arg("memory_format") = nb::none());
-  cls.def("contiguous", [](Self self, nb::handle) -> nb::object {
+  cls.def("contiguous", [](Self self, nb::handle format) -> nb::object {
     const Tensor& t = self_ref(self);
-    if (t.is_contiguous()) return nb::borrow(self);
-    return nb::cast(nogil([&] { return kiln::contiguous(t); }));
+    const MemoryFormat f = memory_format_arg(format).value_or(MemoryFormat::Contiguous);
+    if (t.is_contiguous(f)) return nb::borrow(self);
+    return nb::cast(nogil([&] { return t.contiguous(f); }));
   }, nb::arg("memory_format") = nb::none());
   cls.def("copy_", [](Self self, const Tensor& src, bool non_blocking) {
     Tensor& t = self_ref(self);

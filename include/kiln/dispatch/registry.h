@@ -48,6 +48,9 @@ struct OpDef {
   CompositeFn composite = nullptr;  // set for composite ops: runs instead of meta+kernel
   bool dynamic_shape = false;  // output shape depends on data (nonzero, unique, ...)
   bool random = false;         // consumes the generator
+  // Fresh 4-D outputs are laid out channels-last when the inputs are (pointwise ops and
+  // convolution, as PyTorch's memory-format propagation); the kernels read output strides.
+  bool keeps_channels_last = false;
   std::array<KernelEntry, kNumDeviceTypes> kernels{};
   mutable std::atomic<int64_t> fallback_calls{0};  // calls that ran on the CPU instead
 };

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kiln/core/scalar.h"
+#include "kiln/tensor/memory_format.h"
 #include "kiln/tensor/tensor_impl.h"
 
 namespace kiln {
@@ -33,6 +34,8 @@ class Tensor {
   int64_t numel() const { return checked()->numel(); }
   int64_t storage_offset() const { return checked()->storage_offset(); }
   bool is_contiguous() const { return checked()->is_contiguous(); }
+  // In the given layout (MemoryFormat::ChannelsLast: 4-D with channels innermost).
+  bool is_contiguous(MemoryFormat format) const;
   DType dtype() const { return checked()->dtype(); }
   Device device() const { return checked()->device(); }
   size_t element_size() const { return kiln::element_size(dtype()); }
@@ -89,6 +92,8 @@ class Tensor {
 
   // Copies and conversions.
   Tensor contiguous() const;
+  // A tensor with the same values laid out in `format` (itself when it already is).
+  Tensor contiguous(MemoryFormat format) const;
   Tensor clone() const;
   Tensor& copy_(const Tensor& src);
   Tensor to(DType dtype) const;

@@ -57,11 +57,31 @@ std::string dtype_list(DTypeMask mask) {
   return s.empty() ? "none" : s;
 }
 
+// A 4-D output of shape `shape` is laid out channels-last when some 4-D input is (and not
+// also plain contiguous) and no input of the output's shape is plainly contiguous.
+bool wants_channels_last(const OpCall& call, const Shape& shape) {
+  if (shape.size() != 4) return false;
+  bool any = false;
+  for (const Tensor& t : call.inputs) {
+    if (!t.defined() || t.dim() != 4) continue;
+    const bool plain = t.is_contiguous();
+    if (plain && t.shape() == shape && !t.is_contiguous(MemoryFormat::ChannelsLast)) return false;
+    any = any || (!plain && t.is_contiguous(MemoryFormat::ChannelsLast));
+  }
+  return any;
+}
+
 void prepare_outputs(OpCall& call, const std::vector<TensorMeta>& metas, Device device) {
   const OpDef& op = *call.op;
   if (call.outs.empty()) {
     call.outs.reserve(metas.size());
-    for (const auto& m : metas) call.outs.push_back(empty_tensor(m.shape, m.dtype, device));
+    for (const auto& m : metas) {
+      if (op.keeps_channels_last && wants_channels_last(call, m.shape))
+        call.outs.push_back(
+            empty_strided_tensor(m.shape, channels_last_strides(m.shape), m.dtype, device));
+      else
+        call.outs.push_back(empty_tensor(m.shape, m.dtype, device));
+    }
     return;
   }
   KILN_CHECK(call.outs.size() == metas.size(), ValueError, op.name, ": expected ", metas.size(),

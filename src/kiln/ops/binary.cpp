@@ -251,26 +251,28 @@ Tensor& addcdiv_(Tensor& s, const Tensor& t1, const Tensor& t2, const Scalar& v)
 
 namespace ops {
 void register_binary_ops() {
+  // Every binary op is pointwise: channels-last inputs give channels-last results.
+  const auto mark = [](OpDef& def) { def.keeps_channels_last = true; };
   for (const char* name : {"mul", "pow", "maximum", "minimum", "fmod", "remainder", "atan2",
                            "bitwise_and", "bitwise_or", "bitwise_xor"})
-    register_op(name, std::string(name) + "(Tensor self, Tensor other) -> Tensor", broadcast_meta);
+    mark(register_op(name, std::string(name) + "(Tensor self, Tensor other) -> Tensor", broadcast_meta));
   for (const char* name : {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
                            "logical_xor"})
-    register_op(name, std::string(name) + "(Tensor self, Tensor other) -> Tensor",
-                broadcast_bool_meta);
-  register_op("add", "add(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", broadcast_meta);
-  register_op("sub", "sub(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", broadcast_meta);
-  register_op("div", "div(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor",
-              broadcast_meta);
-  register_op("where", "where(Tensor condition, Tensor self, Tensor other) -> Tensor",
+    mark(register_op(name, std::string(name) + "(Tensor self, Tensor other) -> Tensor",
+                broadcast_bool_meta));
+  mark(register_op("add", "add(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", broadcast_meta));
+  mark(register_op("sub", "sub(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", broadcast_meta));
+  mark(register_op("div", "div(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor",
+              broadcast_meta));
+  mark(register_op("where", "where(Tensor condition, Tensor self, Tensor other) -> Tensor",
               [](const OpCall& c) -> std::vector<TensorMeta> {
                 return {{broadcast_all(c.inputs), c.inputs[1].dtype()}};
-              });
-  register_op("lerp", "lerp(Tensor self, Tensor end, Tensor weight) -> Tensor", broadcast_meta);
-  register_op("addcmul", "addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor",
-              broadcast_meta);
-  register_op("addcdiv", "addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor",
-              broadcast_meta);
+              }));
+  mark(register_op("lerp", "lerp(Tensor self, Tensor end, Tensor weight) -> Tensor", broadcast_meta));
+  mark(register_op("addcmul", "addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor",
+              broadcast_meta));
+  mark(register_op("addcdiv", "addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor",
+              broadcast_meta));
 }
 }  // namespace ops
 

@@ -1,6 +1,7 @@
 // convolution and convolution_weight_grad: argument checks with PyTorch's messages, output
-// shapes, and the public functions. The kernels see contiguous inputs of one floating dtype
-// and per-dim lists already expanded to one entry per spatial dim.
+// shapes, and the public functions. The kernels see contiguous (or, for 4-D input,
+// channels-last) inputs of one floating dtype and per-dim lists already expanded to one
+// entry per spatial dim.
 #include "kiln/ops/conv.h"
 
 #include "conv_geometry.h"
@@ -32,8 +33,14 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias
   KILN_CHECK(weight.device() == input.device(), DeviceError, "convolution: expected weight on ",
              input.device().str(), ", got ", weight.device().str());
   ConvAttrs a = ops::check_convolution(input, weight.shape(), weight.dtype(), bias, options);
+  // A channels-last input stays as it is (the kernel reads it in place and writes a
+  // channels-last result, as PyTorch); other layouts are made contiguous.
+  const auto channels_last = [](const Tensor& t) {
+    return t.dim() == 4 && !t.is_contiguous() && t.is_contiguous(MemoryFormat::ChannelsLast);
+  };
   return call_op(KILN_OP("convolution"),
-                 {input.contiguous(), weight.contiguous(),
+                 {channels_last(input) ? input : input.contiguous(),
+                  channels_last(weight) ? weight : weight.contiguous(),
                   bias.defined() ? bias.contiguous() : Tensor()},
                  a.to_attrs());
 }
@@ -61,7 +68,8 @@ void register_conv_ops() {
               "convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, "
               "SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, "
               "SymInt groups) -> Tensor",
-              convolution_meta);
+              convolution_meta)
+      .keeps_channels_last = true;
   register_op("convolution_weight_grad",
               "convolution_weight_grad(Tensor input, Tensor grad_output, SymInt[] weight_shape, "
               "SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, "

@@ -121,6 +121,16 @@ void check_adaptive(const char* op, const Tensor& x, const std::vector<int64_t>&
              ops::torch_type_name(x.dtype()), "'");
 }
 
+// PyTorch keeps a channels-last input's layout in the pooled result; kiln's pooling kernels
+// work on contiguous NC[D]HW, so a channels-last input is pooled from a contiguous copy and
+// the result laid out channels-last again.
+bool is_channels_last(const Tensor& x) {
+  return x.dim() == 4 && !x.is_contiguous() && x.is_contiguous(MemoryFormat::ChannelsLast);
+}
+Tensor like_input(const Tensor& result, bool channels_last) {
+  return channels_last ? result.contiguous(MemoryFormat::ChannelsLast) : result;
+}
+
 }  // namespace
 
 std::pair<Tensor, Tensor> max_pool_with_indices(const Tensor& x, int64_t nd,
@@ -128,7 +138,8 @@ std::pair<Tensor, Tensor> max_pool_with_indices(const Tensor& x, int64_t nd,
   PoolAttrs a = check_pool("max_pool", x, nd, o, true);
   auto r = call_op_multi(KILN_OP("max_pool"), {x.contiguous()},
                          {a.kernel, a.stride, a.padding, a.dilation, a.ceil_mode});
-  return {r[0], r[1]};
+  const bool cl = is_channels_last(x);
+  return {like_input(r[0], cl), like_input(r[1], cl)};
 }
 
 Tensor avg_pool(const Tensor& x, int64_t nd, const PoolOptions& o) {
@@ -136,13 +147,16 @@ Tensor avg_pool(const Tensor& x, int64_t nd, const PoolOptions& o) {
   if (o.divisor_override)
     KILN_CHECK(*o.divisor_override != 0, Error, "avg_pool: divisor must be not zero");
   AttrValue divisor = o.divisor_override ? AttrValue(*o.divisor_override) : AttrValue();
-  return call_op(KILN_OP("avg_pool"), {x.contiguous()},
-                 {a.kernel, a.stride, a.padding, a.ceil_mode, o.count_include_pad, divisor});
+  return like_input(call_op(KILN_OP("avg_pool"), {x.contiguous()},
+                            {a.kernel, a.stride, a.padding, a.ceil_mode, o.count_include_pad,
+                             divisor}),
+                    is_channels_last(x));
 }
 
 Tensor adaptive_avg_pool(const Tensor& x, const std::vector<int64_t>& output_size) {
   check_adaptive("adaptive_avg_pool", x, output_size);
-  return call_op(KILN_OP("adaptive_avg_pool"), {x.contiguous()}, {output_size});
+  return like_input(call_op(KILN_OP("adaptive_avg_pool"), {x.contiguous()}, {output_size}),
+                    is_channels_last(x));
 }
 
 std::pair<Tensor, Tensor> adaptive_max_pool_with_indices(const Tensor& x,

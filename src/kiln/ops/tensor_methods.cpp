@@ -1,4 +1,5 @@
 // Tensor's methods and operators: thin forwards to the free functions of the op families.
+#include "kiln/tensor/empty.h"
 #include "kiln/ops/copy.h"
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/factory.h"
@@ -36,6 +37,25 @@ Tensor Tensor::unfold(int64_t d, int64_t s, int64_t st) const {
 }
 
 Tensor Tensor::contiguous() const { return kiln::contiguous(*this); }
+bool Tensor::is_contiguous(MemoryFormat format) const {
+  switch (format) {
+    case MemoryFormat::Contiguous: return is_contiguous();
+    case MemoryFormat::ChannelsLast: return is_channels_last_geometry(shape(), strides());
+    case MemoryFormat::Preserve: break;
+  }
+  KILN_THROW(ValueError, "is_contiguous: preserve_format is not a memory format to test for");
+}
+Tensor Tensor::contiguous(MemoryFormat format) const {
+  if (format == MemoryFormat::Contiguous) return contiguous();
+  KILN_CHECK(format == MemoryFormat::ChannelsLast, ValueError,
+             "contiguous: expected contiguous_format or channels_last, got preserve_format");
+  KILN_CHECK(dim() == 4, ShapeError, "required rank 4 tensor to use channels_last format, got a ",
+             dim(), "-D tensor of shape ", shape_str(shape()));
+  if (is_contiguous(format)) return *this;
+  Tensor out = empty_strided_tensor(shape(), channels_last_strides(shape()), dtype(), device());
+  out.copy_(*this);  // recorded by autograd like any copy
+  return out;
+}
 Tensor Tensor::clone() const { return kiln::clone(*this); }
 Tensor& Tensor::copy_(const Tensor& src) { return kiln::copy_(*this, src); }
 Tensor Tensor::to(DType d) const { return to_dtype(*this, d); }

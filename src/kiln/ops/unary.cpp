@@ -159,14 +159,18 @@ void register_unary_ops() {
   for (const char* name : {"neg", "abs", "exp", "exp2", "log", "log2", "log1p", "expm1", "sqrt",
                            "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid", "relu", "silu", "erf",
                            "floor", "ceil", "round", "trunc", "sign", "reciprocal"})
-    register_op(name, std::string(name) + "(Tensor self) -> Tensor", same_as_first_meta);
+    register_op(name, std::string(name) + "(Tensor self) -> Tensor", same_as_first_meta)
+        .keeps_channels_last = true;
   for (const char* name : {"logical_not", "isnan", "isinf", "isfinite"})
-    register_op(name, std::string(name) + "(Tensor self) -> Tensor", bool_meta);
-  register_op("gelu", "gelu(Tensor self, *, str approximate='none') -> Tensor", same_as_first_meta);
+    register_op(name, std::string(name) + "(Tensor self) -> Tensor", bool_meta)
+        .keeps_channels_last = true;
+  register_op("gelu", "gelu(Tensor self, *, str approximate='none') -> Tensor", same_as_first_meta)
+      .keeps_channels_last = true;
   register_op("softplus", "softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor",
               same_as_first_meta);
   register_op("clamp", "clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor",
-              same_as_first_meta);
+              same_as_first_meta)
+      .keeps_channels_last = true;
   register_op("nan_to_num",
               "nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor",
               same_as_first_meta);

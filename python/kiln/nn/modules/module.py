@@ -544,11 +544,18 @@ class Module:
             raise TypeError("nn.Module.to only accepts floating point or complex dtypes, but "
                             f"got desired dtype={dtype}")
 
+        memory_format = kwargs.get("memory_format")
+
         def convert(t):
             if t.is_floating_point():
-                return t.to(device=device if device is not None else t.device,
-                            dtype=dtype if dtype is not None else t.dtype)
-            return t.to(device) if device is not None else t
+                t = t.to(device=device if device is not None else t.device,
+                         dtype=dtype if dtype is not None else t.dtype)
+            elif device is not None:
+                t = t.to(device)
+            # as torch: memory_format lays out the 4-D parameters and buffers (conv weights)
+            if memory_format is not None and t.dim() == 4:
+                t = t.to(memory_format=memory_format)
+            return t
         return self._apply(convert)
 
     def cpu(self):

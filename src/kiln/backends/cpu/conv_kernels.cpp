@@ -9,6 +9,8 @@
 
 #include "dense_gemm.h"
 #include "im2col.h"
+#include "kiln/tensor/empty.h"
+#include "index_loops.h"
 #include "kiln/core/convert.h"
 #include "kiln/dispatch/registry.h"
 #include "onednn_conv.h"
@@ -239,6 +241,22 @@ void convolution_weight_grad_kernel(OpCall& call) {
 
 void convolution_dispatch(OpCall& call) {
   if (onednn_convolution(call)) return;
+  const Tensor& x = call.inputs[0];
+  const Tensor& out = call.outs[0];
+  const Tensor& w = call.inputs[1];
+  if (!x.is_contiguous() || !out.is_contiguous() || !w.is_contiguous()) {
+    // Channels-last operands: kiln's kernel works on contiguous NC[D]HW, so it runs on
+    // contiguous copies (oneDNN, above, reads and writes channels-last in place).
+    OpCall inner = call;
+    for (size_t i : {size_t(0), size_t(1)}) {
+      inner.inputs[i] = empty_tensor(call.inputs[i].shape(), x.dtype(), x.device());
+      copy_same_shape(inner.inputs[i], call.inputs[i]);
+    }
+    inner.outs[0] = empty_tensor(out.shape(), out.dtype(), out.device());
+    convolution_dispatch(inner);
+    copy_same_shape(out, inner.outs[0]);
+    return;
+  }
   KILN_DISPATCH_FLOAT(call.inputs[0].dtype(), "convolution",
                       [&]<typename T>() { convolution_kernel<T>(call); });
 }

@@ -50,16 +50,15 @@ memory::format_tag plain_tag(int64_t nd) {  // activations: ncw / nchw / ncdhw
   return nd == 3 ? memory::format_tag::ncw
                  : nd == 4 ? memory::format_tag::nchw : memory::format_tag::ncdhw;
 }
-memory::format_tag weight_tag(int64_t nd, bool grouped) {
-  if (grouped)
-    return nd == 3 ? memory::format_tag::goiw
-                   : nd == 4 ? memory::format_tag::goihw : memory::format_tag::goidhw;
-  return nd == 3 ? memory::format_tag::oiw
-                 : nd == 4 ? memory::format_tag::oihw : memory::format_tag::oidhw;
+// A 4-D operand stored channels-last (and not also plain contiguous).
+bool channels_last(const Tensor& t) {
+  return t.dim() == 4 && !t.is_contiguous() && t.is_contiguous(MemoryFormat::ChannelsLast);
 }
 
 std::string plan_key(const OpCall& call) {
-  std::string k = std::to_string(int(call.inputs[0].dtype()));
+  std::string k = std::to_string(int(call.inputs[0].dtype())) +
+                  (channels_last(call.inputs[0]) ? "nhwc" : "") +
+                  (channels_last(call.inputs[1]) ? "ohwi" : "");
   auto add = [&k](const std::vector<int64_t>& v) {
     k += '|';
     for (int64_t x : v) k += std::to_string(x) + ',';
@@ -81,14 +80,20 @@ std::shared_ptr<ConvPlan> make_plan(const OpCall& call) {
   const memory::data_type dt =
       x.dtype() == DType::BF16 ? memory::data_type::bf16 : memory::data_type::f32;
   auto plan = std::make_shared<ConvPlan>();
-  plan->src_plain = memory::desc(to_dims(x.shape()), dt, plain_tag(nd));
-  plan->dst_plain = memory::desc(to_dims(y.shape()), dt, plain_tag(nd));
+  const bool nhwc = channels_last(x);
+  const memory::format_tag act_tag = nhwc ? memory::format_tag::nhwc : plain_tag(nd);
+  plan->src_plain = memory::desc(to_dims(x.shape()), dt, act_tag);
+  plan->dst_plain = memory::desc(to_dims(y.shape()), dt, act_tag);
   memory::dims wdims = to_dims(w.shape());
   if (groups > 1) {
     wdims[0] /= groups;
     wdims.insert(wdims.begin(), groups);
   }
-  plan->w_plain = memory::desc(wdims, dt, weight_tag(nd, groups > 1));
+  // The weight as stored: contiguous (oihw) or channels-last (ohwi), described by its strides
+  // (grouped: the leading dim split into groups x out-channels-per-group).
+  memory::dims wstrides(w.strides().begin(), w.strides().end());
+  if (groups > 1) wstrides.insert(wstrides.begin(), wdims[1] * w.stride(0));
+  plan->w_plain = memory::desc(wdims, dt, wstrides);
   const auto any = memory::format_tag::any;
   // Activation layout: 1x1 convolutions and first layers (at most 4 input channels per
   // group, ungrouped) run fastest on kiln's own NC[D]HW layout (oneDNN's im2col + sgemm path,
@@ -96,7 +101,8 @@ std::shared_ptr<ConvPlan> make_plan(const OpCall& call) {
   // pick its blocked layout (brgconv / depthwise kernels) and pay one reorder each way.
   bool one_by_one = true;
   for (int64_t i = 2; i < w.dim(); ++i) one_by_one = one_by_one && w.size(i) == 1;
-  const bool plain_act = groups == 1 && (one_by_one || w.size(1) <= 4);
+  // Channels-last activations are used as they are: oneDNN's kernels run on nhwc directly.
+  const bool plain_act = nhwc || (groups == 1 && (one_by_one || w.size(1) <= 4));
   memory::desc src_any = plain_act ? plan->src_plain : memory::desc(to_dims(x.shape()), dt, any);
   memory::desc dst_any = plain_act ? plan->dst_plain : memory::desc(to_dims(y.shape()), dt, any);
   memory::desc w_any(wdims, dt, any);
@@ -137,8 +143,10 @@ bool onednn_convolution(OpCall& call) {
   if (!x.device().is_cpu()) return false;  // the testing backend keeps kiln's kernel
   if (dt != DType::F32 && !(dt == DType::BF16 && isa_level() >= IsaLevel::Avx512Vnni)) return false;
   if (x.dim() < 3 || x.dim() > 5 || call.outs[0].numel() == 0) return false;
-  if (!x.is_contiguous() || !call.inputs[1].is_contiguous() || !call.outs[0].is_contiguous())
-    return false;
+  // Both activations contiguous, or both channels-last (4-D); anything else: kiln's kernel.
+  const bool nhwc = channels_last(x) && channels_last(call.outs[0]);
+  if (!nhwc && (!x.is_contiguous() || !call.outs[0].is_contiguous())) return false;
+  if (!call.inputs[1].is_contiguous() && !channels_last(call.inputs[1])) return false;
   if (call.inputs[2].defined() && (!call.inputs[2].is_contiguous() || call.inputs[2].dtype() != dt))
     return false;
   const std::string key = plan_key(call);

@@ -1,0 +1,122 @@
+// Channels-last (NHWC-strided [N, C, H, W]) tensors: convolution reads them in place through
+// oneDNN's nhwc kernels (kiln's kernel through contiguous copies when oneDNN is off: the
+// isa_* CTest reruns) and returns channels-last results; pointwise ops and pooling keep the
+// layout; autograd flows through; Tensor::contiguous(ChannelsLast) / is_contiguous. Values
+// are checked against the float64 direct convolution of conv_ref.h.
+#include "kiln/nn/conv.h"
+#include "nn/conv_ref.h"
+#include "nn/nn_test_util.h"
+
+namespace kiln::nn::test {
+namespace {
+
+namespace F = functional;
+
+bool is_cl(const Tensor& t) {
+  return !t.is_contiguous() && t.is_contiguous(MemoryFormat::ChannelsLast);
+}
+
+void check_case(const Conv2dCase& c, DType dt, bool cl_weight, uint32_t seed) {
+  const std::string what = "groups " + std::to_string(c.groups) + " stride " +
+                           std::to_string(c.sh) + " " + std::string(dtype_name(dt)) +
+                           (cl_weight ? " cl weight" : "");
+  auto xv = rand_vals(size_t(c.N * c.C * c.H * c.W), seed);
+  auto wv = rand_vals(size_t(c.O * (c.C / c.groups) * c.KH * c.KW), seed + 1);
+  auto bv = rand_vals(size_t(c.O), seed + 2);
+  Tensor x = f64(xv, {c.N, c.C, c.H, c.W}).to(dt);
+  Tensor w = f64(wv, {c.O, c.C / c.groups, c.KH, c.KW}).to(dt);
+  Tensor b = f64(bv, {c.O}).to(dt);
+  // Reference on the values the kernels see (rounded to dt).
+  auto ref = ref_conv2d(c, x.to(DType::F64).to_vector<double>(), w.to(DType::F64).to_vector<double>(),
+                        b.to(DType::F64).to_vector<double>());
+  Tensor xcl = x.contiguous(MemoryFormat::ChannelsLast);
+  ASSERT_TRUE(is_cl(xcl)) << what;
+  if (cl_weight) w = w.contiguous(MemoryFormat::ChannelsLast);
+  Tensor y = F::conv2d(xcl, w, b, {c.sh, c.sw}, std::vector<int64_t>{c.ph, c.pw}, {c.dh, c.dw},
+                       c.groups);
+  const Shape out{c.N, c.O, conv_out(c.H, c.KH, c.sh, c.ph, c.dh), conv_out(c.W, c.KW, c.sw, c.pw, c.dw)};
+  EXPECT_TRUE(is_cl(y)) << what << ": the result should be channels-last";
+  expect_values(y.to(DType::F64), out, ref, dt == DType::BF16 ? 3e-2 : 2e-5, what);
+}
+
+TEST(ConvChannelsLast, PlainGroupedDepthwiseStridedFloatAndBfloat16) {
+  uint32_t seed = 1;
+  for (DType dt : {DType::F32, DType::BF16})
+    for (bool cl_weight : {false, true}) {
+      check_case({2, 16, 9, 11, 24, 3, 3, 1, 1, 1, 1}, dt, cl_weight, seed++);          // 3x3
+      check_case({2, 16, 9, 11, 32, 1, 1}, dt, cl_weight, seed++);                      // 1x1
+      check_case({1, 16, 12, 10, 16, 3, 3, 2, 2, 1, 1, 1, 1, 4}, dt, cl_weight, seed++);  // grouped
+      check_case({1, 16, 12, 10, 16, 3, 3, 1, 1, 2, 2, 2, 2, 16}, dt, cl_weight, seed++); // depthwise
+      check_case({2, 3, 15, 13, 8, 7, 7, 2, 2, 3, 3}, dt, cl_weight, seed++);           // first layer
+    }
+}
+
+TEST(ConvChannelsLast, PointwiseOpsAndPoolingKeepTheLayout) {
+  Tensor x = f64(rand_vals(2 * 8 * 6 * 5, 40), {2, 8, 6, 5}).to(DType::F32);
+  Tensor xcl = x.contiguous(MemoryFormat::ChannelsLast);
+  Tensor bias = f64(rand_vals(8, 41), {8, 1, 1}).to(DType::F32);
+  auto same = [](const Tensor& a, const Tensor& b) {
+    return a.to(DType::F64).to_vector<double>() == b.to(DType::F64).to_vector<double>();
+  };
+  EXPECT_TRUE(is_cl(relu(xcl)));
+  EXPECT_TRUE(same(relu(xcl), relu(x)));
+  EXPECT_TRUE(is_cl(add(xcl, bias)));
+  EXPECT_TRUE(same(add(xcl, bias), add(x, bias)));
+  EXPECT_TRUE(is_cl(mul(xcl, xcl)));
+  // A plainly contiguous operand of the same shape decides for the contiguous layout.
+  EXPECT_TRUE(add(xcl, x).is_contiguous());
+  EXPECT_TRUE(same(add(xcl, x), add(x, x)));
+  Tensor p = F::max_pool2d(xcl, {3, 3}, {2, 2}, {1, 1});
+  EXPECT_TRUE(is_cl(p));
+  EXPECT_TRUE(same(p, F::max_pool2d(x, {3, 3}, {2, 2}, {1, 1})));
+}
+
+TEST(ConvChannelsLast, GradientsMatchTheContiguousLayout) {
+  const Conv2dCase c{2, 6, 7, 8, 10, 3, 3, 1, 1, 1, 1};
+  auto xv = rand_vals(size_t(2 * 6 * 7 * 8), 50), wv = rand_vals(size_t(10 * 6 * 9), 51);
+  Tensor grads[2][2];
+  for (int cl = 0; cl < 2; ++cl) {
+    Tensor x = f64(xv, {2, 6, 7, 8}).to(DType::F32), w = f64(wv, {10, 6, 3, 3}).to(DType::F32);
+    if (cl) x = x.contiguous(MemoryFormat::ChannelsLast);
+    autograd::set_requires_grad(x);
+    autograd::set_requires_grad(w);
+    Tensor y = F::conv2d(x, w, Tensor(), {1, 1}, std::vector<int64_t>{1, 1});
+    backward(sum(mul(y, y)));
+    grads[cl][0] = autograd::grad(x);
+    grads[cl][1] = autograd::grad(w);
+  }
+  for (int k = 0; k < 2; ++k)
+    expect_values(grads[1][k].to(DType::F64), grads[0][k].shape(),
+                  grads[0][k].to(DType::F64).to_vector<double>(), 1e-4, k ? "dW" : "dx");
+}
+
+TEST(ConvChannelsLast, TransposedConvolutionReadsChannelsLast) {
+  Tensor x = f64(rand_vals(1 * 8 * 5 * 6, 60), {1, 8, 5, 6}).to(DType::F32);
+  Tensor w = f64(rand_vals(8 * 4 * 3 * 3, 61), {8, 4, 3, 3}).to(DType::F32);
+  Tensor plain = F::conv_transpose2d(x, w, Tensor(), {2, 2}, {1, 1});
+  Tensor cl = F::conv_transpose2d(x.contiguous(MemoryFormat::ChannelsLast), w, Tensor(), {2, 2}, {1, 1});
+  expect_values(cl.to(DType::F64), plain.shape(), plain.to(DType::F64).to_vector<double>(), 1e-5);
+}
+
+TEST(ConvChannelsLast, ContiguousAndIsContiguous) {
+  Tensor x = f64(rand_vals(2 * 3 * 4 * 5, 70), {2, 3, 4, 5});
+  Tensor cl = x.contiguous(MemoryFormat::ChannelsLast);
+  EXPECT_EQ(cl.strides(), (Strides{60, 1, 15, 3}));
+  EXPECT_TRUE(cl.is_contiguous(MemoryFormat::ChannelsLast));
+  EXPECT_FALSE(cl.is_contiguous());
+  EXPECT_EQ(cl.to_vector<double>(), x.to_vector<double>());
+  EXPECT_TRUE(cl.contiguous(MemoryFormat::ChannelsLast).is_same(cl));
+  EXPECT_EQ(cl.contiguous().strides(), x.strides());
+  // One channel: both layouts at once, as PyTorch.
+  Tensor one = f64(rand_vals(2 * 1 * 4 * 5, 71), {2, 1, 4, 5});
+  EXPECT_TRUE(one.is_contiguous(MemoryFormat::ChannelsLast));
+  try {
+    f64({1, 2, 3}, {3}).contiguous(MemoryFormat::ChannelsLast);
+    ADD_FAILURE() << "no error for a 1-D tensor";
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("rank 4"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace kiln::nn::test
