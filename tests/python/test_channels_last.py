@@ -1,0 +1,88 @@
+"""Channels-last tensors and modules against torch 2.13: kiln.channels_last / memory_format=
+on Tensor.to, contiguous, is_contiguous and Module.to; convolution (plain, grouped, depthwise,
+float32 and bfloat16) gives torch's values and torch's layout; pointwise ops and max pooling
+keep the layout; gradients through a channels-last convolution match torch's."""
+import numpy as np
+import pytest
+import torch
+
+import kiln
+import oracle
+
+
+def both(shape, seed, dtype="float32"):
+    a = np.random.default_rng(seed).uniform(-1, 1, shape).astype(np.float32)
+    t = torch.from_numpy(a).to(getattr(torch, dtype))
+    return kiln.from_numpy(t.float().numpy()).to(getattr(kiln, dtype)), t
+
+
+def npy(x):
+    return x.detach().float().numpy()
+
+
+def test_memory_format_objects_and_strides_match_torch():
+    k, t = both((2, 3, 4, 5), 0)
+    kc, tc = k.to(memory_format=kiln.channels_last), t.to(memory_format=torch.channels_last)
+    assert kc.stride() == tc.stride()
+    for fmt_k, fmt_t in [(kiln.channels_last, torch.channels_last),
+                         (kiln.contiguous_format, torch.contiguous_format)]:
+        assert kc.is_contiguous(memory_format=fmt_k) == tc.is_contiguous(memory_format=fmt_t)
+        assert k.is_contiguous(memory_format=fmt_k) == t.is_contiguous(memory_format=fmt_t)
+    assert k.contiguous(memory_format=kiln.channels_last).stride() == tc.stride()
+    assert kc.contiguous().stride() == t.stride()
+    np.testing.assert_array_equal(npy(kc), npy(tc))
+    with pytest.raises(RuntimeError):
+        kiln.zeros(3, 4).contiguous(memory_format=kiln.channels_last)
+    with pytest.raises(TypeError):
+        k.contiguous(memory_format="channels_last")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("groups,stride,kernel", [(1, 1, 3), (1, 2, 1), (4, 1, 3), (16, 2, 3)])
+def test_conv2d_channels_last_matches_torch(dtype, groups, stride, kernel):
+    x, tx = both((2, 16, 11, 9), 1, dtype)
+    w, tw = both((32 if groups != 16 else 16, 16 // groups, kernel, kernel), 2, dtype)
+    b, tb = both((w.shape[0],), 3, dtype)
+    cl_k, cl_t = kiln.channels_last, torch.channels_last
+    y = kiln.nn.functional.conv2d(x.to(memory_format=cl_k), w, b, stride, kernel // 2, 1, groups)
+    ty = torch.nn.functional.conv2d(tx.to(memory_format=cl_t), tw, tb, stride, kernel // 2, 1,
+                                    groups)
+    assert y.is_contiguous(memory_format=cl_k) == ty.is_contiguous(memory_format=cl_t)
+    assert y.stride() == ty.stride()
+    tol = 3e-2 if dtype == "bfloat16" else 2e-5
+    want = torch.nn.functional.conv2d(tx.double(), tw.double(), tb.double(), stride, kernel // 2,
+                                      1, groups)
+    np.testing.assert_allclose(npy(y), want.numpy(), rtol=tol, atol=tol)
+    oracle.record("conv2d channels_last")
+
+
+def test_module_to_channels_last_and_layout_through_a_block():
+    torch.manual_seed(0)
+    tm = torch.nn.Sequential(torch.nn.Conv2d(8, 16, 3, padding=1), torch.nn.BatchNorm2d(16),
+                             torch.nn.ReLU(), torch.nn.MaxPool2d(2)).eval()
+    km = kiln.nn.Sequential(kiln.nn.Conv2d(8, 16, 3, padding=1), kiln.nn.BatchNorm2d(16),
+                            kiln.nn.ReLU(), kiln.nn.MaxPool2d(2)).eval()
+    km.load_state_dict({k: kiln.from_numpy(v.detach().numpy().copy())
+                        for k, v in tm.state_dict().items()})
+    tm = tm.to(memory_format=torch.channels_last)
+    km = km.to(memory_format=kiln.channels_last)
+    assert km[0].weight.stride() == tm[0].weight.stride()
+    x, tx = both((2, 8, 10, 12), 4)
+    with torch.no_grad(), kiln.no_grad():
+        ty = tm(tx.to(memory_format=torch.channels_last))
+        y = km(x.to(memory_format=kiln.channels_last))
+    assert y.stride() == ty.stride()
+    np.testing.assert_allclose(npy(y), npy(ty), rtol=1e-5, atol=1e-5)
+
+
+def test_conv_gradients_channels_last_match_torch():
+    x, tx = both((2, 6, 7, 8), 5)
+    w, tw = both((10, 6, 3, 3), 6)
+    x = x.to(memory_format=kiln.channels_last).requires_grad_()
+    w.requires_grad_()
+    tx = tx.to(memory_format=torch.channels_last).requires_grad_()
+    tw.requires_grad_()
+    (kiln.nn.functional.conv2d(x, w, None, 1, 1) ** 2).sum().backward()
+    (torch.nn.functional.conv2d(tx, tw, None, 1, 1) ** 2).sum().backward()
+    np.testing.assert_allclose(npy(x.grad), npy(tx.grad), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(npy(w.grad), npy(tw.grad), rtol=1e-4, atol=1e-3)
