@@ -310,15 +310,25 @@ def sec_resnet(b):
             if not bf16_guard(b, "resnet50 bf16"):
                 break
             tm, km = tm.to(torch.bfloat16), km.to(kiln.bfloat16)
-        for bs in cfg.resnet_batches:
-            g = torch.Generator().manual_seed(2)
-            x = torch.randn(bs, 3, cfg.image, cfg.image, generator=g)
-            if dt == "bf16":
-                x = x.to(torch.bfloat16)
-            kx = to_kiln(x)
-            with torch.inference_mode(), kiln.inference_mode():
-                d = max_diff(km(kx), tm(x))
-                b.pair(f"resnet50_b{bs} {dt}", lambda: km(kx), lambda: tm(x), diff=d)
+        # NCHW, then both models and inputs channels-last (as torch users run CNNs on CPU)
+        for fmt in ("", " channels_last"):
+            if fmt:
+                tm = tm.to(memory_format=torch.channels_last)
+                km = km.to(memory_format=kiln.channels_last)
+            for bs in cfg.resnet_batches:
+                g = torch.Generator().manual_seed(2)
+                x = torch.randn(bs, 3, cfg.image, cfg.image, generator=g)
+                if dt == "bf16":
+                    x = x.to(torch.bfloat16)
+                kx = to_kiln(x)
+                if fmt:
+                    x = x.to(memory_format=torch.channels_last)
+                    kx = kx.to(memory_format=kiln.channels_last)
+                with torch.inference_mode(), kiln.inference_mode():
+                    d = max_diff(km(kx), tm(x))
+                    b.pair(f"resnet50_b{bs} {dt}{fmt}", lambda: km(kx), lambda: tm(x), diff=d)
+        tm = tm.to(memory_format=torch.contiguous_format)
+        km = km.to(memory_format=kiln.contiguous_format)
 
 
 def sec_gpt2(b):

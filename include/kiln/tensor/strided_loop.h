@@ -37,13 +37,30 @@ inline Strides broadcast_byte_strides(const Tensor& t, const Shape& shape) {
   return out;
 }
 
+// memory_order: visit the dims in the memory order of ops[0] (the output) rather than in
+// logical order, so a channels-last or transposed output is still written in unit-stride
+// runs (the order of elementwise work is free; random fills keep logical order).
 template <size_t N>
-StridedLoop<N> make_strided_loop(const std::array<const Tensor*, N>& ops, const Shape& shape) {
+StridedLoop<N> make_strided_loop(const std::array<const Tensor*, N>& ops, const Shape& logical,
+                                 bool memory_order = false) {
   StridedLoop<N> loop;
-  loop.numel = numel_of(shape);
+  loop.numel = numel_of(logical);
   for (size_t k = 0; k < N; ++k) loop.data[k] = static_cast<char*>(ops[k]->raw_data());
   std::vector<Strides> st(N);
-  for (size_t k = 0; k < N; ++k) st[k] = broadcast_byte_strides(*ops[k], shape);
+  for (size_t k = 0; k < N; ++k) st[k] = broadcast_byte_strides(*ops[k], logical);
+  Shape shape = logical;
+  if (memory_order && !ops[0]->is_contiguous()) {
+    // Outermost first: larger output strides first (stable, so ties keep logical order).
+    std::vector<size_t> order(shape.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return st[0][a] > st[0][b]; });
+    for (size_t i = 0; i < order.size(); ++i) shape[i] = logical[order[i]];
+    for (auto& s : st) {
+      const Strides old = s;
+      for (size_t i = 0; i < order.size(); ++i) s[i] = old[order[i]];
+    }
+  }
   // Merge dims from innermost outwards: dim i-1 folds into dim i when for every operand
   // stride[i-1] == stride[i] * size[i]. Dims of size 1 are dropped.
   Shape merged;
@@ -243,7 +260,7 @@ void elementwise_kernel(const Tensor& out, std::array<const Tensor*, sizeof...(I
   std::array<const Tensor*, N> ops;
   ops[0] = &out;
   for (size_t k = 0; k < sizeof...(In); ++k) ops[k + 1] = ins[k];
-  auto loop = make_strided_loop<N>(ops, out.shape());
+  auto loop = make_strided_loop<N>(ops, out.shape(), /*memory_order=*/true);
   const auto is = std::index_sequence_for<In...>{};
   // Streaming stores for large outputs, but not in place (relu_): the line was just read
   // into the cache, so an ordinary store costs no extra read there.

@@ -140,7 +140,8 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   if (weight.defined()) scale = scale * weight;
   Tensor shift = -running_mean * scale;
   if (bias.defined()) shift = shift + bias;
-  return x * reshape(scale, cs) + reshape(shift, cs);
+  // One pass over x (addcmul: shift + x * scale), not a multiply and an add.
+  return addcmul(reshape(shift, cs), x, reshape(scale, cs));
 }
 
 }  // namespace kiln::nn::functional
