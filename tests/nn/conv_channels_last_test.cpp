@@ -71,6 +71,28 @@ TEST(ConvChannelsLast, PointwiseOpsAndPoolingKeepTheLayout) {
   EXPECT_TRUE(same(p, F::max_pool2d(x, {3, 3}, {2, 2}, {1, 1})));
 }
 
+TEST(ConvChannelsLast, MaxPoolInPlaceMatchesThePlanarKernel) {
+  auto v = rand_vals(2 * 12 * 9 * 10, 45);
+  v[5] = std::nan("");                                       // NaN wins its windows
+  for (size_t i = 100; i < 112; ++i) v[i] = -INFINITY;       // all -inf windows: first tap
+  for (DType dt : {DType::F32, DType::BF16, DType::F64}) {
+    Tensor x = f64(v, {2, 12, 9, 10}).to(dt);
+    Tensor xcl = x.contiguous(MemoryFormat::ChannelsLast);
+    struct P { F::IntList k, s, p, d; bool ceil; };
+    for (const P& c : {P{{3, 3}, {2, 2}, {1, 1}, {1, 1}, false}, P{{2, 3}, {1, 2}, {0, 1}, {2, 1}, true},
+                       P{{3, 3}, {3, 3}, {1, 1}, {2, 2}, true}}) {
+      auto [a, ai] = F::max_pool2d_with_indices(x, c.k, c.s, c.p, c.d, c.ceil);
+      auto [b, bi] = F::max_pool2d_with_indices(xcl, c.k, c.s, c.p, c.d, c.ceil);
+      EXPECT_TRUE(is_cl(b) && is_cl(bi)) << dtype_name(dt);
+      auto av = a.to(DType::F64).to_vector<double>(), bv = b.to(DType::F64).to_vector<double>();
+      ASSERT_EQ(av.size(), bv.size());
+      for (size_t i = 0; i < av.size(); ++i)
+        ASSERT_TRUE(av[i] == bv[i] || (std::isnan(av[i]) && std::isnan(bv[i]))) << i;
+      EXPECT_EQ(ai.to_vector<int64_t>(), bi.to_vector<int64_t>()) << dtype_name(dt);
+    }
+  }
+}
+
 TEST(ConvChannelsLast, GradientsMatchTheContiguousLayout) {
   const Conv2dCase c{2, 6, 7, 8, 10, 3, 3, 1, 1, 1, 1};
   auto xv = rand_vals(size_t(2 * 6 * 7 * 8), 50), wv = rand_vals(size_t(10 * 6 * 9), 51);
@@ -80,7 +102,8 @@ TEST(ConvChannelsLast, GradientsMatchTheContiguousLayout) {
     if (cl) x = x.contiguous(MemoryFormat::ChannelsLast);
     autograd::set_requires_grad(x);
     autograd::set_requires_grad(w);
-    Tensor y = F::conv2d(x, w, Tensor(), {1, 1}, std::vector<int64_t>{1, 1});
+    Tensor y = F::max_pool2d(F::conv2d(x, w, Tensor(), {1, 1}, std::vector<int64_t>{1, 1}),
+                             {2, 2});
     backward(sum(mul(y, y)));
     grads[cl][0] = autograd::grad(x);
     grads[cl][1] = autograd::grad(w);

@@ -136,9 +136,11 @@ Tensor like_input(const Tensor& result, bool channels_last) {
 std::pair<Tensor, Tensor> max_pool_with_indices(const Tensor& x, int64_t nd,
                                                 const PoolOptions& o) {
   PoolAttrs a = check_pool("max_pool", x, nd, o, true);
-  auto r = call_op_multi(KILN_OP("max_pool"), {x.contiguous()},
-                         {a.kernel, a.stride, a.padding, a.dilation, a.ceil_mode});
+  // 2-D channels-last input: the kernel pools it in place into channels-last outputs.
   const bool cl = is_channels_last(x);
+  auto r = call_op_multi(KILN_OP("max_pool"), {cl && nd == 2 ? x : x.contiguous()},
+                         {a.kernel, a.stride, a.padding, a.dilation, a.ceil_mode});
+  if (cl && nd == 2) return {r[0], r[1]};
   return {like_input(r[0], cl), like_input(r[1], cl)};
 }
 
@@ -185,7 +187,8 @@ void register_pooling_ops() {
   register_op("max_pool",
               "max_pool(Tensor self, int[] kernel_size, int[] stride, int[] padding, "
               "int[] dilation, bool ceil_mode) -> (Tensor, Tensor)",
-              max_pool_meta);
+              max_pool_meta)
+      .keeps_channels_last = true;
   register_op("avg_pool",
               "avg_pool(Tensor self, int[] kernel_size, int[] stride, int[] padding, "
               "bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor",

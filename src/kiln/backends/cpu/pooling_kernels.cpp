@@ -66,10 +66,84 @@ inline void tap_range(int64_t st, int64_t d, int64_t k, int64_t in, int64_t& lo,
   if (hi < lo) hi = lo;
 }
 
+// 2-D max pooling of a channels-last input into channels-last outputs: for each output
+// position the window's taps are whole rows of C contiguous channels, so the comparisons run
+// across channels (vectorisable) instead of one scalar window per plane. Same ties and NaN
+// rule as the planar kernel below; indices are flat within each (h, w) plane.
+template <typename T>
+void max_pool_channels_last(OpCall& call) {
+  using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const Tensor& x = call.inputs[0];
+  const int64_t N = x.size(0), Ch = x.size(1), H = x.size(2), W = x.size(3);
+  const int64_t OH = call.outs[0].size(2), OW = call.outs[0].size(3);
+  const auto& k = call.ints_attr(0);
+  const auto& s = call.ints_attr(1);
+  const auto& p = call.ints_attr(2);
+  const auto& d = call.ints_attr(3);
+  const T* src = static_cast<const T*>(x.raw_data());
+  T* dst = static_cast<T*>(call.outs[0].raw_data());
+  int64_t* idx = static_cast<int64_t*>(call.outs[1].raw_data());
+  const bool parallel = N * OH > 1 && N * OH * OW * Ch >= (int64_t(1) << 14);
+#pragma omp parallel if (parallel)
+  {
+    std::vector<C> best(static_cast<size_t>(Ch));
+#pragma omp for schedule(static)
+    for (int64_t row = 0; row < N * OH; ++row) {
+      const int64_t n = row / OH, oh = row % OH;
+      const T* image = src + n * H * W * Ch;
+      const int64_t sh = oh * s[0] - p[0];
+      int64_t hlo, hhi;
+      tap_range(sh, d[0], k[0], H, hlo, hhi);
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        const int64_t sw = ow * s[1] - p[1];
+        int64_t wlo, whi;
+        tap_range(sw, d[1], k[1], W, wlo, whi);
+        T* out = dst + ((n * OH + oh) * OW + ow) * Ch;
+        int64_t* out_i = idx + ((n * OH + oh) * OW + ow) * Ch;
+        if (hlo >= hhi || wlo >= whi) {  // a dilated window entirely in the padding
+          int64_t fh = sh, fw = sw;
+          while (fh < 0) fh += d[0];
+          while (fw < 0) fw += d[1];
+          for (int64_t c = 0; c < Ch; ++c) {
+            out[c] = T(-std::numeric_limits<float>::infinity());
+            out_i[c] = fh * W + fw;
+          }
+          continue;
+        }
+        bool first = true;
+        for (int64_t jh = hlo; jh < hhi; ++jh)
+          for (int64_t jw = wlo; jw < whi; ++jw) {
+            const int64_t flat = (sh + jh * d[0]) * W + sw + jw * d[1];
+            const T* tap = image + flat * Ch;
+            if (first) {
+              for (int64_t c = 0; c < Ch; ++c) {
+                best[size_t(c)] = C(tap[c]);
+                out_i[c] = flat;
+              }
+              first = false;
+              continue;
+            }
+            for (int64_t c = 0; c < Ch; ++c) {
+              const C v = C(tap[c]);
+              const bool take = v > best[size_t(c)] || v != v;
+              best[size_t(c)] = take ? v : best[size_t(c)];
+              out_i[c] = take ? flat : out_i[c];
+            }
+          }
+        for (int64_t c = 0; c < Ch; ++c) out[c] = convert_value<T>(best[size_t(c)]);
+      }
+    }
+  }
+}
+
 template <typename T>
 void max_pool_kernel(OpCall& call) {
   using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
   const Tensor& x = call.inputs[0];
+  if (!x.is_contiguous()) {  // channels-last (the op passes no other layout)
+    max_pool_channels_last<T>(call);
+    return;
+  }
   const size_t nd = call.ints_attr(0).size();
   const PoolGeometry g = geometry(x.shape(), call.outs[0].shape(), nd, call.ints_attr(0),
                                   call.ints_attr(1), call.ints_attr(2), call.ints_attr(3));
