@@ -138,9 +138,12 @@ std::pair<Tensor, Tensor> max_pool_with_indices(const Tensor& x, int64_t nd,
   PoolAttrs a = check_pool("max_pool", x, nd, o, true);
   // 2-D channels-last input: the kernel pools it in place into channels-last outputs.
   const bool cl = is_channels_last(x);
-  auto r = call_op_multi(KILN_OP("max_pool"), {cl && nd == 2 ? x : x.contiguous()},
+  // (Tap positions are tracked in 32 bits there: planes beyond 2^31 elements take the
+  // planar kernel.)
+  const bool in_place = cl && nd == 2 && x.size(2) * x.size(3) < (int64_t(1) << 31);
+  auto r = call_op_multi(KILN_OP("max_pool"), {in_place ? x : x.contiguous()},
                          {a.kernel, a.stride, a.padding, a.dilation, a.ceil_mode});
-  if (cl && nd == 2) return {r[0], r[1]};
+  if (in_place) return {r[0], r[1]};
   return {like_input(r[0], cl), like_input(r[1], cl)};
 }
 

@@ -87,6 +87,7 @@ void max_pool_channels_last(OpCall& call) {
 #pragma omp parallel if (parallel)
   {
     std::vector<C> best(static_cast<size_t>(Ch));
+    std::vector<int32_t> best_at(static_cast<size_t>(Ch));
 #pragma omp for schedule(static)
     for (int64_t row = 0; row < N * OH; ++row) {
       const int64_t n = row / OH, oh = row % OH;
@@ -110,26 +111,31 @@ void max_pool_channels_last(OpCall& call) {
           }
           continue;
         }
+        // The running maxima and their (32-bit) tap positions stay in per-thread rows, so
+        // the loop over channels is branch-free and vectorisable; the outputs are written once.
+        C* b = best.data();
+        int32_t* bi = best_at.data();
         bool first = true;
         for (int64_t jh = hlo; jh < hhi; ++jh)
           for (int64_t jw = wlo; jw < whi; ++jw) {
-            const int64_t flat = (sh + jh * d[0]) * W + sw + jw * d[1];
-            const T* tap = image + flat * Ch;
+            const int32_t flat = int32_t((sh + jh * d[0]) * W + sw + jw * d[1]);
+            const T* tap = image + int64_t(flat) * Ch;
             if (first) {
               for (int64_t c = 0; c < Ch; ++c) {
-                best[size_t(c)] = C(tap[c]);
-                out_i[c] = flat;
+                b[c] = C(tap[c]);
+                bi[c] = flat;
               }
               first = false;
               continue;
             }
             for (int64_t c = 0; c < Ch; ++c) {
               const C v = C(tap[c]);
-              const bool take = v > best[size_t(c)] || v != v;
-              best[size_t(c)] = take ? v : best[size_t(c)];
-              out_i[c] = take ? flat : out_i[c];
+              const bool take = v > b[c] || v != v;
+              b[c] = take ? v : b[c];
+              bi[c] = take ? flat : bi[c];
             }
           }
+        for (int64_t c = 0; c < Ch; ++c) out_i[c] = bi[c];
         for (int64_t c = 0; c < Ch; ++c) out[c] = convert_value<T>(best[size_t(c)]);
       }
     }
