@@ -8,7 +8,7 @@ prints ratios (issue 5, "Benchmarks" and "Targets").
 
 Parts, each in its own process so that one OpenMP runtime runs at a time:
   1. `kiln bench` (tools/bench/, C++): peaks of the FMA / bf16 / int8 units (register-only
-     loops) and DRAM read; GEMM kiln vs oneDNN called directly; elementwise ops vs a memcpy;
+     loops) and DRAM read; GEMM kiln vs oneDNN called directly; elementwise ops vs a parallel copy;
      C++ dispatch cost.
   2. benchmarks/torch_peer.py: the same GEMMs and elementwise ops in PyTorch.
   3. Python dispatch cost, kiln vs torch (benchmarks/python_overhead.py's method).
@@ -208,8 +208,9 @@ def build_tables(R):
         form = (R.get("elementwise", name, "kiln") or R.get("elementwise", name, "torch") or {}).get("note", "")
         rows.append([name, form, f(k), f(c), f(t), rt(k, c), rt(t, c), rt(k, t), f(R.load("elementwise", name), 2)])
     if rows:
-        out.append(("Memory-bound ops, float32: GB/s (bytes read + written once) vs a parallel memcpy "
-                    "of the same size timed interleaved, and vs PyTorch",
+        out.append(("Memory-bound ops, float32: GB/s (bytes read + written once) vs a parallel copy "
+                    "of the same size timed interleaved (memcpy; non-temporal stores from 16 MiB, "
+                    "decision 0020), and vs PyTorch",
                     table(["op size", "form", "kiln", "memcpy", "torch", "kiln/copy", "torch/copy", "kiln/torch",
                            "load"], rows)))
     # Dispatch

@@ -1,6 +1,8 @@
 #include "kiln/backends/cpu/cpu_info.h"
 
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +18,18 @@ uint64_t xgetbv0() {
   uint32_t lo, hi;
   __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
   return (uint64_t(hi) << 32) | lo;
+}
+
+// Linux hands a process the AMX tile state only after it asks for it (arch_prctl
+// ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA; the permission is process-wide): without it the
+// first tile instruction raises SIGILL (../shared/HARDWARE.md). False when refused.
+bool request_amx_permission() {
+#if defined(__linux__) && defined(SYS_arch_prctl)
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
 }
 
 CpuFeatures detect() {
@@ -52,6 +66,7 @@ CpuFeatures detect() {
     f.amx_bf16 = (d & (1u << 22)) && os_amx;
     f.amx_tile = (d & (1u << 24)) && os_amx;
     f.amx_int8 = (d & (1u << 25)) && os_amx;
+    if (f.amx_tile && !request_amx_permission()) f.amx_tile = f.amx_bf16 = f.amx_int8 = false;
     unsigned a1, b1, c1, d1;
     __cpuid_count(7, 1, a1, b1, c1, d1);
     f.avx512_bf16 = (a1 & (1u << 5)) && os_avx512;

@@ -2,6 +2,7 @@
 // index is an independent plane (planes run in parallel). 1-D and 2-D pooling are 3-D
 // pooling whose leading pooled dims have size 1. Sums accumulate in double and each output
 // is rounded once. Inputs arrive contiguous.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -157,6 +158,43 @@ void max_pool_kernel(OpCall& call) {
   T* dst = static_cast<T*>(call.outs[0].raw_data());
   int64_t* idx = static_cast<int64_t*>(call.outs[1].raw_data());
   const int64_t I = g.in_size(), O = g.out_size();
+  if (g.in[0] == 1 && g.out[0] == 1 && g.k[0] == 1 && g.d[1] == 1 && g.d[2] == 1) {
+    // 2-D without dilation (every CNN's pooling): the clipped window of each output follows
+    // from two min/max per dim, with no per-tap range arithmetic. Same tie and NaN rule.
+    const int64_t H = g.in[1], W = g.in[2];
+    parallel_planes(g, [&](int64_t b) {
+      const T* plane = src + b * I;
+      T* out = dst + b * O;
+      int64_t* out_i = idx + b * O;
+      for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+        const int64_t hs = oh * g.s[1] - g.p[1];
+        const int64_t h0 = std::max<int64_t>(hs, 0), h1 = std::min<int64_t>(hs + g.k[1], H);
+        for (int64_t ow = 0; ow < g.out[2]; ++ow) {
+          const int64_t ws = ow * g.s[2] - g.p[2];
+          const int64_t w0 = std::max<int64_t>(ws, 0), w1 = std::min<int64_t>(ws + g.k[2], W);
+          const int64_t o = oh * g.out[2] + ow;
+          if (h0 >= h1 || w0 >= w1) {  // only possible with ceil_mode past the edge
+            out[o] = T(-std::numeric_limits<float>::infinity());
+            out_i[o] = std::max<int64_t>(hs, 0) * W + std::max<int64_t>(ws, 0);
+            continue;
+          }
+          int64_t bi = h0 * W + w0;
+          C best = C(plane[bi]);
+          for (int64_t h = h0; h < h1; ++h)
+            for (int64_t w = w0; w < w1; ++w) {
+              const C v = C(plane[h * W + w]);
+              if (v > best || v != v) {
+                best = v;
+                bi = h * W + w;
+              }
+            }
+          out[o] = plane[bi];
+          out_i[o] = bi;
+        }
+      }
+    });
+    return;
+  }
   parallel_planes(g, [&](int64_t b) {
     const T* plane = src + b * I;
     for_each_output(g, [&](int64_t o, int64_t o0, int64_t o1, int64_t o2) {
