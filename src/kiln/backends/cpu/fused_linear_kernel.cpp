@@ -18,13 +18,6 @@
 namespace kiln::cpu {
 namespace {
 
-float bf16_bits_to_float(uint16_t bits) {
-  const uint32_t wide = uint32_t(bits) << 16;
-  float f;
-  std::memcpy(&f, &wide, sizeof f);
-  return f;
-}
-
 // sums[i * N + j] = sum_k x[i, k] * w[j, k] in float32 (x any strides, w unit column stride).
 void float_sums(const Tensor& x, const Tensor& w, float* sums) {
   const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
@@ -94,8 +87,8 @@ void add_row(float* r, const void* row, DType dtype, int64_t n) {
     const float* p = static_cast<const float*>(row);
     for (int64_t j = 0; j < n; ++j) r[j] += p[j];
   } else {
-    const uint16_t* p = static_cast<const uint16_t*>(row);
-    for (int64_t j = 0; j < n; ++j) r[j] += bf16_bits_to_float(p[j]);
+    const BFloat16* p = static_cast<const BFloat16*>(row);
+    for (int64_t j = 0; j < n; ++j) r[j] += float(p[j]);
   }
 }
 
