@@ -1,4 +1,4 @@
-// GELU (erf form) on float32 and bfloat16 tensors, which take the vectorised kernel at the
+// GELU (erf form, and the tanh form) on float32 and bfloat16 tensors, which take the vectorised kernel at the
 // AVX2 and AVX-512 levels (an erfc approximation with a relative error near 1e-7), against
 // the float64 formula x * Phi(x) over a dense sweep, the far tails and special values. The
 // absolute floor allows the scalar (baseline) path's 0.5 * x * (1 + erf(x / sqrt 2)) in
@@ -31,6 +31,35 @@ TEST(GeluAccuracy, Float32MatchesFloat64WithinFewUlps) {
                                     .to_vector<double>();
   EXPECT_EQ(special[0], inf);
   EXPECT_TRUE(std::isnan(special[1]));
+}
+
+// The tanh approximation, against its own formula in float64 (x * sigmoid(2u), exact
+// algebra for 0.5 x (1 + tanh(u))); the absolute floor again covers the scalar path's
+// cancellation in the negative tail.
+double gelu_tanh_ref(double x) {
+  const double u = std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x);
+  return x / (1.0 + std::exp(-2.0 * u));
+}
+
+TEST(GeluAccuracy, TanhFormFloat32MatchesFloat64) {
+  std::vector<double> xs;
+  for (int i = -200000; i <= 200000; ++i) xs.push_back(double(float(i * 5e-5)));  // [-10, 10]
+  for (double x : {-30.0, -15.0, 12.5, 30.0, 1e-30, -1e-30, 0.0, -0.0, 3e38, -3e38})
+    xs.push_back(x);
+  Tensor y = gelu(tensor_from(xs, {int64_t(xs.size())}).to(DType::F32), "tanh");
+  std::vector<double> got = y.to_vector<double>();
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double want = gelu_tanh_ref(xs[i]);
+    const double tol = 6 * std::fabs(want) * 1.1920929e-7 + 2e-7;
+    ASSERT_NEAR(got[i], want, tol) << "x = " << xs[i];
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> special =
+      gelu(tensor_from(std::vector<double>{inf, NAN, -inf}, {3}).to(DType::F32), "tanh")
+          .to_vector<double>();
+  EXPECT_EQ(special[0], inf);
+  EXPECT_TRUE(std::isnan(special[1]));
+  EXPECT_TRUE(std::isnan(special[2]));  // -inf * 0, as PyTorch's 0.5 x (1 + tanh(u))
 }
 
 TEST(GeluAccuracy, BFloat16RoundsTheFloat32Result) {
