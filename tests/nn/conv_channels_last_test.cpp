@@ -60,6 +60,13 @@ TEST(ConvChannelsLast, PointwiseOpsAndPoolingKeepTheLayout) {
   };
   EXPECT_TRUE(is_cl(relu(xcl)));
   EXPECT_TRUE(same(relu(xcl), relu(x)));
+  // The vectorised unary kernels run over the dense channels-last block as a flat array.
+  for (DType dt : {DType::F32, DType::BF16}) {
+    Tensor a = x.to(dt), acl = a.contiguous(MemoryFormat::ChannelsLast);
+    EXPECT_TRUE(is_cl(gelu(acl)) && same(gelu(acl), gelu(a))) << dtype_name(dt);
+    EXPECT_TRUE(is_cl(exp(acl)) && same(exp(acl), exp(a))) << dtype_name(dt);
+    EXPECT_TRUE(is_cl(silu(acl)) && same(silu(acl), silu(a))) << dtype_name(dt);
+  }
   EXPECT_TRUE(is_cl(add(xcl, bias)));
   EXPECT_TRUE(same(add(xcl, bias), add(x, bias)));
   EXPECT_TRUE(is_cl(mul(xcl, xcl)));

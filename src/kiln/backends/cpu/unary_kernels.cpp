@@ -207,16 +207,24 @@ void nan_to_num_kernel(OpCall& call) {
   });
 }
 
-// Contiguous float32 tensors (the output equal to or disjoint from the input) go through the
-// ISA-selected vector function when there is one; long arrays are split over the threads.
+// Both tensors one dense block of numel elements in the same element order: contiguous, or
+// channels-last with identical strides (the result of a pointwise op on a channels-last
+// input), so the op can run over the flat arrays.
+bool same_dense_layout(const Tensor& in, const Tensor& out) {
+  if (in.is_contiguous() && out.is_contiguous()) return in.numel() == out.numel();
+  return in.shape() == out.shape() && in.strides() == out.strides() &&
+         in.is_contiguous(MemoryFormat::ChannelsLast);
+}
+
+// Dense float32 / bfloat16 tensors (the output equal to or disjoint from the input) go
+// through the ISA-selected vector function when there is one; long arrays are split over
+// the threads.
 bool run_vectorised(OpCall& call, VecUnaryF32 VecMathF32::*which) {
   const Tensor& in = call.inputs[0];
   const Tensor& out = call.outs[0];
   const VecMathF32& vm = vec_math_f32();
   const VecUnaryF32 fn = vm.*which;
-  if (!fn || in.dtype() != out.dtype() || !in.is_contiguous() || !out.is_contiguous() ||
-      in.numel() != out.numel())
-    return false;
+  if (!fn || in.dtype() != out.dtype() || !same_dense_layout(in, out)) return false;
   if (in.dtype() == DType::BF16) {
     // bfloat16: widen a chunk, apply the float32 function, round back (computed in float32
     // registers, as the scalar path).
