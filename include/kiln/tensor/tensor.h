@@ -36,6 +36,12 @@ class Tensor {
   bool is_contiguous() const { return checked()->is_contiguous(); }
   // In the given layout (MemoryFormat::ChannelsLast: 4-D with channels innermost).
   bool is_contiguous(MemoryFormat format) const;
+  // 4-D and laid out channels-last but not also plainly contiguous (where the two layouts
+  // coincide, e.g. one channel, the tensor counts as contiguous): the layout that kernels
+  // and output allocation treat specially.
+  bool is_channels_last() const {
+    return dim() == 4 && !is_contiguous() && is_contiguous(MemoryFormat::ChannelsLast);
+  }
   DType dtype() const { return checked()->dtype(); }
   Device device() const { return checked()->device(); }
   size_t element_size() const { return kiln::element_size(dtype()); }

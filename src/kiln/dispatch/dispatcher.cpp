@@ -66,7 +66,7 @@ bool wants_channels_last(const OpCall& call, const Shape& shape) {
     if (!t.defined() || t.dim() != 4) continue;
     const bool plain = t.is_contiguous();
     if (plain && t.shape() == shape && !t.is_contiguous(MemoryFormat::ChannelsLast)) return false;
-    any = any || (!plain && t.is_contiguous(MemoryFormat::ChannelsLast));
+    any = any || t.is_channels_last();
   }
   return any;
 }

@@ -35,12 +35,9 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias
   ConvAttrs a = ops::check_convolution(input, weight.shape(), weight.dtype(), bias, options);
   // A channels-last input stays as it is (the kernel reads it in place and writes a
   // channels-last result, as PyTorch); other layouts are made contiguous.
-  const auto channels_last = [](const Tensor& t) {
-    return t.dim() == 4 && !t.is_contiguous() && t.is_contiguous(MemoryFormat::ChannelsLast);
-  };
   return call_op(KILN_OP("convolution"),
-                 {channels_last(input) ? input : input.contiguous(),
-                  channels_last(weight) ? weight : weight.contiguous(),
+                 {input.is_channels_last() ? input : input.contiguous(),
+                  weight.is_channels_last() ? weight : weight.contiguous(),
                   bias.defined() ? bias.contiguous() : Tensor()},
                  a.to_attrs());
 }

@@ -124,9 +124,6 @@ void check_adaptive(const char* op, const Tensor& x, const std::vector<int64_t>&
 // PyTorch keeps a channels-last input's layout in the pooled result; kiln's pooling kernels
 // work on contiguous NC[D]HW, so a channels-last input is pooled from a contiguous copy and
 // the result laid out channels-last again.
-bool is_channels_last(const Tensor& x) {
-  return x.dim() == 4 && !x.is_contiguous() && x.is_contiguous(MemoryFormat::ChannelsLast);
-}
 Tensor like_input(const Tensor& result, bool channels_last) {
   return channels_last ? result.contiguous(MemoryFormat::ChannelsLast) : result;
 }
@@ -137,7 +134,7 @@ std::pair<Tensor, Tensor> max_pool_with_indices(const Tensor& x, int64_t nd,
                                                 const PoolOptions& o) {
   PoolAttrs a = check_pool("max_pool", x, nd, o, true);
   // 2-D channels-last input: the kernel pools it in place into channels-last outputs.
-  const bool cl = is_channels_last(x);
+  const bool cl = x.is_channels_last();
   // (Tap positions are tracked in 32 bits there: planes beyond 2^31 elements take the
   // planar kernel.)
   const bool in_place = cl && nd == 2 && x.size(2) * x.size(3) < (int64_t(1) << 31);
@@ -155,13 +152,13 @@ Tensor avg_pool(const Tensor& x, int64_t nd, const PoolOptions& o) {
   return like_input(call_op(KILN_OP("avg_pool"), {x.contiguous()},
                             {a.kernel, a.stride, a.padding, a.ceil_mode, o.count_include_pad,
                              divisor}),
-                    is_channels_last(x));
+                    x.is_channels_last());
 }
 
 Tensor adaptive_avg_pool(const Tensor& x, const std::vector<int64_t>& output_size) {
   check_adaptive("adaptive_avg_pool", x, output_size);
   return like_input(call_op(KILN_OP("adaptive_avg_pool"), {x.contiguous()}, {output_size}),
-                    is_channels_last(x));
+                    x.is_channels_last());
 }
 
 std::pair<Tensor, Tensor> adaptive_max_pool_with_indices(const Tensor& x,

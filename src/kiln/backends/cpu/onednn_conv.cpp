@@ -50,15 +50,10 @@ memory::format_tag plain_tag(int64_t nd) {  // activations: ncw / nchw / ncdhw
   return nd == 3 ? memory::format_tag::ncw
                  : nd == 4 ? memory::format_tag::nchw : memory::format_tag::ncdhw;
 }
-// A 4-D operand stored channels-last (and not also plain contiguous).
-bool channels_last(const Tensor& t) {
-  return t.dim() == 4 && !t.is_contiguous() && t.is_contiguous(MemoryFormat::ChannelsLast);
-}
-
 std::string plan_key(const OpCall& call) {
   std::string k = std::to_string(int(call.inputs[0].dtype())) +
-                  (channels_last(call.inputs[0]) ? "nhwc" : "") +
-                  (channels_last(call.inputs[1]) ? "ohwi" : "");
+                  (call.inputs[0].is_channels_last() ? "nhwc" : "") +
+                  (call.inputs[1].is_channels_last() ? "ohwi" : "");
   auto add = [&k](const std::vector<int64_t>& v) {
     k += '|';
     for (int64_t x : v) k += std::to_string(x) + ',';
@@ -80,7 +75,7 @@ std::shared_ptr<ConvPlan> make_plan(const OpCall& call) {
   const memory::data_type dt =
       x.dtype() == DType::BF16 ? memory::data_type::bf16 : memory::data_type::f32;
   auto plan = std::make_shared<ConvPlan>();
-  const bool nhwc = channels_last(x);
+  const bool nhwc = x.is_channels_last();
   const memory::format_tag act_tag = nhwc ? memory::format_tag::nhwc : plain_tag(nd);
   plan->src_plain = memory::desc(to_dims(x.shape()), dt, act_tag);
   plan->dst_plain = memory::desc(to_dims(y.shape()), dt, act_tag);
@@ -144,9 +139,9 @@ bool onednn_convolution(OpCall& call) {
   if (dt != DType::F32 && !(dt == DType::BF16 && isa_level() >= IsaLevel::Avx512Vnni)) return false;
   if (x.dim() < 3 || x.dim() > 5 || call.outs[0].numel() == 0) return false;
   // Both activations contiguous, or both channels-last (4-D); anything else: kiln's kernel.
-  const bool nhwc = channels_last(x) && channels_last(call.outs[0]);
+  const bool nhwc = x.is_channels_last() && call.outs[0].is_channels_last();
   if (!nhwc && (!x.is_contiguous() || !call.outs[0].is_contiguous())) return false;
-  if (!call.inputs[1].is_contiguous() && !channels_last(call.inputs[1])) return false;
+  if (!call.inputs[1].is_contiguous() && !call.inputs[1].is_channels_last()) return false;
   if (call.inputs[2].defined() && (!call.inputs[2].is_contiguous() || call.inputs[2].dtype() != dt))
     return false;
   const std::string key = plan_key(call);
