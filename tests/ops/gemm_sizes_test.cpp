@@ -190,7 +190,9 @@ TEST(MatmulSizes, Int8ProductsAreExact) {
   // Sizes for the blocked kernel and, with B given as W.t() of a [N, K] weight, for the
   // few-rows streaming kernel (M <= 4; K tails 1, 63, 65, 130 around its 64-byte steps).
   const int64_t sizes[][3] = {{1, 1, 1},   {7, 17, 5},  {8, 33, 301}, {97, 70, 1030}, {13, 513, 64},
-                              {1, 40, 63}, {2, 9, 65},  {4, 31, 130}, {3, 5, 64},     {5, 33, 70}};
+                              {1, 40, 63}, {2, 9, 65},  {4, 31, 130}, {3, 5, 64},     {5, 33, 70},
+                              // tall: oneDNN's matmul at the VNNI level (decision 0022)
+                              {16, 31, 600}, {40, 257, 31}, {33, 17, 1023}};
   std::mt19937 rng(5);
   for (const auto& s : sizes)
     for (bool weight_layout : {false, true})
@@ -218,6 +220,31 @@ TEST(MatmulSizes, Int8ProductsAreExact) {
                                                   << " K=" << K << " at " << i << "," << j;
         }
     }
+  // A weight given as W.t() is packed once and cached with W (oneDNN path): a change to W in
+  // place, or a new weight in the same place, must be seen by the next product.
+  {
+    const int64_t M = 48, N = 40, K = 200;
+    std::uniform_int_distribution<int> d(-128, 127);
+    std::vector<int64_t> av(size_t(M * K)), wv(size_t(N * K));
+    for (auto& v : av) v = d(rng);
+    for (auto& v : wv) v = d(rng);
+    Tensor a = tensor_from(av, {M, K}).to(DType::I8), w = tensor_from(wv, {N, K}).to(DType::I8);
+    auto check = [&](const Tensor& got, const char* what) {
+      auto g = got.to_vector<int64_t>();
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+          int64_t want = 0;
+          for (int64_t k = 0; k < K; ++k) want += av[size_t(i * K + k)] * wv[size_t(j * K + k)];
+          ASSERT_EQ(g[size_t(i * N + j)], want) << what << " at " << i << "," << j;
+        }
+    };
+    check(int_mm(a, w.t()), "first call");
+    check(int_mm(a, w.t()), "cached weight");
+    for (auto& v : wv) v = v / 2;  // the same change in place: w.copy_(w_half)
+    w.copy_(tensor_from(wv, {N, K}).to(DType::I8));
+    check(int_mm(a, w.t()), "weight changed in place");
+    check(int_mm(a, w.narrow(0, 0, N).t()), "a view of the changed weight");
+  }
   EXPECT_THROW(int_mm(zeros({2, 3}, DType::I8), zeros({4, 2}, DType::I8)), ShapeError);
   EXPECT_THROW(int_mm(zeros({2, 3}, DType::F32), zeros({3, 2}, DType::I8)), Error);
   EXPECT_THROW(int_mm(zeros({2, 3}, DType::I8), zeros({3, 2}, DType::U8)), Error);

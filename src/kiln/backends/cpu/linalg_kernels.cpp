@@ -12,6 +12,7 @@
 #include "isa/gemm_f32.h"
 #include "isa/gemm_s8.h"
 #include "isa/vec_math.h"
+#include "onednn_int_mm.h"
 #include "onednn_matmul.h"
 #include "reduce_utils.h"
 #include "scalar_math.h"
@@ -395,6 +396,7 @@ void int_mm_kernel(OpCall& call) {
   const Tensor& a = call.inputs[0];
   const Tensor& b = call.inputs[1];
   const Tensor& c = call.outs[0];
+  if (onednn_int_mm(a, b, c)) return;  // tall products (decision 0022)
   const bool b_transposed = !b.is_contiguous();
   gemm_s8_kernel()(a.size(0), b.size(1), a.size(1), static_cast<const uint8_t*>(a.raw_data()),
                    a.dtype() == DType::I8, static_cast<const int8_t*>(b.raw_data()), b_transposed,

@@ -1,0 +1,101 @@
+// int_mm's oneDNN path (see onednn_int_mm.h). Plans are cached by signedness, shape and B's
+// layout; a transposed B (a weight) is packed once per weight tensor.
+#include "onednn_int_mm.h"
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "kiln/backends/cpu/cpu_info.h"
+#include "onednn_packed_weights.h"
+#include "onednn_runtime.h"
+
+namespace kiln::cpu {
+
+#ifndef KILN_HAVE_DNNL
+
+bool onednn_int_mm(const Tensor&, const Tensor&, const Tensor&) { return false; }
+
+#else
+
+namespace {
+
+using dnnl::memory;
+
+// Decision 0017's rule, shared with the float products: fewer rows stay on kiln's
+// streaming matrix-vector kernel.
+constexpr int64_t kMinRows = 16;
+constexpr int64_t kMinWork = int64_t(1) << 18;  // M * N * K
+
+struct IntMmPlan {
+  dnnl::matmul::primitive_desc pd;
+  dnnl::matmul prim;
+  memory::desc a, b_plain, c;
+};
+
+std::mutex g_mutex;
+std::unordered_map<std::string, std::shared_ptr<IntMmPlan>> g_plans;
+constexpr size_t kMaxPlans = 512;
+
+std::shared_ptr<IntMmPlan> plan_for(bool a_signed, int64_t M, int64_t N, int64_t K,
+                                    bool b_transposed) {
+  const std::string key = std::string(a_signed ? "s" : "u") + (b_transposed ? "t" : "n") + ',' +
+                          std::to_string(M) + ',' + std::to_string(N) + ',' + std::to_string(K);
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    auto it = g_plans.find(key);
+    if (it != g_plans.end()) return it->second;
+  }
+  auto plan = std::make_shared<IntMmPlan>();
+  plan->a = memory::desc({M, K}, a_signed ? memory::data_type::s8 : memory::data_type::u8,
+                         memory::format_tag::ab);
+  plan->b_plain = memory::desc({K, N}, memory::data_type::s8,
+                               b_transposed ? memory::format_tag::ba : memory::format_tag::ab);
+  plan->c = memory::desc({M, N}, memory::data_type::s32, memory::format_tag::ab);
+  // A weight (transposed B) in the layout oneDNN picks, packed once; a plain B as it lies.
+  const memory::desc b_desc =
+      b_transposed ? memory::desc({K, N}, memory::data_type::s8, memory::format_tag::any)
+                   : plan->b_plain;
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  plan->pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(plan->a, b_desc, plan->c), attr,
+                                          onednn_engine());
+  plan->prim = dnnl::matmul(plan->pd);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_plans.size() >= kMaxPlans) g_plans.clear();
+  g_plans[key] = plan;
+  return plan;
+}
+
+}  // namespace
+
+bool onednn_int_mm(const Tensor& a, const Tensor& b, const Tensor& c) {
+  const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
+  if (!onednn_enabled() || M < kMinRows || M * N * K < kMinWork || K == 0) return false;
+  // Below VNNI oneDNN multiplies with vpmaddubsw, whose int16 pair sums saturate: not exact.
+  if (isa_level() < IsaLevel::Avx512Vnni) return false;
+  const bool b_transposed = !b.is_contiguous();
+  try {
+    std::shared_ptr<IntMmPlan> plan = plan_for(a.dtype() == DType::I8, M, N, K, b_transposed);
+    dnnl::engine& eng = onednn_engine();
+    dnnl::stream s(eng);
+    const std::string b_key = "int_mm|" + std::to_string(a.dtype() == DType::I8) + ',' +
+                              std::to_string(N) + ',' + std::to_string(K);
+    memory weights =
+        b_transposed ? onednn_packed_weight(b, b_key, plan->b_plain, plan->pd.weights_desc(), s)
+                     : memory(plan->b_plain, eng, const_cast<void*>(b.raw_data()));
+    plan->prim.execute(s, {{DNNL_ARG_SRC, memory(plan->a, eng, const_cast<void*>(a.raw_data()))},
+                           {DNNL_ARG_WEIGHTS, weights},
+                           {DNNL_ARG_DST, memory(plan->c, eng, c.raw_data())},
+                           {DNNL_ARG_SCRATCHPAD, memory(plan->pd.scratchpad_desc(), eng)}});
+    s.wait();
+  } catch (const dnnl::error&) {
+    return false;  // no oneDNN implementation at this ISA cap: kiln's kernel runs
+  }
+  return true;
+}
+
+#endif  // KILN_HAVE_DNNL
+
+}  // namespace kiln::cpu
