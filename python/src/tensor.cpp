@@ -249,8 +249,16 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   cls.def("byte", [](Self s) { return convert_to(s, DType::U8); });
   cls.def("bool", [](Self s) { return convert_to(s, DType::Bool); });
   cls.def("type_as", [](Self s, const Tensor& o) { return convert_to(s, o.dtype()); });
-  cls.def("clone", [](const Tensor& t, nb::handle) { return nogil([&] { return kiln::clone(t); }); },
-          nb::arg("memory_format") = nb::none());
+  // clone(memory_format=): preserve (the default) keeps a channels-last layout; the other
+  // formats copy into that format. Always a new tensor.
+  cls.def("clone", [](const Tensor& t, nb::handle format) {
+    const MemoryFormat f = memory_format_arg(format).value_or(MemoryFormat::Preserve);
+    return nogil([&] {
+      if (f == MemoryFormat::Preserve) return kiln::clone(t);
+      Tensor r = t.contiguous(f);
+      return r.is_same(t) ? kiln::clone(t) : r;
+    });
+  }, nb::arg("memory_format") = nb::none());
   cls.def("contiguous", [](Self self, nb::handle format) -> nb::object {
     const Tensor& t = self_ref(self);
     const MemoryFormat f = memory_format_arg(format).value_or(MemoryFormat::Contiguous);

@@ -37,6 +37,31 @@ def test_memory_format_objects_and_strides_match_torch():
         k.contiguous(memory_format="channels_last")
 
 
+def test_clone_and_to_preserve_channels_last_like_torch():
+    k, t = both((2, 3, 4, 5), 1)
+    kc, tc = k.to(memory_format=kiln.channels_last), t.to(memory_format=torch.channels_last)
+    pairs = [
+        (kc.clone(), tc.clone()),
+        (kc.to(kiln.bfloat16), tc.to(torch.bfloat16)),
+        (kc.to(dtype=kiln.float64), tc.to(dtype=torch.float64)),
+        (kc.clone(memory_format=kiln.contiguous_format), tc.clone(memory_format=torch.contiguous_format)),
+        (kc.clone(memory_format=kiln.preserve_format), tc.clone(memory_format=torch.preserve_format)),
+        (k.clone(memory_format=kiln.channels_last), t.clone(memory_format=torch.channels_last)),
+        (kc.contiguous(), tc.contiguous()),
+        (k.clone(), t.clone()),
+    ]
+    for got, want in pairs:
+        assert got.stride() == want.stride()
+        assert got.dtype == {torch.float32: kiln.float32, torch.bfloat16: kiln.bfloat16,
+                             torch.float64: kiln.float64}[want.dtype]
+        np.testing.assert_array_equal(npy(got), npy(want))
+    # clone always copies, whatever the format.
+    c = kc.clone(memory_format=kiln.channels_last)
+    c.add_(1.0)
+    np.testing.assert_array_equal(npy(kc), npy(tc))
+    oracle.record("clone")
+
+
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("groups,stride,kernel", [(1, 1, 3), (1, 2, 1), (4, 1, 3), (16, 2, 3)])
 def test_conv2d_channels_last_matches_torch(dtype, groups, stride, kernel):

@@ -250,26 +250,12 @@ void elementwise_run(const std::array<char*, N>& p, const std::array<int64_t, N>
 
 }  // namespace detail
 
-// out[i] = f(in0[i], in1[i], ...) with out of type Out and inputs of types In...; operands
-// are viewed at out's shape (inputs broadcast). Work of at least kParallelElements is spread
-// over the OpenMP threads: by groups of runs when there are several, else by cutting the
-// single run.
-template <typename Out, typename... In, typename F>
-void elementwise_kernel(const Tensor& out, std::array<const Tensor*, sizeof...(In)> ins, F&& f) {
-  constexpr size_t N = sizeof...(In) + 1;
-  std::array<const Tensor*, N> ops;
-  ops[0] = &out;
-  for (size_t k = 0; k < sizeof...(In); ++k) ops[k + 1] = ins[k];
-  auto loop = make_strided_loop<N>(ops, out.shape(), /*memory_order=*/true);
-  const auto is = std::index_sequence_for<In...>{};
-  // Streaming stores for large outputs, but not in place (relu_): the line was just read
-  // into the cache, so an ordinary store costs no extra read there.
-  bool stream = out.is_contiguous() &&
-                out.numel() * int64_t(sizeof(Out)) >= detail::kStreamingStoreBytes;
-  for (const Tensor* in : ins) stream = stream && !(in->defined() && in->shares_storage_with(out));
-  auto run = [&](const std::array<char*, N>& p, const std::array<int64_t, N>& s, int64_t n) {
-    detail::elementwise_run<Out, In...>(p, s, n, f, is, stream);
-  };
+// Calls run(ptrs, byte_strides, n) over every element of the loop, like for_each_run, with
+// work of at least kParallelElements spread over the OpenMP threads: by groups of runs when
+// there are several, else by cutting each run into pieces (strides are per element, so a
+// piece is the same run with its pointers advanced). The runs must be independent.
+template <size_t N, typename Run>
+void parallel_for_each_run(const StridedLoop<N>& loop, Run&& run) {
   const int threads = loop.numel >= detail::kParallelElements ? detail::elementwise_threads() : 1;
   if (threads <= 1 || loop.shape.empty()) {
     for_each_run(loop, run);
@@ -277,15 +263,12 @@ void elementwise_kernel(const Tensor& out, std::array<const Tensor*, sizeof...(I
   }
   const int64_t runs = run_count(loop);
   if (runs >= 2 * int64_t(threads)) {
-    // Several runs: each thread takes a contiguous group of them.
     const int64_t groups = std::min<int64_t>(runs, 4 * int64_t(threads));
     detail::parallel_chunks(groups, [&](int64_t g) {
       for_each_run_range(loop, runs * g / groups, runs * (g + 1) / groups, run);
     });
     return;
   }
-  // Few long runs: cut each run into pieces (strides are per element, so a piece is the
-  // same run with its pointers advanced).
   const int64_t pieces = 4 * int64_t(threads);
   for_each_run(loop, [&](const std::array<char*, N>& p, const std::array<int64_t, N>& s,
                          int64_t n) {
@@ -296,6 +279,35 @@ void elementwise_kernel(const Tensor& out, std::array<const Tensor*, sizeof...(I
       run(q, s, e - b);
     });
   });
+}
+
+// Whether an elementwise output should be written with streaming stores: large and
+// contiguous, but not in place (relu_): there the line was just read into the cache, so an
+// ordinary store costs no extra read.
+template <size_t NIn>
+bool use_streaming_stores(const Tensor& out, const std::array<const Tensor*, NIn>& ins) {
+  bool stream = out.is_contiguous() &&
+                out.numel() * int64_t(out.element_size()) >= detail::kStreamingStoreBytes;
+  for (const Tensor* in : ins) stream = stream && !(in->defined() && in->shares_storage_with(out));
+  return stream;
+}
+
+// out[i] = f(in0[i], in1[i], ...) with out of type Out and inputs of types In...; operands
+// are viewed at out's shape (inputs broadcast), walked in out's memory order and threaded by
+// parallel_for_each_run.
+template <typename Out, typename... In, typename F>
+void elementwise_kernel(const Tensor& out, std::array<const Tensor*, sizeof...(In)> ins, F&& f) {
+  constexpr size_t N = sizeof...(In) + 1;
+  std::array<const Tensor*, N> ops;
+  ops[0] = &out;
+  for (size_t k = 0; k < sizeof...(In); ++k) ops[k + 1] = ins[k];
+  auto loop = make_strided_loop<N>(ops, out.shape(), /*memory_order=*/true);
+  const auto is = std::index_sequence_for<In...>{};
+  const bool stream = use_streaming_stores(out, ins);
+  auto run = [&](const std::array<char*, N>& p, const std::array<int64_t, N>& s, int64_t n) {
+    detail::elementwise_run<Out, In...>(p, s, n, f, is, stream);
+  };
+  parallel_for_each_run(loop, run);
 }
 
 }  // namespace kiln

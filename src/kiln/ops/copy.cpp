@@ -3,6 +3,8 @@
 #include "kiln/ops/copy.h"
 
 #include "kiln/core/convert.h"
+#include "kiln/tensor/empty.h"
+#include "kiln/tensor/memory_format.h"
 #include "kiln/ops/factory.h"
 #include "kiln/ops/op_helpers.h"
 #include "kiln/runtime/backend.h"
@@ -80,12 +82,17 @@ std::vector<Tensor> copy_composite(OpCall& call) {
   return {dst};
 }
 
-// _to_copy(self, dtype, device): a new tensor with the given dtype on the given device.
+// _to_copy(self, dtype, device): a new tensor with the given dtype on the given device, in
+// the source's memory format (PyTorch's preserve_format for clone and `to`): a channels-last
+// source gives a channels-last copy, anything else a contiguous one.
 std::vector<Tensor> to_copy_composite(OpCall& call) {
   const Tensor& src = call.inputs[0];
   DType dtype = call.dtype_attr(0);
   Device device = std::get<Device>(call.attrs[1]);
-  Tensor out = empty_tensor(src.shape(), dtype, device);
+  Tensor out = src.is_channels_last()
+                   ? empty_strided_tensor(src.shape(), channels_last_strides(src.shape()), dtype,
+                                          device)
+                   : empty_tensor(src.shape(), dtype, device);
   copy_(out, src, call.has_attr(2) && call.bool_attr(2));
   return {out};
 }
@@ -113,7 +120,13 @@ Tensor to_device(const Tensor& t, Device device, bool non_blocking) {
   return call_op(KILN_OP("_to_copy"), {t}, {t.dtype(), device, non_blocking});
 }
 
-Tensor contiguous(const Tensor& t) { return t.is_contiguous() ? t : clone(t); }
+Tensor contiguous(const Tensor& t) {
+  if (t.is_contiguous()) return t;
+  if (!t.is_channels_last()) return clone(t);  // clone is contiguous for these
+  Tensor out = empty_tensor(t.shape(), t.dtype(), t.device());
+  copy_(out, t);  // recorded by autograd like any copy
+  return out;
+}
 
 Tensor clone(const Tensor& t) {
   return call_op(KILN_OP("_to_copy"), {t}, {t.dtype(), t.device(), false});

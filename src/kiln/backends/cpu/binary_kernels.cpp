@@ -2,6 +2,7 @@
 // (the ops layer promotes); comparisons and logical ops write bool.
 #include <cmath>
 
+#include "bf16_elementwise.h"
 #include "kiln/dispatch/registry.h"
 #include "kiln/tensor/strided_loop.h"
 #include "scalar_math.h"
@@ -26,6 +27,8 @@ void binary_kernel(OpCall& call) {
     using C = C_t<T>;
     if constexpr (F::template supports<T>) {
       auto f = F::template make<C>(call);
+      if constexpr (std::is_same_v<T, BFloat16>)
+        if (bf16_elementwise<2>(out, {&a, &b}, f)) return;
       elementwise_kernel<T, T, T>(out, {&a, &b}, [&f](T x, T y) { return T(f(C(x), C(y))); });
     } else {
       unsupported(call, a.dtype());
@@ -202,10 +205,13 @@ void lerp_kernel(OpCall& call) {
   const Tensor& w = call.inputs[2];
   KILN_DISPATCH_FLOAT(s.dtype(), "lerp", [&]<typename T>() {
     using C = C_t<T>;
-    elementwise_kernel<T, T, T, T>(call.outs[0], {&s, &e, &w}, [](T a, T b, T wt) {
-      C x = C(a), y = C(b), t = C(wt);
-      return T(std::fabs(t) < C(0.5) ? x + t * (y - x) : y - (y - x) * (C(1) - t));
-    });
+    auto f = [](C x, C y, C t) {
+      return std::fabs(t) < C(0.5) ? x + t * (y - x) : y - (y - x) * (C(1) - t);
+    };
+    if constexpr (std::is_same_v<T, BFloat16>)
+      if (bf16_elementwise<3>(call.outs[0], {&s, &e, &w}, f)) return;
+    elementwise_kernel<T, T, T, T>(call.outs[0], {&s, &e, &w},
+                                   [&f](T a, T b, T wt) { return T(f(C(a), C(b), C(wt))); });
   });
 }
 
@@ -221,6 +227,10 @@ void addc_kernel(OpCall& call) {
       unsupported(call, s.dtype());
     } else {
       C v = call.scalar_attr(0).to<C>();
+      if constexpr (std::is_same_v<T, BFloat16>) {
+        auto f = [v](C a, C b, C c) { return kDivide ? a + v * (b / c) : a + v * (b * c); };
+        if (bf16_elementwise<3>(call.outs[0], {&s, &t1, &t2}, f)) return;
+      }
       elementwise_kernel<T, T, T, T>(call.outs[0], {&s, &t1, &t2}, [v](T a, T b, T c) {
         if constexpr (kDivide) {
           if constexpr (std::is_integral_v<C>) return T(wrap_add(C(a), wrap_mul(v, int_div_trunc(C(b), C(c)))));

@@ -3,8 +3,10 @@
 // cancellation), then one pass writes (x - mean) * rstd * weight + bias. Rows run in parallel.
 #include <cmath>
 #include <type_traits>
+#include <vector>
 
 #include "isa/reduce_vec.h"
+#include "isa/vec_math.h"
 #include "kiln/core/convert.h"
 #include "kiln/dispatch/registry.h"
 
@@ -91,8 +93,66 @@ void norm_kernel(OpCall& call) {
   });
 }
 
+// bfloat16 rows through float32: each row is widened once with the ISA's vector converter,
+// takes the float32 path's vectorised statistics, and is written back rounded once. The
+// generic loop converted every element on its own in baseline code (BERT's bfloat16
+// layer norms ran 3-4x slower than float32 per element). False at the baseline ISA level.
+template <bool kLayer>
+bool norm_bf16_via_f32(OpCall& call) {
+  const VecMathF32& vm = vec_math_f32();
+  if (!vm.widen_bf16 || !vm.narrow_bf16) return false;
+  const Tensor& x = call.inputs[0];
+  const Tensor& w = call.inputs[1];
+  const Tensor& b = kLayer ? call.inputs[2] : call.inputs[1];
+  const int64_t k = call.int_attr(0);
+  const double eps = call.double_attr(1);
+  int64_t len = 1;
+  for (int64_t i = x.dim() - k; i < x.dim(); ++i) len *= x.size(i);
+  const int64_t rows = len > 0 ? x.numel() / len : 0;
+  auto widened = [&](const Tensor& t) {
+    std::vector<float> v;
+    if (t.defined()) {
+      v.resize(size_t(len));
+      vm.widen_bf16(static_cast<const uint16_t*>(t.raw_data()), v.data(), len);
+    }
+    return v;
+  };
+  const std::vector<float> wv = widened(w), bv = kLayer ? widened(b) : std::vector<float>();
+  const uint16_t* src = static_cast<const uint16_t*>(x.raw_data());
+  uint16_t* dst = static_cast<uint16_t*>(call.outs[0].raw_data());
+  float* mean_out = kLayer ? static_cast<float*>(call.outs[1].raw_data()) : nullptr;
+  float* rstd_out = static_cast<float*>(call.outs[kLayer ? 2 : 1].raw_data());
+  const VecReduce& vr = reduce_vec();
+  for_rows(rows, len, [&](int64_t r) {
+    thread_local std::vector<float> row;
+    row.resize(size_t(len));
+    float* v = row.data();
+    vm.widen_bf16(src + r * len, v, len);
+    const double mean = kLayer ? vr.sum_f32(v, len) / double(len) : 0.0;
+    const double rstd = 1.0 / std::sqrt(vr.sum_sq_dev_f32(v, len, mean) / double(len) + eps);
+    if constexpr (kLayer) mean_out[r] = float(mean);
+    rstd_out[r] = float(rstd);
+    const float sm = float(mean), sr = float(rstd);
+    const float* wp = wv.empty() ? nullptr : wv.data();
+    const float* bp = bv.empty() ? nullptr : bv.data();
+    if (wp && bp) {
+      for (int64_t i = 0; i < len; ++i) v[i] = (v[i] - sm) * sr * wp[i] + bp[i];
+    } else {
+      for (int64_t i = 0; i < len; ++i) {
+        float y = (v[i] - sm) * sr;
+        if (wp) y *= wp[i];
+        if (bp) y += bp[i];
+        v[i] = y;
+      }
+    }
+    vm.narrow_bf16(v, dst + r * len, len);
+  });
+  return true;
+}
+
 template <bool kLayer>
 void norm_dispatch(OpCall& call) {
+  if (call.inputs[0].dtype() == DType::BF16 && norm_bf16_via_f32<kLayer>(call)) return;
   KILN_DISPATCH_FLOAT(call.inputs[0].dtype(), kLayer ? "layer_norm" : "rms_norm",
                       [&]<typename T>() { norm_kernel<T, kLayer>(call); });
 }
