@@ -5,7 +5,9 @@
 // along runs, channels-last with a per-channel operand, a transposed operand (strided
 // fallback), runs shorter than a block, an output above the streaming-store size, in place.
 // Also bfloat16 layer_norm / rms_norm (rows widened to float32) against float64 statistics.
+#include <cmath>
 #include <cstring>
+#include <iterator>
 
 #include "kiln/ops/normalization.h"
 #include "kiln/tensor/memory_format.h"
@@ -121,6 +123,32 @@ TEST(ElementwiseLargeBfloat16, OutputsAboveTheStreamingStoreSize) {
   EXPECT_EQ(g[size_t(len + 4)], 7.0);
   for (size_t i = 0; i < size_t(len); ++i)
     ASSERT_EQ(g[i + 3], bf16_round(float(av[i]) + float(bv[i]))) << "add_out at " << i;
+}
+
+TEST(ElementwiseLargeBfloat16, Float32ConversionsRoundToNearestEven) {
+  // Ties, values just either side of a tie, infinities, denormals and large magnitudes in a
+  // threaded conversion; then the same values channels-last.
+  const int64_t n = 2, c = 3, h = 150, w = 151;  // 135,900 elements
+  std::vector<double> v = random_values(size_t(n * c * h * w), -1e3, 1e3, 41);
+  const uint32_t specials[] = {0x3f808000u, 0x3f818000u, 0x3f808001u, 0x3f807fffu, 0x7f800000u,
+                               0xff800000u, 0x00000001u, 0x807fffffu, 0x7f7fffffu, 0x00400000u};
+  for (size_t i = 0; i < std::size(specials); ++i) {
+    float f;
+    std::memcpy(&f, &specials[i], 4);
+    v[i * 997] = double(f);
+  }
+  Tensor x = tensor_from(v, {n, c, h, w}).to(DType::F32);
+  std::vector<double> xf = x.to_vector<double>(), want(xf.size());
+  for (size_t i = 0; i < xf.size(); ++i) want[i] = bf16_round(float(xf[i]));
+  Tensor y = x.to(DType::BF16);
+  expect_exact(y, want, "float32 -> bfloat16");
+  std::vector<double> back = y.to(DType::F32).to_vector<double>();
+  for (size_t i = 0; i < back.size(); ++i) ASSERT_EQ(back[i], want[i]) << "bfloat16 -> float32 at " << i;
+  Tensor ycl = x.contiguous(MemoryFormat::ChannelsLast).to(DType::BF16);
+  EXPECT_TRUE(ycl.is_contiguous(MemoryFormat::ChannelsLast));
+  expect_exact(ycl, want, "float32 -> bfloat16 channels-last");
+  Tensor nan = full({70000}, std::nan(""), TensorOptions(DType::F32)).to(DType::BF16);
+  EXPECT_TRUE(std::isnan(nan.to_vector<double>()[12345]));
 }
 
 TEST(NormBfloat16, LayerNormAndRmsNormAgainstFloat64) {

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "isa/vec_math.h"
 #include "kiln/core/convert.h"
 #include "kiln/dispatch/registry.h"
 #include "kiln/tensor/strided_loop.h"
@@ -9,10 +10,42 @@
 namespace kiln::cpu {
 namespace {
 
+// float32 <-> bfloat16 between two tensors laid out alike in one dense block (contiguous, or
+// both channels-last): the ISA's vector converters, threaded (the element loop rounded each
+// value on its own in baseline code, 4x slower than a float32 copy). False where it does not
+// apply or at the baseline ISA level.
+bool convert_f32_bf16_dense(const Tensor& src, const Tensor& dst) {
+  const bool narrow = src.dtype() == DType::F32 && dst.dtype() == DType::BF16;
+  const bool widen = src.dtype() == DType::BF16 && dst.dtype() == DType::F32;
+  if (!(narrow || widen) || src.shape() != dst.shape() || src.strides() != dst.strides() ||
+      !(src.is_contiguous() || src.is_channels_last()))
+    return false;
+  const VecMathF32& vm = vec_math_f32();
+  if (!vm.widen_bf16 || !vm.narrow_bf16) return false;
+  const int64_t n = dst.numel();
+  auto piece = [&](int64_t b, int64_t e) {
+    if (narrow)
+      vm.narrow_bf16(static_cast<const float*>(src.raw_data()) + b,
+                     static_cast<uint16_t*>(dst.raw_data()) + b, e - b);
+    else
+      vm.widen_bf16(static_cast<const uint16_t*>(src.raw_data()) + b,
+                    static_cast<float*>(dst.raw_data()) + b, e - b);
+  };
+  const int threads = n >= detail::kParallelElements ? detail::elementwise_threads() : 1;
+  if (threads <= 1) {
+    piece(0, n);
+    return true;
+  }
+  const int64_t pieces = 4 * int64_t(threads);
+  detail::parallel_chunks(pieces, [&](int64_t c) { piece(n * c / pieces, n * (c + 1) / pieces); });
+  return true;
+}
+
 // outs[0] <- inputs[0] (broadcast, converted).
 void copy_kernel(OpCall& call) {
   const Tensor& src = call.inputs[0];
   const Tensor& dst = call.outs[0];
+  if (convert_f32_bf16_dense(src, dst)) return;
   if (src.dtype() == dst.dtype() && src.is_contiguous() && dst.is_contiguous() &&
       src.shape() == dst.shape()) {
     const char* s = static_cast<const char*>(src.raw_data());

@@ -4,6 +4,7 @@
 // Accumulation: float32 runs the ISA-specific microkernel (isa/gemm_f32.h) and accumulates
 // in float as BLAS does; float for float16/bfloat16, double for float64, wrapping int64 for
 // integers (identical to wrapping in the narrow type); each output is rounded once.
+#include <algorithm>
 #include <vector>
 
 #include "kiln/core/convert.h"
@@ -77,11 +78,24 @@ bool run_gemv_transposed_f32(const Gemm& g, const float* A, const float* B, floa
       a = row.data();
     }
     const bool parallel = g.N * g.K >= (int64_t(1) << 16);
+    // Groups of four columns (four weight rows streamed together), the last group partial.
+    const VecDot4F32 dot4 = vec_math_f32().dot4;
+    const int64_t groups = (g.N + 3) / 4;
 #pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t j = 0; j < g.N; ++j) {
-      float r = alpha * dot(a, B + j * g.b.cs, g.K);
-      if (use_self) r += beta * S[i * g.self.rs + j * g.self.cs];
-      C[i * g.c.rs + j * g.c.cs] = r;
+    for (int64_t q = 0; q < groups; ++q) {
+      const int64_t j0 = 4 * q, cols = std::min<int64_t>(4, g.N - j0);
+      float r[4];
+      if (cols == 4 && dot4) {
+        dot4(a, B + j0 * g.b.cs, g.b.cs, g.K, r);
+      } else {
+        for (int64_t c = 0; c < cols; ++c) r[c] = dot(a, B + (j0 + c) * g.b.cs, g.K);
+      }
+      for (int64_t c = 0; c < cols; ++c) {
+        const int64_t j = j0 + c;
+        float v = alpha * r[c];
+        if (use_self) v += beta * S[i * g.self.rs + j * g.self.cs];
+        C[i * g.c.rs + j * g.c.cs] = v;
+      }
     }
   }
   return true;

@@ -17,6 +17,10 @@ using VecSoftmaxRowF32 = void (*)(const float* in, float* out, int64_t n, bool l
 // sum_k a[k] * b[k] over contiguous arrays (several float32 accumulators).
 using VecDotF32 = float (*)(const float* a, const float* b, int64_t n);
 
+// out[r] = sum_k a[k] * b[r * ldb + k] for r < 4: four dot products sharing a, so a
+// matrix-vector product streams four weight rows at once (more memory parallelism than one).
+using VecDot4F32 = void (*)(const float* a, const float* b, int64_t ldb, int64_t n, float* out);
+
 // bfloat16 <-> float32 over contiguous arrays (exact widening; narrowing rounds to nearest
 // even, NaN stays NaN), so bfloat16 tensors can use the float32 vector functions chunk by
 // chunk.
@@ -28,6 +32,7 @@ struct VecMathF32 {
               gelu_erf = nullptr, gelu_tanh = nullptr, relu = nullptr, erf = nullptr;
   VecSoftmaxRowF32 softmax_row = nullptr;
   VecDotF32 dot = nullptr;
+  VecDot4F32 dot4 = nullptr;
   VecWidenBf16 widen_bf16 = nullptr;
   VecNarrowBf16 narrow_bf16 = nullptr;
 };
