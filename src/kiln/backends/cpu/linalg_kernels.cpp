@@ -301,6 +301,14 @@ void run_gemm(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
 // row, is folded into M: x[3, 12, 384] @ W[384, 384] is one [36, 384] product, so B is
 // packed once and the kernel gets a taller block (as PyTorch folds it in matmul).
 Gemm fold_batch_into_rows(Gemm g) {
+  // Batch dims of size 1 ([1, H] of a batch-1 attention) hold nothing to walk: dropped, so
+  // the rest can fold or merge (their broadcast strides of 0 would block the merge below).
+  for (size_t i = g.batch.size(); i-- > 0;) {
+    if (g.batch[i] != 1) continue;
+    for (MatOperand* op : {&g.a, &g.b, &g.c, &g.self})
+      if (!op->batch.empty()) op->batch.erase(op->batch.begin() + int64_t(i));
+    g.batch.erase(g.batch.begin() + int64_t(i));
+  }
   while (!g.batch.empty() && g.b.batch.back() == 0) {
     const int64_t M = g.M;
     auto continues = [M](const MatOperand& op) { return M == 1 || op.batch.back() == M * op.rs; };
