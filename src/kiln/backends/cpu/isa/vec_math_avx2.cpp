@@ -21,6 +21,9 @@
 #define VABS(a) _mm256_andnot_ps(_mm256_set1_ps(-0.0f), (a))
 #define VSEL_NEG(x, a, b) \
   _mm256_blendv_ps((b), (a), _mm256_cmp_ps((x), _mm256_setzero_ps(), _CMP_LT_OQ))
+#define VROUND(a) _mm256_round_ps((a), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define VPOW2I(n) \
+  _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23))
 #define SLEEF_EXP Sleef_expf8_u10avx2
 #define SLEEF_LOG Sleef_logf8_u10avx2
 #define SLEEF_TANH Sleef_tanhf8_u10avx2

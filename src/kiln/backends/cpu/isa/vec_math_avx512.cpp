@@ -21,6 +21,9 @@
 #define VABS(a) _mm512_abs_ps(a)
 #define VSEL_NEG(x, a, b) \
   _mm512_mask_blend_ps(_mm512_cmp_ps_mask((x), _mm512_setzero_ps(), _CMP_LT_OQ), (b), (a))
+#define VROUND(a) _mm512_roundscale_ps((a), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define VPOW2I(n) \
+  _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23))
 #define SLEEF_EXP Sleef_expf16_u10avx512f
 #define SLEEF_LOG Sleef_logf16_u10avx512f
 #define SLEEF_TANH Sleef_tanhf16_u10avx512f
