@@ -4,9 +4,11 @@
 // outside the output (sentinels around a slice of a larger buffer) must stay untouched.
 // Covers the unit-stride elementwise loop, the broadcast (masked) loop, the vectorised unary
 // path (float32 and bfloat16), contiguous copies with source and destination at different
-// offsets within a cache line, uint8 and float64 outputs, and in-place ops (no streaming).
+// offsets within a cache line, uint8 and float64 outputs, in-place ops (no streaming), and
+// the row kernels that stream whole rows (softmax, log_softmax, layer_norm).
 #include <cmath>
 
+#include "kiln/nn/functional.h"
 #include "kiln/tensor/streaming_store.h"
 #include "ops/test_util.h"
 
@@ -120,6 +122,37 @@ TEST(ElementwiseLargeStreaming, InPlaceOpsStillCorrect) {
     const double f = double(float(xv[i]));
     ASSERT_EQ(xr[i], f > 0 ? f : 0.0) << i;
     ASSERT_EQ(yr[i], 2 * f) << i;
+  }
+}
+
+// softmax, log_softmax and layer_norm rows streamed out (float32 outputs of 16 MiB and up):
+// every row against float64 math, rows of 1024 and of an odd length.
+TEST(ElementwiseLargeStreaming, SoftmaxAndLayerNormRows) {
+  for (int64_t len : {int64_t(1024), int64_t(1031)}) {
+    const int64_t rows = detail::kStreamingStoreBytes / (4 * len) + 5;
+    std::vector<double> xv = random_values(size_t(rows * len), -6, 6, 51);
+    Tensor x = make(xv, {rows, len}, DType::F32, kCpu);
+    std::vector<double> xf = values(x);
+    std::vector<double> sm = values(softmax(x, -1)), lsm = values(log_softmax(x, -1));
+    std::vector<double> ln = values(nn::functional::layer_norm(x, {len}));
+    Tensor w = full({len}, 1.5, TensorOptions(DType::F32, kCpu)), b = full({len}, 0.25, TensorOptions(DType::F32, kCpu));
+    std::vector<double> ln_affine = values(nn::functional::layer_norm(x, {len}, w, b));
+    for (int64_t r = 0; r < rows; ++r) {
+      const double* row = xf.data() + r * len;
+      double m = row[0], mean = 0, var = 0, sum = 0;
+      for (int64_t j = 0; j < len; ++j) m = std::max(m, row[j]), mean += row[j];
+      mean /= double(len);
+      for (int64_t j = 0; j < len; ++j) sum += std::exp(row[j] - m), var += (row[j] - mean) * (row[j] - mean);
+      const double rstd = 1.0 / std::sqrt(var / double(len) + 1e-5);
+      for (int64_t j = 0; j < len; ++j) {
+        const size_t at = size_t(r * len + j);
+        const double p = std::exp(row[j] - m) / sum;
+        ASSERT_NEAR(sm[at], p, 1e-6 * p + 1e-12) << "softmax len " << len << " at " << at;
+        ASSERT_NEAR(lsm[at], row[j] - m - std::log(sum), 1e-5) << "log_softmax at " << at;
+        ASSERT_NEAR(ln[at], (row[j] - mean) * rstd, 1e-5) << "layer_norm at " << at;
+        ASSERT_NEAR(ln_affine[at], (row[j] - mean) * rstd * 1.5 + 0.25, 2e-5) << "affine at " << at;
+      }
+    }
   }
 }
 

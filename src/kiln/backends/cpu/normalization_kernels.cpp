@@ -9,6 +9,7 @@
 #include "isa/vec_math.h"
 #include "kiln/core/convert.h"
 #include "kiln/dispatch/registry.h"
+#include "kiln/tensor/streaming_store.h"
 
 namespace kiln::cpu {
 namespace {
@@ -40,9 +41,14 @@ void norm_kernel(OpCall& call) {
   T* dst = static_cast<T*>(call.outs[0].raw_data());
   S* mean_out = kLayer ? static_cast<S*>(call.outs[1].raw_data()) : nullptr;
   S* rstd_out = static_cast<S*>(call.outs[kLayer ? 2 : 1].raw_data());
-  for_rows(rows, len, [&](int64_t r) {
+  // float32 outputs far beyond the cache: each row is written to a buffer and streamed out
+  // (streaming_store.h), sparing the output's read-for-ownership traffic.
+  const bool stream = std::is_same_v<T, float> &&
+                      int64_t(call.outs[0].nbytes()) >= detail::kStreamingStoreBytes &&
+                      len <= (1 << 16);
+  // Writes row r's normalised values to out (dst + r * len, or a buffer to stream).
+  auto row_into = [&](int64_t r, T* out) {
     const T* in = src + r * len;
-    T* out = dst + r * len;
     double mean = 0, m2 = 0;
     if constexpr (std::is_same_v<T, float>) {
       // float32: the vectorised double-lane sums of the reductions (same two-pass formula).
@@ -90,6 +96,17 @@ void norm_kernel(OpCall& call) {
       if (bp) v += S(bp[i]);
       out[i] = convert_value<T>(v);
     }
+  };
+  for_rows(rows, len, [&](int64_t r) {
+    if (!stream) {
+      row_into(r, dst + r * len);
+      return;
+    }
+    thread_local std::vector<T> row_buf;
+    row_buf.resize(size_t(len));
+    row_into(r, row_buf.data());
+    detail::stream_store(dst + r * len, row_buf.data(), size_t(len) * sizeof(T));
+    detail::stream_fence();
   });
 }
 
