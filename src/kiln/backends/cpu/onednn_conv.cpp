@@ -158,23 +158,25 @@ bool onednn_convolution(OpCall& call) {
       if (g_plans.size() >= kMaxCached) g_plans.clear();
       g_plans[key] = plan;
     }
-    dnnl::stream s(onednn_engine());
+    dnnl::stream& s = onednn_stream();
     memory src(plan->src_plain, onednn_engine(), const_cast<void*>(x.raw_data()));
     if (plan->reorder_src) {
-      memory blocked(plan->pd.src_desc(), onednn_engine());
+      memory blocked = onednn_thread_memory(plan->pd.src_desc(), OnednnBuffer::Source);
       plan->src_in.execute(s, src, blocked);
       src = blocked;
     }
     memory weights = onednn_packed_weight(call.inputs[1], "conv|" + key, plan->w_plain,
                                           plan->pd.weights_desc(), s);
     memory dst_user(plan->dst_plain, onednn_engine(), call.outs[0].raw_data());
-    memory dst = plan->reorder_dst ? memory(plan->pd.dst_desc(), onednn_engine()) : dst_user;
+    memory dst = plan->reorder_dst
+                     ? onednn_thread_memory(plan->pd.dst_desc(), OnednnBuffer::Destination)
+                     : dst_user;
     std::unordered_map<int, memory> args{
         {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}};
     if (call.inputs[2].defined())
       args[DNNL_ARG_BIAS] = memory(plan->pd.bias_desc(), onednn_engine(),
                                    const_cast<void*>(call.inputs[2].raw_data()));
-    memory scratch(plan->pd.scratchpad_desc(), onednn_engine());
+    memory scratch = onednn_scratchpad(plan->pd.scratchpad_desc());
     args[DNNL_ARG_SCRATCHPAD] = scratch;
     plan->prim.execute(s, args);
     if (plan->reorder_dst) plan->dst_out.execute(s, dst, dst_user);

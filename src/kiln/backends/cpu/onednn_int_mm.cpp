@@ -79,7 +79,7 @@ bool onednn_int_mm(const Tensor& a, const Tensor& b, const Tensor& c) {
   try {
     std::shared_ptr<IntMmPlan> plan = plan_for(a.dtype() == DType::I8, M, N, K, b_transposed);
     dnnl::engine& eng = onednn_engine();
-    dnnl::stream s(eng);
+    dnnl::stream& s = onednn_stream();
     const std::string b_key = "int_mm|" + std::to_string(a.dtype() == DType::I8) + ',' +
                               std::to_string(N) + ',' + std::to_string(K);
     memory weights =
@@ -88,7 +88,7 @@ bool onednn_int_mm(const Tensor& a, const Tensor& b, const Tensor& c) {
     plan->prim.execute(s, {{DNNL_ARG_SRC, memory(plan->a, eng, const_cast<void*>(a.raw_data()))},
                            {DNNL_ARG_WEIGHTS, weights},
                            {DNNL_ARG_DST, memory(plan->c, eng, c.raw_data())},
-                           {DNNL_ARG_SCRATCHPAD, memory(plan->pd.scratchpad_desc(), eng)}});
+                           {DNNL_ARG_SCRATCHPAD, onednn_scratchpad(plan->pd.scratchpad_desc())}});
     s.wait();
   } catch (const dnnl::error&) {
     return false;  // no oneDNN implementation at this ISA cap: kiln's kernel runs

@@ -132,7 +132,7 @@ bool onednn_linear(const Tensor& x, const Tensor& w, const Tensor& bias, LinearA
       g_plans[key] = plan;
     }
     dnnl::engine& eng = onednn_engine();
-    dnnl::stream s(eng);
+    dnnl::stream& s = onednn_stream();
     // The packed weight is shared by every M: its layout depends on N, K and the dtype.
     const std::string w_key = "linear|" + std::to_string(int(w.dtype())) + ',' +
                               std::to_string(N) + ',' + std::to_string(K) + ',' +
@@ -142,7 +142,7 @@ bool onednn_linear(const Tensor& x, const Tensor& w, const Tensor& bias, LinearA
         {DNNL_ARG_SRC, memory(plan->a, eng, const_cast<void*>(x.raw_data()))},
         {DNNL_ARG_WEIGHTS, weights},
         {DNNL_ARG_DST, memory(plan->c, eng, out.raw_data())},
-        {DNNL_ARG_SCRATCHPAD, memory(plan->pd.scratchpad_desc(), eng)}};
+        {DNNL_ARG_SCRATCHPAD, onednn_scratchpad(plan->pd.scratchpad_desc())}};
     if (bias.defined())
       args[DNNL_ARG_BIAS] = memory(plan->bias, eng, const_cast<void*>(bias.raw_data()));
     if (residual.defined()) {

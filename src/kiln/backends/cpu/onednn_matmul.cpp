@@ -107,11 +107,11 @@ bool onednn_matmul(DType dtype, int64_t M, int64_t N, int64_t K, const void* A, 
     const auto out_dt = out_f32 ? memory::data_type::f32 : dt;
     std::shared_ptr<MatmulPlan> plan =
         plan_for(dt, out_dt, M, N, K, a_rs, a_cs, b_rs, b_cs, c_rs, alpha, bias != nullptr);
-    dnnl::stream s(onednn_engine());
+    dnnl::stream& s = onednn_stream();
     memory a(plan->a, onednn_engine(), const_cast<void*>(A));
     memory b(plan->b, onednn_engine(), const_cast<void*>(B));
     memory c(plan->c, onednn_engine(), C);
-    memory scratch(plan->pd.scratchpad_desc(), onednn_engine());
+    memory scratch = onednn_scratchpad(plan->pd.scratchpad_desc());
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b},
                                          {DNNL_ARG_DST, c}, {DNNL_ARG_SCRATCHPAD, scratch}};
     if (bias) args[DNNL_ARG_BIAS] = memory(plan->bias, onednn_engine(), const_cast<void*>(bias));
@@ -136,11 +136,11 @@ bool onednn_matmul_batched(DType dtype, int64_t batch, int64_t M, int64_t N, int
   try {
     std::shared_ptr<MatmulPlan> plan = plan_for(dt, dt, M, N, K, a_rs, a_cs, b_rs, b_cs, c_rs,
                                                 alpha, false, batch, a_bs, b_bs, c_bs);
-    dnnl::stream s(onednn_engine());
+    dnnl::stream& s = onednn_stream();
     memory a(plan->a, onednn_engine(), const_cast<void*>(A));
     memory b(plan->b, onednn_engine(), const_cast<void*>(B));
     memory c(plan->c, onednn_engine(), C);
-    memory scratch(plan->pd.scratchpad_desc(), onednn_engine());
+    memory scratch = onednn_scratchpad(plan->pd.scratchpad_desc());
     plan->prim.execute(s, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c},
                            {DNNL_ARG_SCRATCHPAD, scratch}});
     s.wait();

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <new>
 
 #include "kiln/backends/cpu/cpu_info.h"
 
@@ -51,6 +52,31 @@ bool onednn_enabled() {
     return !(v && std::strcmp(v, "0") == 0);
   }();
   return on;
+}
+
+dnnl::stream& onednn_stream() {
+  thread_local dnnl::stream s(onednn_engine());
+  return s;
+}
+
+dnnl::memory onednn_thread_memory(const dnnl::memory::desc& desc, OnednnBuffer slot) {
+  struct Buffer {
+    void* data = nullptr;
+    size_t capacity = 0;
+    ~Buffer() { std::free(data); }
+  };
+  thread_local Buffer buffers[3];
+  Buffer& buffer = buffers[int(slot)];
+  const size_t need = desc.get_size();
+  if (need > buffer.capacity) {
+    const size_t bytes = (need + 4095) / 4096 * 4096;  // a multiple of the alignment
+    void* p = std::aligned_alloc(4096, bytes);
+    if (!p) throw std::bad_alloc();
+    std::free(buffer.data);
+    buffer.data = p;
+    buffer.capacity = bytes;
+  }
+  return dnnl::memory(desc, onednn_engine(), buffer.data);
 }
 
 #endif  // KILN_HAVE_DNNL

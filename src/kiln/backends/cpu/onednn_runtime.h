@@ -17,6 +17,17 @@ void onednn_apply_isa_cap();
 dnnl::engine& onednn_engine();
 // False when KILN_ONEDNN=0: every product and convolution then runs kiln's own kernels.
 bool onednn_enabled();
+// The calling thread's stream on that engine, created once per thread.
+dnnl::stream& onednn_stream();
+// Memory of layout desc in one of the calling thread's reusable buffers (grown as needed,
+// never shrunk): scratchpads (packing buffers of up to megabytes) and the blocked copies of
+// a convolution's activations were allocated per call, paying page faults on every call.
+// A buffer stays valid until the thread's next request for the same slot.
+enum class OnednnBuffer { Scratchpad, Source, Destination };
+dnnl::memory onednn_thread_memory(const dnnl::memory::desc& desc, OnednnBuffer slot);
+inline dnnl::memory onednn_scratchpad(const dnnl::memory::desc& desc) {
+  return onednn_thread_memory(desc, OnednnBuffer::Scratchpad);
+}
 #endif
 
 }  // namespace kiln::cpu
