@@ -100,6 +100,55 @@ TEST(ConvChannelsLast, MaxPoolInPlaceMatchesThePlanarKernel) {
   }
 }
 
+// Planar inputs with 16+ channels are pooled channels-last and copied back: values and
+// indices against a float64 reference of PyTorch's rule (first maximum; NaN wins, the last
+// one; a window without an in-range tap gives -inf at its first tap stepped into range).
+TEST(ConvChannelsLast, PlanarMaxPoolWithManyChannelsAgainstReference) {
+  const int64_t N = 2, C = 20, H = 9, W = 10;
+  auto v = rand_vals(size_t(N * C * H * W), 46);
+  v[5] = std::nan("");
+  v[7] = std::nan("");
+  for (size_t i = 300; i < 330; ++i) v[i] = -INFINITY;
+  struct P { F::IntList k, s, p, d; bool ceil; };
+  for (DType dt : {DType::F32, DType::BF16}) {
+    Tensor x = f64(v, {N, C, H, W}).to(dt);
+    const std::vector<double> xv = x.to(DType::F64).to_vector<double>();
+    for (const P& c : {P{{3, 3}, {2, 2}, {1, 1}, {1, 1}, false}, P{{2, 3}, {1, 2}, {0, 1}, {2, 1}, true},
+                       P{{3, 3}, {3, 3}, {1, 1}, {2, 2}, true}}) {
+      auto [y, yi] = F::max_pool2d_with_indices(x, c.k, c.s, c.p, c.d, c.ceil);
+      ASSERT_TRUE(y.is_contiguous() && yi.is_contiguous());
+      const int64_t OH = y.size(2), OW = y.size(3);
+      const std::vector<double> got = y.to(DType::F64).to_vector<double>();
+      const std::vector<int64_t> got_i = yi.to_vector<int64_t>();
+      for (int64_t plane = 0; plane < N * C; ++plane)
+        for (int64_t oh = 0; oh < OH; ++oh)
+          for (int64_t ow = 0; ow < OW; ++ow) {
+            const int64_t sh = oh * c.s[0] - c.p[0], sw = ow * c.s[1] - c.p[1];
+            double best = 0;
+            int64_t at = -1;
+            for (int64_t jh = 0; jh < c.k[0]; ++jh)
+              for (int64_t jw = 0; jw < c.k[1]; ++jw) {
+                const int64_t h = sh + jh * c.d[0], w = sw + jw * c.d[1];
+                if (h < 0 || h >= H || w < 0 || w >= W) continue;
+                const double t = xv[size_t(plane * H * W + h * W + w)];
+                if (at < 0 || t > best || std::isnan(t)) best = t, at = h * W + w;
+              }
+            if (at < 0) {
+              int64_t fh = sh, fw = sw;
+              while (fh < 0) fh += c.d[0];
+              while (fw < 0) fw += c.d[1];
+              best = -INFINITY;
+              at = fh * W + fw;
+            }
+            const size_t o = size_t((plane * OH + oh) * OW + ow);
+            ASSERT_TRUE(got[o] == best || (std::isnan(got[o]) && std::isnan(best)))
+                << dtype_name(dt) << " at " << o;
+            ASSERT_EQ(got_i[o], at) << dtype_name(dt) << " at " << o;
+          }
+    }
+  }
+}
+
 TEST(ConvChannelsLast, GradientsMatchTheContiguousLayout) {
   const Conv2dCase c{2, 6, 7, 8, 10, 3, 3, 1, 1, 1, 1};
   auto xv = rand_vals(size_t(2 * 6 * 7 * 8), 50), wv = rand_vals(size_t(10 * 6 * 9), 51);
