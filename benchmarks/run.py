@@ -29,6 +29,8 @@ import sys
 import tempfile
 import time
 
+# The CPUs this process may use before any library pins it (see the models section).
+INITIAL_CPUS = os.sched_getaffinity(0)
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
@@ -434,6 +436,10 @@ def main():
         records += python_dispatch(args.quick)
         timings["python dispatch"] = time.time() - t0
     if "models" in secs:
+        # Importing kiln / torch above (python dispatch) initialised OpenMP in this process
+        # with OMP_PROC_BIND set, which pinned this thread to the first core; a child would
+        # inherit that one-core mask and run its two threads on one core. Undo it first.
+        os.sched_setaffinity(0, INITIAL_CPUS)
         jp = os.path.join(jdir, "models.json")
         cmd = [py, os.path.join(HERE, "models.py"), "--threads", str(args.threads), "--json", jp] + q
         if args.models:
