@@ -55,6 +55,11 @@ def test_clone_and_to_preserve_channels_last_like_torch():
         assert got.dtype == {torch.float32: kiln.float32, torch.bfloat16: kiln.bfloat16,
                              torch.float64: kiln.float64}[want.dtype]
         np.testing.assert_array_equal(npy(got), npy(want))
+    # reshape / flatten of a channels-last tensor copy into torch's (contiguous) result.
+    for got, want in [(kc.reshape(2, -1), tc.reshape(2, -1)), (kc.flatten(1), tc.flatten(1)),
+                      (kc.reshape(-1), tc.reshape(-1))]:
+        assert got.shape == want.shape and got.stride() == want.stride()
+        np.testing.assert_array_equal(npy(got), npy(want))
     # clone always copies, whatever the format.
     c = kc.clone(memory_format=kiln.channels_last)
     c.add_(1.0)

@@ -170,7 +170,8 @@ Tensor index_put(const Tensor& x, const std::vector<Tensor>& indices, const Tens
   Shape r = index_result_shape(p.x.shape(), p.idx);
   Tensor v = prepare_values(x, values, r);
   if (!p.any) {
-    Tensor out = clone(x);
+    // A contiguous copy, so that the view below exists (clone keeps a channels-last layout).
+    Tensor out = x.is_channels_last() ? contiguous(x) : clone(x);
     Tensor target = p.x.shape() == x.shape() ? out : view(out, p.x.shape());
     if (accumulate) target.add_(v);
     else copy_(target, v);

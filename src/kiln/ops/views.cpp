@@ -275,7 +275,7 @@ std::vector<Tensor> reshape_composite(OpCall& c) {
   const Tensor& t = self(c);
   Shape shape = infer_shape(c.ints_attr(0), t.numel());
   if (view_strides(t.shape(), t.strides(), shape)) return {kiln::view(t, shape)};
-  return {kiln::view(clone(t), shape)};
+  return {kiln::view(contiguous(t), shape)};  // (clone would keep a channels-last layout)
 }
 
 }  // namespace
