@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "kiln/backends/cpu/cpu_info.h"
@@ -33,8 +34,8 @@ namespace {
 using dnnl::memory;
 
 struct ConvPlan {
-  dnnl::convolution_forward::primitive_desc pd;
-  dnnl::convolution_forward prim;
+  dnnl::primitive_desc pd;  // a convolution_forward or (transposed) deconvolution_forward
+  dnnl::primitive prim;
   memory::desc src_plain, dst_plain, w_plain;
   bool reorder_src = false, reorder_dst = false;
   dnnl::reorder src_in, dst_out;
@@ -64,6 +65,7 @@ std::string plan_key(const OpCall& call) {
   add(call.ints_attr(1));
   add(call.ints_attr(2));
   k += '|' + std::to_string(call.int_attr(5)) + (call.inputs[2].defined() ? "b" : "-");
+  if (call.bool_attr(3)) add(call.ints_attr(4));  // transposed: its output padding
   return k;
 }
 
@@ -79,15 +81,26 @@ std::shared_ptr<ConvPlan> make_plan(const OpCall& call) {
   const memory::format_tag act_tag = nhwc ? memory::format_tag::nhwc : plain_tag(nd);
   plan->src_plain = memory::desc(to_dims(x.shape()), dt, act_tag);
   plan->dst_plain = memory::desc(to_dims(y.shape()), dt, act_tag);
+  const bool transposed = call.bool_attr(3);
   memory::dims wdims = to_dims(w.shape());
-  if (groups > 1) {
+  memory::dims wstrides(w.strides().begin(), w.strides().end());
+  if (transposed) {
+    // PyTorch stores a transposed convolution's weight as [in, out / groups, k...]; oneDNN's
+    // deconvolution wants [out, in, k...]: the same memory with the first two dims swapped.
+    std::swap(wdims[0], wdims[1]);
+    std::swap(wstrides[0], wstrides[1]);
+    if (groups > 1) {  // [groups, out / groups, in / groups, k...]
+      wdims[1] /= groups;
+      wdims.insert(wdims.begin(), groups);
+      wstrides.insert(wstrides.begin(), wdims[2] * w.stride(0));
+    }
+  } else if (groups > 1) {
+    // The weight as stored: contiguous (oihw) or channels-last (ohwi), described by its
+    // strides (grouped: the leading dim split into groups x out-channels-per-group).
     wdims[0] /= groups;
     wdims.insert(wdims.begin(), groups);
+    wstrides.insert(wstrides.begin(), wdims[1] * w.stride(0));
   }
-  // The weight as stored: contiguous (oihw) or channels-last (ohwi), described by its strides
-  // (grouped: the leading dim split into groups x out-channels-per-group).
-  memory::dims wstrides(w.strides().begin(), w.strides().end());
-  if (groups > 1) wstrides.insert(wstrides.begin(), wdims[1] * w.stride(0));
   plan->w_plain = memory::desc(wdims, dt, wstrides);
   const auto any = memory::format_tag::any;
   // Activation layout: 1x1 convolutions and first layers (at most 4 input channels per
@@ -97,7 +110,8 @@ std::shared_ptr<ConvPlan> make_plan(const OpCall& call) {
   bool one_by_one = true;
   for (int64_t i = 2; i < w.dim(); ++i) one_by_one = one_by_one && w.size(i) == 1;
   // Channels-last activations are used as they are: oneDNN's kernels run on nhwc directly.
-  const bool plain_act = nhwc || (groups == 1 && (one_by_one || w.size(1) <= 4));
+  const bool plain_act =
+      nhwc || (!transposed && groups == 1 && (one_by_one || w.size(1) <= 4));
   memory::desc src_any = plain_act ? plan->src_plain : memory::desc(to_dims(x.shape()), dt, any);
   memory::desc dst_any = plain_act ? plan->dst_plain : memory::desc(to_dims(y.shape()), dt, any);
   memory::desc w_any(wdims, dt, any);
@@ -108,16 +122,31 @@ std::shared_ptr<ConvPlan> make_plan(const OpCall& call) {
   const bool has_bias = call.inputs[2].defined();
   memory::desc bias_md = has_bias ? memory::desc({y.size(1)}, dt, memory::format_tag::a)
                                   : memory::desc();
-  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
-                                       dnnl::algorithm::convolution_direct, src_any, w_any,
-                                       bias_md, dst_any, strides, dilation, padding, padding);
-  // A user scratchpad (allocated per call) keeps concurrent calls of one cached primitive
+  // A user scratchpad (a per-thread buffer) keeps concurrent calls of one cached primitive
   // from sharing oneDNN's global scratch buffer.
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   dnnl::engine& eng = onednn_engine();
-  plan->pd = dnnl::convolution_forward::primitive_desc(desc, attr, eng);
-  plan->prim = dnnl::convolution_forward(plan->pd);
+  if (transposed) {
+    // PyTorch's output = (in - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding
+    // + 1; oneDNN's deconvolution takes the output padding off the right-hand padding.
+    memory::dims padding_r = padding;
+    for (size_t i = 0; i < padding_r.size(); ++i) padding_r[i] -= call.ints_attr(4)[i];
+    dnnl::deconvolution_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                           dnnl::algorithm::deconvolution_direct, src_any, w_any,
+                                           bias_md, dst_any, strides, dilation, padding,
+                                           padding_r);
+    dnnl::deconvolution_forward::primitive_desc pd(desc, attr, eng);
+    plan->pd = pd;
+    plan->prim = dnnl::deconvolution_forward(pd);
+  } else {
+    dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                         dnnl::algorithm::convolution_direct, src_any, w_any,
+                                         bias_md, dst_any, strides, dilation, padding, padding);
+    dnnl::convolution_forward::primitive_desc pd(desc, attr, eng);
+    plan->pd = pd;
+    plan->prim = dnnl::convolution_forward(pd);
+  }
   plan->reorder_src = plan->pd.src_desc() != plan->src_plain;
   plan->reorder_dst = plan->pd.dst_desc() != plan->dst_plain;
   if (plan->reorder_src)
@@ -134,7 +163,7 @@ std::shared_ptr<ConvPlan> make_plan(const OpCall& call) {
 bool onednn_convolution(OpCall& call) {
   const Tensor& x = call.inputs[0];
   const DType dt = x.dtype();
-  if (!onednn_enabled() || call.bool_attr(3)) return false;  // transposed: kiln's own kernel
+  if (!onednn_enabled()) return false;
   if (!x.device().is_cpu()) return false;  // the testing backend keeps kiln's kernel
   if (dt != DType::F32 && !(dt == DType::BF16 && isa_level() >= IsaLevel::Avx512Vnni)) return false;
   if (x.dim() < 3 || x.dim() > 5 || call.outs[0].numel() == 0) return false;
@@ -174,7 +203,7 @@ bool onednn_convolution(OpCall& call) {
     std::unordered_map<int, memory> args{
         {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}};
     if (call.inputs[2].defined())
-      args[DNNL_ARG_BIAS] = memory(plan->pd.bias_desc(), onednn_engine(),
+      args[DNNL_ARG_BIAS] = memory(plan->pd.weights_desc(1), onednn_engine(),
                                    const_cast<void*>(call.inputs[2].raw_data()));
     memory scratch = onednn_scratchpad(plan->pd.scratchpad_desc());
     args[DNNL_ARG_SCRATCHPAD] = scratch;

@@ -7,8 +7,9 @@
 namespace kiln::cpu {
 
 // Runs the convolution op call (inputs x, w, bias?; attrs stride, padding, dilation,
-// transposed, output_padding, groups) with oneDNN and returns true, or returns false when
-// oneDNN is absent or does not take this call (dtype, transposed, KILN_ONEDNN=0).
+// transposed, output_padding, groups) with oneDNN (transposed ones as its deconvolution) and
+// returns true, or returns false when oneDNN is absent or does not take this call (dtype,
+// layout, KILN_ONEDNN=0, no implementation).
 bool onednn_convolution(OpCall& call);
 
 }  // namespace kiln::cpu
