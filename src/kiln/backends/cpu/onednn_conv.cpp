@@ -19,6 +19,7 @@
 #include "kiln/tensor/tensor_impl.h"
 
 #include "onednn_packed_weights.h"
+#include "onednn_plan_cache.h"
 #include "onednn_runtime.h"
 
 namespace kiln::cpu {
@@ -41,9 +42,7 @@ struct ConvPlan {
   dnnl::reorder src_in, dst_out;
 };
 
-std::mutex g_mutex;
-std::unordered_map<std::string, std::shared_ptr<ConvPlan>> g_plans;
-constexpr size_t kMaxCached = 512;  // plans kept before the cache is reset
+OnednnPlanCache<ConvPlan> g_plans;
 
 memory::dims to_dims(const Shape& s) { return memory::dims(s.begin(), s.end()); }
 
@@ -174,19 +173,8 @@ bool onednn_convolution(OpCall& call) {
   if (call.inputs[2].defined() && (!call.inputs[2].is_contiguous() || call.inputs[2].dtype() != dt))
     return false;
   const std::string key = plan_key(call);
-  std::shared_ptr<ConvPlan> plan;
-  {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    auto it = g_plans.find(key);
-    if (it != g_plans.end()) plan = it->second;
-  }
   try {
-    if (!plan) {
-      plan = make_plan(call);
-      std::lock_guard<std::mutex> lock(g_mutex);
-      if (g_plans.size() >= kMaxCached) g_plans.clear();
-      g_plans[key] = plan;
-    }
+    std::shared_ptr<ConvPlan> plan = g_plans.get(key, [&] { return make_plan(call); });
     dnnl::stream& s = onednn_stream();
     memory src(plan->src_plain, onednn_engine(), const_cast<void*>(x.raw_data()));
     if (plan->reorder_src) {

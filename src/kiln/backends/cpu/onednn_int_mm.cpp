@@ -9,6 +9,7 @@
 
 #include "kiln/backends/cpu/cpu_info.h"
 #include "onednn_packed_weights.h"
+#include "onednn_plan_cache.h"
 #include "onednn_runtime.h"
 
 namespace kiln::cpu {
@@ -34,38 +35,30 @@ struct IntMmPlan {
   memory::desc a, b_plain, c;
 };
 
-std::mutex g_mutex;
-std::unordered_map<std::string, std::shared_ptr<IntMmPlan>> g_plans;
-constexpr size_t kMaxPlans = 512;
+OnednnPlanCache<IntMmPlan> g_plans;
 
 std::shared_ptr<IntMmPlan> plan_for(bool a_signed, int64_t M, int64_t N, int64_t K,
                                     bool b_transposed) {
   const std::string key = std::string(a_signed ? "s" : "u") + (b_transposed ? "t" : "n") + ',' +
                           std::to_string(M) + ',' + std::to_string(N) + ',' + std::to_string(K);
-  {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    auto it = g_plans.find(key);
-    if (it != g_plans.end()) return it->second;
-  }
-  auto plan = std::make_shared<IntMmPlan>();
-  plan->a = memory::desc({M, K}, a_signed ? memory::data_type::s8 : memory::data_type::u8,
-                         memory::format_tag::ab);
-  plan->b_plain = memory::desc({K, N}, memory::data_type::s8,
-                               b_transposed ? memory::format_tag::ba : memory::format_tag::ab);
-  plan->c = memory::desc({M, N}, memory::data_type::s32, memory::format_tag::ab);
-  // A weight (transposed B) in the layout oneDNN picks, packed once; a plain B as it lies.
-  const memory::desc b_desc =
-      b_transposed ? memory::desc({K, N}, memory::data_type::s8, memory::format_tag::any)
-                   : plan->b_plain;
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  plan->pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(plan->a, b_desc, plan->c), attr,
-                                          onednn_engine());
-  plan->prim = dnnl::matmul(plan->pd);
-  std::lock_guard<std::mutex> lock(g_mutex);
-  if (g_plans.size() >= kMaxPlans) g_plans.clear();
-  g_plans[key] = plan;
-  return plan;
+  return g_plans.get(key, [&] {
+    auto plan = std::make_shared<IntMmPlan>();
+    plan->a = memory::desc({M, K}, a_signed ? memory::data_type::s8 : memory::data_type::u8,
+                           memory::format_tag::ab);
+    plan->b_plain = memory::desc({K, N}, memory::data_type::s8,
+                                 b_transposed ? memory::format_tag::ba : memory::format_tag::ab);
+    plan->c = memory::desc({M, N}, memory::data_type::s32, memory::format_tag::ab);
+    // A weight (transposed B) in the layout oneDNN picks, packed once; a plain B as it lies.
+    const memory::desc b_desc =
+        b_transposed ? memory::desc({K, N}, memory::data_type::s8, memory::format_tag::any)
+                     : plan->b_plain;
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    plan->pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(plan->a, b_desc, plan->c), attr,
+                                            onednn_engine());
+    plan->prim = dnnl::matmul(plan->pd);
+    return plan;
+  });
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "kiln/backends/cpu/cpu_info.h"
 #include "onednn_packed_weights.h"
+#include "onednn_plan_cache.h"
 #include "onednn_runtime.h"
 
 namespace kiln::cpu {
@@ -38,9 +39,7 @@ struct LinearPlan {
   memory::desc a, w_plain, bias, residual, c;
 };
 
-std::mutex g_mutex;
-std::unordered_map<std::string, std::shared_ptr<LinearPlan>> g_plans;
-constexpr size_t kMaxPlans = 512;
+OnednnPlanCache<LinearPlan> g_plans;
 
 memory::data_type onednn_type(DType t) {
   return t == DType::BF16 ? memory::data_type::bf16 : memory::data_type::f32;
@@ -119,18 +118,8 @@ bool onednn_linear(const Tensor& x, const Tensor& w, const Tensor& bias, LinearA
     return false;  // broadcast operands have no oneDNN layout
   const std::string key = plan_key(x, w, bias, act, residual, out);
   try {
-    std::shared_ptr<LinearPlan> plan;
-    {
-      std::lock_guard<std::mutex> lock(g_mutex);
-      auto it = g_plans.find(key);
-      if (it != g_plans.end()) plan = it->second;
-    }
-    if (!plan) {
-      plan = make_plan(x, w, bias, act, residual, out);
-      std::lock_guard<std::mutex> lock(g_mutex);
-      if (g_plans.size() >= kMaxPlans) g_plans.clear();
-      g_plans[key] = plan;
-    }
+    std::shared_ptr<LinearPlan> plan =
+        g_plans.get(key, [&] { return make_plan(x, w, bias, act, residual, out); });
     dnnl::engine& eng = onednn_engine();
     dnnl::stream& s = onednn_stream();
     // The packed weight is shared by every M: its layout depends on N, K and the dtype.

@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "kiln/backends/cpu/cpu_info.h"
+#include "onednn_plan_cache.h"
 #include "onednn_runtime.h"
 
 
@@ -46,9 +47,7 @@ struct MatmulPlan {
   memory::desc a, b, c, bias;
 };
 
-std::mutex g_mutex;
-std::unordered_map<std::string, std::shared_ptr<MatmulPlan>> g_plans;
-constexpr size_t kMaxPlans = 512;
+OnednnPlanCache<MatmulPlan> g_plans;
 
 // batch > 1: 3-D descriptors [batch, rows, cols] with the batch strides (B shared: its
 // batch dim is 1, which oneDNN broadcasts).
@@ -62,34 +61,28 @@ std::shared_ptr<MatmulPlan> plan_for(memory::data_type dt, memory::data_type out
   for (int64_t v : {M, N, K, a_rs, a_cs, b_rs, b_cs, c_rs, batch, a_bs, b_bs, c_bs})
     key += ',' + std::to_string(v);
   key += ',' + std::to_string(alpha);
-  {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    auto it = g_plans.find(key);
-    if (it != g_plans.end()) return it->second;
-  }
-  auto plan = std::make_shared<MatmulPlan>();
-  if (batch > 1) {
-    plan->a = memory::desc({batch, M, K}, dt, {a_bs, a_rs, a_cs});
-    plan->b = b_bs == 0 ? memory::desc({1, K, N}, dt, {K * N, b_rs, b_cs})
-                        : memory::desc({batch, K, N}, dt, {b_bs, b_rs, b_cs});
-    plan->c = memory::desc({batch, M, N}, out_dt, {c_bs, c_rs, 1});
-  } else {
-    plan->a = memory::desc({M, K}, dt, {a_rs, a_cs});
-    plan->b = memory::desc({K, N}, dt, {b_rs, b_cs});
-    plan->c = memory::desc({M, N}, out_dt, {c_rs, 1});
-  }
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
-  if (with_bias) plan->bias = memory::desc({1, N}, dt, {N, 1});
-  dnnl::matmul::desc desc = with_bias ? dnnl::matmul::desc(plan->a, plan->b, plan->bias, plan->c)
-                                      : dnnl::matmul::desc(plan->a, plan->b, plan->c);
-  plan->pd = dnnl::matmul::primitive_desc(desc, attr, onednn_engine());
-  plan->prim = dnnl::matmul(plan->pd);
-  std::lock_guard<std::mutex> lock(g_mutex);
-  if (g_plans.size() >= kMaxPlans) g_plans.clear();
-  g_plans[key] = plan;
-  return plan;
+  return g_plans.get(key, [&] {
+    auto plan = std::make_shared<MatmulPlan>();
+    if (batch > 1) {
+      plan->a = memory::desc({batch, M, K}, dt, {a_bs, a_rs, a_cs});
+      plan->b = b_bs == 0 ? memory::desc({1, K, N}, dt, {K * N, b_rs, b_cs})
+                          : memory::desc({batch, K, N}, dt, {b_bs, b_rs, b_cs});
+      plan->c = memory::desc({batch, M, N}, out_dt, {c_bs, c_rs, 1});
+    } else {
+      plan->a = memory::desc({M, K}, dt, {a_rs, a_cs});
+      plan->b = memory::desc({K, N}, dt, {b_rs, b_cs});
+      plan->c = memory::desc({M, N}, out_dt, {c_rs, 1});
+    }
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
+    if (with_bias) plan->bias = memory::desc({1, N}, dt, {N, 1});
+    dnnl::matmul::desc desc = with_bias ? dnnl::matmul::desc(plan->a, plan->b, plan->bias, plan->c)
+                                        : dnnl::matmul::desc(plan->a, plan->b, plan->c);
+    plan->pd = dnnl::matmul::primitive_desc(desc, attr, onednn_engine());
+    plan->prim = dnnl::matmul(plan->pd);
+    return plan;
+  });
 }
 
 }  // namespace
