@@ -24,11 +24,6 @@ namespace {
 
 using dnnl::memory;
 
-// Decision 0017's rule, shared with the float products: fewer rows stay on kiln's
-// streaming matrix-vector kernel.
-constexpr int64_t kMinRows = 16;
-constexpr int64_t kMinWork = int64_t(1) << 18;  // M * N * K
-
 struct IntMmPlan {
   dnnl::matmul::primitive_desc pd;
   dnnl::matmul prim;
@@ -65,7 +60,7 @@ std::shared_ptr<IntMmPlan> plan_for(bool a_signed, int64_t M, int64_t N, int64_t
 
 bool onednn_int_mm(const Tensor& a, const Tensor& b, const Tensor& c) {
   const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
-  if (!onednn_enabled() || M < kMinRows || M * N * K < kMinWork || K == 0) return false;
+  if (!onednn_takes_product(M, M * N * K, K)) return false;
   // Below VNNI oneDNN multiplies with vpmaddubsw, whose int16 pair sums saturate: not exact.
   if (isa_level() < IsaLevel::Avx512Vnni) return false;
   const bool b_transposed = !b.is_contiguous();

@@ -28,11 +28,6 @@ namespace {
 
 using dnnl::memory;
 
-// The rule of decision 0017 (as onednn_matmul.cpp): fewer rows stay on kiln's streaming
-// matrix-vector kernels, which read the weight once without packing.
-constexpr int64_t kMinRows = 16;
-constexpr int64_t kMinWork = int64_t(1) << 18;  // M * N * K
-
 struct LinearPlan {
   dnnl::matmul::primitive_desc pd;
   dnnl::matmul prim;
@@ -110,7 +105,7 @@ std::string plan_key(const Tensor& x, const Tensor& w, const Tensor& bias, Linea
 bool onednn_linear(const Tensor& x, const Tensor& w, const Tensor& bias, LinearActivation act,
                    const Tensor& residual, const Tensor& out) {
   const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
-  if (!onednn_enabled() || M < kMinRows || M * N * K < kMinWork || K == 0) return false;
+  if (!onednn_takes_product(M, M * N * K, K)) return false;
   if (x.dtype() != DType::F32 &&
       !(x.dtype() == DType::BF16 && isa_level() >= IsaLevel::Avx512Vnni))
     return false;

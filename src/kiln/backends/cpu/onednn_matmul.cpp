@@ -1,7 +1,8 @@
 // oneDNN matmul for kiln's float32 / bfloat16 products (see onednn_matmul.h).
-// Rule (decision 0017): products with at least kMinRows rows and kMinWork multiply-adds go to
-// oneDNN (its brgemm kernels ran 1.4-1.6x kiln's float32 and 1.7-2.5x kiln's bfloat16 blocked
-// kernel at M = 128..1024 on the development machine); fewer rows stay on kiln's streaming
+// Rule (decision 0017, onednn_takes_product in onednn_runtime.h): products with at least 16
+// rows and 2^18 multiply-adds go to oneDNN (its brgemm kernels ran 1.4-1.6x kiln's float32 and
+// 1.7-2.5x kiln's bfloat16 blocked kernel at M = 128..1024 on the development machine); fewer
+// rows stay on kiln's streaming
 // matrix-vector kernels, which read the weight once without packing and match or beat
 // oneDNN there. Plans are cached by shape, strides, dtype and alpha.
 #include "onednn_matmul.h"
@@ -35,9 +36,6 @@ bool onednn_matmul_batched(DType, int64_t, int64_t, int64_t, int64_t, const void
 #else
 
 namespace {
-
-constexpr int64_t kMinRows = 16;
-constexpr int64_t kMinWork = int64_t(1) << 18;  // M * N * K
 
 using dnnl::memory;
 
@@ -90,7 +88,7 @@ std::shared_ptr<MatmulPlan> plan_for(memory::data_type dt, memory::data_type out
 bool onednn_matmul(DType dtype, int64_t M, int64_t N, int64_t K, const void* A, int64_t a_rs,
                    int64_t a_cs, const void* B, int64_t b_rs, int64_t b_cs, void* C, int64_t c_rs,
                    float alpha, bool out_f32, const void* bias) {
-  if (!onednn_enabled() || M < kMinRows || M * N * K < kMinWork || K == 0) return false;
+  if (!onednn_takes_product(M, M * N * K, K)) return false;
   if (dtype != DType::F32 && !(dtype == DType::BF16 && isa_level() >= IsaLevel::Avx512Vnni))
     return false;
   // A broadcast operand (stride 0) has no oneDNN layout.
@@ -120,8 +118,7 @@ bool onednn_matmul_batched(DType dtype, int64_t batch, int64_t M, int64_t N, int
                            const void* A, int64_t a_bs, int64_t a_rs, int64_t a_cs, const void* B,
                            int64_t b_bs, int64_t b_rs, int64_t b_cs, void* C, int64_t c_bs,
                            int64_t c_rs, float alpha) {
-  if (!onednn_enabled() || batch < 2 || M < kMinRows || batch * M * N * K < kMinWork || K == 0)
-    return false;
+  if (batch < 2 || !onednn_takes_product(M, batch * M * N * K, K)) return false;
   if (dtype != DType::F32 && !(dtype == DType::BF16 && isa_level() >= IsaLevel::Avx512Vnni))
     return false;
   if (a_rs == 0 || a_cs == 0 || b_rs == 0 || b_cs == 0 || a_bs == 0 || c_bs == 0) return false;

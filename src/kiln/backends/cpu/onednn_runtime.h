@@ -2,6 +2,8 @@
 // What kiln's oneDNN paths (onednn_conv.cpp, onednn_matmul.cpp) share: the engine, the
 // KILN_ONEDNN switch and the ISA cap. The oneDNN types appear only when kiln is built with
 // it (KILN_HAVE_DNNL); onednn_apply_isa_cap is always declared (`kiln bench` calls it).
+#include <cstdint>
+
 #ifdef KILN_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.hpp>
 #endif
@@ -17,6 +19,14 @@ void onednn_apply_isa_cap();
 dnnl::engine& onednn_engine();
 // False when KILN_ONEDNN=0: every product and convolution then runs kiln's own kernels.
 bool onednn_enabled();
+// Decision 0017's rule for matrix products: oneDNN takes those with at least kOnednnMinRows
+// rows and kOnednnMinWork multiply-adds (M * N * K, all batches together); fewer rows stay
+// on kiln's streaming matrix-vector kernels, which read the weight once without packing.
+inline constexpr int64_t kOnednnMinRows = 16;
+inline constexpr int64_t kOnednnMinWork = int64_t(1) << 18;
+inline bool onednn_takes_product(int64_t M, int64_t work, int64_t K) {
+  return onednn_enabled() && M >= kOnednnMinRows && work >= kOnednnMinWork && K > 0;
+}
 // The calling thread's stream on that engine, created once per thread.
 dnnl::stream& onednn_stream();
 // Memory of layout desc in one of the calling thread's reusable buffers (grown as needed,
