@@ -2,7 +2,8 @@
 // vectorised, threaded path (contiguous runs split into chunks across threads; kept
 // innermost dims accumulated row by row in column blocks with tails), against float64
 // references computed on host vectors. Also a non-contiguous input (generic path) and NaN
-// placed in the middle of a long run (max/min must propagate it from any chunk).
+// placed in the middle of a long run (max/min must propagate it from any chunk, and from any
+// of the runs a thread reads side by side).
 #include <cmath>
 #include <limits>
 
@@ -92,6 +93,7 @@ TEST(ReductionLarge, ContiguousRunsSplitAcrossThreads) {
     check_case({1, 1 << 19, 1}, t, false);   // one long run: chunked
     check_case({1, 300007, 1}, t, true);     // odd length with NaN in a middle chunk
     check_case({5, 70001, 1}, t, false);     // fewer outputs than chunks per thread
+    check_case({6, 9001, 1}, t, true);       // runs read three side by side, NaN in one
     check_case({3000, 37, 1}, t, false);     // many short runs
   }
 }

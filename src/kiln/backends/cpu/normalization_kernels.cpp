@@ -105,7 +105,9 @@ void norm_kernel(OpCall& call) {
     thread_local std::vector<T> row_buf;
     row_buf.resize(size_t(len));
     row_into(r, row_buf.data());
-    detail::stream_store(dst + r * len, row_buf.data(), size_t(len) * sizeof(T));
+    const size_t bytes = size_t(len) * sizeof(T);
+    detail::stream_store_prefetching(dst + r * len, row_buf.data(), bytes, src + (r + 1) * len,
+                                     r + 1 < rows ? bytes : 0);
     detail::stream_fence();
   });
 }

@@ -26,6 +26,8 @@ namespace {
 constexpr int64_t kParallelElements = int64_t(1) << 15;
 // Elements per chunk when a single run is split across threads.
 constexpr int64_t kRunChunk = int64_t(1) << 16;
+// Runs (or chunks of one) at least this long are read several at a time by each thread.
+constexpr int64_t kGroupedRun = 4096;
 // Columns per block in the rows layout (the accumulators stay in L1).
 constexpr int64_t kRowBlock = VecReduce::kMaxRow;
 
@@ -48,6 +50,20 @@ struct Ops {
     else {
       auto p = reinterpret_cast<const uint16_t*>(x);
       return is_max ? v.max_bf16(p, n) : v.min_bf16(p, n);
+    }
+  }
+  static void sum_runs(const T* const* x, const int64_t* n, int count, double* out) {
+    if constexpr (std::is_same_v<T, float>) reduce_vec().sum_runs_f32(x, n, count, out);
+    else reduce_vec().sum_runs_bf16(reinterpret_cast<const uint16_t* const*>(x), n, count, out);
+  }
+  static void extremum_runs(bool is_max, const T* const* x, const int64_t* n, int count,
+                            float* out) {
+    const VecReduce& v = reduce_vec();
+    if constexpr (std::is_same_v<T, float>) {
+      (is_max ? v.max_runs_f32 : v.min_runs_f32)(x, n, count, out);
+    } else {
+      (is_max ? v.max_runs_bf16 : v.min_runs_bf16)(
+          reinterpret_cast<const uint16_t* const*>(x), n, count, out);
     }
   }
   static void sum_rows(double* acc, const T* base, const int64_t* offs, int64_t rows,
@@ -92,12 +108,43 @@ void reduce_runs(const ReduceGeometry& g, const T* src, T* dst, FastReduceKind k
           ? std::clamp<int64_t>(n / kRunChunk, 1, 4 * threads)
           : 1;
   const int64_t chunk_len = (n + chunks - 1) / chunks;
-  std::vector<double> partial(size_t(outputs * chunks));
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t u = 0; u < outputs * chunks; ++u) {
+  const int64_t units = outputs * chunks;
+  std::vector<double> partial(static_cast<size_t>(units));
+  // Unit u is chunk u % chunks of output u / chunks.
+  auto unit_run = [&](int64_t u, const T*& x, int64_t& len) {
     const int64_t o = u / chunks, c = u % chunks;
-    const int64_t begin = c * chunk_len, len = std::min(n, begin + chunk_len) - begin;
-    const T* x = src + in_off[size_t(o)] + begin;
+    const int64_t begin = c * chunk_len;
+    len = std::min(n, begin + chunk_len) - begin;
+    x = src + in_off[size_t(o)] + begin;
+  };
+  if (kind != FastReduceKind::Var && kind != FastReduceKind::Std && chunk_len >= kGroupedRun) {
+    // Long runs: a thread reads up to kMaxRuns units side by side (VecReduce's *_runs),
+    // each with the result it would get alone; groups are kept small enough for every
+    // thread to get one.
+    constexpr int kMaxGroup = VecReduce::kMaxRuns;
+    const int64_t group = std::clamp<int64_t>(units / threads, 1, kMaxGroup);
+    const int64_t groups = (units + group - 1) / group;
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t g = 0; g < groups; ++g) {
+      const T* xs[kMaxGroup];
+      int64_t lens[kMaxGroup];
+      const int count = int(std::min(group, units - g * group));
+      for (int k = 0; k < count; ++k) unit_run(g * group + k, xs[k], lens[k]);
+      double* out = &partial[size_t(g * group)];
+      if (extremum) {
+        float r[kMaxGroup];
+        Ops<T>::extremum_runs(is_max, xs, lens, count, r);
+        for (int k = 0; k < count; ++k) out[k] = r[k];
+      } else {
+        Ops<T>::sum_runs(xs, lens, count, out);
+      }
+    }
+  } else {
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t u = 0; u < units; ++u) {
+    const T* x;
+    int64_t len;
+    unit_run(u, x, len);
     if (extremum) {
       partial[size_t(u)] = Ops<T>::extremum(is_max, x, len);
     } else if (kind == FastReduceKind::Var || kind == FastReduceKind::Std) {
@@ -118,6 +165,7 @@ void reduce_runs(const ReduceGeometry& g, const T* src, T* dst, FastReduceKind k
     } else {
       partial[size_t(u)] = Ops<T>::sum(x, len);
     }
+  }
   }
   for (int64_t o = 0; o < outputs; ++o) {
     const double* p = &partial[size_t(o * chunks)];

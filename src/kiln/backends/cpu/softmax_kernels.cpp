@@ -57,7 +57,9 @@ bool vectorised_softmax(const Tensor& in, const Tensor& out, int64_t dim, bool l
         continue;
       }
       row(src + r * len, buf.data(), len, log);
-      detail::stream_store(dst + r * len, buf.data(), size_t(len) * sizeof(float));
+      const size_t bytes = size_t(len) * sizeof(float);
+      detail::stream_store_prefetching(dst + r * len, buf.data(), bytes, src + (r + 1) * len,
+                                       r + 1 < rows ? bytes : 0);
     }
     if (stream) detail::stream_fence();
   }

@@ -21,6 +21,18 @@ struct VecReduce {
   float (*min_f32)(const float* x, int64_t n) = nullptr;
   float (*max_bf16)(const uint16_t* x, int64_t n) = nullptr;
   float (*min_bf16)(const uint16_t* x, int64_t n) = nullptr;
+  // Several runs at once (count <= kMaxRuns, each n[k] >= 1 for max/min): out[k] is what
+  // the single-run function gives for x[k], n[k], bit for bit; reading the runs side by
+  // side keeps several memory streams in flight.
+  void (*sum_runs_f32)(const float* const* x, const int64_t* n, int count, double* out) = nullptr;
+  void (*sum_runs_bf16)(const uint16_t* const* x, const int64_t* n, int count,
+                        double* out) = nullptr;
+  void (*max_runs_f32)(const float* const* x, const int64_t* n, int count, float* out) = nullptr;
+  void (*min_runs_f32)(const float* const* x, const int64_t* n, int count, float* out) = nullptr;
+  void (*max_runs_bf16)(const uint16_t* const* x, const int64_t* n, int count,
+                        float* out) = nullptr;
+  void (*min_runs_bf16)(const uint16_t* const* x, const int64_t* n, int count,
+                        float* out) = nullptr;
   // Rows: for j < n, acc[j] (+)= the sum / max / min over r < rows of base[offs[r] + j].
   // acc starts as the caller's running value (0 for sums, the first row for max/min).
   void (*sum_rows_f32)(double* acc, const float* base, const int64_t* offs, int64_t rows,
@@ -37,6 +49,8 @@ struct VecReduce {
                         int64_t n) = nullptr;
   // The longest row the rows functions take (their float partials live on the stack).
   static constexpr int64_t kMaxRow = 1024;
+  // The most runs the *_runs functions take.
+  static constexpr int kMaxRuns = 4;
 };
 
 const VecReduce& reduce_vec_baseline();
