@@ -1,11 +1,11 @@
 // Outputs large enough for streaming stores (kiln/tensor/streaming_store.h: 16 MiB and up),
-// where kernels compute 4 KiB blocks into a buffer and stream them out: every element must
+// where kernels compute 512-byte blocks into a buffer and stream them out: every element must
 // be written exactly once, including the unaligned head and the tail, and the bytes just
 // outside the output (sentinels around a slice of a larger buffer) must stay untouched.
 // Covers the unit-stride elementwise loop, the broadcast (masked) loop, the vectorised unary
 // path (float32 and bfloat16), contiguous copies with source and destination at different
 // offsets within a cache line, uint8 and float64 outputs, in-place ops (no streaming), and
-// the row kernels that stream whole rows (softmax, log_softmax, layer_norm).
+// the row kernels at the same sizes (softmax, log_softmax, layer_norm: ordinary stores).
 #include <cmath>
 
 #include "kiln/nn/functional.h"
@@ -125,7 +125,8 @@ TEST(ElementwiseLargeStreaming, InPlaceOpsStillCorrect) {
   }
 }
 
-// softmax, log_softmax and layer_norm rows streamed out (float32 outputs of 16 MiB and up):
+// softmax, log_softmax and layer_norm on float32 outputs of 16 MiB and up (the sizes where
+// they once streamed their rows out):
 // every row against float64 math, rows of 1024 and of an odd length.
 TEST(ElementwiseLargeStreaming, SoftmaxAndLayerNormRows) {
   for (int64_t len : {int64_t(1024), int64_t(1031)}) {

@@ -23,12 +23,6 @@ void stream_copy(void* dst, const void* src, size_t nbytes);
 // with non-temporal stores, its partial first and last lines with memcpy. Call stream_fence
 // after the last one.
 void stream_store(void* dst, const void* src, size_t nbytes);
-// stream_store(dst, src, nbytes) that also prefetches the first next_bytes of next (the
-// row this thread reads next) into the cache, a line per line stored: a row-by-row kernel
-// otherwise reads a row with no stores, then stores it with no reads, and each burst leaves
-// half of the memory system idle.
-void stream_store_prefetching(void* dst, const void* src, size_t nbytes, const void* next,
-                              size_t next_bytes);
 // Orders this thread's streaming stores before its later stores (call before the data is
 // handed to another thread).
 void stream_fence();

@@ -40,24 +40,6 @@ void stream_store(void* dst, const void* src, size_t nbytes) {
   std::memcpy(d + head + bulk, s + head + bulk, nbytes - head - bulk);
 }
 
-void stream_store_prefetching(void* dst, const void* src, size_t nbytes, const void* next,
-                              size_t next_bytes) {
-  constexpr size_t kChunk = 512;  // the block size run_streamed found best
-  // The hardware prefetcher takes over once the next row's stream is under way; more than
-  // this would only push the row itself out of L1.
-  next_bytes = std::min<size_t>(next_bytes, 16 << 10);
-  auto* d = static_cast<char*>(dst);
-  const auto* s = static_cast<const char*>(src);
-  const auto* n = static_cast<const char*>(next);
-  size_t prefetched = 0;
-  for (size_t done = 0; done < nbytes; done += kChunk) {
-    for (size_t end = std::min(next_bytes, prefetched + kChunk); prefetched < end; prefetched += 64)
-      __builtin_prefetch(n + prefetched, 0, 3);
-    stream_store(d + done, s + done, std::min(kChunk, nbytes - done));
-  }
-  for (; prefetched < next_bytes; prefetched += 64) __builtin_prefetch(n + prefetched, 0, 3);
-}
-
 void stream_fence() {
 #ifdef KILN_HAVE_STREAMING_STORES
   _mm_sfence();
