@@ -103,6 +103,65 @@ TEST(ElementwiseLargeBfloat16, BinaryAndTernaryOpsRoundOnceInEveryLayout) {
   expect_each(z, [&](size_t i) { return fx(i) + fy(i); }, "add_ in place");
 }
 
+// addcmul(shift, x, scale) with value 1 and per-channel or single-value shift / scale (eval
+// batch norm) takes VecMathF32::muladd_bf16 at the vector levels: conversions in registers,
+// which must still give exactly float32's shift + x * scale rounded once, for planar
+// (one value per run), channels-last (per-channel arrays), either operand order, a 0-dim
+// shift, special values in x, and an output large enough for streaming stores. Also add of
+// two same-layout arrays (VecMathF32::add_bf16).
+TEST(ElementwiseLargeBfloat16, AddcmulPerChannelMulAdd) {
+  for (int64_t h : {int64_t(33), int64_t(451)}) {  // 451: 2 * 24 * 451 * 451 * 2 B > 16 MiB
+    const int64_t n = 2, c = 24, w = h;
+    const Shape shape{n, c, h, w};
+    const size_t count = size_t(n * c * h * w);
+    std::vector<double> xv = bf16_values(count, -6, 6, 31);
+    xv[5] = NAN;
+    xv[count / 2] = INFINITY;
+    xv[count - 3] = -INFINITY;
+    xv[7] = 1e-40;  // a denormal (bfloat16 shares float32's exponent range)
+    xv[7] = bf16_round(float(xv[7]));
+    std::vector<double> cv = bf16_values(size_t(c), -2, 2, 32), dv = bf16_values(size_t(c), -1, 1, 33);
+    Tensor x = bf16_tensor(xv, shape);
+    Tensor scale = bf16_tensor(cv, {c, 1, 1}), shift = bf16_tensor(dv, {c, 1, 1});
+    auto want_for = [&](auto&& shift_of) {
+      std::vector<double> want(count);
+      for (size_t i = 0; i < count; ++i) {
+        const size_t ch = (i / size_t(h * w)) % size_t(c);
+        want[i] = bf16_round(float(shift_of(ch)) + float(xv[i]) * float(cv[ch]));
+      }
+      return want;
+    };
+    auto expect_same = [&](const Tensor& got, const std::vector<double>& want, const std::string& what) {
+      std::vector<double> g = got.contiguous().to_vector<double>();
+      ASSERT_EQ(g.size(), want.size()) << what;
+      for (size_t i = 0; i < g.size(); ++i) {
+        if (std::isnan(want[i])) {
+          ASSERT_TRUE(std::isnan(g[i])) << what << " at " << i;
+          continue;
+        }
+        ASSERT_EQ(g[i], want[i]) << what << " at " << i;
+      }
+    };
+    const std::string size = " h=" + std::to_string(h);
+    const std::vector<double> per_channel = want_for([&](size_t ch) { return dv[ch]; });
+    expect_same(addcmul(shift, x, scale), per_channel, "planar" + size);
+    expect_same(addcmul(shift, scale, x), per_channel, "planar, x second" + size);
+    Tensor xcl = x.contiguous(MemoryFormat::ChannelsLast);
+    Tensor r = addcmul(shift, xcl, scale);
+    EXPECT_TRUE(r.is_contiguous(MemoryFormat::ChannelsLast));
+    expect_same(r, per_channel, "channels-last" + size);
+    expect_same(addcmul(shift, scale, xcl), per_channel, "channels-last, x second" + size);
+    // Residual adds (add_bf16): two same-layout arrays, specials included.
+    std::vector<double> twice(count);
+    for (size_t i = 0; i < count; ++i) twice[i] = bf16_round(float(xv[i]) + float(xv[i]));
+    expect_same(add(x, x), twice, "add" + size);
+    expect_same(add(xcl, xcl), twice, "add channels-last" + size);
+    Tensor one_shift = bf16_tensor({0.375}, {});
+    expect_same(addcmul(one_shift, xcl, scale), want_for([](size_t) { return 0.375; }),
+                "channels-last, 0-dim shift" + size);
+  }
+}
+
 TEST(ElementwiseLargeBfloat16, OutputsAboveTheStreamingStoreSize) {
   // 9M bfloat16 values (18 MiB) at an odd offset inside a larger buffer, with sentinels around.
   const int64_t len = 9'000'003;

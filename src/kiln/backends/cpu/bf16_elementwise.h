@@ -50,8 +50,16 @@ float apply_strided(const std::array<char*, NIn + 1>& p, const std::array<int64_
 // out = f(ins...) elementwise for bfloat16 out and inputs (all of one shape after
 // broadcasting), f taking and returning float. Returns false, having done nothing, at the
 // baseline ISA level (no vector converter): the caller's generic loop runs there.
-template <size_t NIn, typename F>
+// Fast: what the caller promises f computes, for the vector functions that convert in
+// registers instead of widening blocks into buffers (bit-identical to f):
+//   MulAdd  f(a, b, c) == a + b * c: runs where a and one of b, c are one value or
+//           per-channel (eval-mode batch norm: shift + x * scale) use muladd_bf16;
+//   Add     f(a, b) == a + b: runs of two unit-stride arrays (residual adds) use add_bf16.
+enum class Bf16Fast { None, MulAdd, Add };
+template <size_t NIn, typename F, Bf16Fast kFast = Bf16Fast::None>
 bool bf16_elementwise(const Tensor& out, const std::array<const Tensor*, NIn>& ins, F& f) {
+  static_assert(kFast != Bf16Fast::MulAdd || NIn == 3, "MulAdd needs f(a, b, c) = a + b * c");
+  static_assert(kFast != Bf16Fast::Add || NIn == 2, "Add needs f(a, b) = a + b");
   using bf16_detail::kBlock;
   const VecMathF32& vm = vec_math_f32();
   if (!vm.widen_bf16 || !vm.narrow_bf16) return false;
@@ -102,6 +110,54 @@ bool bf16_elementwise(const Tensor& out, const std::array<const Tensor*, NIn>& i
             bf16_detail::apply_strided<NIn>(p, s, j, f, std::make_index_sequence<NIn>{}));
       return;
     }
+    BFloat16* o = reinterpret_cast<BFloat16*>(p[0]);
+    if constexpr (kFast == Bf16Fast::Add) {
+      if (vm.add_bf16 && s[1] == kEs && s[2] == kEs && invariant[0].empty() &&
+          invariant[1].empty()) {
+        const uint16_t* a = reinterpret_cast<const uint16_t*>(p[1]);
+        const uint16_t* b = reinterpret_cast<const uint16_t*>(p[2]);
+        auto fast = [&](BFloat16* dst, int64_t j, int64_t len) {
+          vm.add_bf16(a + j, b + j, reinterpret_cast<uint16_t*>(dst), len);
+        };
+        if (stream) detail::run_streamed(o, n, fast);
+        else fast(o, 0, n);
+        return;
+      }
+    }
+    if constexpr (kFast == Bf16Fast::MulAdd) {
+      // Operand k is a "value" when it is one scalar along the run or a periodic invariant
+      // buffer; x (the one bfloat16 array among b, c) is then multiplied and shifted.
+      auto is_value = [&](size_t k) { return s[k + 1] == 0 || !invariant[k].empty(); };
+      const int xk = !is_value(1) && is_value(2) ? 1 : (!is_value(2) && is_value(1) ? 2 : -1);
+      if (vm.muladd_bf16 && xk > 0 && is_value(0)) {
+        const size_t mk = xk == 1 ? 2 : 1;
+        const uint16_t* x = reinterpret_cast<const uint16_t*>(p[xk + 1]);
+        // The float32 value(s) of operand k for the block starting at flat offset at.
+        auto operand = [&](size_t k, int64_t at, float& scalar, int64_t& step) -> const float* {
+          if (s[k + 1] == 0) {
+            scalar = float(*reinterpret_cast<const BFloat16*>(p[k + 1]));
+            step = 0;
+            return &scalar;
+          }
+          step = 1;
+          return invariant[k].data() + ((p[k + 1] - loop.data[k + 1]) / kEs + at) % period;
+        };
+        auto fast = [&](BFloat16* dst, int64_t j, int64_t len) {
+          for (int64_t b = 0; b < len; b += kBlock) {
+            const int64_t m = std::min(kBlock, len - b);
+            float mul_value, add_value;
+            int64_t mul_step, add_step;
+            const float* mul = operand(mk, j + b, mul_value, mul_step);
+            const float* add = operand(0, j + b, add_value, add_step);
+            vm.muladd_bf16(x + j + b, mul, mul_step, add, add_step,
+                           reinterpret_cast<uint16_t*>(dst + b), m);
+          }
+        };
+        if (stream) detail::run_streamed(o, n, fast);
+        else fast(o, 0, n);
+        return;
+      }
+    }
     // dst[0, len) = out[j, j + len): dst is out itself or run_streamed's buffer.
     auto compute = [&](BFloat16* dst, int64_t j, int64_t len) {
       alignas(64) float buf[NIn][kBlock];
@@ -129,7 +185,6 @@ bool bf16_elementwise(const Tensor& out, const std::array<const Tensor*, NIn>& i
         vm.narrow_bf16(res, reinterpret_cast<uint16_t*>(dst + b), m);
       }
     };
-    BFloat16* o = reinterpret_cast<BFloat16*>(p[0]);
     if (stream) {
       detail::run_streamed(o, n, compute);
     } else {

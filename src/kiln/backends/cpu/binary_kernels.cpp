@@ -17,6 +17,8 @@ using C_t = opmath_t<T>;
   KILN_THROW(NotImplementedError, "\"", call.op->name, "\" not implemented for '", dtype_name(t), "'");
 }
 
+struct Add;  // below; binary_kernel gives it a bfloat16 fast path
+
 // out = F::apply(a, b, call) in the compute type.
 template <typename F>
 void binary_kernel(OpCall& call) {
@@ -27,8 +29,16 @@ void binary_kernel(OpCall& call) {
     using C = C_t<T>;
     if constexpr (F::template supports<T>) {
       auto f = F::template make<C>(call);
-      if constexpr (std::is_same_v<T, BFloat16>)
+      if constexpr (std::is_same_v<T, BFloat16>) {
+        if constexpr (std::is_same_v<F, Add>) {
+          // alpha 1: x + alpha * y is x + y exactly, which add_bf16 computes in registers.
+          if (call.scalar_attr(0).to<C>() == C(1)) {
+            auto g = [](C x, C y) { return x + y; };
+            if (bf16_elementwise<2, decltype(g), Bf16Fast::Add>(out, {&a, &b}, g)) return;
+          }
+        }
         if (bf16_elementwise<2>(out, {&a, &b}, f)) return;
+      }
       elementwise_kernel<T, T, T>(out, {&a, &b}, [&f](T x, T y) { return T(f(C(x), C(y))); });
     } else {
       unsupported(call, a.dtype());
@@ -229,6 +239,14 @@ void addc_kernel(OpCall& call) {
       C v = call.scalar_attr(0).to<C>();
       if constexpr (std::is_same_v<T, BFloat16>) {
         auto f = [v](C a, C b, C c) { return kDivide ? a + v * (b / c) : a + v * (b * c); };
+        if constexpr (!kDivide) {
+          // value 1: f is a + b * c exactly (1 * p == p), which the muladd path computes.
+          if (v == C(1)) {
+            auto g = [](C a, C b, C c) { return a + b * c; };
+            if (bf16_elementwise<3, decltype(g), Bf16Fast::MulAdd>(call.outs[0], {&s, &t1, &t2}, g))
+              return;
+          }
+        }
         if (bf16_elementwise<3>(call.outs[0], {&s, &t1, &t2}, f)) return;
       }
       elementwise_kernel<T, T, T, T>(call.outs[0], {&s, &t1, &t2}, [v](T a, T b, T c) {

@@ -239,14 +239,21 @@ bool run_vectorised(OpCall& call, VecUnaryF32 VecMathF32::*which) {
     for (int64_t c = 0; c < chunks; ++c) {
       alignas(64) float buf[kChunk];
       const int64_t begin = c * kChunk, len = std::min(kChunk, n - begin);
+      if (stream) {
+        // Each streamed block is read, computed and stored before the next is read: reading
+        // the whole chunk first, then storing it, alternates bursts of loads and of
+        // non-temporal stores (streaming_store.h): relu on [16, 256, 56, 56] channels-last
+        // took 1.80 ms that way against 1.46 ms (two threads, both timed alternately).
+        detail::run_streamed(dst + begin, len, [&](uint16_t* d, int64_t j, int64_t m) {
+          vm.widen_bf16(src + begin + j, buf, m);
+          fn(buf, buf, m);
+          vm.narrow_bf16(buf, d, m);
+        });
+        continue;
+      }
       vm.widen_bf16(src + begin, buf, len);
       fn(buf, buf, len);
-      if (stream)
-        detail::run_streamed(dst + begin, len, [&](uint16_t* d, int64_t j, int64_t m) {
-          vm.narrow_bf16(buf + j, d, m);
-        });
-      else
-        vm.narrow_bf16(buf, dst + begin, len);
+      vm.narrow_bf16(buf, dst + begin, len);
     }
     return true;
   }

@@ -27,6 +27,17 @@ using VecDot4F32 = void (*)(const float* a, const float* b, int64_t ldb, int64_t
 using VecWidenBf16 = void (*)(const uint16_t* in, float* out, int64_t n);
 using VecNarrowBf16 = void (*)(const float* in, uint16_t* out, int64_t n);
 
+// out[i] = bfloat16(add[i * add_step] + x[i] * mul[i * mul_step]) for bfloat16 x and float32
+// mul / add (steps 0: one value, or 1: an array), the product rounded to float32 before the
+// sum (no fused multiply-add), so it is bit-identical to addcmul's float32 functor on widened
+// blocks. Conversions stay in registers: eval-mode batch norm (shift + x * scale per channel)
+// costs one pass instead of widen / compute / narrow passes over buffers.
+using VecMulAddBf16 = void (*)(const uint16_t* x, const float* mul, int64_t mul_step,
+                               const float* add, int64_t add_step, uint16_t* out, int64_t n);
+
+// out[i] = bfloat16(float(a[i]) + float(b[i])), converted in registers (residual adds).
+using VecAddBf16 = void (*)(const uint16_t* a, const uint16_t* b, uint16_t* out, int64_t n);
+
 struct VecMathF32 {
   VecUnaryF32 exp = nullptr, log = nullptr, tanh = nullptr, sigmoid = nullptr, silu = nullptr,
               gelu_erf = nullptr, gelu_tanh = nullptr, relu = nullptr, erf = nullptr;
@@ -35,6 +46,8 @@ struct VecMathF32 {
   VecDot4F32 dot4 = nullptr;
   VecWidenBf16 widen_bf16 = nullptr;
   VecNarrowBf16 narrow_bf16 = nullptr;
+  VecMulAddBf16 muladd_bf16 = nullptr;
+  VecAddBf16 add_bf16 = nullptr;
 };
 
 const VecMathF32& vec_math_avx2();
