@@ -183,6 +183,22 @@ TEST(MatmulSizes, TallProductsWithBiasAlphaBetaAndFoldedBatch) {
             want0.push_back(s);
           }
     expect_close(matmul(q, k0), {Bb, H, T, S}, want0, tol, "broadcast over heads");
+    // Decoding: few query rows against the transposed keys (the batched matrix-vector path),
+    // also with the keys broadcast over the heads.
+    Tensor k0t = kt.narrow(1, 0, 1);
+    for (int64_t rows : {int64_t(1), int64_t(3)}) {
+      std::vector<double> want_r, want0_r;
+      for (int64_t b = 0; b < Bb * H; ++b)
+        for (int64_t i = 0; i < rows; ++i)
+          for (int64_t j = 0; j < S; ++j) {
+            want_r.push_back(want[size_t((b * T + i) * S + j)]);
+            want0_r.push_back(want0[size_t((b * T + i) * S + j)]);
+          }
+      Tensor qr_rows = q.narrow(2, 0, rows);
+      const std::string what = "decoding rows " + std::to_string(rows);
+      expect_close(matmul(qr_rows, kt), {Bb, H, rows, S}, want_r, tol, what);
+      expect_close(matmul(qr_rows, k0t), {Bb, H, rows, S}, want0_r, tol, what + ", broadcast keys");
+    }
   }
 }
 

@@ -101,6 +101,36 @@ bool run_gemv_transposed_f32(const Gemm& g, const float* A, const float* B, floa
   return true;
 }
 
+// Batched few-row products whose B has contiguous columns (attention scores against a KV
+// cache while decoding: q [H, 1, D] @ k^T, k a slice of the cache): the matrix-vector
+// kernel per batch, the batches spread over the threads. The general path packed B per
+// batch (q @ k^T for 12 heads x 150 keys: 83 us against torch's 11 us). run_one(gi) runs one
+// batch's product (gi: g at that batch, no batch dims) and returns false when the
+// matrix-vector kernel does not apply; the strides decide that, so the first batch tells.
+template <typename Elem, typename RunOne>
+bool run_batched_gemv(const Gemm& g, RunOne&& run_one) {
+  if (g.batch.empty() || g.M >= kGemmBlockedMinRows || g.b.rs != 1) return false;
+  std::vector<std::array<int64_t, 4>> offs;
+  for_each_offsets<4>(g.batch, {&g.a.batch, &g.b.batch, &g.c.batch, &g.self.batch},
+                      [&](const std::array<int64_t, 4>& o) { offs.push_back(o); });
+  auto at = [&](const std::array<int64_t, 4>& o) {
+    Gemm gi = g;
+    gi.batch = {};
+    MatOperand* ops[4] = {&gi.a, &gi.b, &gi.c, &gi.self};
+    for (int k = 0; k < 4; ++k) {
+      ops[k]->batch = {};
+      if (ops[k]->data) ops[k]->data += o[size_t(k)] * int64_t(sizeof(Elem));
+    }
+    return gi;
+  };
+  if (offs.empty()) return true;
+  if (!run_one(at(offs[0]))) return false;
+  const bool parallel = int64_t(offs.size()) * g.M * g.N * g.K >= (int64_t(1) << 16);
+#pragma omp parallel for schedule(static) if (parallel)
+  for (size_t i = 1; i < offs.size(); ++i) run_one(at(offs[i]));
+  return true;
+}
+
 // float32 with a unit-stride output: the ISA-specific kernel (float accumulation, as BLAS).
 // Any layout of B goes to it as is: its packing reads a transposed weight directly.
 void run_gemm_f32(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
@@ -113,6 +143,14 @@ void run_gemm_f32(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
                                                  const_cast<float*>(reinterpret_cast<const float*>(g.c.data)),
                                                  reinterpret_cast<const float*>(g.self.data),
                                                  alpha, beta, use_self))
+    return;
+  if (run_batched_gemv<float>(g, [&](const Gemm& gi) {
+        return run_gemv_transposed_f32(gi, reinterpret_cast<const float*>(gi.a.data),
+                                       reinterpret_cast<const float*>(gi.b.data),
+                                       const_cast<float*>(reinterpret_cast<const float*>(gi.c.data)),
+                                       reinterpret_cast<const float*>(gi.self.data), alpha, beta,
+                                       use_self);
+      }))
     return;
   const GemmF32Fn kernel = gemm_f32_kernel();
   // addmm with beta = 1 and self one contiguous row broadcast over the rows (Linear's bias).
@@ -195,6 +233,9 @@ void run_gemm_bf16(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
   const float alpha = alpha_s.to<float>(), beta = beta_s.to<float>();
   const bool use_self = g.has_self && beta != 0.0f;
   if (run_gemv_transposed_bf16(g, alpha, beta, use_self)) return;
+  if (run_batched_gemv<BFloat16>(
+          g, [&](const Gemm& gi) { return run_gemv_transposed_bf16(gi, alpha, beta, use_self); }))
+    return;
   const GemmBf16Fn kernel = gemm_bf16_kernel();
   const uint16_t* A = reinterpret_cast<const uint16_t*>(g.a.data);
   const uint16_t* B = reinterpret_cast<const uint16_t*>(g.b.data);
