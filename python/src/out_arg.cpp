@@ -1,0 +1,113 @@
+// kiln.fn(..., out=t) for the elementwise functions, as PyTorch's out= forms: the result is
+// written into t and t is returned. These overloads are registered after the plain ones, so a
+// call without out= never reaches them.
+//   - t of the result's shape: the C++ *_out function writes into it directly (no temporary
+//     when t already has the result's dtype; otherwise the result is cast to t's dtype where
+//     PyTorch allows it, and RuntimeError where it does not, e.g. a float result into int64).
+//   - an empty t (numel 0, not a view; PyTorch's `torch.empty(0)` idiom): t becomes the
+//     result.
+//   - any other shape: RuntimeError (decision 0004: PyTorch resizes a non-empty t with a
+//     deprecation warning; kiln refuses rather than silently detaching it from its views).
+//   - like PyTorch, out= is refused when grad mode is on and an argument requires grad.
+#include "kiln/core/shape.h"
+#include "kiln/tensor/promotion.h"
+#include "bind.h"
+
+namespace kiln::py {
+
+namespace {
+
+using Out = nb::handle_t<Tensor>;
+
+void check_autograd(const char* fn, std::initializer_list<const Tensor*> ins, const Tensor& out) {
+  if (!autograd::is_grad_enabled()) return;
+  bool any = autograd::requires_grad(out);
+  for (const Tensor* t : ins) any = any || autograd::requires_grad(*t);
+  KILN_CHECK(!any, Error, fn,
+             "(): functions with out=... arguments don't support automatic differentiation, "
+             "but one of the arguments requires grad.");
+}
+
+// write(t) calls the C++ *_out function; compute() the plain one (for an empty t).
+template <typename Write, typename Compute>
+nb::object write_out(const char* fn, Out out_obj, const Shape& shape,
+                     std::initializer_list<const Tensor*> ins, Write&& write, Compute&& compute) {
+  Tensor& out = *nb::inst_ptr<Tensor>(out_obj);
+  check_autograd(fn, ins, out);
+  if (out.shape() == shape) {
+    nogil([&] { write(out); });
+    return nb::borrow(out_obj);
+  }
+  KILN_CHECK(out.numel() == 0 && !out.is_view(), ShapeError, fn, "(): out has shape ",
+             shape_str(out.shape()), " but the result has shape ", shape_str(shape),
+             "; kiln resizes out only when it is empty (numel 0) and not a view (decision 0004)");
+  Tensor r = nogil([&] { return compute(); });
+  KILN_CHECK(can_cast(r.dtype(), out.dtype()), Error, fn, "(): result type ",
+             dtype_name(r.dtype()), " can't be cast to the desired output type ",
+             dtype_name(out.dtype()));
+  KILN_CHECK(r.device() == out.device(), DeviceError, fn, "(): expected out on ",
+             r.device().str(), ", got out on ", out.device().str());
+  out = r.dtype() == out.dtype() ? r : nogil([&] { return r.to(out.dtype()); });
+  return nb::borrow(out_obj);
+}
+
+}  // namespace
+
+void bind_out_forms(nb::module_& m) {
+#define UNARY_OUT(name)                                                                      \
+  m.def(#name, [](const Tensor& x, Out out) {                                                \
+    return write_out(#name, out, x.shape(), {&x}, [&](Tensor& o) { kiln::name##_out(x, o); }, \
+                     [&] { return kiln::name(x); });                                         \
+  }, nb::arg("input"), nb::kw_only(), nb::arg("out"));
+  UNARY_OUT(neg) UNARY_OUT(abs) UNARY_OUT(exp) UNARY_OUT(exp2) UNARY_OUT(log) UNARY_OUT(log2)
+  UNARY_OUT(log1p) UNARY_OUT(expm1) UNARY_OUT(sqrt) UNARY_OUT(rsqrt) UNARY_OUT(sin)
+  UNARY_OUT(cos) UNARY_OUT(tan) UNARY_OUT(tanh) UNARY_OUT(sigmoid)
+  UNARY_OUT(erf) UNARY_OUT(floor) UNARY_OUT(ceil) UNARY_OUT(trunc) UNARY_OUT(sign)
+  UNARY_OUT(reciprocal) UNARY_OUT(logical_not)
+#undef UNARY_OUT
+
+  // Binary ops: other a tensor or a Python number (a wrapped scalar, promoted as one).
+#define BINARY_OUT(pyname, name)                                                             \
+  m.def(pyname, [](const Tensor& a, nb::handle b_obj, Out out) {                             \
+    const Tensor b = as_tensor_arg(b_obj, a.device());                                       \
+    return write_out(pyname, out, broadcast_shapes(a.shape(), b.shape()), {&a, &b},          \
+                     [&](Tensor& o) { kiln::name##_out(a, b, o); },                          \
+                     [&] { return kiln::name(a, b); });                                      \
+  }, nb::arg("input"), nb::arg("other"), nb::kw_only(), nb::arg("out"));
+  BINARY_OUT("mul", mul) BINARY_OUT("multiply", mul) BINARY_OUT("pow", pow)
+  BINARY_OUT("maximum", maximum) BINARY_OUT("minimum", minimum) BINARY_OUT("fmod", fmod)
+  BINARY_OUT("remainder", remainder) BINARY_OUT("atan2", atan2)
+  BINARY_OUT("eq", eq) BINARY_OUT("ne", ne) BINARY_OUT("lt", lt) BINARY_OUT("le", le)
+  BINARY_OUT("gt", gt) BINARY_OUT("ge", ge)
+  BINARY_OUT("logical_and", logical_and) BINARY_OUT("logical_or", logical_or)
+  BINARY_OUT("logical_xor", logical_xor) BINARY_OUT("bitwise_and", bitwise_and)
+  BINARY_OUT("bitwise_or", bitwise_or) BINARY_OUT("bitwise_xor", bitwise_xor)
+#undef BINARY_OUT
+
+#define ADDSUB_OUT(pyname, name)                                                             \
+  m.def(pyname, [](const Tensor& a, nb::handle b_obj, const Scalar& alpha, Out out) {        \
+    const Tensor b = as_tensor_arg(b_obj, a.device());                                       \
+    return write_out(pyname, out, broadcast_shapes(a.shape(), b.shape()), {&a, &b},          \
+                     [&](Tensor& o) { kiln::name##_out(a, b, o, alpha); },                   \
+                     [&] { return kiln::name(a, b, alpha); });                               \
+  }, nb::arg("input"), nb::arg("other"), nb::kw_only(), nb::arg("alpha") = 1, nb::arg("out"));
+  ADDSUB_OUT("add", add) ADDSUB_OUT("sub", sub) ADDSUB_OUT("subtract", sub)
+#undef ADDSUB_OUT
+
+  for (const char* name : {"div", "divide", "true_divide"}) {
+    m.def(name, [name](const Tensor& a, nb::handle b_obj, const std::optional<std::string>& mode,
+                       Out out) {
+      const Tensor b = as_tensor_arg(b_obj, a.device());
+      const std::string md = mode.value_or("");
+      KILN_CHECK(md.empty() || md == "trunc" || md == "floor", Error,
+                 "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '",
+                 md, "'");
+      return write_out(name, out, broadcast_shapes(a.shape(), b.shape()), {&a, &b},
+                       [&](Tensor& o) { kiln::div_out(a, b, o, md); },
+                       [&] { return kiln::div(a, b, md); });
+    }, nb::arg("input"), nb::arg("other"), nb::kw_only(), nb::arg("rounding_mode") = nb::none(),
+       nb::arg("out"));
+  }
+}
+
+}  // namespace kiln::py

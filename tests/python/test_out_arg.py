@@ -1,0 +1,112 @@
+"""out= on kiln's elementwise functions against torch 2.13: the values written, the object
+returned (out itself), writes into a view of a larger tensor, casting into a wider dtype,
+broadcasting, an empty out that takes the result's shape, and the errors torch raises (a float
+result into an integer out, an argument that requires grad); kiln refuses a non-empty out of
+the wrong shape, which torch resizes with a deprecation warning."""
+import numpy as np
+import pytest
+import torch
+
+import kiln
+
+
+def both(shape, seed, lo=-2.0, hi=2.0):
+    a = np.random.default_rng(seed).uniform(lo, hi, shape).astype(np.float32)
+    return kiln.from_numpy(a.copy()), torch.from_numpy(a.copy())
+
+
+def npy(x):
+    return x.detach().numpy()
+
+
+UNARY = ["neg", "abs", "exp", "log1p", "sqrt", "sin", "tanh", "sigmoid", "erf",
+         "floor", "sign", "reciprocal"]
+
+
+@pytest.mark.parametrize("name", UNARY)
+def test_unary_out_matches_torch(name):
+    k, t = both((3, 17), 1, 0.1, 2.0)
+    ko, to = kiln.empty(3, 17), torch.empty(3, 17)
+    r = getattr(kiln, name)(k, out=ko)
+    getattr(torch, name)(t, out=to)
+    assert r is ko
+    np.testing.assert_allclose(npy(ko), npy(to), rtol=1e-6, atol=1e-6)
+
+
+BINARY = ["add", "sub", "mul", "div", "maximum", "minimum", "pow", "atan2", "fmod"]
+
+
+@pytest.mark.parametrize("name", BINARY)
+def test_binary_out_with_broadcast_matches_torch(name):
+    ka, ta = both((4, 5), 2, 0.5, 2.0)
+    kb, tb = both((5,), 3, 0.5, 2.0)
+    ko, to = kiln.zeros(4, 5), torch.zeros(4, 5)
+    r = getattr(kiln, name)(ka, kb, out=ko)
+    getattr(torch, name)(ta, tb, out=to)
+    assert r is ko
+    np.testing.assert_allclose(npy(ko), npy(to), rtol=1e-6, atol=1e-6)
+
+
+def test_scalar_other_alpha_and_rounding_mode():
+    ka, ta = both((6,), 4, -5, 5)
+    for kf, tf in [
+        (lambda o: kiln.add(ka, 2.5, alpha=3, out=o), lambda o: torch.add(ta, 2.5, alpha=3, out=o)),
+        (lambda o: kiln.sub(ka, ka, alpha=0.5, out=o), lambda o: torch.sub(ta, ta, alpha=0.5, out=o)),
+        (lambda o: kiln.mul(ka, -2, out=o), lambda o: torch.mul(ta, -2, out=o)),
+        (lambda o: kiln.div(ka, 1.5, rounding_mode="floor", out=o),
+         lambda o: torch.div(ta, 1.5, rounding_mode="floor", out=o)),
+    ]:
+        ko, to = kiln.empty(6), torch.empty(6)
+        kf(ko), tf(to)
+        np.testing.assert_allclose(npy(ko), npy(to), rtol=1e-6, atol=1e-6)
+
+
+def test_out_is_a_view_of_a_larger_tensor():
+    ka, ta = both((3, 4), 5)
+    kbig, tbig = kiln.full((3, 10), 7.0), torch.full((3, 10), 7.0)
+    kiln.exp(ka, out=kbig[:, 2:6])
+    torch.exp(ta, out=tbig[:, 2:6])
+    np.testing.assert_allclose(npy(kbig), npy(tbig), rtol=1e-6)
+
+
+def test_cast_into_wider_dtype_and_comparison_into_bool():
+    ka, ta = both((8,), 6)
+    ko, to = kiln.empty(8, dtype=kiln.float64), torch.empty(8, dtype=torch.float64)
+    kiln.mul(ka, ka, out=ko)
+    torch.mul(ta, ta, out=to)
+    assert ko.dtype == kiln.float64
+    np.testing.assert_allclose(npy(ko), npy(to), rtol=1e-12)
+    kb, tb = kiln.empty(8, dtype=kiln.bool), torch.empty(8, dtype=torch.bool)
+    kiln.gt(ka, 0, out=kb)
+    torch.gt(ta, 0, out=tb)
+    assert (npy(kb) == npy(tb)).all()
+
+
+def test_empty_out_takes_the_result():
+    ka, ta = both((2, 3), 7)
+    ko, to = kiln.empty(0), torch.empty(0)
+    r = kiln.add(ka, 1, out=ko)
+    torch.add(ta, 1, out=to)
+    assert r is ko and tuple(ko.shape) == tuple(to.shape) == (2, 3)
+    np.testing.assert_allclose(npy(ko), npy(to), rtol=1e-6)
+
+
+def test_errors():
+    ka, ta = both((4,), 8)
+    # A float result cannot go into an integer out (torch: RuntimeError too).
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        torch.exp(ta, out=torch.empty(4, dtype=torch.int64))
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        kiln.exp(ka, out=kiln.empty(4, dtype=kiln.int64))
+    # Autograd: refused while an argument requires grad (torch's message).
+    kr = kiln.ones(4, requires_grad=True)
+    with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+        kiln.mul(kr, 2, out=kiln.empty(4))
+    with kiln.no_grad():
+        kiln.mul(kr, 2, out=kiln.empty(4))
+    # A non-empty out of another shape: kiln refuses (torch resizes it with a warning).
+    with pytest.raises(RuntimeError, match="out has shape"):
+        kiln.add(ka, ka, out=kiln.empty(3))
+    # out must be a tensor.
+    with pytest.raises(TypeError):
+        kiln.add(ka, ka, out=[0.0] * 4)
