@@ -2,7 +2,8 @@
 //   runs: each output's reduced elements are one contiguous run. Outputs are spread over
 //         the threads; when there are fewer outputs than threads (a full reduction), each run
 //         is cut into chunks whose partial results are combined in a fixed order, so the
-//         result does not depend on the thread count.
+//         result does not depend on the thread count. Long runs (or chunks) are read up to
+//         four side by side by each thread: more memory streams in flight (decision 0020).
 //   rows: the kept innermost dim is contiguous in input and output; blocks of that dim are
 //         accumulated row by row (one add_row per reduced position), spread over threads.
 #include "reduction_fast.h"
@@ -141,31 +142,31 @@ void reduce_runs(const ReduceGeometry& g, const T* src, T* dst, FastReduceKind k
     }
   } else {
 #pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t u = 0; u < units; ++u) {
-    const T* x;
-    int64_t len;
-    unit_run(u, x, len);
-    if (extremum) {
-      partial[size_t(u)] = Ops<T>::extremum(is_max, x, len);
-    } else if (kind == FastReduceKind::Var || kind == FastReduceKind::Std) {
-      // Two passes over the run (mean, then squared deviations), as the generic kernel.
-      const double mean = Ops<T>::sum(x, len) / double(len);
-      double ss;
-      if constexpr (std::is_same_v<T, float>) {
-        ss = reduce_vec().sum_sq_dev_f32(x, len, mean);
-      } else {
-        ss = 0;
-        for (int64_t i = 0; i < len; ++i) {
-          const double d = double(float(x[i])) - mean;
-          ss += d * d;
+    for (int64_t u = 0; u < units; ++u) {
+      const T* x;
+      int64_t len;
+      unit_run(u, x, len);
+      if (extremum) {
+        partial[size_t(u)] = Ops<T>::extremum(is_max, x, len);
+      } else if (kind == FastReduceKind::Var || kind == FastReduceKind::Std) {
+        // Two passes over the run (mean, then squared deviations), as the generic kernel.
+        const double mean = Ops<T>::sum(x, len) / double(len);
+        double ss;
+        if constexpr (std::is_same_v<T, float>) {
+          ss = reduce_vec().sum_sq_dev_f32(x, len, mean);
+        } else {
+          ss = 0;
+          for (int64_t i = 0; i < len; ++i) {
+            const double d = double(float(x[i])) - mean;
+            ss += d * d;
+          }
         }
+        const double var = ss / std::max(0.0, double(len) - correction);
+        partial[size_t(u)] = kind == FastReduceKind::Std ? std::sqrt(var) : var;
+      } else {
+        partial[size_t(u)] = Ops<T>::sum(x, len);
       }
-      const double var = ss / std::max(0.0, double(len) - correction);
-      partial[size_t(u)] = kind == FastReduceKind::Std ? std::sqrt(var) : var;
-    } else {
-      partial[size_t(u)] = Ops<T>::sum(x, len);
     }
-  }
   }
   for (int64_t o = 0; o < outputs; ++o) {
     const double* p = &partial[size_t(o * chunks)];
