@@ -72,7 +72,7 @@ void bind_interop(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_indexing(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_operators(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_elementwise(nb::module_& m, nb::class_<Tensor>& cls);
-void bind_out_forms(nb::module_& m);  // after bind_elementwise: out= overloads come last
+void bind_out_forms(nb::module_& m);  // after the plain forms: out= overloads come last
 void bind_reduction(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_linalg_views(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_shape_ops(nb::module_& m, nb::class_<Tensor>& cls);

@@ -23,10 +23,10 @@ NB_MODULE(_C, m) {
   bind_indexing(m, cls);
   bind_operators(m, cls);
   bind_elementwise(m, cls);
-  bind_out_forms(m);
   bind_reduction(m, cls);
   bind_linalg_views(m, cls);
   bind_shape_ops(m, cls);
+  bind_out_forms(m);  // after every plain form it adds an out= overload to
   bind_factories(m);
   bind_random_methods(cls);
   bind_autograd(m, cls);

@@ -1,6 +1,6 @@
-// kiln.fn(..., out=t) for the elementwise functions, as PyTorch's out= forms: the result is
-// written into t and t is returned. These overloads are registered after the plain ones, so a
-// call without out= never reaches them.
+// kiln.fn(..., out=t) for the elementwise functions, matmul / mm / bmm and cat / stack, as
+// PyTorch's out= forms: the result is written into t and t is returned. These overloads are
+// registered after the plain ones, so a call without out= never reaches them.
 //   - t of the result's shape: the C++ *_out function writes into it directly (no temporary
 //     when t already has the result's dtype; otherwise the result is cast to t's dtype where
 //     PyTorch allows it, and RuntimeError where it does not, e.g. a float result into int64).
@@ -10,6 +10,7 @@
 //     deprecation warning; kiln refuses rather than silently detaching it from its views).
 //   - like PyTorch, out= is refused when grad mode is on and an argument requires grad.
 #include "kiln/core/shape.h"
+#include "kiln/ops/copy.h"
 #include "kiln/tensor/promotion.h"
 #include "bind.h"
 
@@ -19,7 +20,7 @@ namespace {
 
 using Out = nb::handle_t<Tensor>;
 
-void check_autograd(const char* fn, std::initializer_list<const Tensor*> ins, const Tensor& out) {
+void check_autograd(const char* fn, const std::vector<const Tensor*>& ins, const Tensor& out) {
   if (!autograd::is_grad_enabled()) return;
   bool any = autograd::requires_grad(out);
   for (const Tensor* t : ins) any = any || autograd::requires_grad(*t);
@@ -28,26 +29,49 @@ void check_autograd(const char* fn, std::initializer_list<const Tensor*> ins, co
              "but one of the arguments requires grad.");
 }
 
-// write(t) calls the C++ *_out function; compute() the plain one (for an empty t).
-template <typename Write, typename Compute>
-nb::object write_out(const char* fn, Out out_obj, const Shape& shape,
-                     std::initializer_list<const Tensor*> ins, Write&& write, Compute&& compute) {
-  Tensor& out = *nb::inst_ptr<Tensor>(out_obj);
-  check_autograd(fn, ins, out);
-  if (out.shape() == shape) {
-    nogil([&] { write(out); });
-    return nb::borrow(out_obj);
-  }
-  KILN_CHECK(out.numel() == 0 && !out.is_view(), ShapeError, fn, "(): out has shape ",
-             shape_str(out.shape()), " but the result has shape ", shape_str(shape),
+void check_shape(const char* fn, const Tensor& out, const Shape& shape) {
+  KILN_CHECK(out.shape() == shape || (out.numel() == 0 && !out.is_view()), ShapeError, fn,
+             "(): out has shape ", shape_str(out.shape()), " but the result has shape ",
+             shape_str(shape),
              "; kiln resizes out only when it is empty (numel 0) and not a view (decision 0004)");
-  Tensor r = nogil([&] { return compute(); });
+}
+
+// Writes a computed result r into out: cast and copied when out has r's shape, else (an
+// empty out) out becomes r.
+void store(const char* fn, Tensor& out, const Tensor& r) {
+  check_shape(fn, out, r.shape());
   KILN_CHECK(can_cast(r.dtype(), out.dtype()), Error, fn, "(): result type ",
              dtype_name(r.dtype()), " can't be cast to the desired output type ",
              dtype_name(out.dtype()));
   KILN_CHECK(r.device() == out.device(), DeviceError, fn, "(): expected out on ",
              r.device().str(), ", got out on ", out.device().str());
-  out = r.dtype() == out.dtype() ? r : nogil([&] { return r.to(out.dtype()); });
+  if (out.shape() == r.shape()) copy_(out, r);
+  else out = r.dtype() == out.dtype() ? r : r.to(out.dtype());
+}
+
+// write(t) calls the C++ *_out function; compute() the plain one (for an empty t).
+template <typename Write, typename Compute>
+nb::object write_out(const char* fn, Out out_obj, const Shape& shape,
+                     const std::vector<const Tensor*>& ins, Write&& write, Compute&& compute) {
+  Tensor& out = *nb::inst_ptr<Tensor>(out_obj);
+  check_autograd(fn, ins, out);
+  check_shape(fn, out, shape);
+  nogil([&] {
+    if (out.shape() == shape) write(out);
+    else store(fn, out, compute());
+  });
+  return nb::borrow(out_obj);
+}
+
+// Functions without a C++ *_out form (matmul, cat, ...): the result is computed, then
+// stored into out (one copy through a temporary, which also makes an out that overlaps an
+// input safe).
+template <typename Compute>
+nb::object compute_then_store(const char* fn, Out out_obj, const std::vector<const Tensor*>& ins,
+                              Compute&& compute) {
+  Tensor& out = *nb::inst_ptr<Tensor>(out_obj);
+  check_autograd(fn, ins, out);
+  nogil([&] { store(fn, out, compute()); });
   return nb::borrow(out_obj);
 }
 
@@ -108,6 +132,28 @@ void bind_out_forms(nb::module_& m) {
     }, nb::arg("input"), nb::arg("other"), nb::kw_only(), nb::arg("rounding_mode") = nb::none(),
        nb::arg("out"));
   }
+
+  // Matrix products and joins: computed, then stored.
+#define PRODUCT_OUT(pyname, name, arg2)                                                      \
+  m.def(pyname, [](const Tensor& a, const Tensor& b, Out out) {                              \
+    return compute_then_store(pyname, out, {&a, &b}, [&] { return kiln::name(a, b); });      \
+  }, nb::arg("input"), nb::arg(arg2), nb::kw_only(), nb::arg("out"));
+  PRODUCT_OUT("matmul", matmul, "other") PRODUCT_OUT("mm", mm, "mat2")
+  PRODUCT_OUT("bmm", bmm, "mat2")
+#undef PRODUCT_OUT
+  auto joined = [](const std::vector<Tensor>& xs) {
+    std::vector<const Tensor*> p;
+    for (const Tensor& x : xs) p.push_back(&x);
+    return p;
+  };
+  for (const char* name : {"cat", "concat", "concatenate"}) {
+    m.def(name, [name, joined](const std::vector<Tensor>& xs, int64_t dim, Out out) {
+      return compute_then_store(name, out, joined(xs), [&] { return kiln::cat(xs, dim); });
+    }, nb::arg("tensors"), nb::arg("dim") = 0, nb::kw_only(), nb::arg("out"));
+  }
+  m.def("stack", [joined](const std::vector<Tensor>& xs, int64_t dim, Out out) {
+    return compute_then_store("stack", out, joined(xs), [&] { return kiln::stack(xs, dim); });
+  }, nb::arg("tensors"), nb::arg("dim") = 0, nb::kw_only(), nb::arg("out"));
 }
 
 }  // namespace kiln::py

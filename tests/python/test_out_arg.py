@@ -1,8 +1,9 @@
-"""out= on kiln's elementwise functions against torch 2.13: the values written, the object
-returned (out itself), writes into a view of a larger tensor, casting into a wider dtype,
-broadcasting, an empty out that takes the result's shape, and the errors torch raises (a float
-result into an integer out, an argument that requires grad); kiln refuses a non-empty out of
-the wrong shape, which torch resizes with a deprecation warning."""
+"""out= on kiln's elementwise functions, matmul / mm / bmm and cat / stack against torch
+2.13: the values written, the object returned (out itself), writes into a view of a larger
+tensor, casting into a wider dtype, broadcasting, an empty out that takes the result's shape,
+an out overlapping an input, and the errors torch raises (a float result into an integer out,
+an argument that requires grad); kiln refuses a non-empty out of the wrong shape, which torch
+resizes with a deprecation warning."""
 import numpy as np
 import pytest
 import torch
@@ -110,3 +111,31 @@ def test_errors():
     # out must be a tensor.
     with pytest.raises(TypeError):
         kiln.add(ka, ka, out=[0.0] * 4)
+
+
+def test_products_and_joins_store_into_out():
+    ka, ta = both((3, 4), 9)
+    kb, tb = both((4, 5), 10)
+    for kf, tf, shape in [
+        (lambda o: kiln.matmul(ka, kb, out=o), lambda o: torch.matmul(ta, tb, out=o), (3, 5)),
+        (lambda o: kiln.mm(ka, kb, out=o), lambda o: torch.mm(ta, tb, out=o), (3, 5)),
+        (lambda o: kiln.bmm(ka.unsqueeze(0), kb.unsqueeze(0), out=o),
+         lambda o: torch.bmm(ta.unsqueeze(0), tb.unsqueeze(0), out=o), (1, 3, 5)),
+        (lambda o: kiln.cat([ka, ka], 0, out=o), lambda o: torch.cat([ta, ta], 0, out=o), (6, 4)),
+        (lambda o: kiln.stack([ka, ka], dim=1, out=o),
+         lambda o: torch.stack([ta, ta], dim=1, out=o), (3, 2, 4)),
+    ]:
+        ko, to = kiln.empty(*shape), torch.empty(*shape)
+        assert kf(ko) is ko
+        tf(to)
+        np.testing.assert_allclose(npy(ko), npy(to), rtol=1e-6, atol=1e-6)
+        ke = kiln.empty(0)
+        kf(ke)
+        assert tuple(ke.shape) == shape
+    # out overlapping an input: the product goes through a temporary.
+    ks = kiln.from_numpy(np.eye(3, dtype=np.float32) * 2)
+    kx = ka[:, :3].contiguous()
+    kiln.mm(kx, ks, out=kx)
+    np.testing.assert_allclose(npy(kx), npy(ta[:, :3]) * 2, rtol=1e-6)
+    with pytest.raises(RuntimeError, match="out has shape"):
+        kiln.matmul(ka, kb, out=kiln.empty(5, 3))
