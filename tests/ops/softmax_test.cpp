@@ -134,6 +134,23 @@ TEST_P(Softmax, LongRowsAreAccurate) {
   expect_close(softmax(xt, 0), {5000, 3}, ref_softmax(vt, {5000, 3}, 0, false));
 }
 
+// bfloat16 rows of attention-score lengths, converted several rows at a time (groups of up
+// to 2048 elements, the last group partial), and a long row converted alone; threaded sizes.
+TEST_P(Softmax, Bfloat16RowsInGroups) {
+  for (Shape shape : {Shape{3, 37, 100}, Shape{2, 12, 128, 128}, Shape{5, 300}, Shape{70, 1031}}) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    std::vector<double> v = rounded(random_values(size_t(n), -6, 6, uint32_t(n)), DType::BF16);
+    Tensor x = make(v, shape, DType::BF16, device());
+    for (bool log : {false, true}) {
+      Tensor y = log ? log_softmax(x, -1) : softmax(x, -1);
+      EXPECT_EQ(y.dtype(), DType::BF16);
+      expect_close(y, shape, ref_softmax(v, shape, -1, log),
+                   shape_str(shape) + (log ? " log_softmax" : " softmax"));
+    }
+  }
+}
+
 }  // namespace
 
 KILN_INSTANTIATE_ON_EACH_DEVICE(Softmax);

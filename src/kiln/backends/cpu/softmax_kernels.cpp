@@ -2,6 +2,7 @@
 // the line's max is subtracted before exp; sums accumulate in double and each output is
 // rounded once. A line containing NaN gives NaN; a line of all -inf gives NaN (softmax) as
 // PyTorch.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -29,14 +30,21 @@ bool vectorised_softmax(const Tensor& in, const Tensor& out, int64_t dim, bool l
     // Each row widened to float32, normalised there, rounded back once.
     const uint16_t* src = static_cast<const uint16_t*>(in.raw_data());
     uint16_t* dst = static_cast<uint16_t*>(out.raw_data());
+    // Short rows (attention scores: 128-256) are converted several at a time (up to 2048
+    // elements), one widening and one narrowing call per group instead of per row:
+    // [1, 12, 128, 128] took 70-88 us against 94-104 us row by row (both timed alternately
+    // in one process, two threads); longer rows keep one row per group.
+    const int64_t group = len <= 256 ? 2048 / len : 1;
+    const int64_t groups = (rows + group - 1) / group;
 #pragma omp parallel if (rows > 1 && in.numel() >= (int64_t(1) << 15))
     {
-      std::vector<float> buf(static_cast<size_t>(len));
+      std::vector<float> buf(static_cast<size_t>(group * len));
 #pragma omp for schedule(static)
-      for (int64_t r = 0; r < rows; ++r) {
-        vm.widen_bf16(src + r * len, buf.data(), len);
-        row(buf.data(), buf.data(), len, log);
-        vm.narrow_bf16(buf.data(), dst + r * len, len);
+      for (int64_t g = 0; g < groups; ++g) {
+        const int64_t r0 = g * group, n = std::min(group, rows - r0) * len;
+        vm.widen_bf16(src + r0 * len, buf.data(), n);
+        for (int64_t j = 0; j < n; j += len) row(buf.data() + j, buf.data() + j, len, log);
+        vm.narrow_bf16(buf.data(), dst + r0 * len, n);
       }
     }
     return true;
