@@ -1,6 +1,6 @@
-// kiln.fn(..., out=t) for the elementwise functions, matmul / mm / bmm and cat / stack, as
-// PyTorch's out= forms: the result is written into t and t is returned. These overloads are
-// registered after the plain ones, so a call without out= never reaches them.
+// kiln.fn(..., out=t) for the elementwise functions, matmul / mm / bmm, cat / stack and
+// sum / mean, as PyTorch's out= forms: the result is written into t and t is returned. These
+// overloads are registered after the plain ones, so a call without out= never reaches them.
 //   - t of the result's shape: the C++ *_out function writes into it directly (no temporary
 //     when t already has the result's dtype; otherwise the result is cast to t's dtype where
 //     PyTorch allows it, and RuntimeError where it does not, e.g. a float result into int64).
@@ -151,6 +151,21 @@ void bind_out_forms(nb::module_& m) {
       return compute_then_store(name, out, joined(xs), [&] { return kiln::cat(xs, dim); });
     }, nb::arg("tensors"), nb::arg("dim") = 0, nb::kw_only(), nb::arg("out"));
   }
+  // Reductions: sum and mean over dims (None: every dim), as their plain forms.
+  m.def("sum", [](const Tensor& x, nb::handle dim, bool keepdim, std::optional<DType> dtype,
+                  Out out) {
+    const Dims d = dims_from_handle(dim);
+    return compute_then_store("sum", out, {&x}, [&] { return kiln::sum(x, d, keepdim, dtype); });
+  }, nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false, nb::kw_only(),
+     nb::arg("dtype") = nb::none(), nb::arg("out"));
+  m.def("mean", [](const Tensor& x, nb::handle dim, bool keepdim, std::optional<DType> dtype,
+                   Out out) {
+    const Dims d = dims_from_handle(dim);
+    return compute_then_store("mean", out, {&x}, [&] {
+      return kiln::mean(dtype && *dtype != x.dtype() ? to_dtype(x, *dtype) : x, d, keepdim);
+    });
+  }, nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false, nb::kw_only(),
+     nb::arg("dtype") = nb::none(), nb::arg("out"));
   m.def("stack", [joined](const std::vector<Tensor>& xs, int64_t dim, Out out) {
     return compute_then_store("stack", out, joined(xs), [&] { return kiln::stack(xs, dim); });
   }, nb::arg("tensors"), nb::arg("dim") = 0, nb::kw_only(), nb::arg("out"));

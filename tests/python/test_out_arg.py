@@ -1,9 +1,9 @@
-"""out= on kiln's elementwise functions, matmul / mm / bmm and cat / stack against torch
-2.13: the values written, the object returned (out itself), writes into a view of a larger
-tensor, casting into a wider dtype, broadcasting, an empty out that takes the result's shape,
-an out overlapping an input, and the errors torch raises (a float result into an integer out,
-an argument that requires grad); kiln refuses a non-empty out of the wrong shape, which torch
-resizes with a deprecation warning."""
+"""out= on kiln's elementwise functions, matmul / mm / bmm, cat / stack and sum / mean
+against torch 2.13: the values written, the object returned (out itself), writes into a view
+of a larger tensor, casting into a wider dtype, broadcasting, an empty out that takes the
+result's shape, an out overlapping an input, and the errors torch raises (a float result into
+an integer out, an argument that requires grad); kiln refuses a non-empty out of the wrong
+shape, which torch resizes with a deprecation warning."""
 import numpy as np
 import pytest
 import torch
@@ -139,3 +139,23 @@ def test_products_and_joins_store_into_out():
     np.testing.assert_allclose(npy(kx), npy(ta[:, :3]) * 2, rtol=1e-6)
     with pytest.raises(RuntimeError, match="out has shape"):
         kiln.matmul(ka, kb, out=kiln.empty(5, 3))
+
+
+def test_sum_and_mean_store_into_out():
+    ka, ta = both((4, 6, 5), 11)
+    for kf, tf, shape in [
+        (lambda o: kiln.sum(ka, 1, out=o), lambda o: torch.sum(ta, 1, out=o), (4, 5)),
+        (lambda o: kiln.sum(ka, (0, 2), keepdim=True, out=o),
+         lambda o: torch.sum(ta, (0, 2), keepdim=True, out=o), (1, 6, 1)),
+        (lambda o: kiln.mean(ka, -1, out=o), lambda o: torch.mean(ta, -1, out=o), (4, 6)),
+    ]:
+        ko, to = kiln.empty(*shape), torch.empty(*shape)
+        assert kf(ko) is ko
+        tf(to)
+        np.testing.assert_allclose(npy(ko), npy(to), rtol=1e-5, atol=1e-6)
+    ko, to = kiln.empty(4, 5, dtype=kiln.float64), torch.empty(4, 5, dtype=torch.float64)
+    kiln.sum(ka, 1, dtype=kiln.float64, out=ko)
+    torch.sum(ta, 1, dtype=torch.float64, out=to)
+    np.testing.assert_allclose(npy(ko), npy(to), rtol=1e-12)
+    with pytest.raises(RuntimeError, match="out has shape"):
+        kiln.mean(ka, 0, out=kiln.empty(4, 5))
