@@ -16,6 +16,7 @@
 #define VSET1(x) _mm256_set1_ps(x)
 #define VZERO() _mm256_setzero_ps()
 #define VMUL(a, b) _mm256_mul_ps((a), (b))
+#define KILN_GEMM_MR 6  // 12 accumulators + 2 B vectors + 1 broadcast of the 16 registers
 #define KILN_GEMM_BLOCKED_NAME gemm_f32_avx2_blocked
 #include "gemm_f32_blocked.inc"
 

@@ -1,10 +1,11 @@
 // float32 GEMM, AVX-512 variant (compiler flags set in CMakeLists.txt): the blocked kernel
-// with 6 x 32 register tiles for products with enough rows to fill them, the row-streaming
+// with 8 x 32 register tiles for products with enough rows to fill them, the row-streaming
 // kernel (gemm_f32_body.inc) for matrix-vector and few-row products, where packing B would
 // cost as much memory traffic as the product itself.
 #include <immintrin.h>
 
 #include "gemm_f32.h"
+#include "transpose_f32_avx512.h"
 
 #define KILN_GEMM_F32_NAME gemm_f32_avx512_rows
 #include "gemm_f32_body.inc"
@@ -17,6 +18,8 @@
 #define VSET1(x) _mm512_set1_ps(x)
 #define VZERO() _mm512_setzero_ps()
 #define VMUL(a, b) _mm512_mul_ps((a), (b))
+#define KILN_GEMM_TRANSPOSE transpose16_f32  // packs transposed operands 16 x 16 at a time
+#define KILN_GEMM_MR 8  // 16 accumulators of the 32 registers
 #define KILN_GEMM_BLOCKED_NAME gemm_f32_avx512_blocked
 #include "gemm_f32_blocked.inc"
 
