@@ -1,7 +1,7 @@
 // float32 matrix products at the sizes that exercise every edge of the blocked GEMM kernel
 // (partial 6- or 8-row / 16- or 32-column tiles, K beyond one and two 512-deep blocks and not a
 // multiple of the 16 x 16 transposing pack, N beyond one 512-wide block, the few-row streaming
-// path) in row-major, transposed and strided layouts, against a float64 reference. ISA reruns (isa_*_ops in CTest) repeat them
+// path, B packed or read in place) in row-major, transposed and strided layouts, against a float64 reference. ISA reruns (isa_*_ops in CTest) repeat them
 // for every kernel variant.
 #include <random>
 
@@ -64,6 +64,9 @@ TEST(MatmulSizes, OddSizesAroundEveryBlockEdge) {
       {17, 31, 257}, {31, 1, 17},   {12, 32, 256},  {13, 65, 513}, {97, 257, 31},
       {100, 600, 7}, {6, 513, 260}, {257, 33, 300}, {96, 512, 256}, {193, 1025, 40},
       {40, 70, 1100}, {8, 48, 1040}, {23, 47, 529},
+      // row-major B packed (a row stride of 4 KiB; more than 512 rows per thread) and read
+      // in place with a partial last panel
+      {20, 1024, 70}, {600, 64, 50}, {64, 600, 90},
   };
   uint32_t seed = 1;
   for (const auto& s : sizes)
