@@ -89,7 +89,11 @@ TEST(MatmulSizes, AlphaAndAccumulationAcrossKBlocks) {
 // bfloat16 operands (exact in bfloat16), float32 accumulation, one rounding to bfloat16.
 TEST(MatmulSizes, BFloat16AtEdgeSizesAndLayouts) {
   const int64_t sizes[][3] = {{1, 1, 1},    {7, 17, 7},    {8, 33, 301},  {17, 31, 513},
-                              {97, 257, 31}, {6, 513, 260}, {100, 40, 1030}};
+                              {97, 257, 31}, {6, 513, 260}, {100, 40, 1030},
+                              // beyond two 1024-deep blocks; an odd K past one block (A's
+                              // rows read in place with an odd stride, then copied for the
+                              // one-element block); whole and partial 16-pair transposes
+                              {40, 70, 2100}, {33, 48, 1025}, {9, 64, 34}};
   uint32_t seed = 100;
   for (const auto& s : sizes)
     for (int layout = 0; layout < 3; ++layout) {

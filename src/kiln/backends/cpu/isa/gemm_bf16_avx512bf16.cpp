@@ -1,47 +1,62 @@
-// bfloat16 GEMM with AVX-512 BF16 (compiler flags set in CMakeLists.txt). The blocked design
-// of gemm_f32_blocked.inc, with K taken two at a time: B is packed per KC x NC block into
-// panels of 32 columns holding (k, k+1) pairs side by side, A into panels of 6 rows of pairs,
-// and vdpbf16ps adds a[k] * b[k] + a[k+1] * b[k+1] into 16 float32 lanes per instruction.
-// An odd K is padded with a zero pair member.
+// bfloat16 GEMM with AVX-512 BF16 (compiler flags set in CMakeLists.txt), laid out as the
+// float32 kernel (gemm_f32_blocked.inc, decision 0015) with K taken two at a time: B is packed
+// per 1024 x 256 block into panels of 32 columns holding (k, k+1) pairs side by side (per
+// thread, no barrier), A is read in place as pairs (its 8 rows of one block, 16 KiB, stay in
+// L1), and vdpbf16ps adds a[k] * b[k] + a[k+1] * b[k+1] into 16 float32 lanes per
+// instruction, 8 x 32 tiles. An odd K is padded with a zero pair member (A's rows are then
+// copied, so the pad never reads past a row).
 #include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "gemm_bf16.h"
+#include "transpose_f32_avx512.h"
 
 namespace kiln::cpu {
 
 namespace {
 
-constexpr int64_t kMR = 6, kNR = 32;
-constexpr int64_t kKC = 512;  // k values per block (256 pairs)
-constexpr int64_t kMC = 96, kNC = 512;
+constexpr int64_t kMR = 8, kNR = 32;
+constexpr int64_t kKC = 1024;  // k values per block (512 pairs)
+constexpr int64_t kNC = 256;   // a block: 512 pairs x 256 columns x 4 bytes = 512 KiB
 
 inline uint32_t pair(uint16_t lo, uint16_t hi) { return uint32_t(lo) | (uint32_t(hi) << 16); }
 
-// C[0:mr, 0:nr] (=|+=) (A panel)(B panel) over kp pairs.
-inline void microkernel(int64_t kp, const uint32_t* __restrict a, const uint32_t* __restrict b,
-                        float* c, int64_t c_rs, int64_t mr, int64_t nr, bool accumulate) {
+inline uint32_t load_pair(const uint16_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// C[0:mr, 0:nr] (=|+=) A[0:MR, 0:2 kp] (row stride a_rs elements, read as pairs) * (B panel)
+// over kp pairs. Rows of A at and beyond mr must still be readable (the caller pads them).
+inline void microkernel(int64_t kp, const uint16_t* __restrict a, int64_t a_rs,
+                        const uint32_t* __restrict b, float* c, int64_t c_rs, int64_t mr,
+                        int64_t nr, bool accumulate) {
   __m512 acc[kMR][2];
-#pragma GCC unroll 6
+#pragma GCC unroll 8
   for (int r = 0; r < kMR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-  for (int64_t k = 0; k < kp; ++k) {
+  for (int64_t r = 0; r < mr; ++r) {  // fetch the C tile while the products run
+    __builtin_prefetch(c + r * c_rs, 1, 3);
+    __builtin_prefetch(c + r * c_rs + kNR - 1, 1, 3);
+  }
+  for (int64_t q = 0; q < kp; ++q) {
     const __m512bh b0 = (__m512bh)_mm512_loadu_si512(b);
     const __m512bh b1 = (__m512bh)_mm512_loadu_si512(b + 16);
-#pragma GCC unroll 6
+#pragma GCC unroll 8
     for (int r = 0; r < kMR; ++r) {
-      const __m512bh ar = (__m512bh)_mm512_set1_epi32(int(a[r]));
+      const __m512bh ar = (__m512bh)_mm512_set1_epi32(int(load_pair(a + r * a_rs + 2 * q)));
       acc[r][0] = _mm512_dpbf16_ps(acc[r][0], ar, b0);
       acc[r][1] = _mm512_dpbf16_ps(acc[r][1], ar, b1);
     }
-    a += kMR;
     b += kNR;
   }
   if (mr == kMR && nr == kNR) {
-#pragma GCC unroll 6
+#pragma GCC unroll 8
     for (int r = 0; r < kMR; ++r) {
       float* row = c + r * c_rs;
       if (accumulate) {
@@ -68,11 +83,41 @@ inline void microkernel(int64_t kp, const uint32_t* __restrict a, const uint32_t
 void pack_b(const uint16_t* B, int64_t b_rs, int64_t b_cs, int64_t K, int64_t k0, int64_t kc,
             int64_t j0, int64_t nc, uint32_t* out) {
   const int64_t panels = (nc + kNR - 1) / kNR, kp = (kc + 1) / 2;
-#pragma omp for schedule(static)
+  // Lane i of the two results: (row0[i], row1[i]) for columns 0-15, then 16-31.
+  alignas(64) static const uint16_t lo_idx[32] = {0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5,
+                                                  37, 6, 38, 7, 39, 8, 40, 9, 41, 10, 42,
+                                                  11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+  alignas(64) static const uint16_t hi_idx[32] = {16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21,
+                                                  53, 22, 54, 23, 55, 24, 56, 25, 57, 26, 58,
+                                                  27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
+  const __m512i lo = _mm512_load_si512(lo_idx), hi = _mm512_load_si512(hi_idx);
   for (int64_t p = 0; p < panels; ++p) {
     const int64_t j = j0 + p * kNR, w = std::min(kNR, j0 + nc - j);
     uint32_t* dst = out + p * kp * kNR;
-    for (int64_t q = 0; q < kp; ++q) {
+    int64_t q0 = 0;  // pairs done by a vector path
+    if (b_cs == 1 && w == kNR) {  // row-major B: interleave two rows of 32 columns
+      for (; q0 < kc / 2; ++q0) {
+        const uint16_t* r0 = B + (k0 + 2 * q0) * b_rs + j;
+        const __m512i x0 = _mm512_loadu_si512(r0), x1 = _mm512_loadu_si512(r0 + b_rs);
+        _mm512_storeu_si512(dst + q0 * kNR, _mm512_permutex2var_epi16(x0, lo, x1));
+        _mm512_storeu_si512(dst + q0 * kNR + 16, _mm512_permutex2var_epi16(x0, hi, x1));
+      }
+    } else if (b_rs == 1 && b_cs % 2 == 0 && k0 % 2 == 0) {
+      // A transposed weight (W [N, K] row-major): its rows, read as pairs, are the panel's
+      // columns, so 16 x 16 transposes of 32-bit pairs build the panel.
+      const int64_t full = kc / 2;
+      for (int64_t g = 0; g < kNR; g += 16) {
+        const int cols = int(std::clamp<int64_t>(w - g, 0, 16));
+        for (int64_t q = 0; q < full; q += 16) {
+          const int qq = int(std::min<int64_t>(16, full - q));
+          transpose16_f32(reinterpret_cast<const float*>(B + (j + g) * b_cs + k0 + 2 * q),
+                          b_cs / 2, cols, qq, reinterpret_cast<float*>(dst + q * kNR + g), kNR,
+                          qq, 16);
+        }
+      }
+      q0 = full;
+    }
+    for (int64_t q = q0; q < kp; ++q) {
       const int64_t k = k0 + 2 * q;
       const uint16_t* r0 = B + k * b_rs + j * b_cs;
       const uint16_t* r1 = k + 1 < K ? r0 + b_rs : nullptr;
@@ -83,22 +128,77 @@ void pack_b(const uint16_t* B, int64_t b_rs, int64_t b_cs, int64_t K, int64_t k0
   }
 }
 
-// A[i0:i0+mc, k0:k0+kc] -> panels of kMR rows of (k, k+1) pairs, zero-padded.
-void pack_a(const uint16_t* A, int64_t a_rs, int64_t a_cs, int64_t K, int64_t i0, int64_t mc,
-            int64_t k0, int64_t kc, uint32_t* out) {
-  const int64_t kp = (kc + 1) / 2;
-  for (int64_t p = 0; p * kMR < mc; ++p) {
-    const int64_t i = i0 + p * kMR, h = std::min(kMR, i0 + mc - i);
-    uint32_t* dst = out + p * kp * kMR;
-    for (int64_t q = 0; q < kp; ++q) {
-      const int64_t k = k0 + 2 * q;
-      for (int64_t r = 0; r < h; ++r) {
-        const uint16_t* row = A + (i + r) * a_rs;
-        dst[q * kMR + r] = pair(row[k * a_cs], k + 1 < K ? row[(k + 1) * a_cs] : uint16_t(0));
+// A[i:i+h, k0:k0+kc] -> rows of 2 kp elements (row stride 2 kp; an odd kc gets a zero
+// element), rows h..rows-1 zero.
+void copy_a_rows(const uint16_t* A, int64_t a_rs, int64_t a_cs, int64_t i, int64_t h,
+                 int64_t rows, int64_t k0, int64_t kc, uint16_t* out) {
+  const int64_t width = 2 * ((kc + 1) / 2);
+  for (int64_t r = 0; r < h; ++r) {
+    const uint16_t* src = A + (i + r) * a_rs + k0 * a_cs;
+    uint16_t* dst = out + r * width;
+    if (a_cs == 1) std::memcpy(dst, src, size_t(kc) * sizeof(uint16_t));
+    else
+      for (int64_t k = 0; k < kc; ++k) dst[k] = src[k * a_cs];
+    if (width > kc) dst[kc] = 0;
+  }
+  for (int64_t r = h; r < rows; ++r) std::fill(out + r * width, out + (r + 1) * width, uint16_t(0));
+}
+
+// The part of C in row tiles [tile_begin, tile_end) and panels [p_begin, p_end), with this
+// thread's own packed B blocks (as in gemm_f32_blocked.inc).
+void blocked_part(int64_t M, int64_t N, int64_t K, const uint16_t* A, int64_t a_rs,
+                  int64_t a_cs, const uint16_t* B, int64_t b_rs, int64_t b_cs, float* C,
+                  int64_t c_rs, int64_t tile_begin, int64_t tile_end, int64_t p_begin,
+                  int64_t p_end) {
+  if (tile_begin >= tile_end || p_begin >= p_end) return;
+  constexpr int64_t kBlockPanels = kNC / kNR;
+  thread_local std::vector<uint32_t> packed_b;
+  thread_local std::vector<uint16_t> a_rows;
+  const int64_t kp_max = (std::min(kKC, K) + 1) / 2;
+  const size_t b_size = size_t(kp_max * std::min(p_end - p_begin, kBlockPanels) * kNR);
+  if (packed_b.size() < b_size) packed_b.resize(b_size);
+  if (a_rows.size() < size_t(kMR * 2 * kp_max)) a_rows.resize(size_t(kMR * 2 * kp_max));
+  uint32_t* const pb = packed_b.data();
+  for (int64_t jp = p_begin; jp < p_end; jp += kBlockPanels) {
+    const int64_t j0 = jp * kNR;
+    const int64_t nc = std::min(std::min(p_end - jp, kBlockPanels) * kNR, N - j0);
+    const int64_t np = (nc + kNR - 1) / kNR;
+    for (int64_t k0 = 0; k0 < K; k0 += kKC) {
+      const int64_t kc = std::min(kKC, K - k0), kp = (kc + 1) / 2;
+      const bool accumulate = k0 > 0;
+      // A in place needs contiguous rows and whole pairs (an odd block would read past a row).
+      const bool a_in_place = a_cs == 1 && kc % 2 == 0;
+      pack_b(B, b_rs, b_cs, K, k0, kc, j0, nc, pb);
+      for (int64_t tile = tile_begin; tile < tile_end; ++tile) {
+        const int64_t i = tile * kMR, mr = std::min(kMR, M - i);
+        const uint16_t* a = A + i * a_rs + k0;
+        int64_t lda = a_rs;
+        if (!a_in_place || mr < kMR) {
+          copy_a_rows(A, a_rs, a_cs, i, mr, kMR, k0, kc, a_rows.data());
+          a = a_rows.data();
+          lda = 2 * kp;
+        }
+        for (int64_t p = 0; p < np; ++p)
+          microkernel(kp, a, lda, pb + p * kp * kNR, C + i * c_rs + j0 + p * kNR, c_rs, mr,
+                      std::min(kNR, nc - p * kNR), accumulate);
       }
-      for (int64_t r = h; r < kMR; ++r) dst[q * kMR + r] = 0;
     }
   }
+}
+
+// The thread grid with the least work on the busiest thread (see gemm_f32_blocked.inc).
+std::pair<int64_t, int64_t> thread_grid(int64_t row_tiles, int64_t panels, int64_t threads) {
+  std::pair<int64_t, int64_t> best{1, threads};
+  double best_cost = -1;
+  for (int64_t tp = 1; tp <= threads; ++tp) {
+    if (threads % tp != 0) continue;
+    const int64_t tr = threads / tp;
+    const double tiles = double((row_tiles + tr - 1) / tr);
+    const double cols = double((panels + tp - 1) / tp);
+    const double cost = tiles * cols * double(kMR) + cols * 2.0;
+    if (best_cost < 0 || cost < best_cost) best_cost = cost, best = {tr, tp};
+  }
+  return best;
 }
 
 }  // namespace
@@ -111,39 +211,15 @@ void gemm_bf16_avx512bf16(int64_t M, int64_t N, int64_t K, const uint16_t* A, in
     for (int64_t i = 0; i < M; ++i) std::fill(C + i * c_rs, C + i * c_rs + N, 0.0f);
     return;
   }
-  const int64_t nc_max = std::min(kNC, ((N + kNR - 1) / kNR) * kNR);
-  std::vector<uint32_t> packed_b(size_t(kKC / 2 * nc_max));
+  const int64_t row_tiles = (M + kMR - 1) / kMR, panels = (N + kNR - 1) / kNR;
   const bool parallel = M * N * K >= (int64_t(1) << 18) && omp_get_max_threads() > 1;
-  for (int64_t j0 = 0; j0 < N; j0 += kNC) {
-    const int64_t nc = std::min(kNC, N - j0), jr_panels = (nc + kNR - 1) / kNR;
-    for (int64_t k0 = 0; k0 < K; k0 += kKC) {
-      const int64_t kc = std::min(kKC, K - k0), kp = (kc + 1) / 2;
-      const bool accumulate = k0 > 0;
-      const int64_t ic_blocks = (M + kMC - 1) / kMC;
 #pragma omp parallel if (parallel)
-      {
-        pack_b(B, b_rs, b_cs, K, k0, kc, j0, nc, packed_b.data());
-        const int64_t threads = omp_get_num_threads();
-        const int64_t groups = std::min<int64_t>(
-            jr_panels, std::max<int64_t>(1, (4 * threads + ic_blocks - 1) / ic_blocks));
-        thread_local std::vector<uint32_t> packed_a;
-        packed_a.resize(size_t(kMC * kKC / 2));
-#pragma omp for schedule(dynamic)
-        for (int64_t t = 0; t < ic_blocks * groups; ++t) {
-          const int64_t ib = t / groups, g = t % groups;
-          const int64_t i0 = ib * kMC, mc = std::min(kMC, M - i0);
-          pack_a(A, a_rs, a_cs, K, i0, mc, k0, kc, packed_a.data());
-          const int64_t p_begin = jr_panels * g / groups, p_end = jr_panels * (g + 1) / groups;
-          for (int64_t p = p_begin; p < p_end; ++p) {
-            const int64_t j = p * kNR, nr = std::min(kNR, nc - j);
-            for (int64_t ir = 0; ir < mc; ir += kMR)
-              microkernel(kp, packed_a.data() + (ir / kMR) * kp * kMR,
-                          packed_b.data() + p * kp * kNR, C + (i0 + ir) * c_rs + j0 + j, c_rs,
-                          std::min(kMR, mc - ir), nr, accumulate);
-          }
-        }
-      }
-    }
+  {
+    const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
+    const auto [tr, tp] = thread_grid(row_tiles, panels, threads);
+    const int64_t r = t / tp, c = t % tp;
+    blocked_part(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, c_rs, row_tiles * r / tr,
+                 row_tiles * (r + 1) / tr, panels * c / tp, panels * (c + 1) / tp);
   }
 }
 

@@ -7,6 +7,12 @@
 
 namespace kiln::cpu {
 
+// GCC 12 reports the intentionally undefined placeholder inside its shuffle intrinsics
+// (`__Y = __Y`) as uninitialized once they are inlined here; the values are all defined.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 // Loads `rows` rows of `cols` floats (row stride srs; the rest of the 16 x 16 block is zero)
 // and stores the first dst_cols elements of each of the first dst_rows columns as rows of dst
 // (row stride drs): dst[c * drs + r] = src[r * srs + c].
@@ -45,5 +51,7 @@ inline void transpose16_f32(const float* src, int64_t srs, int rows, int cols, f
   const __mmask16 out_mask = __mmask16((1u << dst_cols) - 1u);
   for (int c = 0; c < dst_rows; ++c) _mm512_mask_storeu_ps(dst + c * drs, out_mask, out[c]);
 }
+
+#pragma GCC diagnostic pop
 
 }  // namespace kiln::cpu
