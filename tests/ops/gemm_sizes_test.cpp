@@ -216,7 +216,10 @@ TEST(MatmulSizes, Int8ProductsAreExact) {
   const int64_t sizes[][3] = {{1, 1, 1},   {7, 17, 5},  {8, 33, 301}, {97, 70, 1030}, {13, 513, 64},
                               {1, 40, 63}, {2, 9, 65},  {4, 31, 130}, {3, 5, 64},     {5, 33, 70},
                               // tall: oneDNN's matmul at the VNNI level (decision 0022)
-                              {16, 31, 600}, {40, 257, 31}, {33, 17, 1023}};
+                              {16, 31, 600}, {40, 257, 31}, {33, 17, 1023},
+                              // more than two 1024-deep blocks with a tail of 2, more than one
+                              // 256-wide block with a partial panel, a partial row tile
+                              {20, 300, 2050}, {9, 520, 1100}};
   std::mt19937 rng(5);
   for (const auto& s : sizes)
     for (bool weight_layout : {false, true})

@@ -1,13 +1,15 @@
-// 8-bit GEMM with AVX-512 VNNI (compiler flags set in CMakeLists.txt): the blocked design of
-// gemm_f32_blocked.inc with K taken four at a time. B is packed per block into panels of 32
-// columns holding (k..k+3) quadruples in one int32 each, A into panels of 6 rows of
-// quadruples; vpdpbusd adds four u8 x s8 products into each of 16 int32 lanes. K is padded to a
-// multiple of 4 with zeros.
+// 8-bit GEMM with AVX-512 VNNI (compiler flags set in CMakeLists.txt): the layout of
+// gemm_f32_blocked.inc (decision 0015) with K taken four at a time. Each thread packs its own B
+// panels (32 columns holding (k..k+3) quadruples in one int32 each, per 1024 x 256 block) and
+// copies the 8 A rows of a tile into a small buffer (shifted to unsigned for a signed A,
+// zero-padded to whole quadruples), which stays in L1 while the tile walks across the panels;
+// vpdpbusd adds four u8 x s8 products into each of 16 int32 lanes, 8 x 32 tiles.
 #include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "gemm_s8.h"
@@ -16,23 +18,40 @@ namespace kiln::cpu {
 
 namespace {
 
-constexpr int64_t kMR = 6, kNR = 32, kKC = 1024, kMC = 96, kNC = 512;
+constexpr int64_t kMR = 8, kNR = 32, kKC = 1024, kNC = 256;
 
+// C[0:mr, 0:nr] (=|+=) (A rows as quadruples, row stride kq) * (B panel) over kq quadruples.
 inline void microkernel(int64_t kq, const uint32_t* __restrict a, const uint32_t* __restrict b,
                         int32_t* c, int64_t ldc, int64_t mr, int64_t nr, bool accumulate) {
   __m512i acc[kMR][2];
-#pragma GCC unroll 6
+#pragma GCC unroll 8
   for (int r = 0; r < kMR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
+  for (int64_t r = 0; r < mr; ++r) {  // fetch the C tile while the products run
+    __builtin_prefetch(c + r * ldc, 1, 3);
+    __builtin_prefetch(c + r * ldc + kNR - 1, 1, 3);
+  }
   for (int64_t k = 0; k < kq; ++k) {
     const __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + 16);
-#pragma GCC unroll 6
+#pragma GCC unroll 8
     for (int r = 0; r < kMR; ++r) {
-      const __m512i ar = _mm512_set1_epi32(int(a[r]));
+      const __m512i ar = _mm512_set1_epi32(int(a[r * kq + k]));
       acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], ar, b0);
       acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], ar, b1);
     }
-    a += kMR;
     b += kNR;
+  }
+  if (mr == kMR && nr == kNR) {
+#pragma GCC unroll 8
+    for (int r = 0; r < kMR; ++r) {
+      int32_t* row = c + r * ldc;
+      if (accumulate) {
+        acc[r][0] = _mm512_add_epi32(acc[r][0], _mm512_loadu_si512(row));
+        acc[r][1] = _mm512_add_epi32(acc[r][1], _mm512_loadu_si512(row + 16));
+      }
+      _mm512_storeu_si512(row, acc[r][0]);
+      _mm512_storeu_si512(row + 16, acc[r][1]);
+    }
+    return;
   }
   alignas(64) int32_t tile[kMR * kNR];
   for (int r = 0; r < kMR; ++r) {
@@ -47,7 +66,6 @@ inline void microkernel(int64_t kq, const uint32_t* __restrict a, const uint32_t
 void pack_b(const int8_t* B, bool transposed, int64_t N, int64_t K, int64_t k0, int64_t kc,
             int64_t j0, int64_t nc, uint32_t* out) {
   const int64_t panels = (nc + kNR - 1) / kNR, kq = (kc + 3) / 4;
-#pragma omp for schedule(static)
   for (int64_t p = 0; p < panels; ++p) {
     const int64_t j = j0 + p * kNR, w = std::min(kNR, j0 + nc - j);
     uint32_t* dst = out + p * kq * kNR;
@@ -134,24 +152,28 @@ void pack_b(const int8_t* B, bool transposed, int64_t N, int64_t K, int64_t k0, 
   }
 }
 
-// A rows as unsigned bytes (signed A already shifted by +128 by flipping the top bit).
-void pack_a(const uint8_t* A, int64_t K, bool flip, int64_t i0, int64_t mc, int64_t k0,
-            int64_t kc, uint32_t* out) {
+// A[i:i+h, k0:k0+kc] -> rows of kq quadruples (row stride kq words) as unsigned bytes (a
+// signed A shifted by +128 by flipping the top bit), zero-padded: the padding meets zero B
+// bytes, and rows h..kMR-1 are never stored.
+void copy_a_rows(const uint8_t* A, int64_t K, bool flip, int64_t i, int64_t h, int64_t k0,
+                 int64_t kc, uint32_t* out) {
   const int64_t kq = (kc + 3) / 4;
-  for (int64_t p = 0; p * kMR < mc; ++p) {
-    const int64_t i = i0 + p * kMR, h = std::min(kMR, i0 + mc - i);
-    uint32_t* dst = out + p * kq * kMR;
-    for (int64_t q = 0; q < kq; ++q)
-      for (int64_t r = 0; r < kMR; ++r) {
-        uint32_t v = 0;
-        if (r < h)
-          for (int64_t t = 0; t < 4; ++t) {
-            const int64_t k = k0 + 4 * q + t;
-            // Padding stays 0 (it meets zero B bytes, so any value would do).
-            if (k < K) v |= uint32_t(uint8_t(A[(i + r) * K + k] ^ (flip ? 0x80 : 0))) << (8 * t);
-          }
-        dst[q * kMR + r] = v;
-      }
+  const __m512i flip_bits = _mm512_set1_epi8(flip ? char(0x80) : 0);
+  for (int64_t r = 0; r < kMR; ++r) {
+    uint8_t* dst = reinterpret_cast<uint8_t*>(out + r * kq);
+    if (r >= h) {
+      std::memset(dst, 0, size_t(4 * kq));
+      continue;
+    }
+    const uint8_t* src = A + (i + r) * K + k0;
+    int64_t k = 0;
+    for (; k + 64 <= kc; k += 64)
+      _mm512_storeu_si512(dst + k, _mm512_xor_si512(_mm512_loadu_si512(src + k), flip_bits));
+    if (k < kc) {
+      const __mmask64 m = ~__mmask64(0) >> (64 - (kc - k));
+      _mm512_mask_storeu_epi8(dst + k, m, _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, src + k), flip_bits));
+    }
+    for (k = kc; k < 4 * kq; ++k) dst[k] = 0;
   }
 }
 
@@ -226,42 +248,67 @@ void gemm_s8_avx512vnni(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool 
 }
 
 namespace {
-void blocked(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool a_signed, const int8_t* B,
-             bool b_transposed, int32_t* C) {
-  const int64_t nc_max = std::min(kNC, ((N + kNR - 1) / kNR) * kNR);
-  std::vector<uint32_t> packed_b(size_t(kKC / 4 * nc_max));
-  const bool parallel = M * N * K >= (int64_t(1) << 18) && omp_get_max_threads() > 1;
-  for (int64_t j0 = 0; j0 < N; j0 += kNC) {
-    const int64_t nc = std::min(kNC, N - j0), jr_panels = (nc + kNR - 1) / kNR;
+
+// The part of C in row tiles [tile_begin, tile_end) and panels [p_begin, p_end), with this
+// thread's own packed B blocks (as in gemm_f32_blocked.inc).
+void blocked_part(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool a_signed,
+                  const int8_t* B, bool b_transposed, int32_t* C, int64_t tile_begin,
+                  int64_t tile_end, int64_t p_begin, int64_t p_end) {
+  if (tile_begin >= tile_end || p_begin >= p_end) return;
+  constexpr int64_t kBlockPanels = kNC / kNR;
+  thread_local std::vector<uint32_t> packed_b, a_rows;
+  const int64_t kq_max = (std::min(kKC, K) + 3) / 4;
+  const size_t b_size = size_t(kq_max * std::min(p_end - p_begin, kBlockPanels) * kNR);
+  if (packed_b.size() < b_size) packed_b.resize(b_size);
+  if (a_rows.size() < size_t(kMR * kq_max)) a_rows.resize(size_t(kMR * kq_max));
+  uint32_t* const pb = packed_b.data();
+  for (int64_t jp = p_begin; jp < p_end; jp += kBlockPanels) {
+    const int64_t j0 = jp * kNR;
+    const int64_t nc = std::min(std::min(p_end - jp, kBlockPanels) * kNR, N - j0);
+    const int64_t np = (nc + kNR - 1) / kNR;
     for (int64_t k0 = 0; k0 < K; k0 += kKC) {
       const int64_t kc = std::min(kKC, K - k0), kq = (kc + 3) / 4;
-      const int64_t ic_blocks = (M + kMC - 1) / kMC;
-#pragma omp parallel if (parallel)
-      {
-        pack_b(B, b_transposed, N, K, k0, kc, j0, nc, packed_b.data());
-        const int64_t threads = omp_get_num_threads();
-        const int64_t groups = std::min<int64_t>(
-            jr_panels, std::max<int64_t>(1, (4 * threads + ic_blocks - 1) / ic_blocks));
-        thread_local std::vector<uint32_t> packed_a;
-        packed_a.resize(size_t(kMC * kKC / 4));
-#pragma omp for schedule(dynamic)
-        for (int64_t t = 0; t < ic_blocks * groups; ++t) {
-          const int64_t ib = t / groups, g = t % groups;
-          const int64_t i0 = ib * kMC, mc = std::min(kMC, M - i0);
-          pack_a(A, K, a_signed, i0, mc, k0, kc, packed_a.data());
-          const int64_t p_begin = jr_panels * g / groups, p_end = jr_panels * (g + 1) / groups;
-          for (int64_t p = p_begin; p < p_end; ++p) {
-            const int64_t j = p * kNR, nr = std::min(kNR, nc - j);
-            for (int64_t ir = 0; ir < mc; ir += kMR)
-              microkernel(kq, packed_a.data() + (ir / kMR) * kq * kMR,
-                          packed_b.data() + p * kq * kNR, C + (i0 + ir) * N + j0 + j, N,
-                          std::min(kMR, mc - ir), nr, k0 > 0);
-          }
-        }
+      pack_b(B, b_transposed, N, K, k0, kc, j0, nc, pb);
+      for (int64_t tile = tile_begin; tile < tile_end; ++tile) {
+        const int64_t i = tile * kMR, mr = std::min(kMR, M - i);
+        copy_a_rows(A, K, a_signed, i, mr, k0, kc, a_rows.data());
+        for (int64_t p = 0; p < np; ++p)
+          microkernel(kq, a_rows.data(), pb + p * kq * kNR, C + i * N + j0 + p * kNR, N, mr,
+                      std::min(kNR, nc - p * kNR), k0 > 0);
       }
     }
   }
 }
+
+// The thread grid with the least work on the busiest thread (see gemm_f32_blocked.inc).
+std::pair<int64_t, int64_t> thread_grid(int64_t row_tiles, int64_t panels, int64_t threads) {
+  std::pair<int64_t, int64_t> best{1, threads};
+  double best_cost = -1;
+  for (int64_t tp = 1; tp <= threads; ++tp) {
+    if (threads % tp != 0) continue;
+    const int64_t tr = threads / tp;
+    const double tiles = double((row_tiles + tr - 1) / tr);
+    const double cols = double((panels + tp - 1) / tp);
+    const double cost = tiles * cols * double(kMR) + cols * 2.0;
+    if (best_cost < 0 || cost < best_cost) best_cost = cost, best = {tr, tp};
+  }
+  return best;
+}
+
+void blocked(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool a_signed, const int8_t* B,
+             bool b_transposed, int32_t* C) {
+  const int64_t row_tiles = (M + kMR - 1) / kMR, panels = (N + kNR - 1) / kNR;
+  const bool parallel = M * N * K >= (int64_t(1) << 18) && omp_get_max_threads() > 1;
+#pragma omp parallel if (parallel)
+  {
+    const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
+    const auto [tr, tp] = thread_grid(row_tiles, panels, threads);
+    const int64_t r = t / tp, c = t % tp;
+    blocked_part(M, N, K, A, a_signed, B, b_transposed, C, row_tiles * r / tr,
+                 row_tiles * (r + 1) / tr, panels * c / tp, panels * (c + 1) / tp);
+  }
+}
+
 }  // namespace
 
 }  // namespace kiln::cpu
