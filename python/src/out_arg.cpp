@@ -1,5 +1,6 @@
-// kiln.fn(..., out=t) for the elementwise functions, matmul / mm / bmm, cat / stack and
-// sum / mean, as PyTorch's out= forms: the result is written into t and t is returned. These
+// kiln.fn(..., out=t) for the elementwise functions, matmul / mm / bmm, cat / stack, sum /
+// mean and (through add_generic_out) the other single-result functions listed at the end, as
+// PyTorch's out= forms: the result is written into t and t is returned. These
 // overloads are registered after the plain ones, so a call without out= never reaches them.
 //   - t of the result's shape: the C++ *_out function writes into it directly (no temporary
 //     when t already has the result's dtype; otherwise the result is cast to t's dtype where
@@ -73,6 +74,53 @@ nb::object compute_then_store(const char* fn, Out out_obj, const std::vector<con
   check_autograd(fn, ins, out);
   nogil([&] { store(fn, out, compute()); });
   return nb::borrow(out_obj);
+}
+
+// The tensors among a call's arguments (lists included), for the autograd check.
+std::vector<Tensor> tensor_args(const nb::args& args, const nb::dict& kwargs) {
+  std::vector<Tensor> found;
+  auto visit = [&](nb::handle h) {
+    if (nb::isinstance<Tensor>(h)) {
+      found.push_back(nb::cast<Tensor>(h));
+    } else if (nb::isinstance<nb::list>(h) || nb::isinstance<nb::tuple>(h)) {
+      for (nb::handle e : h)
+        if (nb::isinstance<Tensor>(e)) found.push_back(nb::cast<Tensor>(e));
+    }
+  };
+  for (nb::handle a : args) visit(a);
+  for (auto [k, v] : kwargs) visit(v);
+  return found;
+}
+
+// out= for a function whose plain overloads return one tensor: an overload taking any
+// arguments, tried after them (so only a call that the plain forms refused reaches it); with
+// out= it calls the plain function without out and stores the result (compute_then_store's
+// rules), without out= it passes on, and nanobind reports the usual argument error.
+// (The function is looked up at call time: nanobind moves the overloads of an existing
+// function object into a new one when an overload is added, so a captured object dangles.
+// Without out, the lookup can reach only the plain overloads or this one, which passes.)
+void add_generic_out(nb::module_& m, const char* name) {
+  nb::handle module = m;
+  m.def(name, [module, name](nb::args args, nb::kwargs kwargs) -> nb::object {
+    if (!kwargs.contains("out")) throw nb::next_overload();
+    nb::object out_obj = kwargs["out"];
+    KILN_CHECK(nb::isinstance<Tensor>(out_obj), Error, name,
+               "(): argument 'out' must be Tensor, not ", nb::type_name(out_obj.type()).c_str());
+    nb::dict rest;
+    for (auto [k, v] : kwargs)
+      if (nb::cast<std::string>(k) != "out") rest[k] = v;
+    Tensor& out = nb::cast<Tensor&>(out_obj);
+    std::vector<Tensor> ins = tensor_args(args, rest);
+    std::vector<const Tensor*> in_ptrs;
+    for (const Tensor& t : ins) in_ptrs.push_back(&t);
+    check_autograd(name, in_ptrs, out);
+    nb::object r = module.attr(name)(*args, **rest);
+    KILN_CHECK(nb::isinstance<Tensor>(r), Error, name,
+               "(): out= is supported only where the function returns one tensor");
+    const Tensor result = nb::cast<Tensor>(r);
+    nogil([&] { store(name, out, result); });
+    return out_obj;
+  });
 }
 
 }  // namespace
@@ -169,6 +217,13 @@ void bind_out_forms(nb::module_& m) {
   m.def("stack", [joined](const std::vector<Tensor>& xs, int64_t dim, Out out) {
     return compute_then_store("stack", out, joined(xs), [&] { return kiln::stack(xs, dim); });
   }, nb::arg("tensors"), nb::arg("dim") = 0, nb::kw_only(), nb::arg("out"));
+
+  // The other single-result functions torch gives out=: the plain call, then a store.
+  for (const char* name :
+       {"prod", "amax", "amin", "var", "std", "norm", "logsumexp", "all", "any", "argmax",
+        "argmin", "cumsum", "cumprod", "clamp", "clip", "where", "lerp", "addcmul", "addcdiv",
+        "addmm", "baddbmm", "outer", "ger", "dot", "tril", "triu", "nan_to_num"})
+    add_generic_out(m, name);
 }
 
 }  // namespace kiln::py

@@ -1,4 +1,5 @@
-"""out= on kiln's elementwise functions, matmul / mm / bmm, cat / stack and sum / mean
+"""out= on kiln's elementwise functions, matmul / mm / bmm, cat / stack, sum / mean and the
+other single-result functions torch gives out= (prod, amax, var, clamp, where, addmm, ...)
 against torch 2.13: the values written, the object returned (out itself), writes into a view
 of a larger tensor, casting into a wider dtype, broadcasting, an empty out that takes the
 result's shape, an out overlapping an input, and the errors torch raises (a float result into
@@ -159,3 +160,80 @@ def test_sum_and_mean_store_into_out():
     np.testing.assert_allclose(npy(ko), npy(to), rtol=1e-12)
     with pytest.raises(RuntimeError, match="out has shape"):
         kiln.mean(ka, 0, out=kiln.empty(4, 5))
+
+
+# The other single-result functions: (name, build) where build(module, a, b, c) gives the
+# positional and keyword arguments for kiln or torch from three float inputs.
+GENERIC = [
+    ("prod", lambda m, a, b, c: ((a, 1), {"keepdim": True})),
+    ("amax", lambda m, a, b, c: ((a, (0, 1)), {})),
+    ("amin", lambda m, a, b, c: ((a, 1), {})),
+    ("var", lambda m, a, b, c: ((a, 1), {"correction": 0})),
+    ("std", lambda m, a, b, c: ((a, (0, 1)), {"keepdim": True})),
+    ("norm", lambda m, a, b, c: ((a,), {"dim": 1})),
+    ("logsumexp", lambda m, a, b, c: ((a, 0), {})),
+    ("all", lambda m, a, b, c: ((a > 0, 1), {})),
+    ("any", lambda m, a, b, c: ((a > 1, 0), {})),
+    ("argmax", lambda m, a, b, c: ((a, 1), {})),
+    ("argmin", lambda m, a, b, c: ((a,), {"dim": 0, "keepdim": True})),
+    ("cumsum", lambda m, a, b, c: ((a, 1), {})),
+    ("cumprod", lambda m, a, b, c: ((a, 0), {})),
+    ("clamp", lambda m, a, b, c: ((a, -0.5, 0.75), {})),
+    ("clamp", lambda m, a, b, c: ((a,), {"min": b})),  # a tensor bound
+    ("clip", lambda m, a, b, c: ((a,), {"max": 0.25})),
+    ("where", lambda m, a, b, c: ((a > 0, b, c), {})),
+    ("where", lambda m, a, b, c: ((a > 0, b, 0.5), {})),
+    ("lerp", lambda m, a, b, c: ((a, b, 0.3), {})),
+    ("addcmul", lambda m, a, b, c: ((a, b, c), {"value": 0.5})),
+    ("addcdiv", lambda m, a, b, c: ((a, b, c.abs() + 1), {"value": 2})),
+    ("addmm", lambda m, a, b, c: ((a, b, c.t()), {"beta": 0.5, "alpha": 2})),
+    ("baddbmm", lambda m, a, b, c: ((a.reshape(1, 4, 4), b.reshape(1, 4, 4),
+                                     c.reshape(1, 4, 4)), {"alpha": -1})),
+    ("outer", lambda m, a, b, c: ((a.reshape(-1)[:3], b.reshape(-1)[:5]), {})),
+    ("dot", lambda m, a, b, c: ((a.reshape(-1), b.reshape(-1)), {})),
+    ("tril", lambda m, a, b, c: ((a, -1), {})),
+    ("triu", lambda m, a, b, c: ((a,), {"diagonal": 1})),
+    ("nan_to_num", lambda m, a, b, c: ((a.log(),), {"nan": 7.0})),
+]
+
+
+@pytest.mark.parametrize("case", range(len(GENERIC)))
+def test_other_functions_write_out_as_torch(case):
+    name, build = GENERIC[case]
+    ka, ta = both((4, 4), 30 + case, -1.5, 1.5)
+    kb, tb = both((4, 4), 60 + case, -1.5, 1.5)
+    kc, tc = both((4, 4), 90 + case, -1.5, 1.5)
+    targs, tkw = build(torch, ta, tb, tc)
+    want = getattr(torch, name)(*targs, **tkw)
+    kdt = {torch.float32: kiln.float32, torch.int64: kiln.int64, torch.bool: kiln.bool}[want.dtype]
+    kargs, kkw = build(kiln, ka, kb, kc)
+    ko = kiln.full(tuple(want.shape), 3, dtype=kdt)  # stale values: every element is written
+    r = getattr(kiln, name)(*kargs, out=ko, **kkw)
+    assert r is ko
+    np.testing.assert_allclose(npy(ko), npy(want), rtol=1e-5, atol=1e-5)
+    # an empty out takes the result; a non-empty one of another shape is refused
+    ke = kiln.empty(0, dtype=kdt)
+    getattr(kiln, name)(*kargs, out=ke, **kkw)
+    assert tuple(ke.shape) == tuple(want.shape)
+    np.testing.assert_allclose(npy(ke), npy(want), rtol=1e-5, atol=1e-5)
+    with pytest.raises(RuntimeError, match="out has shape"):
+        getattr(kiln, name)(*kargs, out=kiln.empty(7, 7, 7, dtype=kdt), **kkw)
+
+
+def test_other_functions_out_errors_as_torch():
+    ka, _ = both((3, 3), 5)
+    # a float result into an integer out: torch's RuntimeError
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        kiln.clamp(ka, 0, 1, out=kiln.empty(3, 3, dtype=kiln.int64))
+    # out= under autograd
+    g = ka.clone().requires_grad_()
+    with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+        kiln.prod(g, 0, out=kiln.empty(3))
+    # out must be a tensor; without out=, bad arguments still get the plain TypeError
+    with pytest.raises(RuntimeError, match="must be Tensor"):
+        kiln.amax(ka, 0, out=[1, 2, 3])
+    with pytest.raises(TypeError):
+        kiln.amax(ka, "zero")
+    # a result that is not one tensor (the one-argument where gives a tuple)
+    with pytest.raises(RuntimeError, match="returns one tensor"):
+        kiln.where(ka > 0, out=kiln.empty(0))
