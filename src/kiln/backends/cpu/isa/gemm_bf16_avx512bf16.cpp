@@ -9,12 +9,11 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
-#include <utility>
 #include <vector>
 
 #include "gemm_bf16.h"
+#include "gemm_f32.h"  // gemm_thread_grid
 #include "transpose_f32_avx512.h"
 
 namespace kiln::cpu {
@@ -187,28 +186,6 @@ void blocked_part(int64_t M, int64_t N, int64_t K, const uint16_t* A, int64_t a_
   }
 }
 
-// The thread grid with the least work on the busiest thread (see gemm_f32_blocked.inc).
-// Each visit of a row tile (per column block) costs about two panels' work on top: its A rows
-// come into L1 and its first products wait for them. Counting it, 256^3 splits the rows between
-// two threads instead of the columns: float32 227 vs 217 GFLOP/s, bfloat16 399 vs 373 (timed
-// one after the other); larger shapes keep their grid.
-constexpr double kTileVisit = 2.0 * kMR;
-
-std::pair<int64_t, int64_t> thread_grid(int64_t row_tiles, int64_t panels, int64_t threads) {
-  std::pair<int64_t, int64_t> best{1, threads};
-  double best_cost = -1;
-  for (int64_t tp = 1; tp <= threads; ++tp) {
-    if (threads % tp != 0) continue;
-    const int64_t tr = threads / tp;
-    const double tiles = double((row_tiles + tr - 1) / tr);
-    const double cols = double((panels + tp - 1) / tp);
-    const double visits = std::ceil(cols / double(kNC / kNR));  // column blocks per tile
-    const double cost = tiles * (cols * double(kMR) + visits * kTileVisit) + cols * 2.0;
-    if (best_cost < 0 || cost < best_cost) best_cost = cost, best = {tr, tp};
-  }
-  return best;
-}
-
 }  // namespace
 
 void gemm_bf16_avx512bf16(int64_t M, int64_t N, int64_t K, const uint16_t* A, int64_t a_rs,
@@ -224,7 +201,7 @@ void gemm_bf16_avx512bf16(int64_t M, int64_t N, int64_t K, const uint16_t* A, in
 #pragma omp parallel if (parallel)
   {
     const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
-    const auto [tr, tp] = thread_grid(row_tiles, panels, threads);
+    const auto [tr, tp] = gemm_thread_grid(row_tiles, panels, threads, kMR, kNC / kNR);
     const int64_t r = t / tp, c = t % tp;
     blocked_part(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, c_rs, row_tiles * r / tr,
                  row_tiles * (r + 1) / tr, panels * c / tp, panels * (c + 1) / tp);
