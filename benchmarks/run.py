@@ -193,14 +193,18 @@ def build_tables(R):
             row += [f"{f(kg, 3)} / {f(dg, 3)} / {f(tg, 3)}", rt(kg, dram)]
         else:
             row += ["", ""]
+        own = R.val("gemm", name, "kiln_own", "rate")
+        row += [f(own) if own else "", rt(own, d) if own else ""]
         row.append(f(R.load("gemm", name), 2))
         rows.append(row)
     if rows:
         out.append(("GEMM: GFLOP/s (int8: GOP/s); kiln vs oneDNN (sgemm / matmul with prepacked "
-                    "weights) vs PyTorch vs the unit's peak",
+                    "weights) vs PyTorch vs the unit's peak; 'kiln own kernels': kiln with oneDNN "
+                    "switched off (its blocked kernels, packing B on every call; 16+ rows only, "
+                    "fewer rows run kiln's kernels either way)",
                     table(["case", "kiln", "dnnl sgemm", "dnnl matmul", "torch", "kiln/dnnl", "kiln/torch",
                            "kiln/peak", "dnnl/peak", "M=1 weight GB/s kiln/dnnl/torch", "kiln/DRAM read",
-                           "load"], rows)))
+                           "kiln own kernels", "own/dnnl", "load"], rows)))
     # Elementwise. A reduction only reads, so it is also shown against the DRAM read probe of
     # the peak section, the ceiling for a read-only stream (a copy also writes, and memory
     # moves more bytes per second reading and writing together than reading alone).

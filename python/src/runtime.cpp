@@ -4,6 +4,8 @@
 
 #include <random>
 
+#include "kiln/backends/cpu/cpu_info.h"
+#include "kiln/backends/cpu/onednn.h"
 #include "bind.h"
 #include "kiln/runtime/profiler.h"
 #include "kiln/runtime/threads.h"
@@ -179,6 +181,14 @@ void bind_runtime(nb::module_& m) {
   });
   m.def("_profiler_table", [](int row_limit) { return profiler::table(row_limit); },
         nb::arg("row_limit") = 0);
+  // ---- CPU instruction-set level and the oneDNN switch (kiln.backends.cpu / .onednn)
+  m.def("_cpu_isa_level", [] { return cpu::isa_level_name(cpu::isa_level()); });
+  m.def("_cpu_detected_isa_level", [] { return cpu::isa_level_name(cpu::detected_isa_level()); });
+  m.def("_cpu_features", [] { return cpu::cpu_features().names(); });
+  m.def("_cpu_model_name", [] { return cpu::cpu_features().model_name; });
+  m.def("_onednn_available", [] { return cpu::onednn_available(); });
+  m.def("_onednn_enabled", [] { return cpu::onednn_enabled(); });
+  m.def("_set_onednn_enabled", [](bool on) { cpu::set_onednn_enabled(on); }, nb::arg("on"));
   m.def("set_num_threads", [](int n) { kiln::set_num_threads(n); }, nb::arg("int"));
   m.def("get_num_threads", [] { return kiln::get_num_threads(); });
 

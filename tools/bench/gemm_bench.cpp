@@ -1,6 +1,8 @@
 // GEMM: kiln against oneDNN called directly (dnnl_sgemm, and the matmul primitive with
 // weights prepacked once) and against the unit's peak measured by the `peak` section.
 //  - square C = A @ B (kiln::mm) at opt.gemm_sizes, fp32 / bf16 / int8;
+//  - with 16+ rows, kiln again with oneDNN switched off ("own": kiln's blocked kernels, which
+//    pack B on every call, against the same oneDNN figures);
 //  - LLM shapes y = x @ W^T (kiln::linear, W stored [N, K] as nn.Linear keeps it), M = 1 and
 //    M = 128, (N, K) in {(4096, 4096), (11008, 4096), (4096, 11008)}. At M = 1 the weights
 //    stream from DRAM: every system rotates among copies totalling >= 1 GiB (more than the
@@ -14,6 +16,7 @@
 #include <random>
 #include <sstream>
 
+#include "kiln/backends/cpu/onednn.h"
 #include "kiln/kiln.h"
 #include "tools/bench/bench.h"
 #include "tools/bench/onednn.h"
@@ -45,6 +48,7 @@ int copies_for(const Shape3& s, size_t elem_bytes, bool quick) {
 struct Row {
   std::string dtype, shape;
   double kiln = 0, sgemm = 0, mm = 0;  // GFLOP/s (GOP/s for int8)
+  double own = 0;  // kiln with oneDNN switched off: its own blocked kernels (16+ rows)
   std::string kiln_note, onednn_impl;
   double foreign = 0;
 };
@@ -54,7 +58,8 @@ void print_header() {
             << std::right << std::setw(9) << "kiln" << std::setw(9) << "sgemm" << std::setw(9)
             << "dnnl-mm" << std::setw(11) << "kiln/dnnl" << std::setw(11) << "kiln/peak"
             << std::setw(11) << "dnnl/peak" << std::setw(9) << "kiln" << std::setw(9) << "dnnl"
-            << std::setw(10) << "kiln/DRAM" << std::setw(8) << "load"
+            << std::setw(10) << "kiln/DRAM" << std::setw(8) << "load" << std::setw(9) << "own"
+            << std::setw(10) << "own/dnnl"
             << "\n  " << std::setw(36) << "" << std::setw(27) << "(GFLOP/s or GOP/s)"
             << std::setw(42) << "(M=1: weight GB/s)" << "\n";
 }
@@ -77,6 +82,7 @@ void emit(const Options& opt, Report& rep, const Row& r, const Shape3& s, double
     std::cout << std::setw(28) << "";
   std::cout << std::setw(8) << std::fixed << std::setprecision(2) << r.foreign
             << std::defaultfloat;
+  if (r.own > 0) std::cout << std::setw(9) << fmt(r.own, 4) << std::setw(10) << ratio(r.own, best);
   if (!r.kiln_note.empty()) std::cout << "  kiln: " << r.kiln_note;
   std::cout << "\n";
   const std::string unit = r.dtype == "int8" ? "GOP/s" : "GFLOP/s";
@@ -103,6 +109,7 @@ void emit(const Options& opt, Report& rep, const Row& r, const Shape3& s, double
     }
   };
   add("kiln", r.kiln, r.kiln_note);
+  if (r.own > 0) add("kiln_own", r.own, "oneDNN switched off (kiln::cpu::set_onednn_enabled)");
   add("onednn_sgemm", r.sgemm, "");
   add("onednn_matmul", r.mm, r.onednn_impl);
   (void)opt;
@@ -143,7 +150,10 @@ void run_case(const Options& opt, Report& rep, const Shape3& s, const std::strin
   std::vector<std::vector<uint8_t>> int8_w;
   std::vector<float> cf;
   std::vector<uint8_t> cbuf, xbuf;
-  int rot = 0, rot_s = 0, rot_m = 0;
+  int rot = 0, rot_s = 0, rot_m = 0, rot_o = 0;
+  // kiln's own kernels timed separately where oneDNN would otherwise take the product
+  // (decision 0017: 16+ rows); fewer rows run kiln's kernels either way.
+  const bool own_kernels_differ = cpu::onednn_enabled() && s.M >= 16;
 
   if (dtype == "fp32" || dtype == "bf16") {
     const DType dt = dtype == "fp32" ? DType::F32 : DType::BF16;
@@ -171,6 +181,15 @@ void run_case(const Options& opt, Report& rep, const Shape3& s, const std::strin
         kout = s.linear ? linear(kx, w) : mm(kx, w);
       });
       slots.push_back(&row.kiln);
+      if (own_kernels_differ) {
+        fns.push_back([&, R] {
+          const Tensor& w = kw[size_t(rot_o++ % R)];
+          cpu::set_onednn_enabled(false);
+          kout = s.linear ? linear(kx, w) : mm(kx, w);
+          cpu::set_onednn_enabled(true);
+        });
+        slots.push_back(&row.own);
+      }
     }
     if (dnnl) {
       const int off = R / 2;
@@ -215,6 +234,15 @@ void run_case(const Options& opt, Report& rep, const Shape3& s, const std::strin
       kout = int_mm(kx, s.linear ? w.t() : w);
     });
     slots.push_back(&row.kiln);
+    if (own_kernels_differ) {
+      fns.push_back([&, R] {
+        const Tensor& w = kw[size_t(rot_o++ % R)];
+        cpu::set_onednn_enabled(false);
+        kout = int_mm(kx, s.linear ? w.t() : w);
+        cpu::set_onednn_enabled(true);
+      });
+      slots.push_back(&row.own);
+    }
     if (dnnl) {
       for (int i = 0; i < R; ++i)
         mms.push_back(std::make_unique<OnednnMatmul>(s.M, s.N, s.K, DnnlType::U8, DnnlType::S8,

@@ -1,5 +1,6 @@
 #include "onednn_runtime.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -8,6 +9,29 @@
 #include "kiln/backends/cpu/cpu_info.h"
 
 namespace kiln::cpu {
+
+namespace {
+// On unless KILN_ONEDNN=0 at start; switched by set_onednn_enabled.
+std::atomic<bool>& onednn_switch() {
+  static std::atomic<bool> on{[] {
+    const char* v = std::getenv("KILN_ONEDNN");
+    return !(v && std::strcmp(v, "0") == 0);
+  }()};
+  return on;
+}
+}  // namespace
+
+bool onednn_available() {
+#ifdef KILN_HAVE_DNNL
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool onednn_enabled() { return onednn_available() && onednn_switch().load(std::memory_order_relaxed); }
+
+void set_onednn_enabled(bool on) { onednn_switch().store(on, std::memory_order_relaxed); }
 
 #ifndef KILN_HAVE_DNNL
 
@@ -44,14 +68,6 @@ dnnl::engine& onednn_engine() {
     return dnnl::engine(dnnl::engine::kind::cpu, 0);
   }();
   return e;
-}
-
-bool onednn_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("KILN_ONEDNN");
-    return !(v && std::strcmp(v, "0") == 0);
-  }();
-  return on;
 }
 
 dnnl::stream& onednn_stream() {

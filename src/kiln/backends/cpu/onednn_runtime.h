@@ -4,6 +4,8 @@
 // it (KILN_HAVE_DNNL); onednn_apply_isa_cap is always declared (`kiln bench` calls it).
 #include <cstdint>
 
+#include "kiln/backends/cpu/onednn.h"  // onednn_enabled / set_onednn_enabled
+
 #ifdef KILN_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.hpp>
 #endif
@@ -17,8 +19,6 @@ void onednn_apply_isa_cap();
 #ifdef KILN_HAVE_DNNL
 // The CPU engine, created once after the ISA cap.
 dnnl::engine& onednn_engine();
-// False when KILN_ONEDNN=0: every product and convolution then runs kiln's own kernels.
-bool onednn_enabled();
 // Decision 0017's rule for matrix products: oneDNN takes those with at least kOnednnMinRows
 // rows and kOnednnMinWork multiply-adds (M * N * K, all batches together); fewer rows stay
 // on kiln's streaming matrix-vector kernels, which read the weight once without packing.

@@ -1,0 +1,14 @@
+#pragma once
+// Whether kiln's CPU backend hands work to oneDNN (tall matrix products, Linear with packed
+// weights, int8 products, convolution: decisions 0016, 0017, 0019, 0022), as
+// torch.backends.mkldnn: available when kiln was built with libdnnl, in use unless switched
+// off. KILN_ONEDNN=0 switches it off at start; set_onednn_enabled changes it at run time (each
+// op decides when it runs, so the next op sees the change). Switched off, every product and
+// convolution runs kiln's own kernels.
+namespace kiln::cpu {
+
+bool onednn_available();           // built with oneDNN
+bool onednn_enabled();             // available and switched on
+void set_onednn_enabled(bool on);  // no effect on a build without oneDNN
+
+}  // namespace kiln::cpu

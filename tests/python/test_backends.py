@@ -1,0 +1,75 @@
+"""kiln.backends.cpu (the ISA level, as torch.backends.cpu.get_cpu_capability) and
+kiln.backends.onednn (the oneDNN switch, as torch.backends.mkldnn): the level names, the
+KILN_CPU_ISA cap seen from Python, and products that agree with float64 with oneDNN switched
+on and off at run time."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import kiln
+import kiln.backends
+
+
+def test_cpu_capability_is_a_level_no_higher_than_detected():
+    cpu = kiln.backends.cpu
+    level, detected = cpu.get_cpu_capability(), cpu.detected_isa_level()
+    assert level in cpu.LEVELS and detected in cpu.LEVELS
+    assert cpu.LEVELS.index(level) <= cpu.LEVELS.index(detected)
+    feats = cpu.features()
+    assert isinstance(feats, list) and all(isinstance(f, str) for f in feats)
+    if cpu.LEVELS.index(detected) >= cpu.LEVELS.index("avx2"):
+        assert "avx2" in feats and "fma" in feats
+    if cpu.LEVELS.index(detected) >= cpu.LEVELS.index("avx512"):
+        assert "avx512f" in feats
+
+
+@pytest.mark.parametrize("cap", ["baseline", "avx2"])
+def test_kiln_cpu_isa_caps_the_level_seen_from_python(cap):
+    env = dict(os.environ, KILN_CPU_ISA=cap)
+    out = subprocess.run([sys.executable, "-c",
+                          "import kiln; print(kiln.backends.cpu.get_cpu_capability())"],
+                         env=env, capture_output=True, text=True, check=True).stdout.strip()
+    detected = kiln.backends.cpu.detected_isa_level()
+    levels = kiln.backends.cpu.LEVELS
+    assert out == levels[min(levels.index(cap), levels.index(detected))]
+
+
+def test_unknown_isa_name_is_a_clear_error():
+    env = dict(os.environ, KILN_CPU_ISA="avx9000")
+    code = ("import kiln\n"
+            "try:\n"
+            "    kiln.backends.cpu.get_cpu_capability()\n"
+            "except ValueError as e:\n"
+            "    print('ValueError:', e)\n")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout
+    assert out.startswith("ValueError:") and "'avx9000'" in out and "avx512_vnni" in out
+
+
+def test_onednn_switch_and_products_either_way():
+    onednn = kiln.backends.onednn
+    before = onednn.enabled
+    assert before == (onednn.is_available() and os.environ.get("KILN_ONEDNN") != "0")
+    rng = np.random.default_rng(3)
+    a = rng.uniform(-1, 1, (64, 300)).astype(np.float32)
+    b = rng.uniform(-1, 1, (300, 80)).astype(np.float32)
+    w = rng.uniform(-1, 1, (48, 300)).astype(np.float32)
+    want_mm = a.astype(np.float64) @ b.astype(np.float64)
+    want_lin = a.astype(np.float64) @ w.astype(np.float64).T
+    ka, kb, kw = kiln.from_numpy(a), kiln.from_numpy(b), kiln.from_numpy(w)
+    for on in (False, True):
+        with onednn.flags(enabled=on):
+            assert onednn.enabled == (on and onednn.is_available())
+            np.testing.assert_allclose(kiln.mm(ka, kb).numpy(), want_mm, rtol=1e-4, atol=1e-4)
+            y = kiln.nn.functional.linear(ka, kw).numpy()
+            np.testing.assert_allclose(y, want_lin, rtol=1e-4, atol=1e-4)
+        assert onednn.enabled == before
+    onednn.enabled = False
+    try:
+        assert onednn.enabled is False
+    finally:
+        onednn.enabled = before
+    assert onednn.enabled == before
