@@ -1,9 +1,10 @@
-// `kiln info`: version, build type, CPU features and ISA level, backends and their devices;
+// `kiln info`: version, build type, CPU features and ISA level, oneDNN, backends and devices;
 // `kiln info --ops`: the op registry as a coverage table.
 #include <iomanip>
 #include <iostream>
 
 #include "kiln/backends/cpu/cpu_info.h"
+#include "kiln/backends/cpu/onednn.h"
 #include "kiln/kiln.h"
 #include "tools/commands.h"
 
@@ -18,6 +19,11 @@ int print_info() {
   std::cout << "\n";
   std::cout << "cpu isa level: " << cpu::isa_level_name(cpu::isa_level()) << " (detected "
             << cpu::isa_level_name(cpu::detected_isa_level()) << ", cap KILN_CPU_ISA)\n";
+  std::cout << "onednn: "
+            << (!cpu::onednn_available() ? "not built in"
+                : cpu::onednn_enabled()  ? "in use (KILN_ONEDNN=0 switches it off)"
+                                         : "built in, switched off (KILN_ONEDNN=0)")
+            << "\n";
   std::cout << "backends:\n";
   for (DeviceType t : registered_device_types()) {
     Backend& b = get_backend(t);
