@@ -63,14 +63,17 @@ void bind_nn_conv(nb::module_& m) {
      nb::arg("stride"), nb::arg("padding"), nb::arg("output_padding"), nb::arg("groups"),
      nb::arg("dilation"));
 
-  // (values, indices) over the trailing nd dims.
+  // (values, indices) over the trailing nd dims; the values alone without return_indices.
   m.def("max_pool", [](const Tensor& x, int64_t nd, IntList kernel, IntList stride,
-                       IntList padding, IntList dilation, bool ceil_mode) {
+                       IntList padding, IntList dilation, bool ceil_mode,
+                       bool return_indices) -> nb::object {
     PoolOptions o = pool_options(std::move(kernel), std::move(stride), std::move(padding));
     o.dilation = std::move(dilation);
     o.ceil_mode = ceil_mode;
-    return nogil([&] { return max_pool_with_indices(x, nd, o); });
-  });
+    if (!return_indices) return nb::cast(nogil([&] { return max_pool(x, nd, o); }));
+    return nb::cast(nogil([&] { return max_pool_with_indices(x, nd, o); }));
+  }, nb::arg("input"), nb::arg("nd"), nb::arg("kernel"), nb::arg("stride"), nb::arg("padding"),
+     nb::arg("dilation"), nb::arg("ceil_mode"), nb::arg("return_indices") = true);
   m.def("avg_pool", [](const Tensor& x, int64_t nd, IntList kernel, IntList stride,
                        IntList padding, bool ceil_mode, bool count_include_pad,
                        std::optional<int64_t> divisor_override) {

@@ -37,6 +37,28 @@ TEST(MaxPool2d, MatchesReferenceWithIndices) {
     }
 }
 
+// 16+ channels of a planar input take the channels-last kernel and are copied back; the
+// values-only form (max_pool2d) skips laying out the indices. Both against the reference.
+TEST(MaxPool2d, ManyChannelsWithAndWithoutIndices) {
+  for (const Pool2dCase& c : {Pool2dCase{64, 9, 9, 3, 3, 2, 2, 1, 1}, Pool2dCase{40, 8, 7, 2, 2, 2, 2}})
+    for (DType dt : {DType::F32, DType::BF16}) {
+      Tensor x = f64(rand_vals(size_t(c.P * c.H * c.W), 31, -3, 3), {2, c.P / 2, c.H, c.W}).to(dt);
+      std::vector<double> ref;
+      std::vector<int64_t> ref_idx;
+      ref_max_pool2d(c, x.to(DType::F64).to_vector<double>(), ref, ref_idx);
+      const Shape s{2, c.P / 2, pool_out(c.H, c.KH, c.sh, c.ph, c.dh, c.ceil),
+                    pool_out(c.W, c.KW, c.sw, c.pw, c.dw, c.ceil)};
+      auto [y, idx] = F::max_pool2d_with_indices(x, {c.KH, c.KW}, {c.sh, c.sw}, {c.ph, c.pw},
+                                                 {c.dh, c.dw}, c.ceil);
+      expect_values(y.to(DType::F64), s, ref, 0.0, "max_pool2d_with_indices values");
+      EXPECT_TRUE(y.is_contiguous() && idx.is_contiguous());
+      EXPECT_EQ(idx.to_vector<int64_t>(), ref_idx);
+      Tensor v = F::max_pool2d(x, {c.KH, c.KW}, {c.sh, c.sw}, {c.ph, c.pw}, {c.dh, c.dw}, c.ceil);
+      EXPECT_TRUE(v.is_contiguous());
+      expect_values(v.to(DType::F64), s, ref, 0.0, "max_pool2d values");
+    }
+}
+
 TEST(MaxPool2d, NanPropagatesAndInfinityIsAValue) {
   const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
   Tensor x = f64({1, nan, 3, 4, -inf, -inf, -inf, -inf}, {1, 2, 4});

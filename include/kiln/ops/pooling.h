@@ -26,6 +26,9 @@ struct PoolOptions {
 // max_poolNd(return_indices=True). spatial_dims: how many trailing dims are pooled.
 std::pair<Tensor, Tensor> max_pool_with_indices(const Tensor& x, int64_t spatial_dims,
                                                 const PoolOptions& options);
+// The values alone (max_poolNd without return_indices): the same op, without laying out the
+// int64 indices for the caller (the largest of the layout copies of a planar input).
+Tensor max_pool(const Tensor& x, int64_t spatial_dims, const PoolOptions& options);
 Tensor avg_pool(const Tensor& x, int64_t spatial_dims, const PoolOptions& options);
 // Windows [floor(o * I / O), ceil((o + 1) * I / O)) per dim; output_size per spatial dim.
 Tensor adaptive_avg_pool(const Tensor& x, const std::vector<int64_t>& output_size);

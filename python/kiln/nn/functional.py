@@ -286,10 +286,9 @@ def _stride(stride):
 
 
 def _max_pool(nd, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
-    values, indices = _nn.max_pool(input, nd, _ints(kernel_size, "kernel_size"), _stride(stride),
-                                   _ints(padding, "padding"), _ints(dilation, "dilation"),
-                                   bool(ceil_mode))
-    return (values, indices) if return_indices else values
+    return _nn.max_pool(input, nd, _ints(kernel_size, "kernel_size"), _stride(stride),
+                        _ints(padding, "padding"), _ints(dilation, "dilation"), bool(ceil_mode),
+                        bool(return_indices))
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,

@@ -117,7 +117,7 @@ Tensor max_pool1d(const Tensor& x, const IntList& k, const IntList& s, const Int
   PoolOptions o = pool_options("max_pool1d", 1, k, s, p);
   o.dilation = per_dim("max_pool1d", "dilation", d, 1);
   o.ceil_mode = ceil;
-  return max_pool_with_indices(x, 1, o).first;
+  return max_pool(x, 1, o);
 }
 std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, const IntList& k,
                                                   const IntList& s, const IntList& p,
@@ -129,7 +129,10 @@ std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, const IntList
 }
 Tensor max_pool2d(const Tensor& x, const IntList& k, const IntList& s, const IntList& p,
                   const IntList& d, bool ceil) {
-  return max_pool2d_with_indices(x, k, s, p, d, ceil).first;
+  PoolOptions o = pool_options("max_pool2d", 2, k, s, p);
+  o.dilation = per_dim("max_pool2d", "dilation", d, 2);
+  o.ceil_mode = ceil;
+  return max_pool(x, 2, o);
 }
 Tensor avg_pool1d(const Tensor& x, const IntList& k, const IntList& s, const IntList& p,
                   bool ceil, bool include_pad) {

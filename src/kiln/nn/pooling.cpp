@@ -29,7 +29,7 @@ Tensor PoolNd::forward(const Tensor& x) const {
   o.ceil_mode = options.ceil_mode;
   o.count_include_pad = options.count_include_pad;
   o.divisor_override = options.divisor_override;
-  if (kind == Kind::Max) return max_pool_with_indices(x, spatial_dims, o).first;
+  if (kind == Kind::Max) return max_pool(x, spatial_dims, o);
   return avg_pool(x, spatial_dims, o);
 }
 
