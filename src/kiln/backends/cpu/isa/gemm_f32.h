@@ -31,12 +31,12 @@ GemmF32Fn gemm_f32_kernel();
 
 // How the blocked kernels (float32, bfloat16, int8) split C between `threads` threads: a grid
 // of {row runs, panel runs} over row_tiles tiles of mr rows and `panels` column panels, B
-// packed per thread in blocks of block_panels panels. Defined in gemm_f32_select.cpp (plain
-// code, compiled once, shared by every ISA variant).
+// (b_bytes in all) packed per thread in blocks of block_panels panels. Defined in
+// gemm_f32_select.cpp (plain code, compiled once, shared by every ISA variant).
 struct GemmGrid {
   int64_t row_runs, panel_runs;
 };
 GemmGrid gemm_thread_grid(int64_t row_tiles, int64_t panels, int64_t threads, int64_t mr,
-                          int64_t block_panels);
+                          int64_t block_panels, int64_t b_bytes);
 
 }  // namespace kiln::cpu

@@ -18,14 +18,19 @@ GemmF32Fn gemm_f32_kernel() {
 
 // Splitting the panels costs nothing extra (each thread packs only its own); splitting the
 // rows makes each row run pack the same B again. So the grid with the least work on the
-// busiest thread is chosen, packing counted. Each visit of a row tile (per column block) costs
-// about two panels' work on top: its A rows come into L1 and its first products wait for
-// them. Counting it, 256^3 splits the rows between two threads instead of the columns: float32
-// 227 vs 217 GFLOP/s, bfloat16 399 vs 373 (timed one after the other); larger shapes keep
-// their grid.
+// busiest thread is chosen, in units of one tile row's products per panel and k:
+//  - each visit of a row tile (per column block) costs about two panels' work on top: its A
+//    rows come into L1 and its first products wait for them;
+//  - packing a panel costs a quarter of a tile's products while B sits in L2, and about six
+//    times that once B is larger (it then streams from L3 or memory).
+// Measured one after the other on two threads (float32, forced grids): 256^3 rows 220-228
+// vs columns 205-210 GFLOP/s; 1024^3 columns 217 vs rows 211-215; 128 x 768 x 3072 columns
+// 186-206 vs rows 174-189; 128 x 3072 x 768 columns 195-197 vs rows 165-181; 512^3 and
+// 128 x 768 x 768 equal.
 GemmGrid gemm_thread_grid(int64_t row_tiles, int64_t panels, int64_t threads, int64_t mr,
-                          int64_t block_panels) {
+                          int64_t block_panels, int64_t b_bytes) {
   const double tile_visit = 2.0 * double(mr);
+  const double pack = (b_bytes > (int64_t(1) << 20) ? 1.5 : 0.25) * double(mr);
   GemmGrid best{1, threads};
   double best_cost = -1;
   for (int64_t tp = 1; tp <= threads; ++tp) {
@@ -34,7 +39,7 @@ GemmGrid gemm_thread_grid(int64_t row_tiles, int64_t panels, int64_t threads, in
     const double tiles = double((row_tiles + tr - 1) / tr);
     const double cols = double((panels + tp - 1) / tp);
     const double visits = std::ceil(cols / double(block_panels));  // column blocks per tile
-    const double cost = tiles * (cols * double(mr) + visits * tile_visit) + cols * 2.0;
+    const double cost = tiles * (cols * double(mr) + visits * tile_visit) + cols * pack;
     if (best_cost < 0 || cost < best_cost) best_cost = cost, best = {tr, tp};
   }
   return best;

@@ -249,6 +249,17 @@ void gemm_s8_avx512vnni(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool 
 
 namespace {
 
+// The start of a 64-byte aligned region of n elements in a buffer that only grows (16 spare
+// elements). The packed panels are read with full 64-byte vector loads: from malloc's 16-byte
+// alignment every load split two cache lines, which made the int8 kernel 35% slower (512^3:
+// 480-520 vs 760-850 GOP/s) depending on where the heap put each thread's buffer.
+template <typename T>
+T* aligned_buffer(std::vector<T>& buf, size_t n) {
+  static_assert(sizeof(T) == 4);
+  if (buf.size() < n + 16) buf.resize(n + 16);
+  return reinterpret_cast<T*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t(63));
+}
+
 // The part of C in row tiles [tile_begin, tile_end) and panels [p_begin, p_end), with this
 // thread's own packed B blocks (as in gemm_f32_blocked.inc).
 void blocked_part(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool a_signed,
@@ -259,9 +270,8 @@ void blocked_part(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool a_sign
   thread_local std::vector<uint32_t> packed_b, a_rows;
   const int64_t kq_max = (std::min(kKC, K) + 3) / 4;
   const size_t b_size = size_t(kq_max * std::min(p_end - p_begin, kBlockPanels) * kNR);
-  if (packed_b.size() < b_size) packed_b.resize(b_size);
   if (a_rows.size() < size_t(kMR * kq_max)) a_rows.resize(size_t(kMR * kq_max));
-  uint32_t* const pb = packed_b.data();
+  uint32_t* const pb = aligned_buffer(packed_b, b_size);
   for (int64_t jp = p_begin; jp < p_end; jp += kBlockPanels) {
     const int64_t j0 = jp * kNR;
     const int64_t nc = std::min(std::min(p_end - jp, kBlockPanels) * kNR, N - j0);
@@ -287,7 +297,8 @@ void blocked(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool a_signed, c
 #pragma omp parallel if (parallel)
   {
     const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
-    const auto [tr, tp] = gemm_thread_grid(row_tiles, panels, threads, kMR, kNC / kNR);
+    const auto [tr, tp] = gemm_thread_grid(row_tiles, panels, threads, kMR, kNC / kNR,
+                                              K * N);
     const int64_t r = t / tp, c = t % tp;
     blocked_part(M, N, K, A, a_signed, B, b_transposed, C, row_tiles * r / tr,
                  row_tiles * (r + 1) / tr, panels * c / tp, panels * (c + 1) / tp);
