@@ -22,15 +22,19 @@ GemmF32Fn gemm_f32_kernel() {
 //  - each visit of a row tile (per column block) costs about two panels' work on top: its A
 //    rows come into L1 and its first products wait for them;
 //  - packing a panel costs a quarter of a tile's products while B sits in L2, and about six
-//    times that once B is larger (it then streams from L3 or memory).
-// Measured one after the other on two threads (float32, forced grids): 256^3 rows 220-228
-// vs columns 205-210 GFLOP/s; 1024^3 columns 217 vs rows 211-215; 128 x 768 x 3072 columns
-// 186-206 vs rows 174-189; 128 x 3072 x 768 columns 195-197 vs rows 165-181; 512^3 and
-// 128 x 768 x 768 equal.
+//    times that once B is larger (it then streams from L3 or memory);
+//  - each row tile a thread owns costs a little more again (fitted: with the terms above
+//    alone, 512^3 split the columns, and the rows measured faster).
+// Measured one after the other on two threads (forced grids, packed B 64-byte aligned):
+// float32 256^3 rows 227 vs columns 205-219 GFLOP/s, 512^3 230 vs 229; bfloat16 256^3 400 vs
+// 378, 512^3 438 vs 427; int8 256^3 775 vs 647 GOP/s, 512^3 855 vs 782; float32 1024^3
+// columns 217 vs rows 211-215, 128 x 768 x 3072 columns 186-206 vs rows 174-189, 128 x 3072 x
+// 768 columns 195-197 vs rows 165-181.
 GemmGrid gemm_thread_grid(int64_t row_tiles, int64_t panels, int64_t threads, int64_t mr,
                           int64_t block_panels, int64_t b_bytes) {
   const double tile_visit = 2.0 * double(mr);
   const double pack = (b_bytes > (int64_t(1) << 20) ? 1.5 : 0.25) * double(mr);
+  const double per_tile = 0.1875 * double(mr);
   GemmGrid best{1, threads};
   double best_cost = -1;
   for (int64_t tp = 1; tp <= threads; ++tp) {
@@ -39,7 +43,7 @@ GemmGrid gemm_thread_grid(int64_t row_tiles, int64_t panels, int64_t threads, in
     const double tiles = double((row_tiles + tr - 1) / tr);
     const double cols = double((panels + tp - 1) / tp);
     const double visits = std::ceil(cols / double(block_panels));  // column blocks per tile
-    const double cost = tiles * (cols * double(mr) + visits * tile_visit) + cols * pack;
+    const double cost = tiles * (cols * double(mr) + visits * tile_visit + per_tile) + cols * pack;
     if (best_cost < 0 || cost < best_cost) best_cost = cost, best = {tr, tp};
   }
   return best;
