@@ -14,6 +14,7 @@
 
 #include "gemm_bf16.h"
 #include "gemm_f32.h"  // gemm_thread_grid
+#include "gemm_pack_buffer.h"
 #include "transpose_f32_avx512.h"
 
 namespace kiln::cpu {
@@ -142,17 +143,6 @@ void copy_a_rows(const uint16_t* A, int64_t a_rs, int64_t a_cs, int64_t i, int64
     if (width > kc) dst[kc] = 0;
   }
   for (int64_t r = h; r < rows; ++r) std::fill(out + r * width, out + (r + 1) * width, uint16_t(0));
-}
-
-// The start of a 64-byte aligned region of n elements in a buffer that only grows (16 spare
-// elements). The packed panels are read with full 64-byte vector loads: from malloc's 16-byte
-// alignment every load split two cache lines, which made the int8 kernel 35% slower (512^3:
-// 480-520 vs 760-850 GOP/s) depending on where the heap put each thread's buffer.
-template <typename T>
-T* aligned_buffer(std::vector<T>& buf, size_t n) {
-  static_assert(sizeof(T) == 4);
-  if (buf.size() < n + 16) buf.resize(n + 16);
-  return reinterpret_cast<T*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t(63));
 }
 
 // The part of C in row tiles [tile_begin, tile_end) and panels [p_begin, p_end), with this
