@@ -40,7 +40,8 @@ TEST(MaxPool2d, MatchesReferenceWithIndices) {
 // 16+ channels of a planar input take the channels-last kernel and are copied back; the
 // values-only form (max_pool2d) skips laying out the indices. Both against the reference.
 TEST(MaxPool2d, ManyChannelsWithAndWithoutIndices) {
-  for (const Pool2dCase& c : {Pool2dCase{64, 9, 9, 3, 3, 2, 2, 1, 1}, Pool2dCase{40, 8, 7, 2, 2, 2, 2}})
+  for (const Pool2dCase& c :
+       {Pool2dCase{64, 9, 9, 3, 3, 2, 2, 1, 1}, Pool2dCase{40, 8, 7, 2, 2, 2, 2}})
     for (DType dt : {DType::F32, DType::BF16}) {
       Tensor x = f64(rand_vals(size_t(c.P * c.H * c.W), 31, -3, 3), {2, c.P / 2, c.H, c.W}).to(dt);
       std::vector<double> ref;

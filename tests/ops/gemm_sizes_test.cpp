@@ -1,7 +1,8 @@
 // float32 matrix products at the sizes that exercise every edge of the blocked GEMM kernel
 // (partial 6- or 8-row / 16- or 32-column tiles, K beyond one and two 512-deep blocks and not a
 // multiple of the 16 x 16 transposing pack, N beyond one 512-wide block, the few-row streaming
-// path, B packed or read in place) in row-major, transposed and strided layouts, against a float64 reference. ISA reruns (isa_*_ops in CTest) repeat them
+// path, B packed or read in place) in row-major, transposed and strided layouts, against a
+// float64 reference. ISA reruns (isa_*_ops in CTest) repeat them
 // for every kernel variant.
 #include <random>
 

@@ -29,7 +29,9 @@ bool onednn_available() {
 #endif
 }
 
-bool onednn_enabled() { return onednn_available() && onednn_switch().load(std::memory_order_relaxed); }
+bool onednn_enabled() {
+  return onednn_available() && onednn_switch().load(std::memory_order_relaxed);
+}
 
 void set_onednn_enabled(bool on) { onednn_switch().store(on, std::memory_order_relaxed); }
 

@@ -172,7 +172,8 @@ void copy_a_rows(const uint8_t* A, int64_t K, bool flip, int64_t i, int64_t h, i
       _mm512_storeu_si512(dst + k, _mm512_xor_si512(_mm512_loadu_si512(src + k), flip_bits));
     if (k < kc) {
       const __mmask64 m = ~__mmask64(0) >> (64 - (kc - k));
-      _mm512_mask_storeu_epi8(dst + k, m, _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, src + k), flip_bits));
+      const __m512i tail = _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, src + k), flip_bits);
+      _mm512_mask_storeu_epi8(dst + k, m, tail);
     }
     for (k = kc; k < 4 * kq; ++k) dst[k] = 0;
   }
