@@ -3,6 +3,7 @@
 #include <cmath>
 #include <sleef.h>
 
+#include "gelu_erf_table.h"
 #include "vec_math.h"
 
 #define V __m512
@@ -24,6 +25,12 @@
 #define VROUND(a) _mm512_roundscale_ps((a), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 #define VPOW2I(n) \
   _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23))
+#define VFLOOR(a) _mm512_roundscale_ps((a), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)
+#define VTOINT(a) _mm512_cvttps_epi32(a)
+// table[idx] for a 32-entry table (two registers) and indices in [0, 32).
+#define VLOOKUP32(idx, table) \
+  _mm512_permutex2var_ps(_mm512_load_ps(table), (idx), _mm512_load_ps((table) + 16))
+#define VZERO_UNLESS_LT(a, b, v) _mm512_maskz_mov_ps(_mm512_cmp_ps_mask((a), (b), _CMP_LT_OQ), (v))
 #define SLEEF_EXP Sleef_expf16_u10avx512f
 #define SLEEF_LOG Sleef_logf16_u10avx512f
 #define SLEEF_TANH Sleef_tanhf16_u10avx512f
