@@ -3,7 +3,7 @@
 #include <cmath>
 #include <sleef.h>
 
-#include "gelu_erf_table.h"
+#include "gelu_table.h"
 #include "vec_math.h"
 
 #define V __m512
