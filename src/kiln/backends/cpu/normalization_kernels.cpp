@@ -81,6 +81,13 @@ void norm_kernel(OpCall& call) {
     if constexpr (kLayer) mean_out[r] = S(mean);
     rstd_out[r] = S(rstd);
     const S sm = S(mean), sr = S(rstd);
+    if constexpr (std::is_same_v<T, float>) {
+      // This file is baseline (SSE2) code: the write pass takes the ISA level's vectors.
+      if (const VecNormAffineF32 affine = vec_math_f32().norm_affine) {
+        affine(in, out, len, sm, sr, wp, bp);
+        return;
+      }
+    }
     if (wp && bp) {  // the usual affine case as one branch-free (vectorisable) loop
       for (int64_t i = 0; i < len; ++i)
         out[i] = convert_value<T>((S(in[i]) - sm) * sr * S(wp[i]) + S(bp[i]));
@@ -103,7 +110,7 @@ void norm_kernel(OpCall& call) {
 template <bool kLayer>
 bool norm_bf16_via_f32(OpCall& call) {
   const VecMathF32& vm = vec_math_f32();
-  if (!vm.widen_bf16 || !vm.narrow_bf16) return false;
+  if (!vm.widen_bf16 || !vm.narrow_bf16 || !vm.norm_affine) return false;
   const Tensor& x = call.inputs[0];
   const Tensor& w = call.inputs[1];
   const Tensor& b = kLayer ? call.inputs[2] : call.inputs[1];
@@ -138,16 +145,7 @@ bool norm_bf16_via_f32(OpCall& call) {
     const float sm = float(mean), sr = float(rstd);
     const float* wp = wv.empty() ? nullptr : wv.data();
     const float* bp = bv.empty() ? nullptr : bv.data();
-    if (wp && bp) {
-      for (int64_t i = 0; i < len; ++i) v[i] = (v[i] - sm) * sr * wp[i] + bp[i];
-    } else {
-      for (int64_t i = 0; i < len; ++i) {
-        float y = (v[i] - sm) * sr;
-        if (wp) y *= wp[i];
-        if (bp) y += bp[i];
-        v[i] = y;
-      }
-    }
+    vm.norm_affine(v, v, len, sm, sr, wp, bp);
     vm.narrow_bf16(v, dst + r * len, len);
   });
   return true;

@@ -38,6 +38,12 @@ using VecMulAddBf16 = void (*)(const uint16_t* x, const float* mul, int64_t mul_
 // out[i] = bfloat16(float(a[i]) + float(b[i])), converted in registers (residual adds).
 using VecAddBf16 = void (*)(const uint16_t* a, const uint16_t* b, uint16_t* out, int64_t n);
 
+// out[i] = (in[i] - mean) * rstd * w[i] + b[i] (w and / or b may be null: factor 1, term 0),
+// the last step a fused multiply-add: the write pass of layer_norm / rms_norm (float32 rows,
+// and bfloat16 rows widened to float32; in == out allowed).
+using VecNormAffineF32 = void (*)(const float* in, float* out, int64_t n, float mean,
+                                  float rstd, const float* w, const float* b);
+
 struct VecMathF32 {
   VecUnaryF32 exp = nullptr, log = nullptr, tanh = nullptr, sigmoid = nullptr, silu = nullptr,
               gelu_erf = nullptr, gelu_tanh = nullptr, relu = nullptr, erf = nullptr;
@@ -48,6 +54,7 @@ struct VecMathF32 {
   VecNarrowBf16 narrow_bf16 = nullptr;
   VecMulAddBf16 muladd_bf16 = nullptr;
   VecAddBf16 add_bf16 = nullptr;
+  VecNormAffineF32 norm_affine = nullptr;
 };
 
 const VecMathF32& vec_math_avx2();
