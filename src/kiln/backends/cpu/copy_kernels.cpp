@@ -6,6 +6,7 @@
 #include "kiln/core/convert.h"
 #include "kiln/dispatch/registry.h"
 #include "kiln/tensor/strided_loop.h"
+#include "permuted_copy.h"
 
 namespace kiln::cpu {
 namespace {
@@ -57,6 +58,7 @@ void copy_kernel(OpCall& call) {
       std::memmove(d, s, size_t(n));
     return;
   }
+  if (copy_permuted(src, dst)) return;
   KILN_DISPATCH_ALL(dst.dtype(), "copy_", [&]<typename To>() {
     KILN_DISPATCH_ALL(src.dtype(), "copy_", [&]<typename From>() {
       elementwise_kernel<To, From>(dst, {&src}, [](From v) { return convert_value<To>(v); });

@@ -1,0 +1,199 @@
+#include "permuted_copy.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "isa/transpose_tiles.h"
+#include "kiln/tensor/strided_loop.h"
+
+namespace kiln::cpu {
+namespace {
+
+// Below this many elements the generic loop is as fast and the setup here would show.
+constexpr int64_t kMinElements = 4096;
+
+struct Dim {
+  int64_t size, dst, src;  // strides in elements
+};
+
+// The copy's dimensions in the destination's order (largest destination stride first),
+// size-1 dimensions dropped, neighbours merged where both sides are contiguous across them.
+std::vector<Dim> coalesced_dims(const Tensor& src, const Tensor& dst) {
+  std::vector<Dim> dims;
+  for (int64_t i = 0; i < dst.dim(); ++i)
+    if (dst.size(i) != 1) dims.push_back({dst.size(i), dst.stride(i), src.stride(i)});
+  std::stable_sort(dims.begin(), dims.end(),
+                   [](const Dim& a, const Dim& b) { return a.dst > b.dst; });
+  std::vector<Dim> merged;
+  for (const Dim& d : dims) {
+    if (!merged.empty()) {
+      Dim& o = merged.back();
+      if (o.dst == d.dst * d.size && o.src == d.src * d.size) {
+        o = {o.size * d.size, d.dst, d.src};
+        continue;
+      }
+    }
+    merged.push_back(d);
+  }
+  return merged;
+}
+
+// [lowest, highest] byte addresses a tensor's elements occupy (strides are non-negative).
+std::pair<uintptr_t, uintptr_t> byte_span(const Tensor& t) {
+  const auto base = reinterpret_cast<uintptr_t>(t.raw_data());
+  int64_t last = 0;
+  for (int64_t i = 0; i < t.dim(); ++i) last += (t.size(i) - 1) * t.stride(i);
+  return {base, base + uintptr_t((last + 1) * int64_t(t.element_size())) - 1};
+}
+
+int64_t count(const std::vector<Dim>& dims) {
+  int64_t n = 1;
+  for (const Dim& d : dims) n *= d.size;
+  return n;
+}
+
+// Walks the outer index space in order (last dimension fastest), keeping both offsets, so
+// consecutive indices cost additions instead of a division per dimension.
+class OuterWalk {
+ public:
+  OuterWalk(const std::vector<Dim>& dims, int64_t start) : dims_(dims), index_(dims.size()) {
+    for (size_t k = dims.size(); k-- > 0;) {
+      index_[k] = start % dims[k].size;
+      start /= dims[k].size;
+      dst += index_[k] * dims[k].dst;
+      src += index_[k] * dims[k].src;
+    }
+  }
+  void next() {
+    for (size_t k = dims_.size(); k-- > 0;) {
+      dst += dims_[k].dst;
+      src += dims_[k].src;
+      if (++index_[k] < dims_[k].size) return;
+      dst -= dims_[k].size * dims_[k].dst;
+      src -= dims_[k].size * dims_[k].src;
+      index_[k] = 0;
+    }
+  }
+  int64_t dst = 0, src = 0;
+
+ private:
+  const std::vector<Dim>& dims_;
+  std::vector<int64_t> index_;
+};
+
+// Runs fn(begin, end) over [0, n) in pieces, threaded when the copy is large.
+template <typename Fn>
+void for_pieces(int64_t n, int64_t numel, Fn&& fn) {
+  const int threads = numel >= detail::kParallelElements ? detail::elementwise_threads() : 1;
+  const int64_t pieces = std::min<int64_t>(n, 4 * int64_t(threads));
+  if (pieces <= 1) {
+    fn(int64_t(0), n);
+    return;
+  }
+  detail::parallel_chunks(pieces, [&](int64_t c) { fn(n * c / pieces, n * (c + 1) / pieces); });
+}
+
+// Contiguous runs on both sides: one copy per run.
+template <typename E>
+void copy_runs(const E* src, E* dst, const Dim& run, const std::vector<Dim>& outer,
+               int64_t numel) {
+  for_pieces(count(outer), numel, [&](int64_t b, int64_t e) {
+    OuterWalk w(outer, b);
+    for (int64_t i = b; i < e; ++i, w.next())
+      std::memcpy(dst + w.dst, src + w.src, size_t(run.size) * sizeof(E));
+  });
+}
+
+// The tile transpose in vector registers for E, or null (scalar tiles).
+template <typename E>
+auto vector_tile() {
+  if constexpr (sizeof(E) == 4) return transpose_tiles().b32;
+  else if constexpr (sizeof(E) == 2) return transpose_tiles().b16;
+  else return static_cast<void (*)(const E*, int64_t, E*, int64_t)>(nullptr);
+}
+
+// A transposed pair: `inner` is contiguous in the destination, `across` in the source. A
+// tile is one cache line of values each way (16 x 16 four-byte values), so every line it
+// touches is read or written whole: in vector registers where the ISA level has a tile
+// transpose for this size, else through a local buffer. Walking either side element by
+// element instead touches a new line per element, and with power-of-two strides those lines
+// all fall in the same cache set and evict each other.
+template <typename E>
+void copy_tiles(const E* src, E* dst, const Dim& inner, const Dim& across,
+                const std::vector<Dim>& outer, int64_t numel) {
+  constexpr int64_t kEdge = sizeof(E) == 2 ? 16 : std::max<int64_t>(8, 64 / int64_t(sizeof(E)));
+  const auto tile = vector_tile<E>();
+  static_assert(sizeof(E) > 4 || sizeof(E) == 1 || kEdge == 16, "vector tiles are 16 x 16");
+  const int64_t bands = (across.size + kEdge - 1) / kEdge;
+  for_pieces(count(outer) * bands, numel, [&](int64_t b, int64_t e) {
+    OuterWalk w(outer, b / bands);
+    E buf[kEdge][kEdge];
+    for (int64_t item = b; item < e; ++item) {
+      if (item != b && item % bands == 0) w.next();
+      const int64_t t0 = item % bands * kEdge, tb = std::min(kEdge, across.size - t0);
+      for (int64_t l0 = 0; l0 < inner.size; l0 += kEdge) {
+        const int64_t lb = std::min(kEdge, inner.size - l0);
+        const E* in = src + w.src + t0 + l0 * inner.src;
+        E* out = dst + w.dst + t0 * across.dst + l0;
+        if (tile && tb == kEdge && lb == kEdge) {
+          tile(in, inner.src, out, across.dst);
+          continue;
+        }
+        for (int64_t l = 0; l < lb; ++l)
+          for (int64_t t = 0; t < tb; ++t) buf[l][t] = in[l * inner.src + t];
+        for (int64_t t = 0; t < tb; ++t)
+          for (int64_t l = 0; l < lb; ++l) out[t * across.dst + l] = buf[l][t];
+      }
+    }
+  });
+}
+
+template <typename E>
+bool copy_as(const Tensor& src, const Tensor& dst, std::vector<Dim> dims) {
+  const E* s = static_cast<const E*>(src.raw_data());
+  E* d = static_cast<E*>(dst.raw_data());
+  const Dim inner = dims.back();
+  dims.pop_back();
+  const int64_t numel = dst.numel();
+  if (inner.src == 1) {
+    copy_runs(s, d, inner, dims, numel);
+    return true;
+  }
+  // A source-contiguous dimension to pair with the destination's inner one.
+  const auto across =
+      std::find_if(dims.begin(), dims.end(), [](const Dim& x) { return x.src == 1; });
+  if (across == dims.end()) return false;
+  const Dim pair = *across;
+  dims.erase(across);
+  copy_tiles(s, d, inner, pair, dims, numel);
+  return true;
+}
+
+}  // namespace
+
+bool copy_permuted(const Tensor& src, const Tensor& dst) {
+  if (src.dtype() != dst.dtype() || src.shape() != dst.shape() || dst.numel() < kMinElements)
+    return false;
+  for (int64_t i = 0; i < dst.dim(); ++i)
+    if (src.stride(i) < 0 || dst.stride(i) < 0) return false;
+  const std::vector<Dim> dims = coalesced_dims(src, dst);
+  // The destination must end in a unit-stride run, and must not alias itself (a broadcast
+  // destination) or the source.
+  if (dims.empty() || dims.back().dst != 1) return false;
+  for (size_t k = 0; k + 1 < dims.size(); ++k)
+    if (dims[k].dst < dims[k + 1].dst * dims[k + 1].size) return false;
+  const auto [s_lo, s_hi] = byte_span(src);
+  const auto [d_lo, d_hi] = byte_span(dst);
+  if (s_lo <= d_hi && d_lo <= s_hi) return false;
+  switch (dst.element_size()) {
+    case 1: return copy_as<uint8_t>(src, dst, dims);
+    case 2: return copy_as<uint16_t>(src, dst, dims);
+    case 4: return copy_as<uint32_t>(src, dst, dims);
+    case 8: return copy_as<uint64_t>(src, dst, dims);
+    default: return false;
+  }
+}
+
+}  // namespace kiln::cpu
