@@ -18,6 +18,7 @@ using C_t = opmath_t<T>;
 }
 
 struct Add;  // below; binary_kernel gives it a bfloat16 fast path
+struct Pow;  // below; binary_kernel gives it branch-free loops for a constant exponent
 
 // out = F::apply(a, b, call) in the compute type.
 template <typename F>
@@ -29,6 +30,24 @@ void binary_kernel(OpCall& call) {
     using C = C_t<T>;
     if constexpr (F::template supports<T>) {
       auto f = F::template make<C>(call);
+      auto run = [&](auto fn) {
+        if constexpr (std::is_same_v<T, BFloat16>) {
+          if (bf16_elementwise<2>(out, {&a, &b}, fn)) return;
+        }
+        elementwise_kernel<T, T, T>(out, {&a, &b}, [&fn](T x, T y) { return T(fn(C(x), C(y))); });
+      };
+      if constexpr (std::is_same_v<F, Pow> && std::is_floating_point_v<C>) {
+        // x ** 2 and friends with one exponent for the whole tensor: Pow's functor tests the
+        // exponent per element, which keeps the loop from vectorising (x ** 2 on 4M float32
+        // took 1.35 ms against 0.48 for PyTorch); here the test is made once.
+        if (b.numel() == 1) {
+          const C y = C(*static_cast<const T*>(b.raw_data()));
+          if (y == C(2)) return run([](C x, C) { return x * x; });
+          if (y == C(3)) return run([](C x, C) { return x * x * x; });
+          if (y == C(1)) return run([](C x, C) { return x; });
+          if (y == C(-1)) return run([](C x, C) { return C(1) / x; });
+        }
+      }
       if constexpr (std::is_same_v<T, BFloat16>) {
         if constexpr (std::is_same_v<F, Add>) {
           // alpha 1: x + alpha * y is x + y exactly, which add_bf16 computes in registers.

@@ -103,11 +103,12 @@ void reduce_runs(const ReduceGeometry& g, const T* src, T* dst, FastReduceKind k
   const bool is_max = kind == FastReduceKind::Max;
   const bool parallel = outputs * n >= kParallelElements && omp_get_max_threads() > 1;
   const int threads = parallel ? omp_get_max_threads() : 1;
+  // Var, Std and Norm2 finish each run with a square root or a division: one unit per run.
+  const bool whole_runs = kind == FastReduceKind::Var || kind == FastReduceKind::Std ||
+                          kind == FastReduceKind::Norm2;
   // Chunks per run: 1 unless there are too few outputs to keep every thread busy.
   const int64_t chunks =
-      (outputs < threads && kind != FastReduceKind::Var && kind != FastReduceKind::Std)
-          ? std::clamp<int64_t>(n / kRunChunk, 1, 4 * threads)
-          : 1;
+      (outputs < threads && !whole_runs) ? std::clamp<int64_t>(n / kRunChunk, 1, 4 * threads) : 1;
   const int64_t chunk_len = (n + chunks - 1) / chunks;
   const int64_t units = outputs * chunks;
   std::vector<double> partial(static_cast<size_t>(units));
@@ -118,7 +119,7 @@ void reduce_runs(const ReduceGeometry& g, const T* src, T* dst, FastReduceKind k
     len = std::min(n, begin + chunk_len) - begin;
     x = src + in_off[size_t(o)] + begin;
   };
-  if (kind != FastReduceKind::Var && kind != FastReduceKind::Std && chunk_len >= kGroupedRun) {
+  if (!whole_runs && chunk_len >= kGroupedRun) {
     // Long runs: a thread reads up to kMaxRuns units side by side (VecReduce's *_runs),
     // each with the result it would get alone; groups are kept small enough for every
     // thread to get one.
@@ -148,9 +149,10 @@ void reduce_runs(const ReduceGeometry& g, const T* src, T* dst, FastReduceKind k
       unit_run(u, x, len);
       if (extremum) {
         partial[size_t(u)] = Ops<T>::extremum(is_max, x, len);
-      } else if (kind == FastReduceKind::Var || kind == FastReduceKind::Std) {
-        // Two passes over the run (mean, then squared deviations), as the generic kernel.
-        const double mean = Ops<T>::sum(x, len) / double(len);
+      } else if (whole_runs) {
+        // Var / Std: two passes over the run (mean, then squared deviations), as the generic
+        // kernel; Norm2: the squared deviations from 0.
+        const double mean = kind == FastReduceKind::Norm2 ? 0.0 : Ops<T>::sum(x, len) / double(len);
         double ss;
         if constexpr (std::is_same_v<T, float>) {
           ss = reduce_vec().sum_sq_dev_f32(x, len, mean);
@@ -160,6 +162,10 @@ void reduce_runs(const ReduceGeometry& g, const T* src, T* dst, FastReduceKind k
             const double d = double(float(x[i])) - mean;
             ss += d * d;
           }
+        }
+        if (kind == FastReduceKind::Norm2) {
+          partial[size_t(u)] = std::sqrt(ss);
+          continue;
         }
         const double var = ss / std::max(0.0, double(len) - correction);
         partial[size_t(u)] = kind == FastReduceKind::Std ? std::sqrt(var) : var;
@@ -243,7 +249,8 @@ bool run(OpCall& call, FastReduceKind kind) {
   }
   const bool rows_layout = !g.outer_shape.empty() && g.outer_in.back() == 1 &&
                            g.outer_out[0].back() == 1 && g.outer_shape.back() >= 16;
-  if (rows_layout && kind != FastReduceKind::Var && kind != FastReduceKind::Std) {
+  if (rows_layout && kind != FastReduceKind::Var && kind != FastReduceKind::Std &&
+      kind != FastReduceKind::Norm2) {
     reduce_rows(g, src, dst, kind);
     return true;
   }

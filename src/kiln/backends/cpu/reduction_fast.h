@@ -8,7 +8,8 @@
 
 namespace kiln::cpu {
 
-enum class FastReduceKind { Sum, Mean, Max, Min, Var, Std };
+// Norm2: the 2-norm sqrt(sum x^2) (the runs layout only, like Var and Std).
+enum class FastReduceKind { Sum, Mean, Max, Min, Var, Std, Norm2 };
 
 // Runs the reduction of call (attrs: dims, keepdim[, correction]) and returns true when
 // the fast path covers it.

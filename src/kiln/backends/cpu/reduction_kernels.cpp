@@ -158,6 +158,7 @@ void var_kernel(OpCall& call) {
 // norm with attrs (dims, keepdim, p).
 void norm_kernel(OpCall& call) {
   double p = call.double_attr(2);
+  if (p == 2 && fast_reduce(call, FastReduceKind::Norm2)) return;
   KILN_DISPATCH_FLOAT(call.inputs[0].dtype(), "norm", [&]<typename T>() {
     reduce_into<T, T>(call, [p](auto&& each, int64_t) {
       if (std::isinf(p)) {

@@ -1,10 +1,13 @@
 // CPU kernels for the shape-building ops: cat, tril/triu, repeat, repeat_interleave (tensor
 // repeats), flip, roll, pad and one_hot. All move whole elements by bytes, so they work for
-// every dtype without dispatch.
+// every dtype without dispatch. Where both last dimensions are contiguous runs, tril / triu,
+// repeat, flip, roll and pad go a row at a time (row_loops.h: memcpy / memset per row piece,
+// threaded); other layouts take the element loops.
 #include <algorithm>
 #include <cstring>
 
 #include "index_loops.h"
+#include "row_loops.h"
 #include "kiln/tensor/empty.h"
 
 namespace kiln::cpu {
@@ -59,6 +62,23 @@ void tri_kernel(OpCall& call) {
   char* o = bytes_of(out);
   const char* s = bytes_of(x);
   size_t es = x.element_size();
+  if (rows_are_dense(x) && rows_are_dense(out)) {
+    // Row i keeps columns [a, b) and zeroes the rest (all-zero bytes are 0 in every dtype);
+    // memmove: tril_ / triu_ pass the same tensor as input and output.
+    const int64_t W = x.size(nd - 1);
+    for_each_row(out.shape(), out.strides(), [&](const int64_t* c, int64_t off) {
+      int64_t src = 0;
+      for (int64_t d = 0; d + 1 < nd; ++d) src += c[d] * x.stride(d);
+      const int64_t i = c[nd - 2];
+      const int64_t a = Lower ? 0 : std::clamp<int64_t>(i + k, 0, W);
+      const int64_t b = Lower ? std::clamp<int64_t>(i + k + 1, 0, W) : W;
+      char* row = o + off * int64_t(es);
+      std::memset(row, 0, size_t(a) * es);
+      std::memmove(row + a * int64_t(es), s + (src + a) * int64_t(es), size_t(b - a) * es);
+      std::memset(row + b * int64_t(es), 0, size_t(W - b) * es);
+    });
+    return;
+  }
   for_each_offset(x.shape(), {out.strides(), x.strides()},
                   [&](const int64_t* off, const int64_t* c) {
                     int64_t diff = c[nd - 1] - c[nd - 2];
@@ -82,6 +102,17 @@ void repeat_kernel(OpCall& call) {
   char* o = bytes_of(out);
   const char* s = bytes_of(x);
   size_t es = x.element_size();
+  if (x.dim() >= 1 && rows_are_dense(x) && rows_are_dense(out)) {
+    // Each output row is the source row (coordinates modulo the input's sizes) repeated.
+    const int64_t n = xs[m - 1], reps = n > 0 ? out.size(int64_t(m) - 1) / n : 0;
+    for_each_row(out.shape(), out.strides(), [&](const int64_t* c, int64_t off) {
+      int64_t src = 0;
+      for (size_t i = lead; i + 1 < m; ++i) src += (c[i] % xs[i]) * st[i];
+      for (int64_t r = 0; r < reps; ++r)
+        std::memcpy(o + (off + r * n) * int64_t(es), s + src * int64_t(es), size_t(n) * es);
+    });
+    return;
+  }
   for_each_offset(out.shape(), {out.strides()}, [&](const int64_t* off, const int64_t* c) {
     int64_t src = 0;
     for (size_t i = lead; i < m; ++i) src += (c[i] % xs[i]) * st[i];
@@ -136,6 +167,21 @@ void flip_kernel(OpCall& call) {
   char* o = bytes_of(out);
   const char* s = bytes_of(x);
   size_t es = x.element_size();
+  const int64_t nd = x.dim();
+  if (rows_are_dense(x) && rows_are_dense(out)) {
+    // A row flipped along the last dimension is read backwards, else copied whole.
+    const int64_t W = x.size(nd - 1);
+    const bool reversed = st[size_t(nd - 1)] < 0;
+    for_each_row(out.shape(), out.strides(), [&](const int64_t* c, int64_t off) {
+      int64_t src = base;
+      for (int64_t d = 0; d + 1 < nd; ++d) src += c[d] * st[size_t(d)];
+      if (reversed)
+        reverse_row(o + off * int64_t(es), s + src * int64_t(es), W, es);
+      else
+        std::memcpy(o + off * int64_t(es), s + src * int64_t(es), size_t(W) * es);
+    });
+    return;
+  }
   for_each_offset(x.shape(), {out.strides(), st}, [&](const int64_t* off, const int64_t*) {
     copy_elem(o, off[0], s, base + off[1], es);
   });
@@ -157,6 +203,22 @@ void roll_kernel(OpCall& call) {
   char* o = bytes_of(out);
   const char* s = bytes_of(x);
   size_t es = x.element_size();
+  if (rows_are_dense(x) && rows_are_dense(out)) {
+    // out[j] = x[(j - shift) mod n] along the last dimension: two pieces per row.
+    const int64_t W = x.size(nd - 1), sh = shift[size_t(nd - 1)];
+    for_each_row(out.shape(), out.strides(), [&](const int64_t* c, int64_t off) {
+      int64_t src = 0;
+      for (int64_t d = 0; d + 1 < nd; ++d) {
+        const int64_t i = c[d] - shift[size_t(d)];
+        src += (i < 0 ? i + x.size(d) : i) * x.stride(d);
+      }
+      char* row = o + off * int64_t(es);
+      const char* in = s + src * int64_t(es);
+      std::memcpy(row, in + (W - sh) * int64_t(es), size_t(sh) * es);
+      std::memcpy(row + sh * int64_t(es), in, size_t(W - sh) * es);
+    });
+    return;
+  }
   for_each_offset(x.shape(), {out.strides()}, [&](const int64_t* off, const int64_t* c) {
     int64_t src = 0;
     for (int64_t d = 0; d < nd; ++d) {
@@ -184,9 +246,9 @@ inline int64_t pad_source(int64_t i, int64_t n, int mode_id) {
   }
 }
 
-// Row by row over the last dim: the outer dims map to one source row (or a filled row),
-// the row's interior is one memcpy when both last dims are contiguous, and only the padded
-// edges are mapped element by element.
+// Row by row over the last dim (for_each_row, threaded): the outer dims map to one source row
+// (or a filled row), the row's interior is one memcpy when both last dims are contiguous, and
+// only the padded edges are mapped element by element.
 void pad_kernel(OpCall& call) {
   const Tensor& x = call.inputs[0];
   const Tensor& out = call.outs[0];
@@ -210,9 +272,7 @@ void pad_kernel(OpCall& call) {
   const int64_t mid_begin = std::clamp<int64_t>(l_last, 0, W);
   const int64_t mid_end = std::clamp<int64_t>(l_last + n_last, mid_begin, W);
   const bool contiguous_rows = xs_last == 1 && os_last == 1;
-  Shape outer(out.shape().begin(), out.shape().end() - 1);
-  Strides outer_strides(out.strides().begin(), out.strides().end() - 1);
-  for_each_offset(outer, {outer_strides}, [&](const int64_t* off, const int64_t* c) {
+  for_each_row(out.shape(), out.strides(), [&](const int64_t* c, int64_t row) {
     int64_t src = 0;
     bool filled = false;
     for (int64_t d = 0; d + 1 < nd; ++d) {
@@ -223,7 +283,15 @@ void pad_kernel(OpCall& call) {
       }
       src += i * x.stride(d);
     }
-    const int64_t row = off[0];
+    if (contiguous_rows && (filled || mode_id == 0)) {
+      // Constant padding: fills and one memcpy per row.
+      char* r = o + row * int64_t(es);
+      if (filled) return fill_row(r, fill.bytes, W, es);
+      fill_row(r, fill.bytes, mid_begin, es);
+      std::memcpy(r + mid_begin * int64_t(es), s + (src + mid_begin - l_last) * int64_t(es),
+                  size_t(mid_end - mid_begin) * es);
+      return fill_row(r + mid_end * int64_t(es), fill.bytes, W - mid_end, es);
+    }
     for (int64_t j = 0; j < W; ++j) {
       if (!filled && j == mid_begin && contiguous_rows && mid_end > mid_begin) {
         std::memcpy(o + (row + j) * int64_t(es), s + (src + j - l_last) * int64_t(es),

@@ -1,6 +1,6 @@
 // CPU kernels for sort, topk and unique. Keys compare in the op-math type (float for the
 // 16-bit floats); NaN orders as the largest value and all NaNs as equivalent, so sorts are
-// strict weak orders; std::stable_sort keeps equal keys in their input order.
+// strict weak orders; equal keys keep their input order (stable).
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -20,11 +20,15 @@ bool less_nan_last(C a, C b) {
 }
 
 // Sorts every slice of x along d and writes the first k entries of each into vals/idx
-// (whose dim d has size k). Descending puts NaN first.
+// (whose dim d has size k). Descending puts NaN first. Ties (equal keys, and all NaNs) are
+// broken by the index, a total order whose sorted sequence is exactly std::stable_sort's, so
+// the unstable std::sort and, for topk with k well below n, std::partial_sort (n log k) give
+// the same values and indices. Slices are spread over the threads.
 template <typename T>
 void sort_slices(const Tensor& x, const Tensor& vals, const Tensor& idx, int64_t d,
                  bool descending, int64_t k) {
   using C = opmath_t<T>;
+  using Entry = std::pair<C, int64_t>;
   Geom xg = geom_of(x, true), vg = geom_of(vals, true), ig = geom_of(idx, true);
   int64_t n = xg.shape[size_t(d)];
   int64_t xs = xg.strides[size_t(d)], vs = vg.strides[size_t(d)], is = ig.strides[size_t(d)];
@@ -33,21 +37,52 @@ void sort_slices(const Tensor& x, const Tensor& vals, const Tensor& idx, int64_t
   const T* xp = static_cast<const T*>(x.raw_data());
   T* vp = static_cast<T*>(vals.raw_data());
   int64_t* ip = idx.data_ptr<int64_t>();
-  std::vector<std::pair<C, int64_t>> buf(static_cast<size_t>(n));
-  auto asc = [](const auto& a, const auto& b) { return less_nan_last<C>(a.first, b.first); };
-  auto desc = [](const auto& a, const auto& b) { return less_nan_last<C>(b.first, a.first); };
-  for_each_offset(outer, {xg.strides, vg.strides, ig.strides},
-                  [&](const int64_t* off, const int64_t*) {
-                    for (int64_t j = 0; j < n; ++j)
-                      buf[size_t(j)] = {C(xp[off[0] + j * xs]), j};
-                    if (descending) std::stable_sort(buf.begin(), buf.end(), desc);
-                    else std::stable_sort(buf.begin(), buf.end(), asc);
-                    for (int64_t j = 0; j < k; ++j) {
-                      int64_t src = buf[size_t(j)].second;
-                      vp[off[1] + j * vs] = xp[off[0] + src * xs];
-                      ip[off[2] + j * is] = src;
-                    }
-                  });
+  auto asc = [](const Entry& a, const Entry& b) {
+    if (less_nan_last<C>(a.first, b.first)) return true;
+    if (less_nan_last<C>(b.first, a.first)) return false;
+    return a.second < b.second;
+  };
+  auto desc = [](const Entry& a, const Entry& b) {
+    if (less_nan_last<C>(b.first, a.first)) return true;
+    if (less_nan_last<C>(a.first, b.first)) return false;
+    return a.second < b.second;
+  };
+  const int64_t slices = numel_of(outer);
+  if (slices == 0 || n == 0) return;
+  auto sort_range = [&](int64_t begin, int64_t end) {
+    std::vector<Entry> buf(static_cast<size_t>(n));
+    for (int64_t s = begin; s < end; ++s) {
+      int64_t off[3] = {0, 0, 0};
+      for (int64_t r = s, dim = int64_t(outer.size()); dim-- > 0;) {
+        const int64_t c = r % outer[size_t(dim)];
+        r /= outer[size_t(dim)];
+        off[0] += c * xg.strides[size_t(dim)];
+        off[1] += c * vg.strides[size_t(dim)];
+        off[2] += c * ig.strides[size_t(dim)];
+      }
+      for (int64_t j = 0; j < n; ++j) buf[size_t(j)] = {C(xp[off[0] + j * xs]), j};
+      const auto mid = buf.begin() + k;
+      if (descending) {
+        if (k * 8 < n) std::partial_sort(buf.begin(), mid, buf.end(), desc);
+        else std::sort(buf.begin(), buf.end(), desc);
+      } else {
+        if (k * 8 < n) std::partial_sort(buf.begin(), mid, buf.end(), asc);
+        else std::sort(buf.begin(), buf.end(), asc);
+      }
+      for (int64_t j = 0; j < k; ++j) {
+        int64_t src = buf[size_t(j)].second;
+        vp[off[1] + j * vs] = xp[off[0] + src * xs];
+        ip[off[2] + j * is] = src;
+      }
+    }
+  };
+  const int threads =
+      slices > 1 && slices * n >= (int64_t(1) << 14) ? detail::elementwise_threads() : 1;
+  const int64_t pieces = std::min<int64_t>(slices, 4 * int64_t(threads));
+  if (pieces <= 1) return sort_range(0, slices);
+  detail::parallel_chunks(pieces, [&](int64_t p) {
+    sort_range(slices * p / pieces, slices * (p + 1) / pieces);
+  });
 }
 
 // attrs: dim, descending, stable.

@@ -39,7 +39,8 @@ inline void transpose8_b32(const uint32_t* src, int64_t ss, uint32_t* dst, int64
 // Four 8 x 8 blocks: each source and destination row segment is 64 bytes, a whole line.
 void transpose16_b32(const uint32_t* src, int64_t ss, uint32_t* dst, int64_t ds) {
   for (int bi = 0; bi < 16; bi += 8)
-    for (int bj = 0; bj < 16; bj += 8) transpose8_b32(src + bi * ss + bj, ss, dst + bj * ds + bi, ds);
+    for (int bj = 0; bj < 16; bj += 8)
+      transpose8_b32(src + bi * ss + bj, ss, dst + bj * ds + bi, ds);
 }
 
 // 16 rows of 16 two-byte values, one register each: 16-, 32- and 64-bit interleaves inside
@@ -64,7 +65,8 @@ void transpose16_b16(const uint16_t* src, int64_t ss, uint16_t* dst, int64_t ds)
   for (int h = 0; h < 2; ++h)  // rows 8h .. 8h + 7
     for (int m = 0; m < 4; ++m) {
       s3[h][2 * m] = _mm256_unpacklo_epi64(s2[8 * h + m], s2[8 * h + 4 + m]);      // 2m | 2m + 8
-      s3[h][2 * m + 1] = _mm256_unpackhi_epi64(s2[8 * h + m], s2[8 * h + 4 + m]);  // 2m + 1 | 2m + 9
+      // 2m + 1 | 2m + 9
+      s3[h][2 * m + 1] = _mm256_unpackhi_epi64(s2[8 * h + m], s2[8 * h + 4 + m]);
     }
   for (int c = 0; c < 8; ++c) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + c * ds),

@@ -1,0 +1,125 @@
+// roll, flip, repeat, tril / triu and pad on tensors large enough to be split over threads,
+// in several dtypes, from contiguous inputs, from views whose rows are contiguous but not
+// adjacent (the row-at-a-time paths of shape_kernels.cpp) and from transposed views (the
+// element loops). Each result is compared exactly (pure data movement) with a reference
+// computed here from the input's values by index arithmetic.
+#include <functional>
+
+#include "ops/test_util.h"
+
+namespace kiln::test {
+namespace {
+
+using Index = std::vector<int64_t>;
+
+int64_t numel_of_shape(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t v : s) n *= v;
+  return n;
+}
+
+// values[flat] for a row-major shape, built by f(index).
+std::vector<double> build(const Shape& shape, const std::function<double(const Index&)>& f) {
+  std::vector<double> out(size_t(numel_of_shape(shape)));
+  Index idx(shape.size(), 0);
+  for (size_t n = 0; n < out.size(); ++n) {
+    out[n] = f(idx);
+    for (size_t k = shape.size(); k-- > 0;) {
+      if (++idx[k] < shape[k]) break;
+      idx[k] = 0;
+    }
+  }
+  return out;
+}
+
+double at(const std::vector<double>& v, const Shape& shape, const Index& idx) {
+  int64_t flat = 0;
+  for (size_t k = 0; k < shape.size(); ++k) flat = flat * shape[k] + idx[k];
+  return v[size_t(flat)];
+}
+
+// The inputs: a contiguous tensor, a view with contiguous but separated rows, a transposed view.
+std::vector<Tensor> inputs(DType dt) {
+  const Shape big = {4, 96, 202};
+  Tensor base = remainder(arange(numel_of_shape(big), TensorOptions(DType::I64)), 251)
+                    .to(dt)
+                    .reshape(big);
+  return {base, base.slice(2, 1, 201), base.transpose(1, 2)};
+}
+
+void expect_equal(const Tensor& got, const Shape& shape, const std::vector<double>& want) {
+  ASSERT_EQ(got.shape(), shape);
+  const std::vector<double> g = got.to_vector<double>();
+  ASSERT_EQ(g.size(), want.size());
+  for (size_t i = 0; i < g.size(); ++i) ASSERT_EQ(g[i], want[i]) << "flat index " << i;
+}
+
+const DType kDTypes[] = {DType::F32, DType::BF16, DType::I64, DType::U8, DType::F64};
+
+TEST(ShapeRows, RollAndFlip) {
+  for (DType dt : kDTypes)
+    for (const Tensor& x : inputs(dt)) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " stride(-1) " + std::to_string(x.stride(2)));
+      const Shape s = x.shape();
+      const std::vector<double> v = x.to_vector<double>();
+      auto mod = [](int64_t a, int64_t n) { return ((a % n) + n) % n; };
+      expect_equal(roll(x, {3, -5}, {2, 1}), s, build(s, [&](const Index& i) {
+        return at(v, s, {i[0], mod(i[1] + 5, s[1]), mod(i[2] - 3, s[2])});
+      }));
+      expect_equal(roll(x, {1}, {0}), s, build(s, [&](const Index& i) {
+        return at(v, s, {mod(i[0] - 1, s[0]), i[1], i[2]});
+      }));
+      expect_equal(flip(x, {2}), s, build(s, [&](const Index& i) {
+        return at(v, s, {i[0], i[1], s[2] - 1 - i[2]});
+      }));
+      expect_equal(flip(x, {0, 1}), s, build(s, [&](const Index& i) {
+        return at(v, s, {s[0] - 1 - i[0], s[1] - 1 - i[1], i[2]});
+      }));
+    }
+}
+
+TEST(ShapeRows, RepeatAndTriangles) {
+  for (DType dt : kDTypes)
+    for (const Tensor& x : inputs(dt)) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " stride(-1) " + std::to_string(x.stride(2)));
+      const Shape s = x.shape();
+      const std::vector<double> v = x.to_vector<double>();
+      const Shape rs = {2, s[0], 2 * s[1], 3 * s[2]};
+      expect_equal(repeat(x, {2, 1, 2, 3}), rs, build(rs, [&](const Index& i) {
+        return at(v, s, {i[1] % s[0], i[2] % s[1], i[3] % s[2]});
+      }));
+      for (int64_t k : {-3, 0, 7, 500, -500}) {
+        expect_equal(tril(x, k), s, build(s, [&](const Index& i) {
+          return i[2] - i[1] <= k ? at(v, s, i) : 0.0;
+        }));
+        expect_equal(triu(x, k), s, build(s, [&](const Index& i) {
+          return i[2] - i[1] >= k ? at(v, s, i) : 0.0;
+        }));
+      }
+    }
+}
+
+TEST(ShapeRows, PadModes) {
+  for (DType dt : {DType::F32, DType::BF16, DType::I64})
+    for (const Tensor& x : inputs(dt)) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " stride(-1) " + std::to_string(x.stride(2)));
+      const Shape s = x.shape();
+      const std::vector<double> v = x.to_vector<double>();
+      const Shape ps = {s[0], s[1] + 5, s[2] + 3};
+      expect_equal(pad(x, {1, 2, 3, 2}, "constant", 7), ps, build(ps, [&](const Index& i) {
+        const int64_t r = i[1] - 3, c = i[2] - 1;
+        return r < 0 || r >= s[1] || c < 0 || c >= s[2] ? 7.0 : at(v, s, {i[0], r, c});
+      }));
+      auto reflect = [](int64_t j, int64_t n) { return j < 0 ? -j : j >= n ? 2 * (n - 1) - j : j; };
+      expect_equal(pad(x, {1, 2, 3, 2}, "reflect"), ps, build(ps, [&](const Index& i) {
+        return at(v, s, {i[0], reflect(i[1] - 3, s[1]), reflect(i[2] - 1, s[2])});
+      }));
+      auto clampi = [](int64_t j, int64_t n) { return std::clamp<int64_t>(j, 0, n - 1); };
+      expect_equal(pad(x, {1, 2, 3, 2}, "replicate"), ps, build(ps, [&](const Index& i) {
+        return at(v, s, {i[0], clampi(i[1] - 3, s[1]), clampi(i[2] - 1, s[2])});
+      }));
+    }
+}
+
+}  // namespace
+}  // namespace kiln::test
