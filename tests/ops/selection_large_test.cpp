@@ -1,0 +1,108 @@
+// sort and topk on tensors large enough to be split over threads, with many ties (the kernels
+// break ties by index so that std::sort and std::partial_sort reproduce a stable sort), along
+// the last and a leading dim; the 2-norm along a dim (the vector reduction path); pow with the
+// exponents that take branch-free loops. References: std::stable_sort and float64 math here.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "ops/test_util.h"
+
+namespace kiln::test {
+namespace {
+
+// x[r, c] = ((r * 131 + c * 17) mod 23) - 11, with NaN at a few places: ties everywhere.
+Tensor tied(int64_t rows, int64_t cols, DType dt) {
+  std::vector<double> v(size_t(rows * cols));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      v[size_t(r * cols + c)] = (r * 131 + c * 17) % 23 - 11 + ((r + c) % 97 == 5 ? NAN : 0.0);
+  return tensor_from(v, {rows, cols}).to(dt);
+}
+
+// The first k (value, index) pairs of row r of v ([rows, cols]) by a stable sort; NaN largest.
+std::vector<std::pair<double, int64_t>> stable_row(const std::vector<double>& v, int64_t cols,
+                                                   int64_t r, bool descending, int64_t k) {
+  std::vector<int64_t> order(static_cast<size_t>(cols));
+  std::iota(order.begin(), order.end(), int64_t(0));
+  auto key = [&](int64_t c) { return v[size_t(r * cols + c)]; };
+  auto less = [](double a, double b) { return !std::isnan(a) && (std::isnan(b) || a < b); };
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return descending ? less(key(b), key(a)) : less(key(a), key(b));
+  });
+  std::vector<std::pair<double, int64_t>> out;
+  for (int64_t j = 0; j < k; ++j) out.push_back({key(order[size_t(j)]), order[size_t(j)]});
+  return out;
+}
+
+void expect_rows(const Tensor& vals, const Tensor& idx, const std::vector<double>& v, int64_t cols,
+                 bool descending, int64_t k) {
+  const std::vector<double> gv = vals.to_vector<double>();
+  const std::vector<double> gi = idx.to_vector<double>();
+  const int64_t rows = vals.size(0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto want = stable_row(v, cols, r, descending, k);
+    for (int64_t j = 0; j < k; ++j) {
+      const double got = gv[size_t(r * k + j)];
+      ASSERT_TRUE(got == want[size_t(j)].first ||
+                  (std::isnan(got) && std::isnan(want[size_t(j)].first)))
+          << "row " << r << " rank " << j;
+      ASSERT_EQ(int64_t(gi[size_t(r * k + j)]), want[size_t(j)].second)
+          << "row " << r << " rank " << j;
+    }
+  }
+}
+
+TEST(SelectionLarge, SortAndTopkMatchAStableSort) {
+  for (DType dt : {DType::F32, DType::BF16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    const int64_t rows = 200, cols = 300;
+    Tensor x = tied(rows, cols, dt);
+    const std::vector<double> v = x.to_vector<double>();
+    for (bool desc : {false, true}) {
+      auto [sv, si] = sort(x, 1, desc);
+      expect_rows(sv, si, v, cols, desc, cols);
+      for (int64_t k : {1, 5, 37, 299}) {  // partial_sort below n / 8, full sort above
+        auto [tv, ti] = topk(x, k, 1, desc);
+        expect_rows(tv, ti, v, cols, desc, k);
+      }
+      // Along dim 0 of the transpose: the same slices, strided.
+      auto [cv, ci] = topk(x.t(), 7, 0, desc);
+      expect_rows(cv.t().contiguous(), ci.t().contiguous(), v, cols, desc, 7);
+    }
+  }
+}
+
+TEST(SelectionLarge, NormTwoAndPowConstantExponents) {
+  const int64_t rows = 130, cols = 700;
+  std::vector<double> v(size_t(rows * cols));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(double(i) * 0.37) * 3.0;
+  Tensor x = tensor_from(v, {rows, cols}).to(DType::F32);
+  const std::vector<double> xv = x.to_vector<double>();
+  const std::vector<double> n1 = norm(x, 2, {1}).to_vector<double>();
+  for (int64_t r = 0; r < rows; ++r) {
+    double s = 0;
+    for (int64_t c = 0; c < cols; ++c) s += xv[size_t(r * cols + c)] * xv[size_t(r * cols + c)];
+    ASSERT_NEAR(n1[size_t(r)], std::sqrt(s), std::sqrt(s) * 2e-7) << r;
+  }
+  const std::vector<double> n0 = norm(x, 2, {0}).to_vector<double>();  // strided: generic path
+  for (int64_t c = 0; c < cols; ++c) {
+    double s = 0;
+    for (int64_t r = 0; r < rows; ++r) s += xv[size_t(r * cols + c)] * xv[size_t(r * cols + c)];
+    ASSERT_NEAR(n0[size_t(c)], std::sqrt(s), std::sqrt(s) * 2e-7) << c;
+  }
+  for (double e : {2.0, 3.0, 1.0, -1.0, 0.5, 2.5}) {
+    const std::vector<double> got = pow(x, e).to_vector<double>();
+    for (size_t i = 0; i < xv.size(); ++i) {
+      const double want = std::pow(xv[i], e);
+      if (std::isnan(want) || std::isinf(want)) {  // 0 ** -1 = inf, (-x) ** 0.5 = NaN
+        ASSERT_TRUE(std::isnan(want) ? std::isnan(got[i]) : got[i] == want) << e << " " << xv[i];
+        continue;
+      }
+      ASSERT_NEAR(got[i], want, std::fabs(want) * 4e-7 + 1e-30) << e << " " << xv[i];
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kiln::test
