@@ -44,7 +44,6 @@ struct IndexTarget {
   Tensor input;   // [N, C, d...] (an unbatched [C] input gets N = 1)
   Tensor target;  // [N, d...] int64
   Tensor valid;   // target != ignore_index
-  Tensor mask;    // bool [N, C, d...]: the target class of each sample
   Tensor weight;  // [N, d...]: weight of the target class, 0 where ignored
   bool unbatched = false;
 };
@@ -81,12 +80,12 @@ IndexTarget prepare(const char* fn, const Tensor& input, const Tensor& target,
     KILN_CHECK(lo >= 0 && hi < c, IndexError, fn, ": target ", lo < 0 ? lo : hi,
                " is out of bounds for ", c, " classes");
   }
-  Tensor oh = one_hot(r.target, c);  // [N, d..., C]
-  r.mask = movedim(ne(oh, Scalar(int64_t(0))), -1, 1);
+  // The target class's weight by lookup (a one-hot mask of [N, C, d...] cost a language
+  // model's whole vocabulary per token: 411 MB of int64 for 1024 tokens of GPT-2).
   Tensor valid_f = r.valid.to(input.dtype());
   if (weight.defined()) {
-    Tensor w = expand(class_weight(weight.to(input.dtype()), r.input, 1), r.input.shape());
-    r.weight = sum(where(r.mask, w, Scalar(0.0)), {1}) * valid_f;
+    Tensor w = index_select(weight.to(input.dtype()), 0, reshape(r.target, {-1}));
+    r.weight = reshape(w, r.target.shape()) * valid_f;
   } else {
     r.weight = valid_f;
   }
@@ -95,7 +94,7 @@ IndexTarget prepare(const char* fn, const Tensor& input, const Tensor& target,
 
 // The loss of class-index targets from log-probabilities (weights and ignore_index applied).
 Tensor nll_from(const IndexTarget& it, Reduction reduction, const char* fn) {
-  Tensor picked = sum(where(it.mask, it.input, Scalar(0.0)), {1});
+  Tensor picked = gather(it.input, 1, unsqueeze(it.target, 1)).squeeze(1);
   Tensor loss = -(picked * it.weight);
   switch (reduction) {
     case Reduction::None: return it.unbatched ? reshape(loss, {}) : loss;
