@@ -151,6 +151,37 @@ TEST_P(Softmax, Bfloat16RowsInGroups) {
   }
 }
 
+// Softmax over a leading dim of a contiguous input (the tiled path: L lines by blocks of
+// adjacent columns): widths that are not a multiple of the block, long lines, threaded
+// sizes, float32 and bfloat16, and a column of all -inf (NaN, as PyTorch) beside a column
+// holding NaN.
+TEST_P(Softmax, LeadingDimsInTiles) {
+  for (DType t : {DType::F32, DType::BF16}) {
+    for (Shape shape : {Shape{300, 70}, Shape{2, 2100, 37}, Shape{5, 9, 4, 300}}) {
+      for (int64_t dim : {0, 1}) {
+        int64_t n = 1;
+        for (int64_t d : shape) n *= d;
+        std::vector<double> v = rounded(random_values(size_t(n), -8, 8, uint32_t(n + dim)), t);
+        int64_t inner = 1;
+        for (size_t k = size_t(dim) + 1; k < shape.size(); ++k) inner *= shape[k];
+        const int64_t L = shape[size_t(dim)], first = inner > 1 ? 1 : L;  // a whole line
+        for (int64_t j = 0; j < L; ++j) v[size_t(first + j * inner)] = -kInf;
+        v[size_t(2)] = kNaN;
+        Tensor x = make(v, shape, t, device());
+        for (bool log : {false, true}) {
+          Tensor y = log ? log_softmax(x, dim) : softmax(x, dim);
+          std::vector<double> want = ref_softmax(v, shape, dim, log);
+          // The reference's all -inf column: exp(-inf - -inf) is NaN in PyTorch's formula.
+          for (int64_t j = 0; j < L; ++j) want[size_t(first + j * inner)] = kNaN;
+          expect_close(y, shape, want,
+                       shape_str(shape) + " dim " + std::to_string(dim) + " " +
+                           std::string(dtype_name(t)) + (log ? " log_softmax" : " softmax"));
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 KILN_INSTANTIATE_ON_EACH_DEVICE(Softmax);

@@ -64,11 +64,85 @@ bool vectorised_softmax(const Tensor& in, const Tensor& out, int64_t dim, bool l
   return true;
 }
 
+// Contiguous float32 / bfloat16 along a dim that is not the last ([outer, L, inner] with
+// inner > 1, e.g. softmax(dim=0) of a matrix): each unit is a tile of L lines by `block`
+// adjacent columns, loaded into a float32 scratch (one line per row of the tile), so the
+// max, exp (the ISA's vector exp) and sum run along contiguous columns instead of walking
+// each column with a stride and a double exp per element (the generic loop: 73 ms for
+// softmax(dim=0) of [2048, 2048] float32 against PyTorch's 5 ms). Sums accumulate in
+// float32, as the last-dim path and PyTorch.
+bool vectorised_softmax_inner(const Tensor& in, const Tensor& out, int64_t dim, bool log) {
+  const VecMathF32& vm = vec_math_f32();
+  const int64_t d = dim < 0 ? dim + in.dim() : dim;
+  if (!vm.exp || !vm.widen_bf16 || (in.dtype() != DType::F32 && in.dtype() != DType::BF16) ||
+      in.dim() == 0 || d >= in.dim() - 1 || !in.is_contiguous() || !out.is_contiguous() ||
+      in.numel() == 0)
+    return false;
+  int64_t inner = 1;
+  for (int64_t k = d + 1; k < in.dim(); ++k) inner *= in.size(k);
+  const int64_t L = in.size(d), outer = in.numel() / (L * inner);
+  // Columns per tile: up to 256 (whole cache lines of each row, several in a row for the
+  // prefetcher), the tile (L x block floats) at most about 1 MiB. Tiles of 16 columns (128
+  // KiB) ran softmax(dim=0) of [2048, 2048] float32 in 9.4 ms, 128 columns in 5.1 ms
+  // (PyTorch 2.13: 5.4 ms, same script).
+  const int64_t block = std::clamp<int64_t>((int64_t(1) << 18) / L / 16 * 16, 16, 256);
+  if (L * block > (int64_t(1) << 22)) return false;  // very long lines: the generic loop
+  const int64_t blocks = (inner + block - 1) / block, units = outer * blocks;
+  const bool bf16 = in.dtype() == DType::BF16;
+#pragma omp parallel if (units > 1 && in.numel() >= (int64_t(1) << 15))
+  {
+    std::vector<float> tile(static_cast<size_t>(L * block)), e(static_cast<size_t>(block));
+    std::vector<float> m(static_cast<size_t>(block)), sum(static_cast<size_t>(block));
+#pragma omp for schedule(static)
+    for (int64_t u = 0; u < units; ++u) {
+      const int64_t o = u / blocks, c0 = u % blocks * block, w = std::min(block, inner - c0);
+      const int64_t base = o * L * inner + c0;
+      const float* src_f = static_cast<const float*>(in.raw_data()) + base;
+      const uint16_t* src_h = static_cast<const uint16_t*>(in.raw_data()) + base;
+      for (int64_t j = 0; j < L; ++j) {
+        float* t = tile.data() + j * block;
+        if (bf16) vm.widen_bf16(src_h + j * inner, t, w);
+        else std::copy_n(src_f + j * inner, w, t);
+      }
+      std::fill(m.begin(), m.end(), -std::numeric_limits<float>::infinity());
+      std::fill(sum.begin(), sum.end(), 0.0f);
+      for (int64_t j = 0; j < L; ++j) {  // NaN propagates, as the last-dim path
+        const float* t = tile.data() + j * block;
+        float* mi = m.data();
+        for (int64_t i = 0; i < w; ++i) mi[i] = (t[i] > mi[i] || t[i] != t[i]) ? t[i] : mi[i];
+      }
+      for (int64_t j = 0; j < L; ++j) {
+        float* t = tile.data() + j * block;
+        for (int64_t i = 0; i < w; ++i) t[i] -= m[size_t(i)];  // all -inf: NaN, as PyTorch
+        float* ex = log ? e.data() : t;
+        vm.exp(t, ex, w);
+        for (int64_t i = 0; i < w; ++i) sum[size_t(i)] += ex[i];
+      }
+      float* f = sum.data();  // becomes log(sum) or 1 / sum
+      for (int64_t i = 0; i < w; ++i) f[i] = log ? std::log(f[i]) : 1.0f / f[i];
+      float* dst_f = static_cast<float*>(out.raw_data()) + base;
+      uint16_t* dst_h = static_cast<uint16_t*>(out.raw_data()) + base;
+      for (int64_t j = 0; j < L; ++j) {
+        float* t = tile.data() + j * block;
+        if (log) {
+          for (int64_t i = 0; i < w; ++i) t[i] -= f[i];
+        } else {
+          for (int64_t i = 0; i < w; ++i) t[i] *= f[i];
+        }
+        if (bf16) vm.narrow_bf16(t, dst_h + j * inner, w);
+        else std::copy_n(t, w, dst_f + j * inner);
+      }
+    }
+  }
+  return true;
+}
+
 template <bool kLog>
 void softmax_kernel(OpCall& call) {
   const Tensor& in = call.inputs[0];
   const Tensor& out = call.outs[0];
   if (vectorised_softmax(in, out, call.int_attr(0), kLog)) return;
+  if (vectorised_softmax_inner(in, out, call.int_attr(0), kLog)) return;
   LineGeometry g = line_geometry(in, out, call.int_attr(0));
   KILN_DISPATCH_FLOAT(in.dtype(), kLog ? "log_softmax" : "softmax", [&]<typename T>() {
     using C = opmath_t<T>;
