@@ -91,6 +91,22 @@ TEST(SelectionLarge, NormTwoAndPowConstantExponents) {
     for (int64_t r = 0; r < rows; ++r) s += xv[size_t(r * cols + c)] * xv[size_t(r * cols + c)];
     ASSERT_NEAR(n0[size_t(c)], std::sqrt(s), std::sqrt(s) * 2e-7) << c;
   }
+  // bfloat16 2-norm and variance along the rows (widened a block at a time).
+  Tensor xb = x.to(DType::BF16);
+  const std::vector<double> bv = xb.to_vector<double>();
+  const std::vector<double> nb = norm(xb, 2, {1}).to_vector<double>();
+  const std::vector<double> vb = var(xb, {1}).to_vector<double>();
+  for (int64_t r = 0; r < rows; ++r) {
+    double s = 0, mean = 0, m2 = 0;
+    for (int64_t c = 0; c < cols; ++c) mean += bv[size_t(r * cols + c)] / double(cols);
+    for (int64_t c = 0; c < cols; ++c) {
+      const double t = bv[size_t(r * cols + c)];
+      s += t * t;
+      m2 += (t - mean) * (t - mean);
+    }
+    ASSERT_NEAR(nb[size_t(r)], std::sqrt(s), std::sqrt(s) * 8e-3) << r;  // one bf16 rounding
+    ASSERT_NEAR(vb[size_t(r)], m2 / double(cols - 1), m2 / double(cols - 1) * 8e-3) << r;
+  }
   for (double e : {2.0, 3.0, 1.0, -1.0, 0.5, 2.5}) {
     const std::vector<double> got = pow(x, e).to_vector<double>();
     for (size_t i = 0; i < xv.size(); ++i) {

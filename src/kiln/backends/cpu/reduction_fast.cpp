@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "isa/reduce_vec.h"
+#include "isa/vec_math.h"
 #include "kiln/core/convert.h"
 #include "kiln/core/half.h"
 #include "reduce_utils.h"
@@ -156,6 +157,16 @@ void reduce_runs(const ReduceGeometry& g, const T* src, T* dst, FastReduceKind k
         double ss;
         if constexpr (std::is_same_v<T, float>) {
           ss = reduce_vec().sum_sq_dev_f32(x, len, mean);
+        } else if (const VecMathF32& vm = vec_math_f32(); vm.widen_bf16) {
+          // bfloat16: widened a block at a time onto the float32 vector sum.
+          constexpr int64_t kBlock = 2048;
+          alignas(64) float buf[kBlock];
+          ss = 0;
+          for (int64_t i = 0; i < len; i += kBlock) {
+            const int64_t m = std::min(kBlock, len - i);
+            vm.widen_bf16(reinterpret_cast<const uint16_t*>(x + i), buf, m);
+            ss += reduce_vec().sum_sq_dev_f32(buf, m, mean);
+          }
         } else {
           ss = 0;
           for (int64_t i = 0; i < len; ++i) {

@@ -297,8 +297,9 @@ void register_unary_kernels() {
     register_kernel(name, DeviceType::CPU, fn, mask);
   };
   const DTypeMask numeric = kNumericDTypes;
-  reg("neg", unary_kernel<Neg>, numeric);
-  reg("abs", unary_kernel<Abs>, numeric);
+  // float32 / bfloat16 through the vector table (sign-bit operations), other dtypes scalar.
+  reg("neg", vectorised_unary_kernel<&VecMathF32::neg, Neg>, numeric);
+  reg("abs", vectorised_unary_kernel<&VecMathF32::abs, Abs>, numeric);
   reg("exp", vectorised_unary_kernel<&VecMathF32::exp, Exp>, kFloatDTypes);
   reg("exp2", unary_kernel<Exp2>, kFloatDTypes);
   reg("log", vectorised_unary_kernel<&VecMathF32::log, Log>, kFloatDTypes);
