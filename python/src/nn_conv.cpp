@@ -7,6 +7,7 @@
 #include "bind.h"
 #include "kiln/nn/functional_attention.h"
 #include "kiln/nn/functional_conv.h"
+#include "kiln/nn/functional_resize.h"
 #include "kiln/ops/pooling.h"
 
 namespace kiln::py {
@@ -85,6 +86,17 @@ void bind_nn_conv(nb::module_& m) {
   }, nb::arg("input"), nb::arg("nd"), nb::arg("kernel_size"), nb::arg("stride"),
      nb::arg("padding"), nb::arg("ceil_mode"), nb::arg("count_include_pad"),
      nb::arg("divisor_override").none());
+  m.def("interpolate", [](const Tensor& x, const IntList& size, const std::vector<double>& scale,
+                          const std::string& mode, std::optional<bool> align_corners,
+                          std::optional<bool> recompute_scale_factor) {
+    F::InterpolateOptions o;
+    o.size = size;
+    o.scale_factor = scale;
+    o.mode = mode;
+    o.align_corners = align_corners;
+    o.recompute_scale_factor = recompute_scale_factor;
+    return nogil([&] { return F::interpolate(x, o); });
+  });
   m.def("adaptive_avg_pool", [](const Tensor& x, const IntList& output_size) {
     return adaptive_avg_pool(x, output_size);
   }, nb::call_guard<nb::gil_scoped_release>());

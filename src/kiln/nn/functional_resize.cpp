@@ -1,0 +1,148 @@
+#include "kiln/nn/functional_resize.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kiln/core/error.h"
+#include "kiln/ops/factory.h"
+#include "kiln/ops/indexing.h"
+#include "kiln/ops/pooling.h"
+
+namespace kiln::nn::functional {
+namespace {
+
+bool is_interpolating(const std::string& mode) {
+  return mode == "linear" || mode == "bilinear" || mode == "bicubic" || mode == "trilinear";
+}
+
+// One source position and its weight per tap, for every output index along one dim.
+struct Taps {
+  std::vector<std::vector<int64_t>> index;
+  std::vector<std::vector<double>> weight;
+};
+
+// PyTorch's coordinate scale (area_pixel_compute_scale): (in - 1) / (out - 1) with
+// align_corners, else 1 / scale_factor when one is used, else in / out.
+double coordinate_scale(int64_t in, int64_t out, bool align_corners, double scale) {
+  if (align_corners) return out > 1 ? double(in - 1) / double(out - 1) : 0.0;
+  return scale > 0 ? 1.0 / scale : double(in) / double(out);
+}
+
+// The cubic convolution kernel of PyTorch's bicubic mode (A = -0.75).
+double cubic(double t) {
+  constexpr double A = -0.75;
+  t = std::fabs(t);
+  if (t <= 1) return ((A + 2) * t - (A + 3)) * t * t + 1;
+  if (t < 2) return ((A * t - 5 * A) * t + 8 * A) * t - 4 * A;
+  return 0;
+}
+
+Taps taps_for(const std::string& mode, int64_t in, int64_t out, bool align_corners,
+              double scale) {
+  const double s = coordinate_scale(in, out, align_corners, scale);
+  Taps t;
+  if (mode == "nearest" || mode == "nearest-exact") {
+    // float arithmetic, as PyTorch's nearest_idx (the index can differ from a double
+    // computation where o * scale is within a rounding of an integer).
+    const float fs = float(scale > 0 ? 1.0 / scale : double(in) / double(out));
+    t.index.assign(1, std::vector<int64_t>(static_cast<size_t>(out)));
+    t.weight.assign(1, std::vector<double>(static_cast<size_t>(out), 1.0));
+    for (int64_t o = 0; o < out; ++o) {
+      const float pos = mode == "nearest" ? float(o) * fs : (float(o) + 0.5f) * fs;
+      t.index[0][size_t(o)] = std::min<int64_t>(int64_t(std::floor(pos)), in - 1);
+    }
+    return t;
+  }
+  const int taps = mode == "bicubic" ? 4 : 2;
+  t.index.assign(size_t(taps), std::vector<int64_t>(static_cast<size_t>(out)));
+  t.weight.assign(size_t(taps), std::vector<double>(static_cast<size_t>(out)));
+  for (int64_t o = 0; o < out; ++o) {
+    double src = align_corners ? double(o) * s : (double(o) + 0.5) * s - 0.5;
+    if (taps == 2) {
+      if (src < 0) src = 0;  // linear modes clamp the coordinate (not bicubic)
+      const int64_t i0 = std::min<int64_t>(int64_t(std::floor(src)), in - 1);
+      const double l = std::min(1.0, src - double(i0));
+      t.index[0][size_t(o)] = i0;
+      t.index[1][size_t(o)] = std::min<int64_t>(i0 + 1, in - 1);
+      t.weight[0][size_t(o)] = 1 - l;
+      t.weight[1][size_t(o)] = l;
+    } else {
+      const double f = std::floor(src), r = src - f;
+      for (int k = 0; k < 4; ++k) {
+        t.index[size_t(k)][size_t(o)] = std::clamp<int64_t>(int64_t(f) - 1 + k, 0, in - 1);
+        t.weight[size_t(k)][size_t(o)] = cubic(r + 1 - k);
+      }
+    }
+  }
+  return t;
+}
+
+// x resized along dim to `out` positions.
+Tensor resize_dim(const Tensor& x, int64_t dim, int64_t out, const std::string& mode,
+                  bool align_corners, double scale) {
+  const Taps t = taps_for(mode, x.size(dim), out, align_corners, scale);
+  Shape wshape(size_t(x.dim()), 1);
+  wshape[size_t(dim)] = out;
+  Tensor y;
+  for (size_t k = 0; k < t.index.size(); ++k) {
+    Tensor picked = index_select(x, dim, tensor_from(t.index[k], {out}));
+    if (t.index.size() == 1) return picked;
+    Tensor w = tensor_from(t.weight[k], wshape).to(x.dtype());
+    y = k == 0 ? picked * w : y + picked * w;
+  }
+  return y;
+}
+
+}  // namespace
+
+Tensor interpolate(const Tensor& input, const InterpolateOptions& o) {
+  const std::string& mode = o.mode;
+  KILN_CHECK(mode == "nearest" || mode == "nearest-exact" || mode == "area" ||
+                 is_interpolating(mode),
+             ValueError, "interpolate: mode must be one of nearest, nearest-exact, linear, "
+             "bilinear, bicubic, trilinear, area; got '", mode, "'");
+  KILN_CHECK(!o.align_corners || is_interpolating(mode), ValueError,
+             "interpolate: align_corners option can only be set with the interpolating modes: "
+             "linear | bilinear | bicubic | trilinear");
+  KILN_CHECK(input.dim() >= 3 && input.dim() <= 5, ShapeError,
+             "interpolate: expected a 3-d, 4-d or 5-d input [N, C, spatial...], got ",
+             input.dim(), "-d");
+  const int64_t nd = input.dim() - 2;
+  const int64_t needed = mode == "linear" ? 1 : mode == "bilinear" || mode == "bicubic" ? 2
+                         : mode == "trilinear" ? 3 : nd;
+  KILN_CHECK(needed == nd, ShapeError, "interpolate: got ", input.dim(), "-d input, but ", mode,
+             " mode needs ", needed + 2, "-d input");
+  KILN_CHECK(o.size.empty() != o.scale_factor.empty(), ValueError,
+             o.size.empty() ? "interpolate: either size or scale_factor should be defined"
+                            : "interpolate: only one of size or scale_factor should be defined");
+  const size_t given = o.size.empty() ? o.scale_factor.size() : o.size.size();
+  KILN_CHECK(int64_t(given) == nd, ValueError, "interpolate: ",
+             o.size.empty() ? "scale_factor" : "size", " must have ", nd,
+             " entries for a ", input.dim(), "-d input, got ", given);
+  std::vector<int64_t> out(static_cast<size_t>(nd));
+  std::vector<double> scale(static_cast<size_t>(nd), 0.0);  // 0: use in / out
+  for (int64_t d = 0; d < nd; ++d) {
+    const int64_t in = input.size(2 + d);
+    if (!o.size.empty()) {
+      out[size_t(d)] = o.size[size_t(d)];
+    } else {
+      const double f = o.scale_factor[size_t(d)];
+      KILN_CHECK(std::isfinite(f) && f > 0, ValueError,
+                 "interpolate: scale_factor must be positive and finite, got ", f);
+      out[size_t(d)] = int64_t(std::floor(double(in) * f));
+      if (!o.recompute_scale_factor.value_or(false)) scale[size_t(d)] = f;
+    }
+    KILN_CHECK(in > 0 && out[size_t(d)] > 0, ValueError,
+               "interpolate: input and output sizes should be greater than 0, got input "
+               "size ", in, " and output size ", out[size_t(d)], " for spatial dim ", d);
+  }
+  if (mode == "area") return adaptive_avg_pool(input, out);
+  const bool low_precision = input.dtype() == DType::BF16 || input.dtype() == DType::F16;
+  Tensor y = low_precision ? input.to(DType::F32) : input;
+  for (int64_t d = 0; d < nd; ++d)
+    y = resize_dim(y, 2 + d, out[size_t(d)], mode, o.align_corners.value_or(false),
+                   scale[size_t(d)]);
+  return low_precision ? y.to(input.dtype()) : y;
+}
+
+}  // namespace kiln::nn::functional
