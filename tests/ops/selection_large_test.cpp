@@ -120,5 +120,43 @@ TEST(SelectionLarge, NormTwoAndPowConstantExponents) {
   }
 }
 
+// cumsum / cumprod of contiguous tensors along every dim (lines, and blocks of columns wider
+// and narrower than the 256-column block), threaded sizes, float32 and int64 (wrapping),
+// against running sums / products in float64 / int64 here.
+TEST(SelectionLarge, CumsumAndCumprodAlongEveryDim) {
+  const Shape shape = {3, 40, 300};
+  const int64_t n = 3 * 40 * 300;
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[size_t(i)] = double((i * 37) % 11) - 5.0;
+  for (DType dt : {DType::F32, DType::I64}) {
+    Tensor x = tensor_from(v, shape).to(dt);
+    for (int64_t dim = 0; dim < 3; ++dim) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " dim " + std::to_string(dim));
+      int64_t inner = 1;
+      for (int64_t k = dim + 1; k < 3; ++k) inner *= shape[size_t(k)];
+      const int64_t L = shape[size_t(dim)];
+      const std::vector<double> s = cumsum(x, dim).to_vector<double>();
+      // int64 products wrap; they are compared while below 1e15.
+      const double scale = dt == DType::F32 ? 4.0 : 1.0;
+      const std::vector<double> p =
+          cumprod(dt == DType::F32 ? x / scale : x, dim).to_vector<double>();
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t j = (i / inner) % L, start = i - j * inner;
+        double want_s = 0, want_p = 1;
+        for (int64_t t = 0; t <= j; ++t) {
+          want_s += v[size_t(start + t * inner)];
+          want_p *= v[size_t(start + t * inner)] / scale;
+        }
+        ASSERT_NEAR(s[size_t(i)], want_s, 1e-9) << i;
+        if (dt == DType::F32) {
+          ASSERT_NEAR(p[size_t(i)], want_p, std::fabs(want_p) * 1e-6 + 1e-30) << i;
+        } else if (std::fabs(want_p) < 1e15) {
+          ASSERT_EQ(p[size_t(i)], want_p) << i;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kiln::test
