@@ -39,3 +39,36 @@ TEST(UnarySignBits, AbsAndNegAreExactWithSpecialValues) {
 
 }  // namespace
 }  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+// bfloat16 unary ops without a vector function run their float32 functor over blocks widened
+// with the vector converters: bit for bit the float32 op on the widened input, rounded once,
+// in contiguous and strided layouts (the baseline level takes the element loop).
+TEST(UnaryBfloat16Blocks, EqualTheFloat32OpRoundedOnce) {
+  std::vector<double> v;
+  for (int i = 0; i < 3000; ++i) v.push_back(std::sin(i * 0.37) * 40.0 + (i % 7 == 0 ? 0.5 : 0));
+  Tensor x = tensor_from(v, {60, 50}).to(DType::BF16);
+  using Op = Tensor (*)(const Tensor&);
+  const std::pair<const char*, Op> ops[] = {
+      {"sqrt", [](const Tensor& t) { return sqrt(abs(t)); }},
+      {"rsqrt", [](const Tensor& t) { return rsqrt(abs(t)); }},
+      {"sin", [](const Tensor& t) { return sin(t); }},
+      {"floor", [](const Tensor& t) { return floor(t); }},
+      {"round", [](const Tensor& t) { return round(t); }},
+      {"reciprocal", [](const Tensor& t) { return reciprocal(t); }},
+      {"clamp", [](const Tensor& t) { return clamp(t, Scalar(-3.5), Scalar(7.25)); }}};
+  for (const Tensor& in : {x, x.t()}) {
+    for (const auto& [name, op] : ops) {
+      SCOPED_TRACE(std::string(name) + (in.is_contiguous() ? " contiguous" : " transposed"));
+      std::vector<double> got = op(in).to_vector<double>();
+      std::vector<double> want = op(in.to(DType::F32)).to(DType::BF16).to_vector<double>();
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kiln::test

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <limits>
 
+#include "bf16_elementwise.h"
 #include "isa/vec_math.h"
 #include "kiln/dispatch/registry.h"
 #include "kiln/tensor/strided_loop.h"
@@ -18,6 +19,11 @@ void unary_kernel(OpCall& call) {
   KILN_DISPATCH_ALL(in.dtype(), call.op->name.c_str(), [&]<typename T>() {
     using C = opmath_t<T>;
     if constexpr (F::template supports<T>) {
+      if constexpr (std::is_same_v<T, BFloat16>) {
+        // float32 blocks with vector conversions (bf16_elementwise.h), bit-identical.
+        auto f = [](float x) { return F::template apply<float>(x); };
+        if (bf16_elementwise<1>(out, {&in}, f)) return;
+      }
       elementwise_kernel<T, T>(out, {&in}, [](T v) { return T(F::template apply<C>(C(v))); });
     } else {
       KILN_THROW(NotImplementedError, "\"", call.op->name, "\" not implemented for '",
@@ -177,6 +183,13 @@ void clamp_kernel(OpCall& call) {
     const C highest = kFloat ? std::numeric_limits<C>::infinity() : std::numeric_limits<C>::max();
     const C lo = has_lo ? call.scalar_attr(0).to<C>() : lowest;
     const C hi = has_hi ? call.scalar_attr(1).to<C>() : highest;
+    if constexpr (std::is_same_v<T, BFloat16>) {
+      auto f = [=](float x) {
+        x = x < lo ? lo : x;
+        return x > hi ? hi : x;
+      };
+      if (bf16_elementwise<1>(out, {&in}, f)) return;
+    }
     elementwise_kernel<T, T>(out, {&in}, [=](T v) {
       C x = C(v);
       x = x < lo ? lo : x;
