@@ -248,6 +248,13 @@ bool run_vectorised(OpCall& call, VecUnaryF32 VecMathF32::*which) {
                         n * int64_t(sizeof(uint16_t)) >= detail::kStreamingStoreBytes;
     constexpr int64_t kChunk = 4096;
     const int64_t chunks = (n + kChunk - 1) / kChunk;
+    if (chunks == 1 && !stream) {  // small: no OpenMP region (see the float32 path below)
+      alignas(64) float buf[kChunk];
+      vm.widen_bf16(src, buf, n);
+      fn(buf, buf, n);
+      vm.narrow_bf16(buf, dst, n);
+      return true;
+    }
 #pragma omp parallel for schedule(static) if (chunks > 4)
     for (int64_t c = 0; c < chunks; ++c) {
       alignas(64) float buf[kChunk];
@@ -279,6 +286,12 @@ bool run_vectorised(OpCall& call, VecUnaryF32 VecMathF32::*which) {
   const bool stream = src != dst && n * int64_t(sizeof(float)) >= detail::kStreamingStoreBytes;
   constexpr int64_t kChunk = int64_t(1) << 14;
   const int64_t chunks = (n + kChunk - 1) / kChunk;
+  if (chunks <= 1 && !stream) {
+    // Small: no OpenMP region at all. Even a serialised one costs about a microsecond, the
+    // whole op for batch norm's per-channel vectors.
+    fn(src, dst, n);
+    return true;
+  }
 #pragma omp parallel for schedule(static) if (chunks > 1)
   for (int64_t c = 0; c < chunks; ++c) {
     const int64_t begin = c * kChunk, len = std::min(kChunk, n - begin);
