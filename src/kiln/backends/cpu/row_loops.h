@@ -59,41 +59,42 @@ void for_each_row(const Shape& shape, const Strides& out_strides, F&& row) {
                           [&](int64_t p) { run(rows * p / pieces, rows * (p + 1) / pieces); });
 }
 
-// dst[j] = src_first[-j] for j < n: a row reversed (src_first is the source element that
-// lands at dst[0]); typed moves for the usual element sizes.
-inline void reverse_row(char* dst, const char* src_first, int64_t n, size_t es) {
-  // Element-aligned by construction (tensor data is aligned to its element size).
-  auto typed = [&]<typename W>() {
-    W* d = reinterpret_cast<W*>(dst);
-    const W* s = reinterpret_cast<const W*>(src_first);
-    for (int64_t j = 0; j < n; ++j) d[j] = s[-j];
-  };
+// Calls typed.template operator()<W>() with W the unsigned word of es bytes (1, 2, 4 or 8)
+// and returns true; false for other sizes.
+template <typename Typed>
+bool with_word_of_size(size_t es, Typed&& typed) {
   switch (es) {
-    case 1: return typed.template operator()<uint8_t>();
-    case 2: return typed.template operator()<uint16_t>();
-    case 4: return typed.template operator()<uint32_t>();
-    case 8: return typed.template operator()<uint64_t>();
-    default:
-      for (int64_t j = 0; j < n; ++j)
-        std::memcpy(dst + j * int64_t(es), src_first - j * int64_t(es), es);
+    case 1: typed.template operator()<uint8_t>(); return true;
+    case 2: typed.template operator()<uint16_t>(); return true;
+    case 4: typed.template operator()<uint32_t>(); return true;
+    case 8: typed.template operator()<uint64_t>(); return true;
+    default: return false;
   }
+}
+
+// dst[j] = src_first[-j] for j < n: a row reversed (src_first is the source element that
+// lands at dst[0]); typed moves for the usual element sizes (tensor data is aligned to its
+// element size).
+inline void reverse_row(char* dst, const char* src_first, int64_t n, size_t es) {
+  if (with_word_of_size(es, [&]<typename W>() {
+        W* d = reinterpret_cast<W*>(dst);
+        const W* s = reinterpret_cast<const W*>(src_first);
+        for (int64_t j = 0; j < n; ++j) d[j] = s[-j];
+      }))
+    return;
+  for (int64_t j = 0; j < n; ++j)
+    std::memcpy(dst + j * int64_t(es), src_first - j * int64_t(es), es);
 }
 
 // dst[j] = value for j < n, value being es bytes.
 inline void fill_row(char* dst, const char* value, int64_t n, size_t es) {
-  auto typed = [&]<typename W>() {
-    W v;
-    std::memcpy(&v, value, sizeof(W));
-    std::fill(reinterpret_cast<W*>(dst), reinterpret_cast<W*>(dst) + n, v);
-  };
-  switch (es) {
-    case 1: return typed.template operator()<uint8_t>();
-    case 2: return typed.template operator()<uint16_t>();
-    case 4: return typed.template operator()<uint32_t>();
-    case 8: return typed.template operator()<uint64_t>();
-    default:
-      for (int64_t j = 0; j < n; ++j) std::memcpy(dst + j * int64_t(es), value, es);
-  }
+  if (with_word_of_size(es, [&]<typename W>() {
+        W v;
+        std::memcpy(&v, value, sizeof(W));
+        std::fill(reinterpret_cast<W*>(dst), reinterpret_cast<W*>(dst) + n, v);
+      }))
+    return;
+  for (int64_t j = 0; j < n; ++j) std::memcpy(dst + j * int64_t(es), value, es);
 }
 
 }  // namespace kiln::cpu
