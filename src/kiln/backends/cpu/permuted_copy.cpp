@@ -123,9 +123,9 @@ auto vector_tile() {
 template <typename E>
 void copy_tiles(const E* src, E* dst, const Dim& inner, const Dim& across,
                 const std::vector<Dim>& outer, int64_t numel) {
-  constexpr int64_t kEdge = sizeof(E) == 2 ? 16 : std::max<int64_t>(8, 64 / int64_t(sizeof(E)));
+  // A cache line of values (16 for the vector tiles' 2- and 4-byte values), at least 8.
+  constexpr int64_t kEdge = sizeof(E) == 1 ? 64 : sizeof(E) == 8 ? 8 : 16;
   const auto tile = vector_tile<E>();
-  static_assert(sizeof(E) > 4 || sizeof(E) == 1 || kEdge == 16, "vector tiles are 16 x 16");
   const int64_t bands = (across.size + kEdge - 1) / kEdge;
   for_pieces(count(outer) * bands, numel, [&](int64_t b, int64_t e) {
     OuterWalk w(outer, b / bands);
@@ -158,6 +158,8 @@ bool copy_as(const Tensor& src, const Tensor& dst, std::vector<Dim> dims) {
   dims.pop_back();
   const int64_t numel = dst.numel();
   if (inner.src == 1) {
+    // Runs shorter than a cache line: the generic loop is as fast as a memcpy call per run.
+    if (inner.size * int64_t(sizeof(E)) < 64) return false;
     copy_runs(s, d, inner, dims, numel);
     return true;
   }
