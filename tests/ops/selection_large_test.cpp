@@ -158,5 +158,48 @@ TEST(SelectionLarge, CumsumAndCumprodAlongEveryDim) {
   }
 }
 
+// max / min with indices and argmax / argmin along a leading dim (the column-block path)
+// and the last dim, with ties (the first extremum wins) and NaN (the first NaN wins), threaded
+// sizes, keepdim, against a scan written here.
+TEST(SelectionLarge, ExtremaWithIndicesAlongEveryDim) {
+  const Shape shape = {3, 300, 70};
+  const int64_t n = 3 * 300 * 70;
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    v[size_t(i)] = double((i * 53) % 17) + ((i % 331) == 7 ? NAN : 0.0);
+  for (DType dt : {DType::F32, DType::BF16, DType::I64}) {
+    std::vector<double> vv = v;
+    if (dt == DType::I64)
+      for (double& e : vv) e = std::isnan(e) ? -3.0 : e;
+    Tensor x = tensor_from(vv, shape).to(dt);
+    for (int64_t dim = 0; dim < 3; ++dim) {
+      for (bool is_max : {true, false}) {
+        SCOPED_TRACE(std::string(dtype_name(dt)) + " dim " + std::to_string(dim) +
+                     (is_max ? " max" : " min"));
+        int64_t inner = 1;
+        for (int64_t k = dim + 1; k < 3; ++k) inner *= shape[size_t(k)];
+        const int64_t L = shape[size_t(dim)], outer = n / (L * inner);
+        auto [vals, idx] = is_max ? max(x, dim, true) : min(x, dim, true);
+        const Tensor arg = is_max ? argmax(x, dim) : argmin(x, dim);
+        const std::vector<double> gv = vals.to_vector<double>(), gi = idx.to_vector<double>();
+        const std::vector<double> ga = arg.to_vector<double>();
+        for (int64_t o = 0; o < outer; ++o)
+          for (int64_t c = 0; c < inner; ++c) {
+            double best = vv[size_t(o * L * inner + c)];
+            int64_t bi = 0;
+            for (int64_t j = 1; j < L && !std::isnan(best); ++j) {
+              const double e = vv[size_t((o * L + j) * inner + c)];
+              if (std::isnan(e) || (is_max ? e > best : e < best)) best = e, bi = j;
+            }
+            const size_t k = size_t(o * inner + c);
+            ASSERT_EQ(int64_t(gi[k]), bi) << o << " " << c;
+            ASSERT_EQ(int64_t(ga[k]), bi) << o << " " << c;
+            ASSERT_TRUE(std::isnan(best) ? std::isnan(gv[k]) : gv[k] == best) << o << " " << c;
+          }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kiln::test

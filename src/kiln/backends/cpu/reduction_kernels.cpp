@@ -211,9 +211,91 @@ void logsumexp_kernel(OpCall& call) {
 // max.dim / min.dim (outs: values, indices) and argmax / argmin (outs: indices). The index
 // counts the reduced elements in row-major order (the flat index when reducing all dims);
 // the first extremum wins and the first NaN beats everything.
+// arg_kernel over one dim of a contiguous input with contiguous outputs ([outer, L, inner]),
+// in threaded units: a line when the dim is the last, else blocks of adjacent columns that
+// keep their running extremum while the lines are read in order (contiguous loads; the
+// generic loop walked each column with a stride: max(dim=0) of [2048, 2048] float32 took
+// 18.6 ms against PyTorch's 12). Same rules: the first extremum wins, the first NaN beats
+// everything.
+template <bool kMax, bool kValues, typename T>
+bool arg_one_dim(OpCall& call) {
+  using C = opmath_t<T>;
+  const Tensor& in = call.inputs[0];
+  const auto& dims = call.ints_attr(0);
+  if (dims.size() != 1 || in.dim() < 2 || in.numel() == 0 || !in.is_contiguous()) return false;
+  for (const Tensor& o : call.outs)
+    if (!o.is_contiguous()) return false;
+  const int64_t d = wrap_dim(dims[0], in.dim());
+  int64_t inner = 1;
+  for (int64_t k = d + 1; k < in.dim(); ++k) inner *= in.size(k);
+  const int64_t L = in.size(d), outer = in.numel() / (L * inner);
+  const T* src = static_cast<const T*>(in.raw_data());
+  int64_t* idx_dst = static_cast<int64_t*>(call.outs[kValues ? 1 : 0].raw_data());
+  T* val_dst = static_cast<T*>(call.outs[0].raw_data());
+  constexpr int64_t kBlock = 256;
+  const int64_t blocks = (inner + kBlock - 1) / kBlock, units = outer * blocks;
+  auto unit = [&](int64_t u) {
+    const int64_t o = u / blocks, c0 = u % blocks * kBlock, w = std::min(kBlock, inner - c0);
+    const T* base = src + o * L * inner + c0;
+    if (inner == 1) {  // the last dim: one contiguous line, the running extremum in registers
+      C b = C(base[0]);
+      int64_t bi = 0;
+      bool nan = false;
+      if constexpr (std::is_floating_point_v<C>) nan = std::isnan(b);
+      for (int64_t j = 1; j < L && !nan; ++j) {
+        const C x = C(base[j]);
+        bool take = kMax ? x > b : x < b;
+        if constexpr (std::is_floating_point_v<C>) {
+          if (std::isnan(x)) take = nan = true;
+        }
+        if (take) b = x, bi = j;
+      }
+      idx_dst[o] = bi;
+      if constexpr (kValues) val_dst[o] = T(b);
+      return;
+    }
+    C best[kBlock];
+    int64_t best_i[kBlock];
+    bool is_nan[kBlock];
+    for (int64_t i = 0; i < w; ++i) {
+      best[i] = C(base[i]);
+      best_i[i] = 0;
+      if constexpr (std::is_floating_point_v<C>) is_nan[i] = std::isnan(best[i]);
+      else is_nan[i] = false;
+    }
+    for (int64_t j = 1; j < L; ++j) {
+      const T* line = base + j * inner;
+      for (int64_t i = 0; i < w; ++i) {
+        const C x = C(line[i]);
+        if (is_nan[i]) continue;
+        bool take = kMax ? x > best[i] : x < best[i];
+        if constexpr (std::is_floating_point_v<C>) {
+          if (std::isnan(x)) take = is_nan[i] = true;
+        }
+        if (take) {
+          best[i] = x;
+          best_i[i] = j;
+        }
+      }
+    }
+    for (int64_t i = 0; i < w; ++i) {
+      idx_dst[o * inner + c0 + i] = best_i[i];
+      if constexpr (kValues) val_dst[o * inner + c0 + i] = T(best[i]);
+    }
+  };
+  if (units > 1 && in.numel() >= (int64_t(1) << 15)) detail::parallel_chunks(units, unit);
+  else for (int64_t u = 0; u < units; ++u) unit(u);
+  return true;
+}
+
 template <bool kMax, bool kValues>
 void arg_kernel(OpCall& call) {
   const Tensor& in = call.inputs[0];
+  bool done = false;
+  KILN_DISPATCH_ALL(in.dtype(), call.op->name.c_str(), [&]<typename T>() {
+    done = arg_one_dim<kMax, kValues, T>(call);
+  });
+  if (done) return;
   std::vector<const Tensor*> outs;
   for (const auto& o : call.outs) outs.push_back(&o);
   ReduceGeometry g = reduce_geometry(in, call.ints_attr(0), call.bool_attr(1), outs);
