@@ -414,6 +414,15 @@ __all__ += ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d"
 _INTERPOLATING = ("linear", "bilinear", "bicubic", "trilinear")
 
 
+def _per_spatial_dim(value, nd, cast, mismatch):
+    """One entry per spatial dim: a list / tuple of nd entries, or one value repeated."""
+    if isinstance(value, (list, tuple)):
+        if len(value) != nd:
+            raise ValueError(mismatch)
+        return [cast(v) for v in value]
+    return [cast(value)] * max(nd, 0)
+
+
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     """torch.nn.functional.interpolate: modes nearest, nearest-exact, linear (3-d input),
@@ -433,29 +442,19 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise ValueError("only one of size or scale_factor should be defined")
     if size is None and scale_factor is None:
         raise ValueError("either size or scale_factor should be defined")
-    sizes, scales = [], []
+    spatial = list(input.shape[2:])
     if size is not None:
-        if isinstance(size, (list, tuple)):
-            if len(size) != nd:
-                raise ValueError(f"Input and output must have the same number of spatial "
-                                 f"dimensions, but got input with spatial dimensions of "
-                                 f"{list(input.shape[2:])} and output size of {size}. Please "
-                                 f"provide input tensor in (N, C, d1, d2, ...,dK) format and "
-                                 f"output size in (o1, o2, ...,oK) format.")
-            sizes = [int(v) for v in size]
-        else:
-            sizes = [int(size)] * max(nd, 0)
+        sizes, scales = _per_spatial_dim(
+            size, nd, int, f"Input and output must have the same number of spatial dimensions, "
+            f"but got input with spatial dimensions of {spatial} and output size of {size}. "
+            f"Please provide input tensor in (N, C, d1, d2, ...,dK) format and output size in "
+            f"(o1, o2, ...,oK) format."), []
     else:
-        if isinstance(scale_factor, (list, tuple)):
-            if len(scale_factor) != nd:
-                raise ValueError(f"Input and scale_factor must have the same number of spatial "
-                                 f"dimensions, but got input with spatial dimensions of "
-                                 f"{list(input.shape[2:])} and scale_factor of shape "
-                                 f"{scale_factor}. Please provide input tensor in (N, C, d1, d2, "
-                                 f"...,dK) format and scale_factor in (s1, s2, ...,sK) format.")
-            scales = [float(v) for v in scale_factor]
-        else:
-            scales = [float(scale_factor)] * max(nd, 0)
+        sizes, scales = [], _per_spatial_dim(
+            scale_factor, nd, float, f"Input and scale_factor must have the same number of "
+            f"spatial dimensions, but got input with spatial dimensions of {spatial} and "
+            f"scale_factor of shape {scale_factor}. Please provide input tensor in (N, C, d1, d2, "
+            f"...,dK) format and scale_factor in (s1, s2, ...,sK) format.")
     return _nn.interpolate(input, sizes, scales, mode, align_corners, recompute_scale_factor)
 
 
