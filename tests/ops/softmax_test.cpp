@@ -182,6 +182,36 @@ TEST_P(Softmax, LeadingDimsInTiles) {
   }
 }
 
+// exp(x - max) far below float32's normal range (subnormal results, then 0), beside NaN-free
+// ordinary values, in rows long enough for every vector path: each value within float32's
+// smallest normal of the float64 reference (the ISA levels may give the subnormal or 0), and
+// never NaN or infinite.
+TEST_P(Softmax, ExponentsBelowTheNormalRange) {
+  const std::vector<double> far = {0, -1, -50, -86, -87.5, -88, -90, -100, -103.5, -103.97,
+                                   -104, -104.5, -150, -1e4, -1e30, -kInf};
+  for (int64_t len : {int64_t(16), int64_t(40), int64_t(257)}) {
+    std::vector<double> v(size_t(3 * len));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = far[i % far.size()] + (i / len == 1 ? 30.0 : 0.0);
+    Tensor x = make(v, {3, len}, DType::F32, device());
+    for (bool log : {false, true}) {
+      Tensor y = log ? log_softmax(x, -1) : softmax(x, -1);
+      std::vector<double> got = values(y), want = ref_softmax(values(x), {3, len}, -1, log);
+      for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_FALSE(std::isnan(got[i])) << len << " " << i;
+        if (log && std::isinf(want[i])) {
+          EXPECT_EQ(got[i], want[i]) << len << " " << i;
+          continue;
+        }
+        ASSERT_TRUE(std::isfinite(got[i])) << len << " " << i;
+        const double tol = log ? 1e-5 * std::max(1.0, std::abs(want[i]))
+                               : 1e-6 * want[i] + 1.2e-38;
+        EXPECT_NEAR(got[i], want[i], tol) << (log ? "log_softmax " : "softmax ") << len << " at "
+                                          << i << " of " << v[i];
+      }
+    }
+  }
+}
+
 }  // namespace
 
 KILN_INSTANTIATE_ON_EACH_DEVICE(Softmax);

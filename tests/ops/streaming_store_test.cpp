@@ -5,7 +5,7 @@
 // Covers the unit-stride elementwise loop, the broadcast (masked) loop, the vectorised unary
 // path (float32 and bfloat16), contiguous copies with source and destination at different
 // offsets within a cache line, uint8 and float64 outputs, in-place ops (no streaming), and
-// the row kernels at the same sizes (softmax, log_softmax, layer_norm: ordinary stores).
+// the row kernels at the same sizes (softmax, log_softmax, layer_norm, rms_norm).
 #include <cmath>
 
 #include "kiln/nn/functional.h"
@@ -125,33 +125,48 @@ TEST(ElementwiseLargeStreaming, InPlaceOpsStillCorrect) {
   }
 }
 
-// softmax, log_softmax and layer_norm on float32 outputs of 16 MiB and up (the sizes where
-// they once streamed their rows out):
-// every row against float64 math, rows of 1024 and of an odd length.
-TEST(ElementwiseLargeStreaming, SoftmaxAndLayerNormRows) {
-  for (int64_t len : {int64_t(1024), int64_t(1031)}) {
+// softmax, log_softmax, layer_norm and rms_norm on float32 outputs of 16 MiB and up (the norms
+// write their rows with streaming stores, decision 0027): every row against float64 math.
+// Rows of 1024 (aligned), 1031 (each row starts at a different offset within a cache line:
+// the unaligned head and the overlapping tail), 17 (streamed on AVX2, too short on AVX-512)
+// and 5003.
+TEST(ElementwiseLargeStreaming, SoftmaxAndNormRows) {
+  for (int64_t len : {int64_t(1024), int64_t(1031), int64_t(17), int64_t(5003)}) {
     const int64_t rows = detail::kStreamingStoreBytes / (4 * len) + 5;
-    std::vector<double> xv = random_values(size_t(rows * len), -6, 6, 51);
+    std::vector<double> xv = random_values(size_t(rows * len), -6, 6, uint32_t(51 + len));
     Tensor x = make(xv, {rows, len}, DType::F32, kCpu);
     std::vector<double> xf = values(x);
     std::vector<double> sm = values(softmax(x, -1)), lsm = values(log_softmax(x, -1));
     std::vector<double> ln = values(nn::functional::layer_norm(x, {len}));
-    Tensor w = full({len}, 1.5, TensorOptions(DType::F32, kCpu)), b = full({len}, 0.25, TensorOptions(DType::F32, kCpu));
+    const TensorOptions f32(DType::F32, kCpu);
+    Tensor w = full({len}, 1.5, f32), b = full({len}, 0.25, f32);
     std::vector<double> ln_affine = values(nn::functional::layer_norm(x, {len}, w, b));
+    std::vector<double> ln_w = values(nn::functional::layer_norm(x, {len}, w));
+    std::vector<double> ln_b = values(nn::functional::layer_norm(x, {len}, Tensor(), b));
+    std::vector<double> rms = values(nn::functional::rms_norm(x, {len}, w, 1e-6));
+    const std::string at_len = " len " + std::to_string(len) + " at ";
     for (int64_t r = 0; r < rows; ++r) {
       const double* row = xf.data() + r * len;
-      double m = row[0], mean = 0, var = 0, sum = 0;
+      double m = row[0], mean = 0, var = 0, sum = 0, sq = 0;
       for (int64_t j = 0; j < len; ++j) m = std::max(m, row[j]), mean += row[j];
       mean /= double(len);
-      for (int64_t j = 0; j < len; ++j) sum += std::exp(row[j] - m), var += (row[j] - mean) * (row[j] - mean);
+      for (int64_t j = 0; j < len; ++j) {
+        sum += std::exp(row[j] - m);
+        var += (row[j] - mean) * (row[j] - mean);
+        sq += row[j] * row[j];
+      }
       const double rstd = 1.0 / std::sqrt(var / double(len) + 1e-5);
+      const double rrms = 1.0 / std::sqrt(sq / double(len) + 1e-6);
       for (int64_t j = 0; j < len; ++j) {
         const size_t at = size_t(r * len + j);
-        const double p = std::exp(row[j] - m) / sum;
-        ASSERT_NEAR(sm[at], p, 1e-6 * p + 1e-12) << "softmax len " << len << " at " << at;
-        ASSERT_NEAR(lsm[at], row[j] - m - std::log(sum), 1e-5) << "log_softmax at " << at;
-        ASSERT_NEAR(ln[at], (row[j] - mean) * rstd, 1e-5) << "layer_norm at " << at;
-        ASSERT_NEAR(ln_affine[at], (row[j] - mean) * rstd * 1.5 + 0.25, 2e-5) << "affine at " << at;
+        const double p = std::exp(row[j] - m) / sum, z = (row[j] - mean) * rstd;
+        ASSERT_NEAR(sm[at], p, 1e-6 * p + 1e-12) << "softmax" << at_len << at;
+        ASSERT_NEAR(lsm[at], row[j] - m - std::log(sum), 1e-5) << "log_softmax" << at_len << at;
+        ASSERT_NEAR(ln[at], z, 1e-5) << "layer_norm" << at_len << at;
+        ASSERT_NEAR(ln_affine[at], z * 1.5 + 0.25, 2e-5) << "affine" << at_len << at;
+        ASSERT_NEAR(ln_w[at], z * 1.5, 2e-5) << "weight only" << at_len << at;
+        ASSERT_NEAR(ln_b[at], z + 0.25, 2e-5) << "bias only" << at_len << at;
+        ASSERT_NEAR(rms[at], row[j] * rrms * 1.5, 2e-5) << "rms_norm" << at_len << at;
       }
     }
   }

@@ -9,6 +9,7 @@
 #include "isa/vec_math.h"
 #include "kiln/core/convert.h"
 #include "kiln/dispatch/registry.h"
+#include "kiln/tensor/streaming_store.h"
 
 namespace kiln::cpu {
 namespace {
@@ -17,10 +18,16 @@ template <typename T>
 using stat_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
 // Calls row(r) for every row, in parallel for large inputs.
+// Runs row(r) for every row over the threads; each thread fences its streaming stores (if
+// any) before the region ends.
 template <typename F>
 void for_rows(int64_t rows, int64_t len, F&& row) {
-#pragma omp parallel for schedule(static) if (rows > 1 && rows * len >= (int64_t(1) << 15))
-  for (int64_t r = 0; r < rows; ++r) row(r);
+#pragma omp parallel if (rows > 1 && rows * len >= (int64_t(1) << 15))
+  {
+#pragma omp for schedule(static) nowait
+    for (int64_t r = 0; r < rows; ++r) row(r);
+    detail::stream_fence();
+  }
 }
 
 template <typename T, bool kLayer>
@@ -40,9 +47,12 @@ void norm_kernel(OpCall& call) {
   T* dst = static_cast<T*>(call.outs[0].raw_data());
   S* mean_out = kLayer ? static_cast<S*>(call.outs[1].raw_data()) : nullptr;
   S* rstd_out = static_cast<S*>(call.outs[kLayer ? 2 : 1].raw_data());
-  // Writes row r's normalised values to out. Large outputs too take ordinary stores: rows
-  // normalised in a buffer and streamed out (streaming_store.h) measured slower (27-28
-  // against 31-32 GB/s for [65536, 1024], kiln bench, both forms in one session).
+  // Writes row r's normalised values to out: float32 outputs far beyond the cache with
+  // non-temporal stores interleaved with the write pass (decision 0027; rows normalised in a
+  // buffer and streamed out in one burst measured slower, 27-28 against 31-32 GB/s for
+  // [65536, 1024]).
+  const bool stream = call.outs[0].nbytes() >= size_t(detail::kStreamingStoreBytes) &&
+                      (dst + rows * len <= src || src + rows * len <= dst);
   auto row_into = [&](int64_t r, T* out) {
     const T* in = src + r * len;
     double mean = 0, m2 = 0;
@@ -84,7 +94,7 @@ void norm_kernel(OpCall& call) {
     if constexpr (std::is_same_v<T, float>) {
       // This file is baseline (SSE2) code: the write pass takes the ISA level's vectors.
       if (const VecNormAffineF32 affine = vec_math_f32().norm_affine) {
-        affine(in, out, len, sm, sr, wp, bp);
+        affine(in, out, len, sm, sr, wp, bp, stream);
         return;
       }
     }
@@ -145,7 +155,7 @@ bool norm_bf16_via_f32(OpCall& call) {
     const float sm = float(mean), sr = float(rstd);
     const float* wp = wv.empty() ? nullptr : wv.data();
     const float* bp = bv.empty() ? nullptr : bv.data();
-    vm.norm_affine(v, v, len, sm, sr, wp, bp);
+    vm.norm_affine(v, v, len, sm, sr, wp, bp, false);
     vm.narrow_bf16(v, dst + r * len, len);
   });
   return true;

@@ -58,7 +58,10 @@ bool vectorised_softmax(const Tensor& in, const Tensor& out, int64_t dim, bool l
   // separate bursts. Streaming each row during the next row's passes (stores interleaved
   // with the loads, two row buffers) was tried in session 7 and not kept: against this loop,
   // alternating in one process, rows of 1024 and 1040 ran 30% faster but 512, 2048 and 4096
-  // 2-6% slower and 256 20% slower.
+  // 2-6% slower and 256 20% slower. Session 9 (decision 0027): the last pass streaming its
+  // stores directly (the exponentials kept in an L1 scratch row) ran no faster either,
+  // 35 against 35-36 GB/s for [65536, 1024] and 29 against 34 for [16384, 4096]: the row's
+  // exp, not memory, bounds this loop (2.8 values per ns on one core with the row in cache).
 #pragma omp parallel for schedule(static) if (rows > 1 && in.numel() >= (int64_t(1) << 15))
   for (int64_t r = 0; r < rows; ++r) row(src + r * len, dst + r * len, len, log);
   return true;

@@ -40,9 +40,12 @@ using VecAddBf16 = void (*)(const uint16_t* a, const uint16_t* b, uint16_t* out,
 
 // out[i] = (in[i] - mean) * rstd * w[i] + b[i] (w and / or b may be null: factor 1, term 0),
 // the last step a fused multiply-add: the write pass of layer_norm / rms_norm (float32 rows,
-// and bfloat16 rows widened to float32; in == out allowed).
+// and bfloat16 rows widened to float32; in == out allowed unless stream). stream: the row is
+// written with non-temporal stores (outputs far beyond the cache, see
+// kiln/tensor/streaming_store.h), and the caller calls detail::stream_fence() after its last
+// row.
 using VecNormAffineF32 = void (*)(const float* in, float* out, int64_t n, float mean,
-                                  float rstd, const float* w, const float* b);
+                                  float rstd, const float* w, const float* b, bool stream);
 
 struct VecMathF32 {
   VecUnaryF32 exp = nullptr, log = nullptr, tanh = nullptr, sigmoid = nullptr, silu = nullptr,

@@ -9,6 +9,7 @@
 #define VW 8
 #define VLOAD(p) _mm256_loadu_ps(p)
 #define VSTORE(p, v) _mm256_storeu_ps((p), (v))
+#define VSTREAM(p, v) _mm256_stream_ps((p), (v))
 #define VSET1(x) _mm256_set1_ps(x)
 #define VADD(a, b) _mm256_add_ps((a), (b))
 #define VSUB(a, b) _mm256_sub_ps((a), (b))

@@ -10,6 +10,7 @@
 #define VW 16
 #define VLOAD(p) _mm512_loadu_ps(p)
 #define VSTORE(p, v) _mm512_storeu_ps((p), (v))
+#define VSTREAM(p, v) _mm512_stream_ps((p), (v))
 #define VSET1(x) _mm512_set1_ps(x)
 #define VADD(a, b) _mm512_add_ps((a), (b))
 #define VSUB(a, b) _mm512_sub_ps((a), (b))
@@ -26,6 +27,7 @@
 #define VROUND(a) _mm512_roundscale_ps((a), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 #define VPOW2I(n) \
   _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23))
+#define VSCALEF(a, n) _mm512_scalef_ps((a), (n))
 #define VFLOOR(a) _mm512_roundscale_ps((a), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)
 #define VTOINT(a) _mm512_cvttps_epi32(a)
 // table[idx] for a 32-entry table (two registers) and indices in [0, 32).
