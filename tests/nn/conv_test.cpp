@@ -42,6 +42,10 @@ const std::vector<Conv2dCase> kCases = {
     {2, 4, 6, 7, 4, 3, 3, 2, 2, 1, 1, 1, 1, 4},             // depthwise
     {3, 5, 4, 4, 7, 1, 1},                                  // 1x1 (the im2col-free path)
     {1, 2, 11, 3, 3, 5, 1, 3, 1, 2, 0, 2, 1},               // tall kernel, stride 3
+    {3, 5, 7, 6, 7, 1, 1, 2, 2},                            // 1x1 stride 2, odd height
+    {2, 6, 9, 5, 8, 1, 1, 3, 2},                            // 1x1 strides 3 and 2
+    {2, 5, 6, 6, 4, 1, 1, 2, 2, 1, 1},                      // 1x1 stride 2, padded
+    {2, 4, 9, 9, 16, 5, 5, 2, 2, 2, 2},                     // first layer (4 channels)
 };
 
 TEST(Conv2d, MatchesDirectSumInFloat64AndFloat32) {
@@ -98,6 +102,57 @@ TEST(Conv1d, SameValidUnbatchedAndDilation) {
   Tensor one = F::conv1d(x.select(0, 0), w, b, {2}, 1);
   Tensor batched = F::conv1d(x, w, b, {2}, 1);
   expect_values(one, {4, 5}, batched.select(0, 0).contiguous().to_vector<double>(), 1e-15);
+}
+
+// Strided 1x1 convolutions without padding in 1, 2 and 3 spatial dims (oneDNN gathers the
+// strided pixels and convolves at stride 1, decision 0028), bfloat16 and float32, with bias,
+// against a float64 sum over the channels of the picked pixels.
+TEST(ConvPointwise, StridedWithoutPaddingInEveryRank) {
+  const int64_t N = 2, C = 6, O = 5;
+  for (int64_t rank : {1, 2, 3}) {
+    const std::vector<int64_t> in_sizes = {7, 6, 5}, steps = {2, 3, 2};
+    Shape xs{N, C}, ws{O, C}, ys{N, O};
+    std::vector<int64_t> stride;
+    for (int64_t d = 0; d < rank; ++d) {
+      xs.push_back(in_sizes[size_t(d)]);
+      ws.push_back(1);
+      ys.push_back((in_sizes[size_t(d)] - 1) / steps[size_t(d)] + 1);
+      stride.push_back(steps[size_t(d)]);
+    }
+    int64_t xn = 1, yn = 1;
+    for (int64_t v : xs) xn *= v;
+    for (int64_t v : ys) yn *= v;
+    for (DType t : {DType::BF16, DType::F32}) {
+      Tensor x = f64v(rand_vals(size_t(xn), 11), xs).to(t), w = f64v(rand_vals(size_t(O * C), 12), ws).to(t);
+      Tensor b = f64v(rand_vals(size_t(O), 13), {O}).to(t);
+      Tensor y = rank == 1   ? F::conv1d(x, w, b, stride)
+                 : rank == 2 ? F::conv2d(x, w, b, stride)
+                             : F::conv3d(x, w, b, stride);
+      ASSERT_EQ(y.shape(), ys);
+      auto xv = x.to(DType::F64).to_vector<double>(), wv = w.to(DType::F64).to_vector<double>();
+      auto bv = b.to(DType::F64).to_vector<double>();
+      std::vector<double> want(static_cast<size_t>(yn));
+      const int64_t in_px = xn / (N * C), out_px = yn / (N * O);
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t o = 0; o < O; ++o)
+          for (int64_t p = 0; p < out_px; ++p) {
+            // The output pixel's coordinates, times the strides, index the input pixel.
+            int64_t rest = p, at = 0, scale = 1;
+            for (int64_t d = rank - 1; d >= 0; --d) {
+              const int64_t osz = ys[size_t(2 + d)], coord = rest % osz;
+              rest /= osz;
+              at += coord * stride[size_t(d)] * scale;
+              scale *= xs[size_t(2 + d)];
+            }
+            double acc = bv[size_t(o)];
+            for (int64_t c = 0; c < C; ++c)
+              acc += wv[size_t(o * C + c)] * xv[size_t((n * C + c) * in_px + at)];
+            want[size_t((n * O + o) * out_px + p)] = acc;
+          }
+      expect_values(y.to(DType::F64), ys, want, t == DType::BF16 ? 2e-2 : 2e-5,
+                    "rank " + std::to_string(rank) + " " + std::string(dtype_name(t)));
+    }
+  }
 }
 
 const std::vector<Conv2dCase> kTransposedCases = {

@@ -18,9 +18,11 @@
 #include "kiln/tensor/tensor.h"
 #include "kiln/tensor/tensor_impl.h"
 
+#include "kiln/tensor/empty.h"
 #include "onednn_packed_weights.h"
 #include "onednn_plan_cache.h"
 #include "onednn_runtime.h"
+#include "permuted_copy.h"
 
 namespace kiln::cpu {
 
@@ -39,6 +41,9 @@ struct ConvPlan {
   dnnl::primitive prim;
   memory::desc src_plain, dst_plain, w_plain;
   bool reorder_src = false, reorder_dst = false;
+  // The nhwc result is moved to the NCHW output by kiln's tiled copy (copy_permuted) rather
+  // than oneDNN's reorder: [16, 64, 112, 112] 7.2 -> 3.4 ms in float32 (decision 0028).
+  bool dst_by_copy = false;
   dnnl::reorder src_in, dst_out;
 };
 
@@ -102,19 +107,51 @@ std::shared_ptr<ConvPlan> make_plan(const OpCall& call) {
   }
   plan->w_plain = memory::desc(wdims, dt, wstrides);
   const auto any = memory::format_tag::any;
-  // Activation layout: 1x1 convolutions and first layers (at most 4 input channels per
-  // group, ungrouped) run fastest on kiln's own NC[D]HW layout (oneDNN's im2col + sgemm path,
-  // no reorders: 0.56-0.77x torch 2.13 in decision 0016's measurements); the others let oneDNN
-  // pick its blocked layout (brgconv / depthwise kernels) and pay one reorder each way.
+  // Activation layout: 1x1 convolutions run fastest on kiln's own NC[D]HW layout (oneDNN's
+  // im2col + sgemm path, no reorders: 0.56-0.77x torch 2.13 in decision 0016's measurements);
+  // the others let oneDNN pick its blocked layout (brgconv / depthwise kernels) and pay one
+  // reorder each way. First layers (at most 4 input channels, 2-D) take nhwc with a reorder
+  // each way: ResNet-50's stem [16, 3, 224, 224] ran 20.1 -> 14.0 ms in bfloat16 and 27.0 ->
+  // 22.9 ms in float32 (decision 0028).
   bool one_by_one = true;
   for (int64_t i = 2; i < w.dim(); ++i) one_by_one = one_by_one && w.size(i) == 1;
+  const bool plain_layer = !transposed && groups == 1;
+  const bool first_layer = plain_layer && !one_by_one && w.size(1) <= 4 && nd == 4;
   // Channels-last activations are used as they are: oneDNN's kernels run on nhwc directly.
-  const bool plain_act =
-      nhwc || (!transposed && groups == 1 && (one_by_one || w.size(1) <= 4));
+  const bool plain_act = nhwc || (plain_layer && one_by_one);
+  memory::dims strides(call.ints_attr(0).begin(), call.ints_attr(0).end());
+  // A strided 1x1 convolution without padding on NC[D]HW bfloat16 reads every stride-th
+  // pixel: the reorder gathers them (the source described with its strides times the
+  // convolution's) and the convolution runs at stride 1, where oneDNN's bfloat16 path is
+  // faster (decision 0028: [16, 512, 28, 28] -> 1024 at stride 2, 15.2 -> 9.2 ms).
+  bool gather = plain_act && !nhwc && dt == memory::data_type::bf16;
+  for (int64_t i = 0; i < nd - 2; ++i)
+    gather = gather && call.ints_attr(1)[size_t(i)] == 0;
+  bool strided = false;
+  for (int64_t st : strides) strided = strided || st > 1;
+  gather = gather && strided;
   memory::desc src_any = plain_act ? plan->src_plain : memory::desc(to_dims(x.shape()), dt, any);
   memory::desc dst_any = plain_act ? plan->dst_plain : memory::desc(to_dims(y.shape()), dt, any);
+  if (first_layer) {
+    src_any = memory::desc(to_dims(x.shape()), dt, memory::format_tag::nhwc);
+    dst_any = memory::desc(to_dims(y.shape()), dt, memory::format_tag::nhwc);
+  }
+  if (gather) {
+    // x[:, :, ::s, ::s] as a strided view of x's memory; the convolution's source is that
+    // view made dense.
+    memory::dims sub = to_dims(y.shape());
+    memory::dims view_strides(static_cast<size_t>(nd), 0);
+    sub[1] = x.size(1);
+    int64_t stride = 1;
+    for (int64_t i = nd - 1; i >= 0; --i) {
+      view_strides[size_t(i)] = stride * (i >= 2 ? strides[size_t(i - 2)] : 1);
+      stride *= x.size(i);
+    }
+    plan->src_plain = memory::desc(sub, dt, view_strides);
+    src_any = memory::desc(sub, dt, plain_tag(nd));
+    std::fill(strides.begin(), strides.end(), 1);
+  }
   memory::desc w_any(wdims, dt, any);
-  memory::dims strides(call.ints_attr(0).begin(), call.ints_attr(0).end());
   memory::dims padding(call.ints_attr(1).begin(), call.ints_attr(1).end());
   memory::dims dilation;
   for (int64_t d : call.ints_attr(2)) dilation.push_back(d - 1);  // oneDNN counts the gaps
@@ -148,6 +185,7 @@ std::shared_ptr<ConvPlan> make_plan(const OpCall& call) {
   }
   plan->reorder_src = plan->pd.src_desc() != plan->src_plain;
   plan->reorder_dst = plan->pd.dst_desc() != plan->dst_plain;
+  plan->dst_by_copy = first_layer && plan->reorder_dst && plan->pd.dst_desc() == dst_any;
   if (plan->reorder_src)
     plan->src_in = dnnl::reorder(
         dnnl::reorder::primitive_desc(eng, plan->src_plain, eng, plan->pd.src_desc()));
@@ -185,7 +223,15 @@ bool onednn_convolution(OpCall& call) {
     memory weights = onednn_packed_weight(call.inputs[1], "conv|" + key, plan->w_plain,
                                           plan->pd.weights_desc(), s);
     memory dst_user(plan->dst_plain, onednn_engine(), call.outs[0].raw_data());
-    memory dst = plan->reorder_dst
+    Tensor nhwc_out;  // dst_by_copy: the result in nhwc, a kiln tensor for copy_permuted
+    if (plan->dst_by_copy) {
+      const Tensor& y = call.outs[0];
+      const int64_t c = y.size(1), h = y.size(2), w = y.size(3);
+      nhwc_out = empty_strided_tensor(y.shape(), {h * w * c, 1, w * c, c}, dt, y.device());
+    }
+    memory dst = plan->dst_by_copy
+                     ? memory(plan->pd.dst_desc(), onednn_engine(), nhwc_out.raw_data())
+                 : plan->reorder_dst
                      ? onednn_thread_memory(plan->pd.dst_desc(), OnednnBuffer::Destination)
                      : dst_user;
     std::unordered_map<int, memory> args{
@@ -196,7 +242,12 @@ bool onednn_convolution(OpCall& call) {
     memory scratch = onednn_scratchpad(plan->pd.scratchpad_desc());
     args[DNNL_ARG_SCRATCHPAD] = scratch;
     plan->prim.execute(s, args);
-    if (plan->reorder_dst) plan->dst_out.execute(s, dst, dst_user);
+    if (plan->dst_by_copy) {
+      s.wait();
+      if (!copy_permuted(nhwc_out, call.outs[0])) plan->dst_out.execute(s, dst, dst_user);
+    } else if (plan->reorder_dst) {
+      plan->dst_out.execute(s, dst, dst_user);
+    }
     s.wait();
   } catch (const dnnl::error&) {
     return false;  // no oneDNN implementation for this case: kiln's own kernel runs
