@@ -42,6 +42,8 @@ const std::vector<Conv2dCase> kCases = {
     {2, 4, 6, 7, 4, 3, 3, 2, 2, 1, 1, 1, 1, 4},             // depthwise
     {3, 5, 4, 4, 7, 1, 1},                                  // 1x1 (the im2col-free path)
     {1, 2, 11, 3, 3, 5, 1, 3, 1, 2, 0, 2, 1},               // tall kernel, stride 3
+    {1, 8, 9, 10, 6, 1, 1},                                 // 1x1, over 64 output pixels
+    {2, 6, 20, 18, 5, 1, 1, 2, 2},                          // 1x1 stride 2, 90 pixels
     {3, 5, 7, 6, 7, 1, 1, 2, 2},                            // 1x1 stride 2, odd height
     {2, 6, 9, 5, 8, 1, 1, 3, 2},                            // 1x1 strides 3 and 2
     {2, 5, 6, 6, 4, 1, 1, 2, 2, 1, 1},                      // 1x1 stride 2, padded
@@ -110,7 +112,7 @@ TEST(Conv1d, SameValidUnbatchedAndDilation) {
 TEST(ConvPointwise, StridedWithoutPaddingInEveryRank) {
   const int64_t N = 2, C = 6, O = 5;
   for (int64_t rank : {1, 2, 3}) {
-    const std::vector<int64_t> in_sizes = {7, 6, 5}, steps = {2, 3, 2};
+    const std::vector<int64_t> in_sizes = {8, 6, 4}, steps = {2, 3, 2};
     Shape xs{N, C}, ws{O, C}, ys{N, O};
     std::vector<int64_t> stride;
     for (int64_t d = 0; d < rank; ++d) {

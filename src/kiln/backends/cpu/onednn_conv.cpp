@@ -110,13 +110,18 @@ std::shared_ptr<ConvPlan> make_plan(const OpCall& call) {
   // Activation layout: 1x1 convolutions run fastest on kiln's own NC[D]HW layout (oneDNN's
   // im2col + sgemm path, no reorders: 0.56-0.77x torch 2.13 in decision 0016's measurements);
   // the others let oneDNN pick its blocked layout (brgconv / depthwise kernels) and pay one
-  // reorder each way. First layers (at most 4 input channels, 2-D) take nhwc with a reorder
-  // each way: ResNet-50's stem [16, 3, 224, 224] ran 20.1 -> 14.0 ms in bfloat16 and 27.0 ->
-  // 22.9 ms in float32 (decision 0028).
+  // reorder each way. Two kinds of 2-D layer take nhwc instead, with a reorder each way
+  // (decision 0028): first layers (at most 4 input channels; ResNet-50's stem [16, 3, 224,
+  // 224] 20.1 -> 14.0 ms in bfloat16, 27.0 -> 22.9 ms in float32) and 1x1 layers with at most
+  // 64 output pixels per image, whose per-image GEMM is too narrow for oneDNN's plain path
+  // (512 -> 2048 channels at 7 x 7, batch 16: 6.3 -> 4.7 ms bfloat16, 11.4 -> 9.3 ms float32).
   bool one_by_one = true;
   for (int64_t i = 2; i < w.dim(); ++i) one_by_one = one_by_one && w.size(i) == 1;
+  int64_t out_pixels = 1;
+  for (int64_t i = 2; i < nd; ++i) out_pixels *= y.size(i);
   const bool plain_layer = !transposed && groups == 1;
-  const bool first_layer = plain_layer && !one_by_one && w.size(1) <= 4 && nd == 4;
+  const bool via_nhwc = !nhwc && nd == 4 && plain_layer &&
+                        (one_by_one ? out_pixels <= 64 : w.size(1) <= 4);
   // Channels-last activations are used as they are: oneDNN's kernels run on nhwc directly.
   const bool plain_act = nhwc || (plain_layer && one_by_one);
   memory::dims strides(call.ints_attr(0).begin(), call.ints_attr(0).end());
@@ -130,26 +135,33 @@ std::shared_ptr<ConvPlan> make_plan(const OpCall& call) {
   bool strided = false;
   for (int64_t st : strides) strided = strided || st > 1;
   gather = gather && strided;
-  memory::desc src_any = plain_act ? plan->src_plain : memory::desc(to_dims(x.shape()), dt, any);
+  memory::dims src_dims = to_dims(x.shape());
+  memory::desc src_any = plain_act ? plan->src_plain : memory::desc(src_dims, dt, any);
   memory::desc dst_any = plain_act ? plan->dst_plain : memory::desc(to_dims(y.shape()), dt, any);
-  if (first_layer) {
-    src_any = memory::desc(to_dims(x.shape()), dt, memory::format_tag::nhwc);
-    dst_any = memory::desc(to_dims(y.shape()), dt, memory::format_tag::nhwc);
-  }
   if (gather) {
     // x[:, :, ::s, ::s] as a strided view of x's memory; the convolution's source is that
-    // view made dense.
+    // view made dense. oneDNN 2.6 refuses a view whose extent along a dim (size x stride)
+    // passes the next outer stride, which happens for odd sizes: those keep the stride.
     memory::dims sub = to_dims(y.shape());
-    memory::dims view_strides(static_cast<size_t>(nd), 0);
     sub[1] = x.size(1);
+    memory::dims view_strides(static_cast<size_t>(nd), 0);
     int64_t stride = 1;
     for (int64_t i = nd - 1; i >= 0; --i) {
       view_strides[size_t(i)] = stride * (i >= 2 ? strides[size_t(i - 2)] : 1);
       stride *= x.size(i);
     }
-    plan->src_plain = memory::desc(sub, dt, view_strides);
-    src_any = memory::desc(sub, dt, plain_tag(nd));
-    std::fill(strides.begin(), strides.end(), 1);
+    for (int64_t i = 1; i < nd; ++i)
+      gather = gather && view_strides[size_t(i - 1)] >= view_strides[size_t(i)] * sub[size_t(i)];
+    if (gather) {
+      src_dims = sub;
+      plan->src_plain = memory::desc(src_dims, dt, view_strides);
+      src_any = memory::desc(src_dims, dt, plain_tag(nd));
+      std::fill(strides.begin(), strides.end(), 1);
+    }
+  }
+  if (via_nhwc) {
+    src_any = memory::desc(src_dims, dt, memory::format_tag::nhwc);
+    dst_any = memory::desc(to_dims(y.shape()), dt, memory::format_tag::nhwc);
   }
   memory::desc w_any(wdims, dt, any);
   memory::dims padding(call.ints_attr(1).begin(), call.ints_attr(1).end());
@@ -185,7 +197,7 @@ std::shared_ptr<ConvPlan> make_plan(const OpCall& call) {
   }
   plan->reorder_src = plan->pd.src_desc() != plan->src_plain;
   plan->reorder_dst = plan->pd.dst_desc() != plan->dst_plain;
-  plan->dst_by_copy = first_layer && plan->reorder_dst && plan->pd.dst_desc() == dst_any;
+  plan->dst_by_copy = via_nhwc && plan->reorder_dst && plan->pd.dst_desc() == dst_any;
   if (plan->reorder_src)
     plan->src_in = dnnl::reorder(
         dnnl::reorder::primitive_desc(eng, plan->src_plain, eng, plan->pd.src_desc()));
