@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <iterator>
+#include <limits>
 
 #include "kiln/ops/normalization.h"
 #include "kiln/tensor/memory_format.h"
@@ -101,6 +102,42 @@ TEST(ElementwiseLargeBfloat16, BinaryAndTernaryOpsRoundOnceInEveryLayout) {
   Tensor z = x.clone();
   add_(z, y);
   expect_each(z, [&](size_t i) { return fx(i) + fy(i); }, "add_ in place");
+}
+
+// The register paths of sub / mul / div (two unit-stride arrays) and mul by one value
+// (x * scale, scale * x): bit for bit the float32 op rounded once, signed zeros, infinities
+// and NaN included (a +0.0 shift in place of -0.0 would turn -0 * 3 into +0).
+TEST(ElementwiseLargeBfloat16, BinaryFastPathsKeepSignsAndSpecials) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  std::vector<double> xv = bf16_values(5000, -6, 6, 31), yv = bf16_values(5000, -3, 3, 32);
+  const std::vector<double> sx = {0.0, -0.0, inf, -inf, nan, 1.5, -0.0, 0.0, 2.0, -inf};
+  const std::vector<double> sy = {-0.0, 3.0, 0.0, -2.0, 1.0, 0.0, -0.0, -inf, nan, inf};
+  for (size_t i = 0; i < sx.size(); ++i) xv[i * 97] = sx[i], yv[i * 97] = sy[i];
+  Tensor x = bf16_tensor(xv, {50, 100}), y = bf16_tensor(yv, {50, 100});
+  auto expect_bits = [&](const Tensor& got, auto&& fn, const std::string& what) {
+    std::vector<double> g = got.to_vector<double>();
+    ASSERT_EQ(g.size(), xv.size()) << what;
+    for (size_t i = 0; i < g.size(); ++i) {
+      const double want = bf16_round(fn(float(xv[i]), float(yv[i])));
+      if (std::isnan(want)) {
+        ASSERT_TRUE(std::isnan(g[i])) << what << " at " << i;
+        continue;
+      }
+      ASSERT_EQ(g[i], want) << what << " at " << i << ": " << xv[i] << ", " << yv[i];
+      ASSERT_EQ(std::signbit(g[i]), std::signbit(want)) << what << " sign at " << i;
+    }
+  };
+  expect_bits(sub(x, y), [](float a, float b) { return a - b; }, "sub");
+  expect_bits(mul(x, y), [](float a, float b) { return a * b; }, "mul");
+  expect_bits(div(x, y), [](float a, float b) { return a / b; }, "div");
+  expect_bits(sub(x, y, 2), [](float a, float b) { return a - 2.0f * b; }, "sub alpha 2");
+  expect_bits(pow(x, 2.0), [](float a, float) { return a * a; }, "pow 2");
+  for (double scale : {3.0, -0.125, 0.0, -0.0}) {
+    Tensor sc = bf16_tensor({scale}, {});
+    const float f = float(scale);
+    expect_bits(mul(x, sc), [f](float a, float) { return a * f; }, "x * " + std::to_string(scale));
+    expect_bits(mul(sc, x), [f](float a, float) { return f * a; }, std::to_string(scale) + " * x");
+  }
 }
 
 // addcmul(shift, x, scale) with value 1 and per-channel or single-value shift / scale (eval

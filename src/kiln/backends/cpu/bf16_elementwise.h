@@ -54,12 +54,16 @@ float apply_strided(const std::array<char*, NIn + 1>& p, const std::array<int64_
 // registers instead of widening blocks into buffers (bit-identical to f):
 //   MulAdd  f(a, b, c) == a + b * c: runs where a and one of b, c are one value or
 //           per-channel (eval-mode batch norm: shift + x * scale) use muladd_bf16;
-//   Add     f(a, b) == a + b: runs of two unit-stride arrays (residual adds) use add_bf16.
-enum class Bf16Fast { None, MulAdd, Add };
+//   Add, Sub, Mul, Div  f(a, b) == a op b: runs of two unit-stride arrays (residual adds,
+//           products of activations) use add_bf16 / sub_bf16 / mul_bf16 / div_bf16;
+//           Mul by one value along the run (x * scale) uses muladd_bf16 with a -0.0 shift
+//           (-0.0 + y == y for every y, the sign of a zero included).
+enum class Bf16Fast { None, MulAdd, Add, Sub, Mul, Div };
 template <size_t NIn, typename F, Bf16Fast kFast = Bf16Fast::None>
 bool bf16_elementwise(const Tensor& out, const std::array<const Tensor*, NIn>& ins, F& f) {
   static_assert(kFast != Bf16Fast::MulAdd || NIn == 3, "MulAdd needs f(a, b, c) = a + b * c");
-  static_assert(kFast != Bf16Fast::Add || NIn == 2, "Add needs f(a, b) = a + b");
+  static_assert(kFast == Bf16Fast::None || kFast == Bf16Fast::MulAdd || NIn == 2,
+                "Add / Sub / Mul / Div need f(a, b) = a op b");
   using bf16_detail::kBlock;
   const VecMathF32& vm = vec_math_f32();
   if (!vm.widen_bf16 || !vm.narrow_bf16) return false;
@@ -111,13 +115,31 @@ bool bf16_elementwise(const Tensor& out, const std::array<const Tensor*, NIn>& i
       return;
     }
     BFloat16* o = reinterpret_cast<BFloat16*>(p[0]);
-    if constexpr (kFast == Bf16Fast::Add) {
-      if (vm.add_bf16 && s[1] == kEs && s[2] == kEs && invariant[0].empty() &&
-          invariant[1].empty()) {
-        const uint16_t* a = reinterpret_cast<const uint16_t*>(p[1]);
-        const uint16_t* b = reinterpret_cast<const uint16_t*>(p[2]);
+    if constexpr (kFast == Bf16Fast::Add || kFast == Bf16Fast::Sub || kFast == Bf16Fast::Mul ||
+                  kFast == Bf16Fast::Div) {
+      const VecAddBf16 op = kFast == Bf16Fast::Add   ? vm.add_bf16
+                            : kFast == Bf16Fast::Sub ? vm.sub_bf16
+                            : kFast == Bf16Fast::Mul ? vm.mul_bf16
+                                                     : vm.div_bf16;
+      const uint16_t* a = reinterpret_cast<const uint16_t*>(p[1]);
+      const uint16_t* b = reinterpret_cast<const uint16_t*>(p[2]);
+      if (op && s[1] == kEs && s[2] == kEs && invariant[0].empty() && invariant[1].empty()) {
         auto fast = [&](BFloat16* dst, int64_t j, int64_t len) {
-          vm.add_bf16(a + j, b + j, reinterpret_cast<uint16_t*>(dst), len);
+          op(a + j, b + j, reinterpret_cast<uint16_t*>(dst), len);
+        };
+        if (stream) detail::run_streamed(o, n, fast);
+        else fast(o, 0, n);
+        return;
+      }
+      if (kFast == Bf16Fast::Mul && vm.muladd_bf16 && (s[1] == 0) != (s[2] == 0) &&
+          invariant[0].empty() && invariant[1].empty()) {
+        // x * scale, scale one value: -0.0 + x * scale in registers (muladd_bf16).
+        const bool a_scalar = s[1] == 0;
+        const uint16_t* x = a_scalar ? b : a;
+        const float scale = float(*reinterpret_cast<const BFloat16*>(a_scalar ? p[1] : p[2]));
+        const float shift = -0.0f;
+        auto fast = [&](BFloat16* dst, int64_t j, int64_t len) {
+          vm.muladd_bf16(x + j, &scale, 0, &shift, 0, reinterpret_cast<uint16_t*>(dst), len);
         };
         if (stream) detail::run_streamed(o, n, fast);
         else fast(o, 0, n);

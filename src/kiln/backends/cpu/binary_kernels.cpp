@@ -17,7 +17,11 @@ using C_t = opmath_t<T>;
   KILN_THROW(NotImplementedError, "\"", call.op->name, "\" not implemented for '", dtype_name(t), "'");
 }
 
-struct Add;  // below; binary_kernel gives it a bfloat16 fast path
+struct Add;  // Add, Sub, Mul, DivMode: below; binary_kernel gives them bfloat16 fast paths
+struct Sub;
+struct Mul;
+template <int kMode>
+struct DivMode;
 struct Pow;  // below; binary_kernel gives it branch-free loops for a constant exponent
 
 // out = F::apply(a, b, call) in the compute type.
@@ -42,6 +46,11 @@ void binary_kernel(OpCall& call) {
         // took 1.35 ms against 0.48 for PyTorch); here the test is made once.
         if (b.numel() == 1) {
           const C y = C(*static_cast<const T*>(b.raw_data()));
+          if constexpr (std::is_same_v<T, BFloat16>) {
+            auto g = [](C x, C z) { return x * z; };  // x * x: mul_bf16 in registers
+            if (y == C(2) && bf16_elementwise<2, decltype(g), Bf16Fast::Mul>(out, {&a, &a}, g))
+              return;
+          }
           if (y == C(2)) return run([](C x, C) { return x * x; });
           if (y == C(3)) return run([](C x, C) { return x * x * x; });
           if (y == C(1)) return run([](C x, C) { return x; });
@@ -49,12 +58,23 @@ void binary_kernel(OpCall& call) {
         }
       }
       if constexpr (std::is_same_v<T, BFloat16>) {
-        if constexpr (std::is_same_v<F, Add>) {
-          // alpha 1: x + alpha * y is x + y exactly, which add_bf16 computes in registers.
+        if constexpr (std::is_same_v<F, Add> || std::is_same_v<F, Sub>) {
+          // alpha 1: x +- alpha * y is x +- y exactly, which add_bf16 / sub_bf16 compute in
+          // registers.
           if (call.scalar_attr(0).to<C>() == C(1)) {
-            auto g = [](C x, C y) { return x + y; };
-            if (bf16_elementwise<2, decltype(g), Bf16Fast::Add>(out, {&a, &b}, g)) return;
+            constexpr bool kAdd = std::is_same_v<F, Add>;
+            auto g = [](C x, C y) { return kAdd ? x + y : x - y; };
+            constexpr Bf16Fast kFast = kAdd ? Bf16Fast::Add : Bf16Fast::Sub;
+            if (bf16_elementwise<2, decltype(g), kFast>(out, {&a, &b}, g)) return;
           }
+        }
+        if constexpr (std::is_same_v<F, Mul>) {
+          auto g = [](C x, C y) { return x * y; };
+          if (bf16_elementwise<2, decltype(g), Bf16Fast::Mul>(out, {&a, &b}, g)) return;
+        }
+        if constexpr (std::is_same_v<F, DivMode<0>>) {
+          auto g = [](C x, C y) { return x / y; };
+          if (bf16_elementwise<2, decltype(g), Bf16Fast::Div>(out, {&a, &b}, g)) return;
         }
         if (bf16_elementwise<2>(out, {&a, &b}, f)) return;
       }

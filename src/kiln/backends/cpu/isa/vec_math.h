@@ -35,7 +35,8 @@ using VecNarrowBf16 = void (*)(const float* in, uint16_t* out, int64_t n);
 using VecMulAddBf16 = void (*)(const uint16_t* x, const float* mul, int64_t mul_step,
                                const float* add, int64_t add_step, uint16_t* out, int64_t n);
 
-// out[i] = bfloat16(float(a[i]) + float(b[i])), converted in registers (residual adds).
+// out[i] = bfloat16(float(a[i]) op float(b[i])) for op +, -, *, /, converted in registers
+// (residual adds, products of activations): bit-identical to the float32 op on widened blocks.
 using VecAddBf16 = void (*)(const uint16_t* a, const uint16_t* b, uint16_t* out, int64_t n);
 
 // out[i] = (in[i] - mean) * rstd * w[i] + b[i] (w and / or b may be null: factor 1, term 0),
@@ -57,7 +58,7 @@ struct VecMathF32 {
   VecWidenBf16 widen_bf16 = nullptr;
   VecNarrowBf16 narrow_bf16 = nullptr;
   VecMulAddBf16 muladd_bf16 = nullptr;
-  VecAddBf16 add_bf16 = nullptr;
+  VecAddBf16 add_bf16 = nullptr, sub_bf16 = nullptr, mul_bf16 = nullptr, div_bf16 = nullptr;
   VecNormAffineF32 norm_affine = nullptr;
 };
 
