@@ -73,7 +73,10 @@ std::string plan_key(const OpCall& call) {
   return k;
 }
 
-std::shared_ptr<ConvPlan> make_plan(const OpCall& call) {
+// rewrite: allow the layout rewrites of decision 0028 (nhwc for first and small 1x1 layers, the
+// gathered source of strided 1x1 layers); a plan oneDNN cannot make with them is made again
+// without (see onednn_convolution).
+std::shared_ptr<ConvPlan> make_plan(const OpCall& call, bool rewrite) {
   const Tensor& x = call.inputs[0];
   const Tensor& w = call.inputs[1];
   const Tensor& y = call.outs[0];
@@ -120,7 +123,7 @@ std::shared_ptr<ConvPlan> make_plan(const OpCall& call) {
   int64_t out_pixels = 1;
   for (int64_t i = 2; i < nd; ++i) out_pixels *= y.size(i);
   const bool plain_layer = !transposed && groups == 1;
-  const bool via_nhwc = !nhwc && nd == 4 && plain_layer &&
+  const bool via_nhwc = rewrite && !nhwc && nd == 4 && plain_layer &&
                         (one_by_one ? out_pixels <= 64 : w.size(1) <= 4);
   // Channels-last activations are used as they are: oneDNN's kernels run on nhwc directly.
   const bool plain_act = nhwc || (plain_layer && one_by_one);
@@ -129,7 +132,7 @@ std::shared_ptr<ConvPlan> make_plan(const OpCall& call) {
   // pixel: the reorder gathers them (the source described with its strides times the
   // convolution's) and the convolution runs at stride 1, where oneDNN's bfloat16 path is
   // faster (decision 0028: [16, 512, 28, 28] -> 1024 at stride 2, 15.2 -> 9.2 ms).
-  bool gather = plain_act && !nhwc && dt == memory::data_type::bf16;
+  bool gather = rewrite && plain_act && !nhwc && dt == memory::data_type::bf16;
   for (int64_t i = 0; i < nd - 2; ++i)
     gather = gather && call.ints_attr(1)[size_t(i)] == 0;
   bool strided = false;
@@ -224,7 +227,13 @@ bool onednn_convolution(OpCall& call) {
     return false;
   const std::string key = plan_key(call);
   try {
-    std::shared_ptr<ConvPlan> plan = g_plans.get(key, [&] { return make_plan(call); });
+    std::shared_ptr<ConvPlan> plan = g_plans.get(key, [&] {
+      try {
+        return make_plan(call, true);
+      } catch (const dnnl::error&) {
+        return make_plan(call, false);  // oneDNN's default layouts, as before decision 0028
+      }
+    });
     dnnl::stream& s = onednn_stream();
     memory src(plan->src_plain, onednn_engine(), const_cast<void*>(x.raw_data()));
     if (plan->reorder_src) {
