@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kiln/ops/normalization.h"
 #include "ops/test_util.h"
 
 namespace kiln::test {
@@ -117,6 +118,36 @@ TEST(ReductionLarge, FullReductionAndTransposedInputAgree) {
   expect_near_all(b, a.to_vector<double>(), 1e-6, 1e-5, "transposed");
   Tensor c = sum(x.t(), {1}, false);
   expect_near_all(c, a.to_vector<double>(), 1e-6, 1e-5, "strided view");
+}
+
+// float32 values whose squared deviations pass float32's range (|x| up to 3e20): std, the
+// 2-norm and layer_norm hold their float64 values (the variance itself, 1e40, is infinite in
+// float32 for var as for PyTorch). The vector path sums squares in float lanes and must fall
+// back to double lanes there.
+TEST(ReductionLarge, SquaredDeviationsBeyondFloat32) {
+  const Device cpu(DeviceType::CPU, 0);
+  std::vector<double> vals = random_values(4096, -3e20, 3e20, 21);
+  Tensor x = make(vals, {4, 1024}, DType::F32, cpu);
+  const std::vector<double> xf = values(x);
+  const std::vector<double> sd = values(std(x, {1})), nrm = values(norm(x, 2, {1}));
+  const std::vector<double> ln =
+      values(std::get<0>(native_layer_norm(x, 1, Tensor(), Tensor(), 1e-5)));
+  for (int64_t r = 0; r < 4; ++r) {
+    double mean = 0, ss = 0, sq = 0;
+    for (int64_t j = 0; j < 1024; ++j) mean += xf[size_t(r * 1024 + j)];
+    mean /= 1024;
+    for (int64_t j = 0; j < 1024; ++j) {
+      const double v = xf[size_t(r * 1024 + j)];
+      ss += (v - mean) * (v - mean);
+      sq += v * v;
+    }
+    EXPECT_NEAR(sd[size_t(r)], std::sqrt(ss / 1023), 1e-5 * std::sqrt(ss / 1023)) << r;
+    EXPECT_NEAR(nrm[size_t(r)], std::sqrt(sq), 1e-5 * std::sqrt(sq)) << r;
+    const double rstd = 1 / std::sqrt(ss / 1024);
+    for (int64_t j = 0; j < 1024; j += 97)
+      EXPECT_NEAR(ln[size_t(r * 1024 + j)], (xf[size_t(r * 1024 + j)] - mean) * rstd, 1e-4)
+          << r << ", " << j;
+  }
 }
 
 }  // namespace

@@ -17,9 +17,8 @@ namespace {
 template <typename T>
 using stat_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
-// Calls row(r) for every row, in parallel for large inputs.
-// Runs row(r) for every row over the threads; each thread fences its streaming stores (if
-// any) before the region ends.
+// Calls row(r) for every row, in parallel for large inputs; each thread fences its streaming
+// stores (if any) before the region ends.
 template <typename F>
 void for_rows(int64_t rows, int64_t len, F&& row) {
 #pragma omp parallel if (rows > 1 && rows * len >= (int64_t(1) << 15))
