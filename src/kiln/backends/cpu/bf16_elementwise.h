@@ -117,7 +117,7 @@ bool bf16_elementwise(const Tensor& out, const std::array<const Tensor*, NIn>& i
     BFloat16* o = reinterpret_cast<BFloat16*>(p[0]);
     if constexpr (kFast == Bf16Fast::Add || kFast == Bf16Fast::Sub || kFast == Bf16Fast::Mul ||
                   kFast == Bf16Fast::Div) {
-      const VecAddBf16 op = kFast == Bf16Fast::Add   ? vm.add_bf16
+      const VecBinaryBf16 op = kFast == Bf16Fast::Add   ? vm.add_bf16
                             : kFast == Bf16Fast::Sub ? vm.sub_bf16
                             : kFast == Bf16Fast::Mul ? vm.mul_bf16
                                                      : vm.div_bf16;

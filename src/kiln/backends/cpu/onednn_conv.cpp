@@ -19,6 +19,7 @@
 #include "kiln/tensor/tensor_impl.h"
 
 #include "kiln/tensor/empty.h"
+#include "kiln/tensor/memory_format.h"
 #include "onednn_packed_weights.h"
 #include "onednn_plan_cache.h"
 #include "onednn_runtime.h"
@@ -247,8 +248,7 @@ bool onednn_convolution(OpCall& call) {
     Tensor nhwc_out;  // dst_by_copy: the result in nhwc, a kiln tensor for copy_permuted
     if (plan->dst_by_copy) {
       const Tensor& y = call.outs[0];
-      const int64_t c = y.size(1), h = y.size(2), w = y.size(3);
-      nhwc_out = empty_strided_tensor(y.shape(), {h * w * c, 1, w * c, c}, dt, y.device());
+      nhwc_out = empty_strided_tensor(y.shape(), channels_last_strides(y.shape()), dt, y.device());
     }
     memory dst = plan->dst_by_copy
                      ? memory(plan->pd.dst_desc(), onednn_engine(), nhwc_out.raw_data())

@@ -37,7 +37,7 @@ using VecMulAddBf16 = void (*)(const uint16_t* x, const float* mul, int64_t mul_
 
 // out[i] = bfloat16(float(a[i]) op float(b[i])) for op +, -, *, /, converted in registers
 // (residual adds, products of activations): bit-identical to the float32 op on widened blocks.
-using VecAddBf16 = void (*)(const uint16_t* a, const uint16_t* b, uint16_t* out, int64_t n);
+using VecBinaryBf16 = void (*)(const uint16_t* a, const uint16_t* b, uint16_t* out, int64_t n);
 
 // out[i] = (in[i] - mean) * rstd * w[i] + b[i] (w and / or b may be null: factor 1, term 0),
 // the last step a fused multiply-add: the write pass of layer_norm / rms_norm (float32 rows,
@@ -58,7 +58,7 @@ struct VecMathF32 {
   VecWidenBf16 widen_bf16 = nullptr;
   VecNarrowBf16 narrow_bf16 = nullptr;
   VecMulAddBf16 muladd_bf16 = nullptr;
-  VecAddBf16 add_bf16 = nullptr, sub_bf16 = nullptr, mul_bf16 = nullptr, div_bf16 = nullptr;
+  VecBinaryBf16 add_bf16 = nullptr, sub_bf16 = nullptr, mul_bf16 = nullptr, div_bf16 = nullptr;
   VecNormAffineF32 norm_affine = nullptr;
 };
 
