@@ -189,6 +189,9 @@ void bind_runtime(nb::module_& m) {
   m.def("_onednn_available", [] { return cpu::onednn_available(); });
   m.def("_onednn_enabled", [] { return cpu::onednn_enabled(); });
   m.def("_set_onednn_enabled", [](bool on) { cpu::set_onednn_enabled(on); }, nb::arg("on"));
+  m.def("_onednn_winograd_allowed", [] { return cpu::onednn_winograd_allowed(); });
+  m.def("_set_onednn_winograd_allowed", [](bool on) { cpu::set_onednn_winograd_allowed(on); },
+        nb::arg("on"));
   m.def("set_num_threads", [](int n) { kiln::set_num_threads(n); }, nb::arg("int"));
   m.def("get_num_threads", [] { return kiln::get_num_threads(); });
 

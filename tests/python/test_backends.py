@@ -73,3 +73,39 @@ def test_onednn_switch_and_products_either_way():
     finally:
         onednn.enabled = before
     assert onednn.enabled == before
+
+
+def test_winograd_switch_against_torch():
+    """A ResNet-50 3x3 layer (64 channels at 28 x 28, NCHW and channels-last) with Winograd
+    allowed and not: both within float32 tolerance of torch's direct convolution, and, where
+    oneDNN runs Winograd (AVX-512), different bits, so the switch is seen to act."""
+    import torch
+    onednn = kiln.backends.onednn
+    before = onednn.allow_winograd
+    assert before == (os.environ.get("KILN_WINOGRAD") != "0")
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(2, 64, 28, 28, generator=g)
+    w = torch.randn(96, 64, 3, 3, generator=g) * 0.05
+    b = torch.randn(96, generator=g)
+    want = torch.nn.functional.conv2d(x.double(), w.double(), b.double(), padding=1)
+    level = kiln.backends.cpu.get_cpu_capability()
+    runs_winograd = onednn.enabled and level in ("avx512", "avx512_vnni", "amx")
+    for channels_last in (False, True):
+        kx, kw = kiln.from_numpy(x.numpy()), kiln.from_numpy(w.numpy())
+        kb = kiln.from_numpy(b.numpy())
+        if channels_last:
+            kx = kx.contiguous(memory_format=kiln.channels_last)
+            kw = kw.contiguous(memory_format=kiln.channels_last)
+        got = {}
+        for allow in (True, False):
+            with onednn.flags(enabled=onednn.enabled, allow_winograd=allow):
+                assert onednn.allow_winograd is allow
+                got[allow] = kiln.nn.functional.conv2d(kx, kw, kb, padding=1).contiguous().numpy()
+            assert onednn.allow_winograd == before
+            np.testing.assert_allclose(got[allow], want.numpy(), rtol=1e-5, atol=1e-4)
+        assert (not np.array_equal(got[True], got[False])) == runs_winograd
+    onednn.allow_winograd = False
+    try:
+        assert onednn.allow_winograd is False
+    finally:
+        onednn.allow_winograd = before

@@ -11,4 +11,11 @@ bool onednn_available();           // built with oneDNN
 bool onednn_enabled();             // available and switched on
 void set_onednn_enabled(bool on);  // no effect on a build without oneDNN
 
+// Whether float32 3x3 stride-1 convolutions big enough to gain may run oneDNN's Winograd
+// kernels (decision 0030: 1.3-2.7x faster on ResNet-50's layers, results within a few float32
+// ulps of the output's scale instead of one or two), as torch.backends.cudnn.allow_tf32 trades
+// exactness for speed. On unless KILN_WINOGRAD=0 at start.
+bool onednn_winograd_allowed();
+void set_onednn_winograd_allowed(bool on);
+
 }  // namespace kiln::cpu

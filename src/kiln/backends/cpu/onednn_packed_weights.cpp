@@ -25,6 +25,27 @@ std::mutex g_mutex;
 std::unordered_map<std::string, PackedWeight> g_weights;
 constexpr size_t kMaxCached = 512;  // entries kept before the cache is reset
 
+// Reorders `from` into `to`. oneDNN's reorder into the Winograd weight format takes only the
+// plain (dense, row-major) layout, so a weight stored otherwise (channels-last) goes through
+// a plain copy first.
+void pack(dnnl::memory& from, dnnl::memory& to, dnnl::stream& stream) {
+  dnnl::reorder::primitive_desc direct;
+  try {
+    direct = dnnl::reorder::primitive_desc(from, to);
+  } catch (const dnnl::error&) {
+    const dnnl::memory::desc& user = from.get_desc();
+    const dnnl::memory::dims dims = user.dims();
+    dnnl::memory::dims strides(dims.size(), 1);
+    for (size_t i = dims.size(); i-- > 1;) strides[i - 1] = strides[i] * dims[i];
+    dnnl::memory plain(dnnl::memory::desc(dims, user.data_type(), strides), onednn_engine());
+    dnnl::reorder(from, plain).execute(stream, from, plain);
+    dnnl::reorder(plain, to).execute(stream, plain, to);
+    stream.wait();  // `plain` is freed on return
+    return;
+  }
+  dnnl::reorder(direct).execute(stream, from, to);
+}
+
 }  // namespace
 
 dnnl::memory onednn_packed_weight(const Tensor& weight, const std::string& layout_key,
@@ -44,7 +65,7 @@ dnnl::memory onednn_packed_weight(const Tensor& weight, const std::string& layou
       return it->second.packed;
   }
   dnnl::memory packed_mem(packed, onednn_engine());
-  dnnl::reorder(user_mem, packed_mem).execute(stream, user_mem, packed_mem);
+  pack(user_mem, packed_mem, stream);
   stream.wait();
   std::lock_guard<std::mutex> lock(g_mutex);
   // Drop the packed copies of weights that no longer exist, so they do not hold memory.

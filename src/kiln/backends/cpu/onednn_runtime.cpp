@@ -19,6 +19,14 @@ std::atomic<bool>& onednn_switch() {
   }()};
   return on;
 }
+// On unless KILN_WINOGRAD=0 at start; switched by set_onednn_winograd_allowed.
+std::atomic<bool>& winograd_switch() {
+  static std::atomic<bool> on{[] {
+    const char* v = std::getenv("KILN_WINOGRAD");
+    return !(v && std::strcmp(v, "0") == 0);
+  }()};
+  return on;
+}
 }  // namespace
 
 bool onednn_available() {
@@ -34,6 +42,12 @@ bool onednn_enabled() {
 }
 
 void set_onednn_enabled(bool on) { onednn_switch().store(on, std::memory_order_relaxed); }
+
+bool onednn_winograd_allowed() { return winograd_switch().load(std::memory_order_relaxed); }
+
+void set_onednn_winograd_allowed(bool on) {
+  winograd_switch().store(on, std::memory_order_relaxed);
+}
 
 #ifndef KILN_HAVE_DNNL
 
