@@ -199,7 +199,9 @@ def build_tables(R):
         rows.append(row)
     if rows:
         out.append(("GEMM: GFLOP/s (int8: GOP/s); kiln vs oneDNN (sgemm / matmul with prepacked "
-                    "weights) vs PyTorch vs the unit's peak; 'kiln own kernels': kiln with oneDNN "
+                    "weights) vs PyTorch vs the unit's peak; kiln's mm packs a B it sees again "
+                    "unchanged once (decision 0031), as Linear packs its weight; 'kiln own "
+                    "kernels': kiln with oneDNN "
                     "switched off (its blocked kernels, packing B on every call; 16+ rows only, "
                     "fewer rows run kiln's kernels either way)",
                     table(["case", "kiln", "dnnl sgemm", "dnnl matmul", "torch", "kiln/dnnl", "kiln/torch",

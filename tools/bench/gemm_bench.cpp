@@ -1,6 +1,7 @@
 // GEMM: kiln against oneDNN called directly (dnnl_sgemm, and the matmul primitive with
 // weights prepacked once) and against the unit's peak measured by the `peak` section.
-//  - square C = A @ B (kiln::mm) at opt.gemm_sizes, fp32 / bf16 / int8;
+//  - square C = A @ B (kiln::mm, which packs a B used again unchanged once: decision 0031) at
+//    opt.gemm_sizes, fp32 / bf16 / int8;
 //  - with 16+ rows, kiln again with oneDNN switched off ("own": kiln's blocked kernels, which
 //    pack B on every call, against the same oneDNN figures);
 //  - LLM shapes y = x @ W^T (kiln::linear, W stored [N, K] as nn.Linear keeps it), M = 1 and

@@ -5,6 +5,8 @@
 // off. KILN_ONEDNN=0 switches it off at start; set_onednn_enabled changes it at run time (each
 // op decides when it runs, so the next op sees the change). Switched off, every product and
 // convolution runs kiln's own kernels.
+#include <cstddef>
+
 namespace kiln::cpu {
 
 bool onednn_available();           // built with oneDNN
@@ -17,5 +19,12 @@ void set_onednn_enabled(bool on);  // no effect on a build without oneDNN
 // exactness for speed. On unless KILN_WINOGRAD=0 at start.
 bool onednn_winograd_allowed();
 void set_onednn_winograd_allowed(bool on);
+
+// The copies of weights kept in oneDNN's blocked layouts (Linear and convolution weights, a
+// matmul operand used again: decisions 0016, 0019, 0031), one per weight tensor and layout,
+// dropped when the weight is freed. How many there are now, and dropping them all (memory
+// pressure; they are made again on next use). Always 0 without oneDNN.
+size_t onednn_packed_weight_count();
+void onednn_clear_packed_weights();
 
 }  // namespace kiln::cpu

@@ -31,6 +31,9 @@ struct MatOperand {
   const char* data = nullptr;
   Strides batch;  // aligned with the output's batch dims; 0 where broadcast
   int64_t rs = 0, cs = 0;
+  // The operand's tensor when it is one matrix (2-D, no batch): oneDNN may cache a packed
+  // copy of a B used again (onednn_matmul.h).
+  const Tensor* tensor = nullptr;
 };
 
 struct Gemm {
@@ -60,6 +63,7 @@ MatOperand matrix(const Tensor& t, const Shape& batch) {
   op.batch.assign(st.begin(), st.end() - 2);
   op.rs = st[st.size() - 2];
   op.cs = st[st.size() - 1];
+  if (t.dim() == 2 && batch.empty()) op.tensor = &t;
   return op;
 }
 
@@ -161,6 +165,7 @@ void run_gemm_f32(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
   const float* B = reinterpret_cast<const float*>(g.b.data);
   const float* S = reinterpret_cast<const float*>(g.self.data);
   float* Cp = const_cast<float*>(reinterpret_cast<const float*>(g.c.data));
+  const Tensor* b_tensor = g.batch.empty() ? g.b.tensor : nullptr;
   // One batch dim (attention's [B*H] products) without self: a single batched oneDNN call.
   if (!use_self && g.batch.size() == 1 &&
       onednn_matmul_batched(DType::F32, g.batch[0], g.M, g.N, g.K, A, g.a.batch[0], g.a.rs,
@@ -171,10 +176,10 @@ void run_gemm_f32(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
                       [&](const std::array<int64_t, 4>& o) {
     float* c = Cp + o[2];
     if (bias_row && onednn_matmul(DType::F32, g.M, g.N, g.K, A + o[0], g.a.rs, g.a.cs, B + o[1],
-                                  g.b.rs, g.b.cs, c, g.c.rs, alpha, false, S + o[3]))
+                                  g.b.rs, g.b.cs, c, g.c.rs, alpha, false, S + o[3], b_tensor))
       return;  // the bias was added inside oneDNN
     if (!onednn_matmul(DType::F32, g.M, g.N, g.K, A + o[0], g.a.rs, g.a.cs, B + o[1], g.b.rs,
-                       g.b.cs, c, g.c.rs, alpha))
+                       g.b.cs, c, g.c.rs, alpha, false, nullptr, b_tensor))
       kernel(g.M, g.N, g.K, A + o[0], g.a.rs, g.a.cs, B + o[1], g.b.rs, g.b.cs, c, g.c.rs, alpha);
     if (use_self)
       for (int64_t i = 0; i < g.M; ++i)
@@ -242,6 +247,7 @@ void run_gemm_bf16(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
   const uint16_t* B = reinterpret_cast<const uint16_t*>(g.b.data);
   const BFloat16* S = reinterpret_cast<const BFloat16*>(g.self.data);
   BFloat16* Cp = const_cast<BFloat16*>(reinterpret_cast<const BFloat16*>(g.c.data));
+  const Tensor* b_tensor = g.batch.empty() ? g.b.tensor : nullptr;
   if (!use_self && g.c.cs == 1 && g.batch.size() == 1 &&
       onednn_matmul_batched(DType::BF16, g.batch[0], g.M, g.N, g.K, A, g.a.batch[0], g.a.rs,
                             g.a.cs, B, g.b.batch[0], g.b.rs, g.b.cs, Cp, g.c.batch[0], g.c.rs,
@@ -257,15 +263,16 @@ void run_gemm_bf16(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
     // with self (addmm: Linear's bias), it writes float32 sums and the loop below finishes.
     if (!use_self && g.c.cs == 1 &&
         onednn_matmul(DType::BF16, g.M, g.N, g.K, A + o[0], g.a.rs, g.a.cs, B + o[1], g.b.rs,
-                      g.b.cs, Cp + o[2], g.c.rs, alpha))
+                      g.b.cs, Cp + o[2], g.c.rs, alpha, false, nullptr, b_tensor))
       return;
     // Linear's bias (beta = 1, self one contiguous row): added inside oneDNN before rounding.
     if (use_self && beta == 1.0f && alpha == 1.0f && g.self.rs == 0 && g.self.cs == 1 && g.c.cs == 1 &&
         onednn_matmul(DType::BF16, g.M, g.N, g.K, A + o[0], g.a.rs, g.a.cs, B + o[1], g.b.rs,
-                      g.b.cs, Cp + o[2], g.c.rs, alpha, false, S + o[3]))
+                      g.b.cs, Cp + o[2], g.c.rs, alpha, false, S + o[3], b_tensor))
       return;
     if (!use_self || !onednn_matmul(DType::BF16, g.M, g.N, g.K, A + o[0], g.a.rs, g.a.cs,
-                                    B + o[1], g.b.rs, g.b.cs, acc, g.N, 1.0f, true))
+                                    B + o[1], g.b.rs, g.b.cs, acc, g.N, 1.0f, true, nullptr,
+                                    b_tensor))
       kernel(g.M, g.N, g.K, A + o[0], g.a.rs, g.a.cs, B + o[1], g.b.rs, g.b.cs, acc, g.N);
     BFloat16* c = Cp + o[2];
     // The plain product rounds a row at a time with the vector narrowing (a scalar loop here

@@ -87,4 +87,11 @@ size_t onednn_packed_weight_count() {
 }
 
 }  // namespace kiln::cpu
+#else  // without oneDNN nothing is ever packed
+
+namespace kiln::cpu {
+void onednn_clear_packed_weights() {}
+size_t onednn_packed_weight_count() { return 0; }
+}  // namespace kiln::cpu
+
 #endif  // KILN_HAVE_DNNL

@@ -8,6 +8,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "kiln/backends/cpu/onednn.h"
 #include "kiln/tensor/tensor.h"
 
 namespace kiln::cpu {
@@ -21,10 +22,7 @@ dnnl::memory onednn_packed_weight(const Tensor& weight, const std::string& layou
                                   const dnnl::memory::desc& user,
                                   const dnnl::memory::desc& packed, dnnl::stream& stream);
 
-// Drops every cached packed weight (tests; memory pressure).
-void onednn_clear_packed_weights();
-// How many packed weights are cached now (tests).
-size_t onednn_packed_weight_count();
+// onednn_clear_packed_weights / onednn_packed_weight_count: kiln/backends/cpu/onednn.h.
 
 }  // namespace kiln::cpu
 #endif  // KILN_HAVE_DNNL
