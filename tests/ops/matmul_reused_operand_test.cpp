@@ -1,7 +1,7 @@
 // A matrix product's B used again unchanged is packed once into oneDNN's blocked layout and
 // that copy reused (decision 0031). Every call must see B as it is now: changed in place, a new
-// tensor at a freed one's address, views at different offsets, transposed; float32, bfloat16
-// and addmm's bias row, against float64 products of the values actually multiplied. The
+// tensor at a freed one's address, views at different offsets, transposed; float32, bfloat16,
+// addmm's bias row and int_mm, against float64 products of the values actually multiplied. The
 // packed-copy count shows the cache at work (one copy per reused B, none for products of
 // fewer than 64 rows); without oneDNN, or with it switched off, nothing is packed.
 #include "kiln/backends/cpu/cpu_info.h"
@@ -92,6 +92,35 @@ TEST(MatmulReusedOperand, AddmmBiasRowAndBfloat16) {
   for (int i = 0; i < 3; ++i) expect_product(ab, bb, "bfloat16 call " + std::to_string(i));
   bb.mul_(full({1}, 0.5, TensorOptions(DType::BF16, kCpu)));
   expect_product(ab, bb, "bfloat16 after mul_");
+}
+
+// int_mm with a contiguous int8 B used again (the transposed-weight case is in
+// gemm_sizes_test.cpp): exact int32 sums on every call, before and after B changes in place.
+TEST(MatmulReusedOperand, IntMmContiguousB) {
+  cpu::onednn_clear_packed_weights();
+  const int64_t M = 80, N = 96, K = 320;
+  auto ints = [](size_t n, double lo, double hi, uint32_t seed) {
+    return random_values(n, lo, hi, seed, /*integers=*/true);
+  };
+  std::vector<double> av = ints(size_t(M * K), 0, 256, 50), bv = ints(size_t(K * N), -128, 128, 51);
+  Tensor a = tensor_from(av, {M, K}).to(DType::U8), b = tensor_from(bv, {K, N}).to(DType::I8);
+  auto check = [&](const std::string& what) {
+    const std::vector<double> got = values(int_mm(a, b));
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double want = 0;  // exact: |sum| < 2^53
+        for (int64_t k = 0; k < K; ++k) want += av[size_t(i * K + k)] * bv[size_t(k * N + j)];
+        ASSERT_EQ(got[size_t(i * N + j)], want) << what << " at " << i << ", " << j;
+      }
+  };
+  for (int i = 0; i < 3; ++i) check("call " + std::to_string(i));
+  // At the VNNI level oneDNN takes it and packs the reused B once.
+  const bool vnni = cpu::onednn_enabled() && cpu::isa_level() >= cpu::IsaLevel::Avx512Vnni;
+  EXPECT_EQ(cpu::onednn_packed_weight_count(), vnni ? 1u : 0u);
+  bv = ints(size_t(K * N), -128, 128, 52);
+  b.copy_(tensor_from(bv, {K, N}).to(DType::I8));
+  check("after copy_");
+  check("after copy_, again");
 }
 
 TEST(MatmulReusedOperand, FewRowsAreNotPacked) {

@@ -1,5 +1,6 @@
 // int_mm's oneDNN path (see onednn_int_mm.h). Plans are cached by signedness, shape and B's
-// layout; a transposed B (a weight) is packed once per weight tensor.
+// layout; a transposed B (a weight) is packed once per weight tensor, a contiguous B from its
+// second use unchanged (decision 0031).
 #include "onednn_int_mm.h"
 
 #include <memory>
@@ -28,13 +29,15 @@ struct IntMmPlan {
   dnnl::matmul::primitive_desc pd;
   dnnl::matmul prim;
   memory::desc a, b_plain, c;
+  memory::desc weights, scratchpad;  // pd's, queried once
 };
 
 OnednnPlanCache<IntMmPlan> g_plans;
 
 std::shared_ptr<IntMmPlan> plan_for(bool a_signed, int64_t M, int64_t N, int64_t K,
-                                    bool b_transposed) {
-  const std::string key = std::string(a_signed ? "s" : "u") + (b_transposed ? "t" : "n") + ',' +
+                                    bool b_transposed, bool packed_b) {
+  const std::string key = std::string(a_signed ? "s" : "u") + (b_transposed ? "t" : "n") +
+                          (packed_b ? "p" : "-") + ',' +
                           std::to_string(M) + ',' + std::to_string(N) + ',' + std::to_string(K);
   return g_plans.get(key, [&] {
     auto plan = std::make_shared<IntMmPlan>();
@@ -43,15 +46,18 @@ std::shared_ptr<IntMmPlan> plan_for(bool a_signed, int64_t M, int64_t N, int64_t
     plan->b_plain = memory::desc({K, N}, memory::data_type::s8,
                                  b_transposed ? memory::format_tag::ba : memory::format_tag::ab);
     plan->c = memory::desc({M, N}, memory::data_type::s32, memory::format_tag::ab);
-    // A weight (transposed B) in the layout oneDNN picks, packed once; a plain B as it lies.
+    // A weight (transposed or reused B) in the layout oneDNN picks, packed once; a plain B
+    // used once as it lies.
     const memory::desc b_desc =
-        b_transposed ? memory::desc({K, N}, memory::data_type::s8, memory::format_tag::any)
-                     : plan->b_plain;
+        packed_b ? memory::desc({K, N}, memory::data_type::s8, memory::format_tag::any)
+                 : plan->b_plain;
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     plan->pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(plan->a, b_desc, plan->c), attr,
                                             onednn_engine());
     plan->prim = dnnl::matmul(plan->pd);
+    plan->weights = plan->pd.weights_desc();
+    plan->scratchpad = plan->pd.scratchpad_desc();
     return plan;
   });
 }
@@ -65,19 +71,22 @@ bool onednn_int_mm(const Tensor& a, const Tensor& b, const Tensor& c) {
   if (isa_level() < IsaLevel::Avx512Vnni) return false;
   const bool b_transposed = !b.is_contiguous();
   try {
-    std::shared_ptr<IntMmPlan> plan = plan_for(a.dtype() == DType::I8, M, N, K, b_transposed);
+    const std::string b_key = "int_mm|" + std::to_string(a.dtype() == DType::I8) + ',' +
+                              std::to_string(N) + ',' + std::to_string(K) +
+                              (b_transposed ? "t" : "n");
+    const bool packed_b =
+        b_transposed || (M >= kOnednnPackMinRows && onednn_seen_unchanged(b, b_key));
+    std::shared_ptr<IntMmPlan> plan =
+        plan_for(a.dtype() == DType::I8, M, N, K, b_transposed, packed_b);
     dnnl::engine& eng = onednn_engine();
     dnnl::stream& s = onednn_stream();
-    const std::string b_key = "int_mm|" + std::to_string(a.dtype() == DType::I8) + ',' +
-                              std::to_string(N) + ',' + std::to_string(K);
-    memory weights =
-        b_transposed ? onednn_packed_weight(b, b_key, plan->b_plain, plan->pd.weights_desc(), s)
-                     : memory(plan->b_plain, eng, const_cast<void*>(b.raw_data()));
-    plan->prim.execute(s, {{DNNL_ARG_SRC, memory(plan->a, eng, const_cast<void*>(a.raw_data()))},
-                           {DNNL_ARG_WEIGHTS, weights},
-                           {DNNL_ARG_DST, memory(plan->c, eng, c.raw_data())},
-                           {DNNL_ARG_SCRATCHPAD, onednn_scratchpad(plan->pd.scratchpad_desc())}});
-    s.wait();
+    memory weights = packed_b ? onednn_packed_weight(b, b_key, plan->b_plain, plan->weights, s)
+                              : memory(plan->b_plain, eng, const_cast<void*>(b.raw_data()));
+    memory src(plan->a, eng, const_cast<void*>(a.raw_data())), dst(plan->c, eng, c.raw_data());
+    memory scratch = onednn_scratchpad(plan->scratchpad);
+    onednn_execute(plan->prim, s,
+                   {{DNNL_ARG_SRC, src.get()}, {DNNL_ARG_WEIGHTS, weights.get()},
+                    {DNNL_ARG_DST, dst.get()}, {DNNL_ARG_SCRATCHPAD, scratch.get()}});
   } catch (const dnnl::error&) {
     return false;  // no oneDNN implementation at this ISA cap: kiln's kernel runs
   }

@@ -13,7 +13,6 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
-#include <vector>
 
 #include "kiln/backends/cpu/cpu_info.h"
 #include "kiln/tensor/tensor.h"
@@ -49,15 +48,6 @@ struct MatmulPlan {
   memory::desc a, b, c, bias;  // b: B as the caller holds it (packed_b: pd's weights differ)
   memory::desc weights, scratchpad;  // pd's, queried once
 };
-
-// Runs the primitive with its arguments in an array (oneDNN's C call): the C++ API's
-// std::unordered_map of arguments, built and freed per call, cost about 0.3 us.
-void execute(const MatmulPlan& plan, dnnl::stream& s, std::vector<dnnl_exec_arg_t> args) {
-  dnnl::error::wrap_c_api(
-      dnnl_primitive_execute(plan.prim.get(), s.get(), int(args.size()), args.data()),
-      "could not execute a matmul");
-  s.wait();
-}
 
 OnednnPlanCache<MatmulPlan> g_plans;
 
@@ -103,35 +93,6 @@ std::shared_ptr<MatmulPlan> plan_for(memory::data_type dt, memory::data_type out
   });
 }
 
-// A B reused unchanged is packed once (decision 0031): oneDNN's brgemm given a plain B packs
-// its blocks inside every call, 3-5% of a float32 product at 256^3-2048^3 (bfloat16 up to 8%).
-// One-off operands (activations) are left alone: B is packed from its second use with the
-// same storage, offset, layout and version, and only for products of kPackMinRows+ rows.
-constexpr int64_t kPackMinRows = 64;
-
-struct Sighting {
-  std::weak_ptr<StorageImpl> storage;
-  uint64_t version = 0;
-};
-
-bool seen_unchanged(const Tensor& b, const std::string& layout) {
-  static std::mutex mutex;
-  static std::unordered_map<std::string, Sighting> seen;
-  constexpr size_t kMaxSightings = 256;  // forgotten all at once when full
-  const Storage& storage = b.impl()->storage();
-  const std::string key = layout + "|" +
-                          std::to_string(reinterpret_cast<uintptr_t>(storage.get())) + ":" +
-                          std::to_string(b.storage_offset());
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = seen.find(key);
-  if (it != seen.end() && it->second.storage.lock() == storage &&
-      it->second.version == b.version())
-    return true;
-  if (seen.size() >= kMaxSightings) seen.clear();
-  seen[key] = Sighting{storage, b.version()};
-  return false;
-}
-
 }  // namespace
 
 bool onednn_matmul(DType dtype, int64_t M, int64_t N, int64_t K, const void* A, int64_t a_rs,
@@ -145,12 +106,17 @@ bool onednn_matmul(DType dtype, int64_t M, int64_t N, int64_t K, const void* A, 
   const auto dt = dtype == DType::BF16 ? memory::data_type::bf16 : memory::data_type::f32;
   try {
     const auto out_dt = out_f32 ? memory::data_type::f32 : dt;
-    const bool reusable = b_tensor && M >= kPackMinRows && b_tensor->raw_data() == B;
+    // A B reused unchanged is packed once (decision 0031): oneDNN's brgemm given a plain B
+    // packs its blocks inside every call, 3-5% of a float32 product at 256^3-2048^3 (bfloat16
+    // up to 8%). One-off operands (activations) are left alone: B is packed from its second
+    // use with the same storage, offset, layout and version (onednn_seen_unchanged), and only
+    // for products of kOnednnPackMinRows+ rows.
+    const bool reusable = b_tensor && M >= kOnednnPackMinRows && b_tensor->raw_data() == B;
     const std::string layout = reusable ? std::to_string(int(dt)) + "," + std::to_string(K) +
                                               "," + std::to_string(N) + "," +
                                               std::to_string(b_rs) + "," + std::to_string(b_cs)
                                         : std::string();
-    const bool packed_b = reusable && seen_unchanged(*b_tensor, layout);
+    const bool packed_b = reusable && onednn_seen_unchanged(*b_tensor, layout);
     std::shared_ptr<MatmulPlan> plan = plan_for(dt, out_dt, M, N, K, a_rs, a_cs, b_rs, b_cs, c_rs,
                                                 alpha, bias != nullptr, packed_b);
     dnnl::stream& s = onednn_stream();
@@ -160,16 +126,16 @@ bool onednn_matmul(DType dtype, int64_t M, int64_t N, int64_t K, const void* A, 
                         : memory(plan->b, onednn_engine(), const_cast<void*>(B));
     memory c(plan->c, onednn_engine(), C);
     memory scratch = onednn_scratchpad(plan->scratchpad);
-    std::vector<dnnl_exec_arg_t> args{{DNNL_ARG_SRC, a.get()},
-                                      {DNNL_ARG_WEIGHTS, b.get()},
-                                      {DNNL_ARG_DST, c.get()},
-                                      {DNNL_ARG_SCRATCHPAD, scratch.get()}};
-    memory bias_mem;
     if (bias) {
-      bias_mem = memory(plan->bias, onednn_engine(), const_cast<void*>(bias));
-      args.push_back({DNNL_ARG_BIAS, bias_mem.get()});
+      memory bias_mem(plan->bias, onednn_engine(), const_cast<void*>(bias));
+      onednn_execute(plan->prim, s,
+                     {{DNNL_ARG_SRC, a.get()}, {DNNL_ARG_WEIGHTS, b.get()}, {DNNL_ARG_DST, c.get()},
+                      {DNNL_ARG_SCRATCHPAD, scratch.get()}, {DNNL_ARG_BIAS, bias_mem.get()}});
+    } else {
+      onednn_execute(plan->prim, s,
+                     {{DNNL_ARG_SRC, a.get()}, {DNNL_ARG_WEIGHTS, b.get()}, {DNNL_ARG_DST, c.get()},
+                      {DNNL_ARG_SCRATCHPAD, scratch.get()}});
     }
-    execute(*plan, s, std::move(args));
   } catch (const dnnl::error&) {
     return false;  // no oneDNN implementation for this layout: kiln's kernel runs
   }
@@ -193,8 +159,8 @@ bool onednn_matmul_batched(DType dtype, int64_t batch, int64_t M, int64_t N, int
     memory b(plan->b, onednn_engine(), const_cast<void*>(B));
     memory c(plan->c, onednn_engine(), C);
     memory scratch = onednn_scratchpad(plan->scratchpad);
-    execute(*plan, s, {{DNNL_ARG_SRC, a.get()}, {DNNL_ARG_WEIGHTS, b.get()},
-                       {DNNL_ARG_DST, c.get()}, {DNNL_ARG_SCRATCHPAD, scratch.get()}});
+    onednn_execute(plan->prim, s, {{DNNL_ARG_SRC, a.get()}, {DNNL_ARG_WEIGHTS, b.get()},
+                                   {DNNL_ARG_DST, c.get()}, {DNNL_ARG_SCRATCHPAD, scratch.get()}});
   } catch (const dnnl::error&) {
     return false;
   }

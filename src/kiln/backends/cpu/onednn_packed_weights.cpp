@@ -5,6 +5,7 @@
 #include <iterator>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 
 #include "kiln/tensor/tensor_impl.h"
@@ -74,6 +75,28 @@ dnnl::memory onednn_packed_weight(const Tensor& weight, const std::string& layou
   if (g_weights.size() >= kMaxCached) g_weights.clear();
   g_weights[key] = PackedWeight{storage, weight.version(), packed, packed_mem};
   return packed_mem;
+}
+
+bool onednn_seen_unchanged(const Tensor& operand, const std::string& layout_key) {
+  struct Sighting {
+    std::weak_ptr<StorageImpl> storage;
+    uint64_t version = 0;
+  };
+  static std::mutex mutex;
+  static std::unordered_map<std::string, Sighting> seen;
+  constexpr size_t kMaxSightings = 256;
+  const Storage& storage = operand.impl()->storage();
+  const std::string key = layout_key + "|" +
+                          std::to_string(reinterpret_cast<uintptr_t>(storage.get())) + ":" +
+                          std::to_string(operand.storage_offset());
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = seen.find(key);
+  if (it != seen.end() && it->second.storage.lock() == storage &&
+      it->second.version == operand.version())
+    return true;
+  if (seen.size() >= kMaxSightings) seen.clear();
+  seen[key] = Sighting{storage, operand.version()};
+  return false;
 }
 
 void onednn_clear_packed_weights() {

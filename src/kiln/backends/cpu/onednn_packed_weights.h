@@ -22,6 +22,15 @@ dnnl::memory onednn_packed_weight(const Tensor& weight, const std::string& layou
                                   const dnnl::memory::desc& user,
                                   const dnnl::memory::desc& packed, dnnl::stream& stream);
 
+// Whether `operand` was seen before under `layout_key` (the caller's name for its role, dtype,
+// shape and strides) with the same storage, offset and version; records this sighting. The
+// second use of an unchanged operand marks it as reused (a weight given to a plain matrix
+// product), worth packing once (decision 0031); a one-off operand (an activation) never is.
+// Up to 256 sightings are remembered (weak references), forgotten all at once when full.
+bool onednn_seen_unchanged(const Tensor& operand, const std::string& layout_key);
+// Products with fewer rows than this do not pack a reused plain operand (decision 0031).
+inline constexpr int64_t kOnednnPackMinRows = 64;
+
 // onednn_clear_packed_weights / onednn_packed_weight_count: kiln/backends/cpu/onednn.h.
 
 }  // namespace kiln::cpu
