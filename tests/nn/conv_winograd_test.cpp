@@ -3,6 +3,8 @@
 // padding, against float64 direct sums (conv_ref.h). Where Winograd runs (oneDNN at AVX-512),
 // the two settings must give different bits, or the switch would not be tested; without
 // oneDNN, or capped below AVX-512, both runs take the direct path.
+#include <cmath>
+
 #include "kiln/backends/cpu/cpu_info.h"
 #include "kiln/backends/cpu/onednn.h"
 #include "kiln/nn/conv.h"
@@ -77,6 +79,38 @@ TEST(ConvWinograd, AllowedAndSwitchedOffBothMatchTheFloat64Sum) {
           EXPECT_TRUE(same_bits(fast.y, direct.y)) << what;
         if (channels_last) EXPECT_TRUE(fast.y.is_contiguous(MemoryFormat::ChannelsLast)) << what;
       }
+}
+
+// An infinity in the input reaches only the outputs whose 3x3 window holds it, as with the
+// direct kernel: Winograd's tile transforms must not spread it (or NaN) over the whole tile.
+TEST(ConvWinograd, AnInfinityStaysInItsWindow) {
+  WinogradSetting restore;
+  const Conv2dCase& c = kPadded;
+  std::vector<double> xv = rand_vals(size_t(c.N * c.C * c.H * c.W), 9);
+  const int64_t r = 10, q = 7;  // the infinity at [0, 3, r, q]
+  xv[size_t((3 * c.H + r) * c.W + q)] = INFINITY;
+  Tensor x = f64(xv, {c.N, c.C, c.H, c.W}).to(DType::F32);
+  Tensor w = f64(rand_vals(size_t(c.O * c.C * 9), 10), {c.O, c.C, 3, 3}).to(DType::F32);
+  for (bool allow : {true, false}) {
+    cpu::set_onednn_winograd_allowed(allow);
+    const std::vector<double> y =
+        F::conv2d(x, w, Tensor(), {1, 1}, std::vector<int64_t>{1, 1}, {1, 1}, 1)
+            .to(DType::F64)
+            .to_vector<double>();
+    int64_t non_finite = 0;
+    for (int64_t n = 0; n < c.N; ++n)
+      for (int64_t o = 0; o < c.O; ++o)
+        for (int64_t i = 0; i < c.H; ++i)
+          for (int64_t j = 0; j < c.W; ++j) {
+            const bool in_window = n == 0 && std::abs(i - r) <= 1 && std::abs(j - q) <= 1;
+            const double v = y[size_t(((n * c.O + o) * c.H + i) * c.W + j)];
+            if (!std::isfinite(v)) ++non_finite;
+            if (!in_window)
+              ASSERT_TRUE(std::isfinite(v)) << (allow ? "Winograd" : "direct") << " at [" << n
+                                            << ", " << o << ", " << i << ", " << j << "]";
+          }
+    EXPECT_EQ(non_finite, c.O * 9) << (allow ? "Winograd" : "direct");
+  }
 }
 
 TEST(ConvWinograd, SmallLayersAndOtherShapesKeepTheDirectKernel) {
