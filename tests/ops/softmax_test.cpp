@@ -88,6 +88,34 @@ TEST_P(Softmax, InfinitiesAndNaN) {
   expect_close(softmax(nan, 1), {2, 3}, {kNaN, kNaN, kNaN, row2[0], row2[1], row2[2]});
 }
 
+// Rows long enough for the vector kernel (128: whole vectors only; 131: with a tail): a NaN
+// in the first, a middle or the last vector, +inf, a row of -inf only, -inf entries among
+// finite ones; float32 and bfloat16, softmax and log_softmax.
+TEST_P(Softmax, LongRowsWithNaNAndInfinities) {
+  for (int64_t len : {128, 131}) {
+    for (int64_t nan_at : {int64_t(0), int64_t(37), len - 1}) {
+      const int64_t rows = 6;
+      std::vector<double> v = random_values(size_t(rows * len), -4, 4, uint32_t(len + nan_at));
+      v[size_t(nan_at)] = kNaN;                                        // row 0
+      v[size_t(len + (nan_at + 5) % len)] = kInf;                      // row 1
+      for (int64_t j = 0; j < len; ++j) v[size_t(2 * len + j)] = -kInf;  // row 2
+      for (int64_t j = 0; j < len; j += 3) v[size_t(3 * len + j)] = -kInf;  // row 3
+      for (DType t : {DType::F32, DType::BF16}) {
+        Tensor x = make(v, {rows, len}, t, device());
+        const std::vector<double> xv = values(x);  // the values as rounded to t
+        for (bool log : {false, true}) {
+          const std::string what = std::string(dtype_name(t)) +
+                                   (log ? " log_softmax" : " softmax") + ", rows of " +
+                                   std::to_string(len) + ", NaN at " +
+                                   std::to_string(nan_at);
+          expect_close(log ? log_softmax(x, 1) : softmax(x, 1), {rows, len},
+                       ref_softmax(xv, {rows, len}, 1, log), what);
+        }
+      }
+    }
+  }
+}
+
 TEST_P(Softmax, DtypeArgument) {
   Tensor i = make({1, 2, 3}, {3}, DType::I64, device());
   Tensor y = softmax(i, 0, DType::F32);

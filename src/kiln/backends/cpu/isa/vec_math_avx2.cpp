@@ -5,6 +5,20 @@
 
 #include "vec_math.h"
 
+namespace {
+// Horizontal sum and maximum of the eight lanes: halves folded with shuffles.
+inline float reduce_add_avx2(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+inline float reduce_max_avx2(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+}
+}  // namespace
+
 #define V __m256
 #define VW 8
 #define VLOAD(p) _mm256_loadu_ps(p)
@@ -17,6 +31,9 @@
 #define VDIV(a, b) _mm256_div_ps((a), (b))
 #define VFMA(a, b, c) _mm256_fmadd_ps((a), (b), (c))
 #define VMAX(a, b) _mm256_max_ps((a), (b))
+#define VREDUCE_ADD(v) reduce_add_avx2(v)
+#define VREDUCE_MAX(v) reduce_max_avx2(v)
+#define VANY_NAN(v) (_mm256_movemask_ps(_mm256_cmp_ps((v), (v), _CMP_UNORD_Q)) != 0)
 #define VMIN(a, b) _mm256_min_ps((a), (b))
 #define VRCP(a) _mm256_rcp_ps(a)
 #define VABS(a) _mm256_andnot_ps(_mm256_set1_ps(-0.0f), (a))

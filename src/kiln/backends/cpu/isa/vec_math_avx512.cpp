@@ -6,6 +6,29 @@
 #include "gelu_table.h"
 #include "vec_math.h"
 
+namespace {
+// Horizontal sum and maximum of the sixteen lanes: halves folded with shuffles. The halves are
+// extracted with a zero merge source: GCC 12's _mm512_reduce_add_ps, _mm512_castps512_ps256
+// and unmasked extracts use an undefined one, which -Wuninitialized reports.
+template <int kHalf>
+inline __m256 half(__m512 v) {
+  return _mm256_castpd_ps(
+      _mm512_mask_extractf64x4_pd(_mm256_setzero_pd(), 0xF, _mm512_castps_pd(v), kHalf));
+}
+inline float reduce_add_avx512(__m512 v) {
+  const __m256 h = _mm256_add_ps(half<0>(v), half<1>(v));
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+inline float reduce_max_avx512(__m512 v) {
+  const __m256 h = _mm256_max_ps(half<0>(v), half<1>(v));
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+}
+}  // namespace
+
 #define V __m512
 #define VW 16
 #define VLOAD(p) _mm512_loadu_ps(p)
@@ -18,6 +41,9 @@
 #define VDIV(a, b) _mm512_div_ps((a), (b))
 #define VFMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))
 #define VMAX(a, b) _mm512_max_ps((a), (b))
+#define VREDUCE_ADD(v) reduce_add_avx512(v)
+#define VREDUCE_MAX(v) reduce_max_avx512(v)
+#define VANY_NAN(v) (_mm512_cmp_ps_mask((v), (v), _CMP_UNORD_Q) != 0)
 #define VMIN(a, b) _mm512_min_ps((a), (b))
 #define VRCP(a) _mm512_rcp14_ps(a)
 #define VABS(a) _mm512_abs_ps(a)
