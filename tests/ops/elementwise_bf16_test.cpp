@@ -12,6 +12,7 @@
 
 #include "kiln/ops/normalization.h"
 #include "kiln/tensor/memory_format.h"
+#include "kiln/tensor/streaming_store.h"
 #include "ops/test_util.h"
 
 namespace kiln::test {
@@ -147,7 +148,9 @@ TEST(ElementwiseLargeBfloat16, BinaryFastPathsKeepSignsAndSpecials) {
 // shift, special values in x, and an output large enough for streaming stores. Also add of
 // two same-layout arrays (VecMathF32::add_bf16).
 TEST(ElementwiseLargeBfloat16, AddcmulPerChannelMulAdd) {
-  for (int64_t h : {int64_t(33), int64_t(451)}) {  // 451: 2 * 24 * 451 * 451 * 2 B > 16 MiB
+  // The larger image: 2 x 24 x h x h bfloat16 values just above kStreamingStoreBytes.
+  const int64_t big = int64_t(std::sqrt(double(detail::kStreamingStoreBytes) / (2 * 24 * 2))) + 7;
+  for (int64_t h : {int64_t(33), big}) {
     const int64_t n = 2, c = 24, w = h;
     const Shape shape{n, c, h, w};
     const size_t count = size_t(n * c * h * w);
@@ -200,14 +203,15 @@ TEST(ElementwiseLargeBfloat16, AddcmulPerChannelMulAdd) {
 }
 
 TEST(ElementwiseLargeBfloat16, OutputsAboveTheStreamingStoreSize) {
-  // 9M bfloat16 values (18 MiB) at an odd offset inside a larger buffer, with sentinels around.
-  const int64_t len = 9'000'003;
+  // About 2 MiB more bfloat16 values than the streaming-store size, at an odd offset inside a
+  // larger buffer, with sentinels around.
+  const int64_t len = detail::kStreamingStoreBytes / 2 + 1'000'003;
   std::vector<double> av = bf16_values(size_t(len), -8, 8, 21), bv = bf16_values(size_t(len), -8, 8, 22);
   Tensor a = bf16_tensor(av, {len}), b = bf16_tensor(bv, {len});
   Tensor got = mul(a, b);
   std::vector<double> want(static_cast<size_t>(len));
   for (size_t i = 0; i < want.size(); ++i) want[i] = bf16_round(float(av[i]) * float(bv[i]));
-  expect_exact(got, want, "mul 9M");
+  expect_exact(got, want, "mul, above the streaming size");
   Tensor buf = full({len + 5}, 7.0, TensorOptions(DType::BF16));
   Tensor out = buf.narrow(0, 3, len);
   add_out(a, b, out);

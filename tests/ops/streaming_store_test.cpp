@@ -1,4 +1,4 @@
-// Outputs large enough for streaming stores (kiln/tensor/streaming_store.h: 16 MiB and up),
+// Outputs large enough for streaming stores (kiln/tensor/streaming_store.h: 24 MiB and up),
 // where kernels compute 512-byte blocks into a buffer and stream them out: every element must
 // be written exactly once, including the unaligned head and the tail, and the bytes just
 // outside the output (sentinels around a slice of a larger buffer) must stay untouched.
@@ -125,7 +125,7 @@ TEST(ElementwiseLargeStreaming, InPlaceOpsStillCorrect) {
   }
 }
 
-// softmax, log_softmax, layer_norm and rms_norm on float32 outputs of 16 MiB and up (the norms
+// softmax, log_softmax, layer_norm and rms_norm on float32 outputs of 24 MiB and up (the norms
 // write their rows with streaming stores, decision 0027): every row against float64 math.
 // Rows of 1024 (aligned), 1031 (each row starts at a different offset within a cache line:
 // the unaligned head and the overlapping tail), 17 (streamed on AVX2, too short on AVX-512)
