@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "kiln/core/error.h"
+#include "kiln/ops/elementwise.h"
 #include "kiln/ops/factory.h"
 #include "kiln/ops/indexing.h"
 #include "kiln/ops/pooling.h"
@@ -83,12 +84,17 @@ Tensor resize_dim(const Tensor& x, int64_t dim, int64_t out, const std::string& 
   const Taps t = taps_for(mode, x.size(dim), out, align_corners, scale);
   Shape wshape(size_t(x.dim()), 1);
   wshape[size_t(dim)] = out;
+  auto pick = [&](size_t k) { return index_select(x, dim, tensor_from(t.index[k], {out})); };
+  if (t.index.size() == 1) return pick(0);
+  if (t.index.size() == 2) {
+    // Linear: lerp(a, b, l) = a + l (b - a), one pass where w0 a + w1 b took three (two
+    // products and a sum); the weights are 1 - l and l.
+    return lerp(pick(0), pick(1), tensor_from(t.weight[1], wshape).to(x.dtype()));
+  }
   Tensor y;
   for (size_t k = 0; k < t.index.size(); ++k) {
-    Tensor picked = index_select(x, dim, tensor_from(t.index[k], {out}));
-    if (t.index.size() == 1) return picked;
-    Tensor w = tensor_from(t.weight[k], wshape).to(x.dtype());
-    y = k == 0 ? picked * w : y + picked * w;
+    Tensor term = pick(k) * tensor_from(t.weight[k], wshape).to(x.dtype());
+    y = k == 0 ? term : y + term;
   }
   return y;
 }
