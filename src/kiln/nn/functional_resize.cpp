@@ -91,11 +91,11 @@ Tensor resize_dim(const Tensor& x, int64_t dim, int64_t out, const std::string& 
     // products and a sum); the weights are 1 - l and l.
     return lerp(pick(0), pick(1), tensor_from(t.weight[1], wshape).to(x.dtype()));
   }
-  Tensor y;
-  for (size_t k = 0; k < t.index.size(); ++k) {
-    Tensor term = pick(k) * tensor_from(t.weight[k], wshape).to(x.dtype());
-    y = k == 0 ? term : y + term;
-  }
+  // Cubic: the first product, then y + picked * w per further tap in one addcmul (the same
+  // rounding as a product and a sum).
+  auto weight = [&](size_t k) { return tensor_from(t.weight[k], wshape).to(x.dtype()); };
+  Tensor y = pick(0) * weight(0);
+  for (size_t k = 1; k < t.index.size(); ++k) y = addcmul(y, pick(k), weight(k));
   return y;
 }
 
