@@ -47,6 +47,20 @@ void pack(dnnl::memory& from, dnnl::memory& to, dnnl::stream& stream) {
   dnnl::reorder(direct).execute(stream, from, to);
 }
 
+// A cache key for t's memory under a layout: the storage's address and t's offset in it. A
+// hit must also check the entry's weak storage reference and version (`unchanged`): a freed
+// storage's address may be reused.
+std::string memory_key(const Tensor& t, const std::string& layout_key) {
+  return layout_key + "|" +
+         std::to_string(reinterpret_cast<uintptr_t>(t.impl()->storage().get())) + ":" +
+         std::to_string(t.storage_offset());
+}
+
+// Whether an entry recorded for (storage, version) still describes t.
+bool unchanged(const std::weak_ptr<StorageImpl>& storage, uint64_t version, const Tensor& t) {
+  return storage.lock() == t.impl()->storage() && version == t.version();
+}
+
 }  // namespace
 
 dnnl::memory onednn_packed_weight(const Tensor& weight, const std::string& layout_key,
@@ -54,15 +68,12 @@ dnnl::memory onednn_packed_weight(const Tensor& weight, const std::string& layou
                                   const dnnl::memory::desc& packed, dnnl::stream& stream) {
   dnnl::memory user_mem(user, onednn_engine(), const_cast<void*>(weight.raw_data()));
   if (packed == user) return user_mem;
-  const Storage& storage = weight.impl()->storage();
-  const std::string key = layout_key + "|" +
-                          std::to_string(reinterpret_cast<uintptr_t>(storage.get())) + ":" +
-                          std::to_string(weight.storage_offset());
+  const std::string key = memory_key(weight, layout_key);
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     auto it = g_weights.find(key);
-    if (it != g_weights.end() && it->second.storage.lock() == storage &&
-        it->second.version == weight.version() && it->second.layout == packed)
+    if (it != g_weights.end() && unchanged(it->second.storage, it->second.version, weight) &&
+        it->second.layout == packed)
       return it->second.packed;
   }
   dnnl::memory packed_mem(packed, onednn_engine());
@@ -73,7 +84,7 @@ dnnl::memory onednn_packed_weight(const Tensor& weight, const std::string& layou
   for (auto it = g_weights.begin(); it != g_weights.end();)
     it = it->second.storage.expired() ? g_weights.erase(it) : std::next(it);
   if (g_weights.size() >= kMaxCached) g_weights.clear();
-  g_weights[key] = PackedWeight{storage, weight.version(), packed, packed_mem};
+  g_weights[key] = PackedWeight{weight.impl()->storage(), weight.version(), packed, packed_mem};
   return packed_mem;
 }
 
@@ -85,17 +96,12 @@ bool onednn_seen_unchanged(const Tensor& operand, const std::string& layout_key)
   static std::mutex mutex;
   static std::unordered_map<std::string, Sighting> seen;
   constexpr size_t kMaxSightings = 256;
-  const Storage& storage = operand.impl()->storage();
-  const std::string key = layout_key + "|" +
-                          std::to_string(reinterpret_cast<uintptr_t>(storage.get())) + ":" +
-                          std::to_string(operand.storage_offset());
+  const std::string key = memory_key(operand, layout_key);
   std::lock_guard<std::mutex> lock(mutex);
   auto it = seen.find(key);
-  if (it != seen.end() && it->second.storage.lock() == storage &&
-      it->second.version == operand.version())
-    return true;
+  if (it != seen.end() && unchanged(it->second.storage, it->second.version, operand)) return true;
   if (seen.size() >= kMaxSightings) seen.clear();
-  seen[key] = Sighting{storage, operand.version()};
+  seen[key] = Sighting{operand.impl()->storage(), operand.version()};
   return false;
 }
 
