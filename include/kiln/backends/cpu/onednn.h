@@ -21,9 +21,10 @@ bool onednn_winograd_allowed();
 void set_onednn_winograd_allowed(bool on);
 
 // The copies of weights kept in oneDNN's blocked layouts (Linear and convolution weights, a
-// matmul operand used again: decisions 0016, 0019, 0031), one per weight tensor and layout,
-// dropped when the weight is freed. How many there are now, and dropping them all (memory
-// pressure; they are made again on next use). Always 0 without oneDNN.
+// matmul operand used again: decisions 0016, 0019, 0031), one per weight tensor and layout;
+// the copies of freed weights are dropped at the next packing. How many there are now, and
+// dropping them all (memory pressure; they are made again on next use). Always 0 without
+// oneDNN.
 size_t onednn_packed_weight_count();
 void onednn_clear_packed_weights();
 
