@@ -24,6 +24,44 @@ template <int kMode>
 struct DivMode;
 struct Pow;  // below; binary_kernel gives it branch-free loops for a constant exponent
 
+// out = a op b for float32 through the ISA's vector loop fn (vec_math.h's add_f32 and
+// friends) on every run where each input is unit-stride or one value; other runs (strided
+// operands) take the generic loop's scalar op. Returns false, having done nothing, at the
+// baseline level (no vector functions) or when an input partly overlaps the output.
+template <typename ScalarOp>
+bool f32_binary_vectorised(const Tensor& out, const Tensor& a, const Tensor& b,
+                           VecBinaryF32 fn, ScalarOp op) {
+  if (!fn) return false;
+  for (const Tensor* in : {&a, &b}) {
+    // Equal layouts (in-place ops) are fine; any other overlap would depend on the order.
+    if (in->shares_storage_with(out) &&
+        !(in->raw_data() == out.raw_data() && in->strides() == out.strides() &&
+          in->shape() == out.shape()))
+      return false;
+  }
+  auto loop = make_strided_loop<3>({&out, &a, &b}, out.shape(), /*memory_order=*/true);
+  const bool stream = use_streaming_stores<2>(out, {&a, &b});
+  constexpr int64_t kEs = int64_t(sizeof(float));
+  auto run = [&](const std::array<char*, 3>& p, const std::array<int64_t, 3>& s, int64_t n) {
+    const bool steps_ok = s[0] == kEs && (s[1] == kEs || s[1] == 0) &&
+                          (s[2] == kEs || s[2] == 0) && (s[1] != 0 || s[2] != 0);
+    if (!steps_ok) {
+      detail::elementwise_run<float, float, float>(p, s, n, op, std::index_sequence<0, 1>{});
+      return;
+    }
+    float* o = reinterpret_cast<float*>(p[0]);
+    const float* x = reinterpret_cast<const float*>(p[1]);
+    const float* y = reinterpret_cast<const float*>(p[2]);
+    const int64_t xs = s[1] / kEs, ys = s[2] / kEs;
+    if (!stream) return fn(x, xs, y, ys, o, n);
+    detail::run_streamed(o, n, [&](float* d, int64_t j, int64_t len) {
+      fn(x + j * xs, xs, y + j * ys, ys, d, len);
+    });
+  };
+  parallel_for_each_run(loop, run);
+  return true;
+}
+
 // out = F::apply(a, b, call) in the compute type.
 template <typename F>
 void binary_kernel(OpCall& call) {
@@ -77,6 +115,18 @@ void binary_kernel(OpCall& call) {
           if (bf16_elementwise<2, decltype(g), Bf16Fast::Div>(out, {&a, &b}, g)) return;
         }
         if (bf16_elementwise<2>(out, {&a, &b}, f)) return;
+      }
+      if constexpr (std::is_same_v<T, float>) {
+        const VecMathF32& vm = vec_math_f32();
+        VecBinaryF32 fn = nullptr;
+        if constexpr (std::is_same_v<F, Add>) fn = vm.add_f32;
+        if constexpr (std::is_same_v<F, Sub>) fn = vm.sub_f32;
+        if constexpr (std::is_same_v<F, Add> || std::is_same_v<F, Sub>) {
+          if (call.scalar_attr(0).to<C>() != C(1)) fn = nullptr;  // x +- alpha * y: generic
+        }
+        if constexpr (std::is_same_v<F, Mul>) fn = vm.mul_f32;
+        if constexpr (std::is_same_v<F, DivMode<0>>) fn = vm.div_f32;
+        if (f32_binary_vectorised(out, a, b, fn, f)) return;
       }
       elementwise_kernel<T, T, T>(out, {&a, &b}, [&f](T x, T y) { return T(f(C(x), C(y))); });
     } else {
