@@ -36,9 +36,7 @@ OnednnPlanCache<IntMmPlan> g_plans;
 
 std::shared_ptr<IntMmPlan> plan_for(bool a_signed, int64_t M, int64_t N, int64_t K,
                                     bool b_transposed, bool packed_b) {
-  const std::string key = std::string(a_signed ? "s" : "u") + (b_transposed ? "t" : "n") +
-                          (packed_b ? "p" : "-") + ',' +
-                          std::to_string(M) + ',' + std::to_string(N) + ',' + std::to_string(K);
+  const std::string key = onednn_key({a_signed, b_transposed, packed_b, M, N, K});
   return g_plans.get(key, [&] {
     auto plan = std::make_shared<IntMmPlan>();
     plan->a = memory::desc({M, K}, a_signed ? memory::data_type::s8 : memory::data_type::u8,
@@ -71,19 +69,19 @@ bool onednn_int_mm(const Tensor& a, const Tensor& b, const Tensor& c) {
   if (isa_level() < IsaLevel::Avx512Vnni) return false;
   const bool b_transposed = !b.is_contiguous();
   try {
-    const std::string b_key = "int_mm|" + std::to_string(a.dtype() == DType::I8) + ',' +
-                              std::to_string(N) + ',' + std::to_string(K) +
-                              (b_transposed ? "t" : "n");
+    const std::string b_key =
+        "int_mm|" + onednn_key({a.dtype() == DType::I8, N, K, b_transposed});
     const bool packed_b =
         b_transposed || (M >= kOnednnPackMinRows && onednn_seen_unchanged(b, b_key));
     std::shared_ptr<IntMmPlan> plan =
         plan_for(a.dtype() == DType::I8, M, N, K, b_transposed, packed_b);
-    dnnl::engine& eng = onednn_engine();
     dnnl::stream& s = onednn_stream();
-    memory weights = packed_b ? onednn_packed_weight(b, b_key, plan->b_plain, plan->weights, s)
-                              : memory(plan->b_plain, eng, const_cast<void*>(b.raw_data()));
-    memory src(plan->a, eng, const_cast<void*>(a.raw_data())), dst(plan->c, eng, c.raw_data());
-    memory scratch = onednn_scratchpad(plan->scratchpad);
+    const memory weights =
+        packed_b ? onednn_packed_weight(b, b_key, plan->b_plain, plan->weights, s)
+                 : onednn_bound_memory(plan, OnednnArg::Weights, plan->b_plain, b.raw_data());
+    const memory& src = onednn_bound_memory(plan, OnednnArg::Source, plan->a, a.raw_data());
+    const memory& dst = onednn_bound_memory(plan, OnednnArg::Destination, plan->c, c.raw_data());
+    const memory& scratch = onednn_bound_scratchpad(plan, plan->scratchpad);
     onednn_execute(plan->prim, s,
                    {{DNNL_ARG_SRC, src.get()}, {DNNL_ARG_WEIGHTS, weights.get()},
                     {DNNL_ARG_DST, dst.get()}, {DNNL_ARG_SCRATCHPAD, scratch.get()}});

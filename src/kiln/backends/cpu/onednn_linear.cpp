@@ -32,6 +32,7 @@ struct LinearPlan {
   dnnl::matmul::primitive_desc pd;
   dnnl::matmul prim;
   memory::desc a, w_plain, bias, residual, c;
+  memory::desc weights, scratchpad;  // pd's, queried once
 };
 
 OnednnPlanCache<LinearPlan> g_plans;
@@ -85,19 +86,18 @@ std::shared_ptr<LinearPlan> make_plan(const Tensor& x, const Tensor& w, const Te
                                       : dnnl::matmul::desc(plan->a, w_any, plan->c);
   plan->pd = dnnl::matmul::primitive_desc(desc, attr, onednn_engine());
   plan->prim = dnnl::matmul(plan->pd);
+  plan->weights = plan->pd.weights_desc();
+  plan->scratchpad = plan->pd.scratchpad_desc();
   return plan;
 }
 
 std::string plan_key(const Tensor& x, const Tensor& w, const Tensor& bias, LinearActivation act,
                      const Tensor& residual, const Tensor& out) {
-  std::string key = std::to_string(int(x.dtype())) + '/' + std::to_string(int(out.dtype())) +
-                    '/' + std::to_string(int(act)) + (bias.defined() ? "b" : "-");
-  if (residual.defined())
-    key += "r" + std::to_string(int(residual.dtype())) + ':' + std::to_string(residual.stride(0));
-  for (int64_t v : {x.size(0), x.size(1), w.size(0), x.stride(0), x.stride(1), w.stride(0),
-                    out.stride(0)})
-    key += ',' + std::to_string(v);
-  return key;
+  const bool res = residual.defined();
+  return onednn_key({int64_t(x.dtype()), int64_t(out.dtype()), int64_t(act), bias.defined(),
+                     res ? int64_t(residual.dtype()) : -1, res ? residual.stride(0) : 0,
+                     x.size(0), x.size(1), w.size(0), x.stride(0), x.stride(1), w.stride(0),
+                     out.stride(0)});
 }
 
 }  // namespace
@@ -115,27 +115,32 @@ bool onednn_linear(const Tensor& x, const Tensor& w, const Tensor& bias, LinearA
   try {
     std::shared_ptr<LinearPlan> plan =
         g_plans.get(key, [&] { return make_plan(x, w, bias, act, residual, out); });
-    dnnl::engine& eng = onednn_engine();
     dnnl::stream& s = onednn_stream();
     // The packed weight is shared by every M: its layout depends on N, K and the dtype.
-    const std::string w_key = "linear|" + std::to_string(int(w.dtype())) + ',' +
-                              std::to_string(N) + ',' + std::to_string(K) + ',' +
-                              std::to_string(w.stride(0));
-    memory weights = onednn_packed_weight(w, w_key, plan->w_plain, plan->pd.weights_desc(), s);
-    std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC, memory(plan->a, eng, const_cast<void*>(x.raw_data()))},
-        {DNNL_ARG_WEIGHTS, weights},
-        {DNNL_ARG_DST, memory(plan->c, eng, out.raw_data())},
-        {DNNL_ARG_SCRATCHPAD, onednn_scratchpad(plan->pd.scratchpad_desc())}};
+    const std::string w_key =
+        "linear|" + onednn_key({int64_t(w.dtype()), N, K, w.stride(0)});
+    const memory weights = onednn_packed_weight(w, w_key, plan->w_plain, plan->weights, s);
+    const memory& src = onednn_bound_memory(plan, OnednnArg::Source, plan->a, x.raw_data());
+    const memory& dst = onednn_bound_memory(plan, OnednnArg::Destination, plan->c, out.raw_data());
+    const memory& scratch = onednn_bound_scratchpad(plan, plan->scratchpad);
+    // Up to six arguments: source, weights, destination, scratchpad, bias, residual.
+    dnnl_exec_arg_t args[6] = {{DNNL_ARG_SRC, src.get()},
+                               {DNNL_ARG_WEIGHTS, weights.get()},
+                               {DNNL_ARG_DST, dst.get()},
+                               {DNNL_ARG_SCRATCHPAD, scratch.get()}};
+    int count = 4;
     if (bias.defined())
-      args[DNNL_ARG_BIAS] = memory(plan->bias, eng, const_cast<void*>(bias.raw_data()));
+      args[count++] = {DNNL_ARG_BIAS,
+                       onednn_bound_memory(plan, OnednnArg::Bias, plan->bias, bias.raw_data())
+                           .get()};
     if (residual.defined()) {
       const int index = act == LinearActivation::None ? 0 : 1;  // the binary post-op's slot
-      args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1] =
-          memory(plan->residual, eng, const_cast<void*>(residual.raw_data()));
+      args[count++] = {DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1,
+                       onednn_bound_memory(plan, OnednnArg::Residual, plan->residual,
+                                           residual.raw_data())
+                           .get()};
     }
-    plan->prim.execute(s, args);
-    s.wait();
+    onednn_execute(plan->prim, s, args, count);
   } catch (const dnnl::error&) {
     return false;  // no oneDNN implementation for this combination: kiln's kernels run
   }

@@ -58,14 +58,12 @@ std::shared_ptr<MatmulPlan> plan_for(memory::data_type dt, memory::data_type out
                                      int64_t b_rs, int64_t b_cs, int64_t c_rs, float alpha,
                                      bool with_bias, bool packed_b, int64_t batch = 1,
                                      int64_t a_bs = 0, int64_t b_bs = 0, int64_t c_bs = 0) {
-  std::string key = std::to_string(int(dt)) + '/' + std::to_string(int(out_dt)) +
-                    (with_bias ? "b" : "-") + (packed_b ? "p" : "-");
-  for (int64_t v : {M, N, K, a_rs, a_cs, b_rs, b_cs, c_rs, batch, a_bs, b_bs, c_bs})
-    key += ',' + std::to_string(v);
-  // alpha by its bits: std::to_string of a float goes through printf (0.5 us per call).
+  // alpha by its bits (std::to_string of a float goes through printf).
   uint32_t alpha_bits;
   std::memcpy(&alpha_bits, &alpha, sizeof alpha_bits);
-  key += ',' + std::to_string(alpha_bits);
+  const std::string key =
+      onednn_key({int64_t(dt), int64_t(out_dt), with_bias, packed_b, M, N, K, a_rs, a_cs, b_rs,
+                  b_cs, c_rs, batch, a_bs, b_bs, c_bs, int64_t(alpha_bits)});
   return g_plans.get(key, [&] {
     auto plan = std::make_shared<MatmulPlan>();
     if (batch > 1) {
@@ -112,22 +110,20 @@ bool onednn_matmul(DType dtype, int64_t M, int64_t N, int64_t K, const void* A, 
     // use with the same storage, offset, layout and version (onednn_seen_unchanged), and only
     // for products of kOnednnPackMinRows+ rows.
     const bool reusable = b_tensor && M >= kOnednnPackMinRows && b_tensor->raw_data() == B;
-    const std::string layout = reusable ? std::to_string(int(dt)) + "," + std::to_string(K) +
-                                              "," + std::to_string(N) + "," +
-                                              std::to_string(b_rs) + "," + std::to_string(b_cs)
-                                        : std::string();
+    const std::string layout =
+        reusable ? onednn_key({int64_t(dt), K, N, b_rs, b_cs}) : std::string();
     const bool packed_b = reusable && onednn_seen_unchanged(*b_tensor, layout);
     std::shared_ptr<MatmulPlan> plan = plan_for(dt, out_dt, M, N, K, a_rs, a_cs, b_rs, b_cs, c_rs,
                                                 alpha, bias != nullptr, packed_b);
     dnnl::stream& s = onednn_stream();
-    memory a(plan->a, onednn_engine(), const_cast<void*>(A));
-    memory b = packed_b ? onednn_packed_weight(*b_tensor, "mm|" + layout, plan->b,
-                                               plan->weights, s)
-                        : memory(plan->b, onednn_engine(), const_cast<void*>(B));
-    memory c(plan->c, onednn_engine(), C);
-    memory scratch = onednn_scratchpad(plan->scratchpad);
+    const memory& a = onednn_bound_memory(plan, OnednnArg::Source, plan->a, A);
+    const memory b = packed_b ? onednn_packed_weight(*b_tensor, "mm|" + layout, plan->b,
+                                                     plan->weights, s)
+                              : onednn_bound_memory(plan, OnednnArg::Weights, plan->b, B);
+    const memory& c = onednn_bound_memory(plan, OnednnArg::Destination, plan->c, C);
+    const memory& scratch = onednn_bound_scratchpad(plan, plan->scratchpad);
     if (bias) {
-      memory bias_mem(plan->bias, onednn_engine(), const_cast<void*>(bias));
+      const memory& bias_mem = onednn_bound_memory(plan, OnednnArg::Bias, plan->bias, bias);
       onednn_execute(plan->prim, s,
                      {{DNNL_ARG_SRC, a.get()}, {DNNL_ARG_WEIGHTS, b.get()}, {DNNL_ARG_DST, c.get()},
                       {DNNL_ARG_SCRATCHPAD, scratch.get()}, {DNNL_ARG_BIAS, bias_mem.get()}});
@@ -155,10 +151,10 @@ bool onednn_matmul_batched(DType dtype, int64_t batch, int64_t M, int64_t N, int
     std::shared_ptr<MatmulPlan> plan = plan_for(dt, dt, M, N, K, a_rs, a_cs, b_rs, b_cs, c_rs,
                                                 alpha, false, false, batch, a_bs, b_bs, c_bs);
     dnnl::stream& s = onednn_stream();
-    memory a(plan->a, onednn_engine(), const_cast<void*>(A));
-    memory b(plan->b, onednn_engine(), const_cast<void*>(B));
-    memory c(plan->c, onednn_engine(), C);
-    memory scratch = onednn_scratchpad(plan->scratchpad);
+    const memory& a = onednn_bound_memory(plan, OnednnArg::Source, plan->a, A);
+    const memory& b = onednn_bound_memory(plan, OnednnArg::Weights, plan->b, B);
+    const memory& c = onednn_bound_memory(plan, OnednnArg::Destination, plan->c, C);
+    const memory& scratch = onednn_bound_scratchpad(plan, plan->scratchpad);
     onednn_execute(plan->prim, s, {{DNNL_ARG_SRC, a.get()}, {DNNL_ARG_WEIGHTS, b.get()},
                                    {DNNL_ARG_DST, c.get()}, {DNNL_ARG_SCRATCHPAD, scratch.get()}});
   } catch (const dnnl::error&) {

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "kiln/tensor/tensor_impl.h"
+#include "onednn_plan_cache.h"
 #include "onednn_runtime.h"
 
 namespace kiln::cpu {
@@ -51,9 +52,9 @@ void pack(dnnl::memory& from, dnnl::memory& to, dnnl::stream& stream) {
 // hit must also check the entry's weak storage reference and version (`unchanged`): a freed
 // storage's address may be reused.
 std::string memory_key(const Tensor& t, const std::string& layout_key) {
-  return layout_key + "|" +
-         std::to_string(reinterpret_cast<uintptr_t>(t.impl()->storage().get())) + ":" +
-         std::to_string(t.storage_offset());
+  return layout_key + '|' +
+         onednn_key({int64_t(reinterpret_cast<uintptr_t>(t.impl()->storage().get())),
+                     t.storage_offset()});
 }
 
 // Whether an entry recorded for (storage, version) still describes t.
@@ -66,8 +67,8 @@ bool unchanged(const std::weak_ptr<StorageImpl>& storage, uint64_t version, cons
 dnnl::memory onednn_packed_weight(const Tensor& weight, const std::string& layout_key,
                                   const dnnl::memory::desc& user,
                                   const dnnl::memory::desc& packed, dnnl::stream& stream) {
-  dnnl::memory user_mem(user, onednn_engine(), const_cast<void*>(weight.raw_data()));
-  if (packed == user) return user_mem;
+  if (packed == user)
+    return dnnl::memory(user, onednn_engine(), const_cast<void*>(weight.raw_data()));
   const std::string key = memory_key(weight, layout_key);
   {
     std::lock_guard<std::mutex> lock(g_mutex);
@@ -76,6 +77,7 @@ dnnl::memory onednn_packed_weight(const Tensor& weight, const std::string& layou
         it->second.layout == packed)
       return it->second.packed;
   }
+  dnnl::memory user_mem(user, onednn_engine(), const_cast<void*>(weight.raw_data()));
   dnnl::memory packed_mem(packed, onednn_engine());
   pack(user_mem, packed_mem, stream);
   stream.wait();

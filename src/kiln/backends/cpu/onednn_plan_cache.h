@@ -4,12 +4,23 @@
 // shared by the matmul, Linear, int8 and convolution paths. Making a plan runs oneDNN's JIT
 // (tens of microseconds to milliseconds); finding one costs a hash. A full cache is cleared:
 // plans are cheap to remake and a model uses a few dozen shapes.
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
 
 namespace kiln::cpu {
+
+// A cache key made of the values' raw bytes: one allocation and a copy, where a key spelt out
+// with std::to_string ("1/1,256,256,...") cost about 0.36 us of every matmul call.
+inline std::string onednn_key(std::initializer_list<int64_t> values) {
+  std::string key(values.size() * sizeof(int64_t), '\0');
+  std::memcpy(key.data(), values.begin(), key.size());
+  return key;
+}
 
 template <typename Plan>
 class OnednnPlanCache {

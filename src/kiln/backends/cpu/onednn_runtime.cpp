@@ -91,7 +91,7 @@ dnnl::stream& onednn_stream() {
   return s;
 }
 
-dnnl::memory onednn_thread_memory(const dnnl::memory::desc& desc, OnednnBuffer slot) {
+void* onednn_thread_buffer(size_t need, OnednnBuffer slot) {
   struct Buffer {
     void* data = nullptr;
     size_t capacity = 0;
@@ -99,7 +99,6 @@ dnnl::memory onednn_thread_memory(const dnnl::memory::desc& desc, OnednnBuffer s
   };
   thread_local Buffer buffers[3];
   Buffer& buffer = buffers[int(slot)];
-  const size_t need = desc.get_size();
   if (need > buffer.capacity) {
     const size_t bytes = (need + 4095) / 4096 * 4096;  // a multiple of the alignment
     void* p = std::aligned_alloc(4096, bytes);
@@ -108,7 +107,33 @@ dnnl::memory onednn_thread_memory(const dnnl::memory::desc& desc, OnednnBuffer s
     buffer.data = p;
     buffer.capacity = bytes;
   }
-  return dnnl::memory(desc, onednn_engine(), buffer.data);
+  return buffer.data;
+}
+
+dnnl::memory onednn_thread_memory(const dnnl::memory::desc& desc, OnednnBuffer slot) {
+  return dnnl::memory(desc, onednn_engine(), onednn_thread_buffer(desc.get_size(), slot));
+}
+
+dnnl::memory& onednn_bound_memory(const std::shared_ptr<const void>& plan, OnednnArg arg,
+                                  const dnnl::memory::desc& desc, const void* data) {
+  struct Entry {
+    std::shared_ptr<const void> plan;
+    dnnl::memory args[int(OnednnArg::Count)];
+  };
+  constexpr size_t kEntries = 8;
+  thread_local Entry entries[kEntries];
+  thread_local size_t next = 0;
+  Entry* entry = nullptr;
+  for (Entry& e : entries)
+    if (e.plan == plan) entry = &e;
+  if (!entry) {
+    entry = &entries[next++ % kEntries];
+    *entry = Entry{plan, {}};
+  }
+  dnnl::memory& m = entry->args[int(arg)];
+  if (!m) m = dnnl::memory(desc, onednn_engine(), const_cast<void*>(data));
+  else m.set_data_handle(const_cast<void*>(data));
+  return m;
 }
 
 #endif  // KILN_HAVE_DNNL
