@@ -65,4 +65,11 @@ inline float reduce_max_avx512(__m512 v) {
 #define SLEEF_TANH Sleef_tanhf16_u10avx512f
 #define SLEEF_ERF Sleef_erff16_u10avx512f
 #define VEC_MATH_NAME vec_math_avx512
+// GCC 12 reports the intentionally undefined pass-through operand of the unmasked AVX-512
+// intrinsics (_mm512_max_ps's _mm512_undefined_ps) as maybe-uninitialized once they are
+// inlined into loops (softmax_row's running maximum); every lane is written.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include "vec_math_body.inc"
+#pragma GCC diagnostic pop
