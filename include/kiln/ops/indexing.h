@@ -12,6 +12,13 @@ namespace kiln {
 
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+// Two positions along dim blended: out.select(dim, j) = lerp(x.select(dim, index0[j]),
+// x.select(dim, index1[j]), weight[j]) for int64 index vectors and a weight vector of x's
+// (floating) dtype, all of one length; PyTorch's lerp formula. One pass for what
+// lerp(index_select(x, dim, index0), index_select(x, dim, index1), weight) computes in three
+// (interpolate's linear modes). Differentiable in x.
+Tensor index_lerp(const Tensor& x, int64_t dim, const Tensor& index0, const Tensor& index1,
+                  const Tensor& weight);
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Scalar& value);
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);

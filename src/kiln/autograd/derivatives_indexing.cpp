@@ -61,6 +61,27 @@ Grads d_index_select(const GradContext& ctx, const Grads& go) {
   return {index_add_into_zeros(ctx.input_shapes[0], c.int_attr(0), ctx.input(1), go[0]), {}};
 }
 
+// inputs: self, index0, index1, weight; attrs: dim. The blend's derivatives are 1 - w and w
+// (both branches of lerp's formula) and, for the weight, x[index1] - x[index0].
+Grads d_index_lerp(const GradContext& ctx, const Grads& go) {
+  OpCall c = ctx.as_call();
+  const Shape& xs = ctx.input_shapes[0];
+  const int64_t d = wrap_dim(c.int_attr(0), int64_t(xs.size()));
+  Shape ws(xs.size(), 1);
+  ws[size_t(d)] = go[0].size(d);
+  const Tensor w = reshape(ctx.input(3), ws);
+  Grads r(4);
+  if (ctx.needs(0))
+    r[0] = index_add_into_zeros(xs, d, ctx.input(1), go[0] * (1 - w)) +
+           index_add_into_zeros(xs, d, ctx.input(2), go[0] * w);
+  if (ctx.needs(3)) {
+    const Tensor x = ctx.input(0);
+    const Tensor diff = index_select(x, d, ctx.input(2)) - index_select(x, d, ctx.input(1));
+    r[3] = reshape(sum_to(go[0] * diff, ws), {ws[size_t(d)]});
+  }
+  return r;
+}
+
 // inputs: self, index; attrs: dim.
 Grads d_gather(const GradContext& ctx, const Grads& go) {
   OpCall c = ctx.as_call();
@@ -218,6 +239,7 @@ void register_shape_derivatives();  // derivatives_shape.cpp
 
 void register_indexing_derivatives() {
   register_derivative("index_select", d_index_select);
+  register_derivative("index_lerp", d_index_lerp);
   register_derivative("gather", d_gather);
   register_derivative("scatter", d_scatter);
   register_derivative("scatter.value", d_scatter_value);

@@ -87,9 +87,11 @@ Tensor resize_dim(const Tensor& x, int64_t dim, int64_t out, const std::string& 
   auto pick = [&](size_t k) { return index_select(x, dim, tensor_from(t.index[k], {out})); };
   if (t.index.size() == 1) return pick(0);
   if (t.index.size() == 2) {
-    // Linear: lerp(a, b, l) = a + l (b - a), one pass where w0 a + w1 b took three (two
-    // products and a sum); the weights are 1 - l and l.
-    return lerp(pick(0), pick(1), tensor_from(t.weight[1], wshape).to(x.dtype()));
+    // Linear: lerp(a, b, l) with the weights 1 - l and l, both taps picked and blended in one
+    // pass (index_lerp): two index_selects and a lerp took three passes and two temporaries
+    // (bilinear x2 on [4, 64, 56, 56] float32: 3.8-4.2 ms, PyTorch 2.3 ms).
+    return index_lerp(x, dim, tensor_from(t.index[0], {out}), tensor_from(t.index[1], {out}),
+                      tensor_from(t.weight[1], {out}).to(x.dtype()));
   }
   // Cubic: the first product, then y + picked * w per further tap in one addcmul (the same
   // rounding as a product and a sum).

@@ -184,6 +184,7 @@ void register_indexing_ops() {
   register_shape_ops();
   register_pad_ops();
   register_sort_ops();
+  register_index_lerp_ops();
 }
 
 }  // namespace ops

@@ -26,5 +26,6 @@ void register_advanced_index_ops();
 void register_shape_ops();
 void register_pad_ops();
 void register_sort_ops();
+void register_index_lerp_ops();
 
 }  // namespace kiln::ops

@@ -13,6 +13,7 @@ namespace kiln::cpu {
 
 void register_advanced_index_kernels();
 void register_shape_kernels();
+void register_index_lerp_kernel();
 void register_sort_kernels();
 
 namespace {
@@ -320,6 +321,7 @@ void register_indexing_kernels() {
   register_advanced_index_kernels();
   register_shape_kernels();
   register_sort_kernels();
+  register_index_lerp_kernel();
 }
 
 }  // namespace kiln::cpu

@@ -1,0 +1,59 @@
+// index_lerp: two positions picked along a dim and blended, the one-pass form of linear
+// interpolation's taps (interpolate's linear, bilinear and trilinear modes, resize in ONNX).
+#include "kiln/core/error.h"
+#include "kiln/ops/indexing.h"
+#include "kiln/ops/indexing_common.h"
+#include "kiln/ops/op_helpers.h"
+
+namespace kiln {
+
+namespace {
+
+// inputs: x, index0, index1 (int64 vectors of one length n), weight (x's dtype, length n);
+// attr: dim. The output is x with dim resized to n.
+std::vector<TensorMeta> index_lerp_meta(const OpCall& c) {
+  const Tensor& x = c.inputs[0];
+  const Tensor& i0 = c.inputs[1];
+  const Tensor& i1 = c.inputs[2];
+  const Tensor& w = c.inputs[3];
+  KILN_CHECK(x.dim() >= 1, ShapeError, "index_lerp(): expected a tensor of at least 1 dim, got "
+             "a 0-d tensor");
+  const int64_t d = wrap_dim(c.int_attr(0), x.dim());
+  KILN_CHECK(is_floating(x.dtype()), TypeError, "index_lerp(): expected a floating tensor, got ",
+             dtype_name(x.dtype()));
+  for (const Tensor* i : {&i0, &i1})
+    KILN_CHECK(i->dtype() == DType::I64 && i->dim() == 1, IndexError,
+               "index_lerp(): expected int64 index vectors, got ", dtype_name(i->dtype()),
+               " of shape ", shape_str(i->shape()));
+  KILN_CHECK(w.dtype() == x.dtype() && w.dim() == 1, TypeError,
+             "index_lerp(): expected a weight vector of the input's dtype ",
+             dtype_name(x.dtype()), ", got ", dtype_name(w.dtype()), " of shape ",
+             shape_str(w.shape()));
+  const int64_t n = i0.numel();
+  KILN_CHECK(i1.numel() == n && w.numel() == n, ShapeError,
+             "index_lerp(): index0, index1 and weight must have one length, got ", n, ", ",
+             i1.numel(), " and ", w.numel());
+  Shape s = x.shape();
+  s[size_t(d)] = n;
+  return {{s, x.dtype()}};
+}
+
+}  // namespace
+
+Tensor index_lerp(const Tensor& x, int64_t dim, const Tensor& index0, const Tensor& index1,
+                  const Tensor& weight) {
+  return call_op(KILN_OP("index_lerp"),
+                 {x.contiguous(), index0.contiguous(), index1.contiguous(), weight.contiguous()},
+                 {dim});
+}
+
+namespace ops {
+void register_index_lerp_ops() {
+  register_op("index_lerp",
+              "index_lerp(Tensor self, Tensor index0, Tensor index1, Tensor weight, int dim) "
+              "-> Tensor",
+              index_lerp_meta);
+}
+}  // namespace ops
+
+}  // namespace kiln
