@@ -459,6 +459,17 @@ TEST_P(ShapeOpsTest, PadConstantEveryDtype) {
   }
 }
 
+// Empty inputs padded with a constant: every output element is the fill (no source row).
+TEST_P(ShapeOpsTest, PadConstantOfEmptyInputIsAllFill) {
+  for (const Shape& s : std::vector<Shape>{{2, 0, 3}, {2, 3, 0}}) {
+    Tensor x = zeros(s, TensorOptions(DType::F32, device()));
+    Tensor y = pad(x, {1, 1, 1, 1}, "constant", 3);
+    const Shape want = {2, s[1] + 2, s[2] + 2};
+    EXPECT_EQ(y.shape(), want);
+    for (double v : y.to_vector<double>()) EXPECT_EQ(v, 3.0) << shape_str(s);
+  }
+}
+
 TEST_P(ShapeOpsTest, PadNegativeCropsAndNonContiguous) {
   HostT x{exact_values(30, DType::F32, 27), {5, 6}};
   for (Layout l : {Layout::Transposed, Layout::Strided}) {

@@ -182,6 +182,58 @@ TEST_P(SortTest, TopkLargestAndSmallest) {
   }
 }
 
+// k of many (k * 8 < n, k <= 64: the single-scan selection) along either dim, with many
+// ties, NaNs, infinities and signed zeros: values and indices equal the stable sort's first
+// k (ties in index order), for the largest and the smallest, on rows spread over threads.
+TEST_P(SortTest, TopkFewOfManyMatchesTheStableSort) {
+  const int64_t rows = 40, n = 700;
+  std::vector<double> xv =
+      test::random_values(size_t(rows * n), -20, 20, 31, /*integers=*/true);
+  for (size_t i = 3; i < xv.size(); i += 97) xv[i] = kNaN;
+  for (size_t i = 5; i < xv.size(); i += 89) xv[i] = kInf;
+  for (size_t i = 7; i < xv.size(); i += 83) xv[i] = -kInf;
+  for (size_t i = 11; i < xv.size(); i += 41) xv[i] = (i / 41) % 2 ? 0.0 : -0.0;
+  // Rows sorted ascending and descending: every element enters the selection.
+  for (int64_t j = 0; j < n; ++j) {
+    xv[size_t(n + j)] = double(j % 200);
+    xv[size_t(2 * n + j)] = double((n - j) % 200);
+  }
+  for (DType t : {DType::F32, DType::BF16, DType::I32}) {
+    std::vector<double> tv = xv;
+    if (t == DType::I32)
+      for (double& v : tv) v = std::isfinite(v) ? v : 7;
+    for (int64_t d : {1, 0}) {
+      const Shape s = d == 1 ? Shape{rows, n} : Shape{n, rows};
+      std::vector<double> sv_in(tv.size());  // the values laid out at shape s
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < n; ++j)
+          sv_in[size_t(d == 1 ? r * n + j : j * rows + r)] = tv[size_t(r * n + j)];
+      const Tensor x = make(sv_in, s, t, device());
+      for (bool largest : {true, false}) {
+        std::vector<double> sv;
+        std::vector<int64_t> si;
+        ref_sort(sv_in, s, d, largest, &sv, &si);
+        for (int64_t k : {int64_t(1), int64_t(5), int64_t(64)}) {
+          Shape ks = s;
+          ks[size_t(d)] = k;
+          std::vector<double> ev;
+          std::vector<int64_t> ei;
+          for (int64_t e = 0; e < numel_of(ks); ++e) {
+            const size_t src = size_t(ravel(unravel(e, ks), s));
+            ev.push_back(sv[src]);
+            ei.push_back(si[src]);
+          }
+          auto [v, i] = topk(x, k, d, largest);
+          const std::string w = std::string(dtype_name(t)) + " d=" + std::to_string(d) +
+                                (largest ? " largest" : " smallest") + " k=" + std::to_string(k);
+          expect_values(v, ks, ev, w);
+          expect_ints(i, ks, ei, w);
+        }
+      }
+    }
+  }
+}
+
 TEST_P(SortTest, TopkNaNNonContiguousAndTies) {
   Tensor x = make({1, kNaN, 5, -kInf, 2}, {5}, DType::F32, device());
   auto [v, i] = topk(x, 2);

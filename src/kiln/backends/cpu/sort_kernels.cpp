@@ -24,6 +24,9 @@ bool less_nan_last(C a, C b) {
 // broken by the index, a total order whose sorted sequence is exactly std::stable_sort's, so
 // the unstable std::sort and, for topk with k well below n, std::partial_sort (n log k) give
 // the same values and indices. Slices are spread over the threads.
+// topk with k up to this many (and k * 8 < n) selects in one scan (see sort_slices).
+constexpr int64_t kScanTopK = 64;
+
 template <typename T>
 void sort_slices(const Tensor& x, const Tensor& vals, const Tensor& idx, int64_t d,
                  bool descending, int64_t k) {
@@ -49,6 +52,7 @@ void sort_slices(const Tensor& x, const Tensor& vals, const Tensor& idx, int64_t
   };
   const int64_t slices = numel_of(outer);
   if (slices == 0 || n == 0) return;
+  const bool scan = k >= 1 && k <= kScanTopK && k * 8 < n;
   auto sort_range = [&](int64_t begin, int64_t end) {
     std::vector<Entry> buf(static_cast<size_t>(n));
     for (int64_t s = begin; s < end; ++s) {
@@ -60,9 +64,33 @@ void sort_slices(const Tensor& x, const Tensor& vals, const Tensor& idx, int64_t
         off[1] += c * vg.strides[size_t(dim)];
         off[2] += c * ig.strides[size_t(dim)];
       }
-      for (int64_t j = 0; j < n; ++j) buf[size_t(j)] = {C(xp[off[0] + j * xs]), j};
+      if (scan) {
+        // A few of many (topk for sampling, k <= 64): one pass keeping the best k so far in
+        // order; an element is compared with the k-th best only, and enters (by insertion)
+        // when strictly better: an equal key seen later has the larger index, so it ranks
+        // after, the same total order as the sorts. Entries are few on ordinary data
+        // (about k ln(n / k)). topk(10) of [2048, 2048] float32 rows: partial_sort over
+        // copied (key, index) pairs took 1.36x PyTorch's time.
+        int64_t count = 0;
+        for (int64_t j = 0; j < n; ++j) {
+          const C v = C(xp[off[0] + j * xs]);
+          if (count == k && !(descending ? less_nan_last<C>(buf[size_t(k - 1)].first, v)
+                                         : less_nan_last<C>(v, buf[size_t(k - 1)].first)))
+            continue;
+          int64_t p = count < k ? count++ : k - 1;
+          for (; p > 0 && (descending ? less_nan_last<C>(buf[size_t(p - 1)].first, v)
+                                      : less_nan_last<C>(v, buf[size_t(p - 1)].first));
+               --p)
+            buf[size_t(p)] = buf[size_t(p - 1)];
+          buf[size_t(p)] = {v, j};
+        }
+      } else {
+        for (int64_t j = 0; j < n; ++j) buf[size_t(j)] = {C(xp[off[0] + j * xs]), j};
+      }
       const auto mid = buf.begin() + k;
-      if (descending) {
+      if (scan) {
+        // buf[0, k) holds the result already.
+      } else if (descending) {
         if (k * 8 < n) std::partial_sort(buf.begin(), mid, buf.end(), desc);
         else std::sort(buf.begin(), buf.end(), desc);
       } else {
