@@ -274,24 +274,23 @@ void pad_kernel(OpCall& call) {
   const bool contiguous_rows = xs_last == 1 && os_last == 1;
   bool grows = true;  // no negative (cropping) pad
   for (int64_t p : pad) grows = grows && p >= 0;
-  if (mode_id == 0 && grows && contiguous_rows) {
-    // Constant padding that only grows, rows contiguous: every output row is written once,
-    // a fill where a leading coordinate falls in the padding, else the left fill, the source
-    // row and the right fill ([16, 64, 56, 56] padded by 1: a whole-output fill followed by
-    // the row copies wrote the output twice).
-    const int64_t right = W - l_last - n_last;
-    for_each_row(out.shape(), out.strides(), [&](const int64_t* c, int64_t row) {
-      char* r = o + row * int64_t(es);
-      int64_t src = 0;
-      for (int64_t d = 0; d + 1 < nd; ++d) {
-        const int64_t i = c[d] - left[size_t(d)];
-        if (i < 0 || i >= x.size(d)) return fill_row(r, fill.bytes, W, es);
-        src += i * x.stride(d);
-      }
-      fill_row(r, fill.bytes, l_last, es);
-      if (n_last > 0)
-        std::memcpy(r + l_last * int64_t(es), s + src * int64_t(es), size_t(n_last) * es);
-      fill_row(r + (l_last + n_last) * int64_t(es), fill.bytes, right, es);
+  if (mode_id == 0 && grows && contiguous_rows && out.is_contiguous() && out.numel() > 0) {
+    // Constant padding of a contiguous output: one threaded fill of the whole output, then
+    // each source row copied to its place (no per-row source mapping of the padded rows;
+    // [16, 64, 56, 56] bfloat16 padded by 1 took 1.07 ms row by row, PyTorch 0.17 ms).
+    const int64_t n = out.numel(), pieces = n >= detail::kParallelElements ? 64 : 1;
+    auto fill_piece = [&](int64_t p) {
+      const int64_t b = n * p / pieces, e = n * (p + 1) / pieces;
+      fill_row(o + b * int64_t(es), fill.bytes, e - b, es);
+    };
+    if (pieces > 1) detail::parallel_chunks(pieces, fill_piece);
+    else fill_piece(0);
+    int64_t base = 0;
+    for (int64_t d = 0; d < nd; ++d) base += left[size_t(d)] * out.stride(d);
+    for_each_row(x.shape(), x.strides(), [&](const int64_t* c, int64_t src) {
+      int64_t dst = base;
+      for (int64_t d = 0; d + 1 < nd; ++d) dst += c[d] * out.stride(d);
+      std::memcpy(o + dst * int64_t(es), s + src * int64_t(es), size_t(n_last) * es);
     });
     return;
   }
