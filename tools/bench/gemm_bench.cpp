@@ -116,9 +116,12 @@ void emit(const Options& opt, Report& rep, const Row& r, const Shape3& s, double
   (void)opt;
 }
 
-// kiln's bf16 GEMM speed at n^3, to skip cases its path would take minutes for.
+// kiln's bf16 GEMM speed at n^3, to skip cases its path would take minutes for. The second
+// call is timed: the first one includes making oneDNN's plan (its JIT), which once took
+// 22 ms at 512^3 on a slow moment of the host and skipped bf16 2048^3 as "1.4 s per call".
 double probe_rate(DType dt, int64_t n) {
   Tensor a = to_dtype(randn({n, n}), dt), b = to_dtype(randn({n, n}), dt);
+  mm(a, b);
   double t0 = now_s();
   mm(a, b);
   return 2.0 * double(n * n * n) / (now_s() - t0) / 1e9;

@@ -86,10 +86,14 @@ Tensor resize_dim(const Tensor& x, int64_t dim, int64_t out, const std::string& 
   wshape[size_t(dim)] = out;
   auto pick = [&](size_t k) { return index_select(x, dim, tensor_from(t.index[k], {out})); };
   if (t.index.size() == 1) return pick(0);
+  if (t.index.size() == 2 && x.device().type == DeviceType::XPU) {
+    // The GPU backend has no index_lerp kernel (as fused_linear, it takes the plain ops).
+    return lerp(pick(0), pick(1), tensor_from(t.weight[1], wshape).to(x.dtype()));
+  }
   if (t.index.size() == 2) {
     // Linear: lerp(a, b, l) with the weights 1 - l and l, both taps picked and blended in one
-    // pass (index_lerp): two index_selects and a lerp took three passes and two temporaries
-    // (bilinear x2 on [4, 64, 56, 56] float32: 3.8-4.2 ms, PyTorch 2.3 ms).
+    // pass (index_lerp, decision 0034): two index_selects and a lerp took three passes and
+    // two temporaries (bilinear x2 on [4, 64, 56, 56] float32: 3.8 ms, PyTorch 2.4 ms).
     return index_lerp(x, dim, tensor_from(t.index[0], {out}), tensor_from(t.index[1], {out}),
                       tensor_from(t.weight[1], {out}).to(x.dtype()));
   }
