@@ -241,9 +241,11 @@ struct AvgWindow {
 };
 
 // PyTorch's rule: the divisor counts padding positions inside [-p, in + p) unless
-// count_include_pad is false; divisor_override replaces it.
+// count_include_pad is false; divisor_override (non-zero when given) replaces it. The override is
+// read from the call once per op by the callers: the attribute lookup per output window cost
+// as much as summing a 2 x 2 window.
 AvgWindow avg_window(const PoolGeometry& g, int64_t o0, int64_t o1, int64_t o2,
-                     bool count_include_pad, const OpCall& call, size_t divisor_attr) {
+                     bool count_include_pad, int64_t divisor_override) {
   AvgWindow w;
   const int64_t o[3] = {o0, o1, o2};
   int64_t padded = 1, inside = 1;
@@ -257,11 +259,16 @@ AvgWindow avg_window(const PoolGeometry& g, int64_t o0, int64_t o1, int64_t o2,
     w.lo[i] = lo;
     w.hi[i] = hi;
   }
-  if (call.has_attr(divisor_attr))
-    w.divisor = double(call.int_attr(divisor_attr));
+  if (divisor_override != 0)
+    w.divisor = double(divisor_override);
   else
     w.divisor = double(count_include_pad ? padded : inside);
   return w;
+}
+
+// The divisor_override attribute at index `attr`, or 0 when absent (0 itself is refused).
+int64_t divisor_override_of(const OpCall& call, size_t attr) {
+  return call.has_attr(attr) ? call.int_attr(attr) : 0;
 }
 
 template <typename T>
@@ -271,20 +278,49 @@ void avg_pool_kernel(OpCall& call) {
   const PoolGeometry g = geometry(x.shape(), call.outs[0].shape(), nd, call.ints_attr(0),
                                   call.ints_attr(1), call.ints_attr(2));
   const bool include_pad = call.bool_attr(4);
+  const int64_t divisor_override = divisor_override_of(call, 5);
   const T* src = static_cast<const T*>(x.raw_data());
   T* dst = static_cast<T*>(call.outs[0].raw_data());
   const int64_t I = g.in_size(), O = g.out_size();
+  // Windows are separable: each dim's bounds and counts depend on that dim's output index
+  // only, so they are tabulated once (computing a window per output cost as much as its sum).
+  struct DimWindow {
+    int64_t lo, hi;
+    double padded, inside;  // positions inside [-p, in + p), and inside [0, in)
+  };
+  std::vector<DimWindow> along[3];
+  for (int d = 0; d < 3; ++d)
+    for (int64_t o = 0; o < g.out[d]; ++o) {
+      int64_t lo = o * g.s[d] - g.p[d];
+      int64_t hi = std::min(lo + g.k[d], g.in[d] + g.p[d]);
+      const double padded = double(hi - lo);
+      lo = std::max<int64_t>(lo, 0);
+      hi = std::min(hi, g.in[d]);
+      along[d].push_back({lo, hi, padded, double(std::max<int64_t>(hi - lo, 0))});
+    }
   parallel_planes(g, [&](int64_t b) {
     const T* plane = src + b * I;
-    for_each_output(g, [&](int64_t o, int64_t o0, int64_t o1, int64_t o2) {
-      AvgWindow w = avg_window(g, o0, o1, o2, include_pad, call, 5);
-      double sum = 0;
-      for (int64_t i0 = w.lo[0]; i0 < w.hi[0]; ++i0)
-        for (int64_t i1 = w.lo[1]; i1 < w.hi[1]; ++i1)
-          for (int64_t i2 = w.lo[2]; i2 < w.hi[2]; ++i2)
-            sum += (convert_value<double>(plane[(i0 * g.in[1] + i1) * g.in[2] + i2]));
-      dst[b * O + o] = convert_value<T>(sum / w.divisor);
-    });
+    T* out = dst + b * O;
+    for (int64_t o0 = 0; o0 < g.out[0]; ++o0) {
+      const DimWindow& w0 = along[0][size_t(o0)];
+      for (int64_t o1 = 0; o1 < g.out[1]; ++o1) {
+        const DimWindow& w1 = along[1][size_t(o1)];
+        for (int64_t o2 = 0; o2 < g.out[2]; ++o2) {
+          const DimWindow& w2 = along[2][size_t(o2)];
+          double sum = 0;
+          for (int64_t i0 = w0.lo; i0 < w0.hi; ++i0)
+            for (int64_t i1 = w1.lo; i1 < w1.hi; ++i1) {
+              const T* row = plane + (i0 * g.in[1] + i1) * g.in[2];
+              for (int64_t i2 = w2.lo; i2 < w2.hi; ++i2) sum += convert_value<double>(row[i2]);
+            }
+          // avg_window's rule, dim by dim.
+          const double divisor = divisor_override != 0 ? double(divisor_override)
+                                 : include_pad ? w0.padded * w1.padded * w2.padded
+                                               : w0.inside * w1.inside * w2.inside;
+          *out++ = convert_value<T>(sum / divisor);
+        }
+      }
+    }
   });
 }
 
@@ -297,13 +333,14 @@ void avg_pool_backward_kernel(OpCall& call) {
   const PoolGeometry g = geometry(gx.shape(), gy.shape(), nd, call.ints_attr(1),
                                   call.ints_attr(2), call.ints_attr(3));
   const bool include_pad = call.bool_attr(5);
+  const int64_t divisor_override = divisor_override_of(call, 6);
   const T* src = static_cast<const T*>(gy.raw_data());
   T* dst = static_cast<T*>(gx.raw_data());
   const int64_t I = g.in_size(), O = g.out_size();
   parallel_planes(g, [&](int64_t b) {
     std::vector<double> acc(size_t(I), 0.0);
     for_each_output(g, [&](int64_t o, int64_t o0, int64_t o1, int64_t o2) {
-      AvgWindow w = avg_window(g, o0, o1, o2, include_pad, call, 6);
+      AvgWindow w = avg_window(g, o0, o1, o2, include_pad, divisor_override);
       const double v = (convert_value<double>(src[b * O + o])) / w.divisor;
       for (int64_t i0 = w.lo[0]; i0 < w.hi[0]; ++i0)
         for (int64_t i1 = w.lo[1]; i1 < w.hi[1]; ++i1)
