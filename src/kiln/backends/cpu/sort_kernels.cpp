@@ -19,14 +19,14 @@ bool less_nan_last(C a, C b) {
   else return a < b;
 }
 
+// topk with k up to this many (and k * 8 < n) selects in one scan (see sort_slices).
+constexpr int64_t kScanTopK = 64;
+
 // Sorts every slice of x along d and writes the first k entries of each into vals/idx
 // (whose dim d has size k). Descending puts NaN first. Ties (equal keys, and all NaNs) are
 // broken by the index, a total order whose sorted sequence is exactly std::stable_sort's, so
 // the unstable std::sort and, for topk with k well below n, std::partial_sort (n log k) give
 // the same values and indices. Slices are spread over the threads.
-// topk with k up to this many (and k * 8 < n) selects in one scan (see sort_slices).
-constexpr int64_t kScanTopK = 64;
-
 template <typename T>
 void sort_slices(const Tensor& x, const Tensor& vals, const Tensor& idx, int64_t d,
                  bool descending, int64_t k) {
@@ -53,6 +53,10 @@ void sort_slices(const Tensor& x, const Tensor& vals, const Tensor& idx, int64_t
   const int64_t slices = numel_of(outer);
   if (slices == 0 || n == 0) return;
   const bool scan = k >= 1 && k <= kScanTopK && k * 8 < n;
+  // Whether key a ranks strictly before key b in the output order (ties: neither).
+  auto ranks_before = [descending](C a, C b) {
+    return descending ? less_nan_last<C>(b, a) : less_nan_last<C>(a, b);
+  };
   auto sort_range = [&](int64_t begin, int64_t end) {
     std::vector<Entry> buf(static_cast<size_t>(n));
     for (int64_t s = begin; s < end; ++s) {
@@ -74,13 +78,9 @@ void sort_slices(const Tensor& x, const Tensor& vals, const Tensor& idx, int64_t
         int64_t count = 0;
         for (int64_t j = 0; j < n; ++j) {
           const C v = C(xp[off[0] + j * xs]);
-          if (count == k && !(descending ? less_nan_last<C>(buf[size_t(k - 1)].first, v)
-                                         : less_nan_last<C>(v, buf[size_t(k - 1)].first)))
-            continue;
+          if (count == k && !ranks_before(v, buf[size_t(k - 1)].first)) continue;
           int64_t p = count < k ? count++ : k - 1;
-          for (; p > 0 && (descending ? less_nan_last<C>(buf[size_t(p - 1)].first, v)
-                                      : less_nan_last<C>(v, buf[size_t(p - 1)].first));
-               --p)
+          for (; p > 0 && ranks_before(v, buf[size_t(p - 1)].first); --p)
             buf[size_t(p)] = buf[size_t(p - 1)];
           buf[size_t(p)] = {v, j};
         }
