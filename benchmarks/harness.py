@@ -4,7 +4,8 @@ Every figure is a median over timed calls after warm-up. Systems compared on one
 timed interleaved (A B A B ...) where they live in one process, so clock drift and foreign
 load hit both alike. `ForeignLoad` reports how many cores other processes used meanwhile
 (from /proc/stat minus our own CPU time); on this 2-core machine a value above ~0.3 makes a
-two-thread figure suspect, and the tables print it.
+two-thread figure suspect, and the tables print it. `thread_scaling` measures whether the
+host gives the two threads two full cores at the moment (see SCALING_OK).
 """
 import json
 import os
@@ -61,6 +62,57 @@ def wait_quiet(max_wait=300.0, thresh=0.25, window=2.0, log=print):
         log(f"[wait_quiet] busy: {busy:.2f} cores used by other processes; waiting")
 
 
+# Thread scaling of a compute-bound product: on this 2-vCPU VM two threads normally run 1.75-1.85x
+# as fast as one; for stretches of seconds the host runs both vCPUs on one physical core (or
+# squeezes one of them) and the figure drops to about 1.4. /proc/stat's steal time does not show
+# it. In that state compute-bound code slows, kiln's more than torch's (ResNet-50 b1 bfloat16:
+# kiln 28 -> 38 ms, torch 38.5 -> 47 ms), so model rows record the figure and re-time (bounded)
+# while it is below SCALING_OK.
+SCALING_OK = 1.6
+
+
+def thread_scaling(threads=2):
+    """Time of a 192^3 float32 torch.mm on one thread over its time on `threads` threads
+    (best of 15 rounds of 4 products each; about 5 ms in all)."""
+    import torch
+    a, b = torch.randn(192, 192), torch.randn(192, 192)
+    saved = torch.get_num_threads()
+    best = []
+    try:
+        for th in (1, threads):
+            torch.set_num_threads(th)
+            for _ in range(3):
+                torch.mm(a, b)
+            ts = []
+            for _ in range(15):
+                t = time.perf_counter()
+                for _ in range(4):
+                    torch.mm(a, b)
+                ts.append(time.perf_counter() - t)
+            best.append(min(ts))
+    finally:
+        torch.set_num_threads(saved)
+    return best[0] / best[1]
+
+
+def on_full_cores(run, threads=2, attempts=3):
+    """run() up to `attempts` times until the thread scaling measured just before and after it
+    is at least SCALING_OK; returns (the result of the attempt with the best scaling, that
+    scaling). One attempt, scaling not measured (-1), below two threads."""
+    if threads < 2:
+        return run(), -1.0
+    best = None
+    for _ in range(max(attempts, 1)):
+        before = thread_scaling(threads)
+        result = run()
+        scaling = min(before, thread_scaling(threads))
+        if best is None or scaling > best[1]:
+            best = (result, scaling)
+        if scaling >= SCALING_OK:
+            break
+    return best
+
+
 def median(xs):
     return statistics.median(xs) if xs else float("nan")
 
@@ -92,10 +144,11 @@ def time_interleaved(fns, budget_s=0.4, min_iters=5, max_iters=200, warmup=2):
 
 
 def record(section, name, system, metric, unit, value, higher_is_better=True, n=0,
-           foreign_cores=-1.0, note=""):
+           foreign_cores=-1.0, note="", thread_scaling=-1.0):
     return {"section": section, "name": name, "system": system, "metric": metric, "unit": unit,
             "value": value, "higher_is_better": higher_is_better, "n": n,
-            "foreign_cores": round(foreign_cores, 3), "note": note}
+            "foreign_cores": round(foreign_cores, 3), "note": note,
+            "thread_scaling": round(thread_scaling, 2)}
 
 
 def write_json(path, records, **meta):

@@ -25,7 +25,8 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import record, time_interleaved, median, write_json, ForeignLoad  # noqa: E402
+from harness import (record, time_interleaved, median, write_json, ForeignLoad,  # noqa: E402
+                     on_full_cores)
 
 try:
     import kiln
@@ -233,9 +234,15 @@ class Bench:
     def __init__(self, args):
         self.args, self.out = args, []
 
-    def add(self, name, system, metric, unit, value, n=0, foreign=-1.0, note="", hib=False):
+    def add(self, name, system, metric, unit, value, n=0, foreign=-1.0, note="", hib=False,
+            scaling=-1.0):
         self.out.append(record("models", name, system, metric, unit, value, higher_is_better=hib,
-                               n=n, foreign_cores=foreign, note=note))
+                               n=n, foreign_cores=foreign, note=note, thread_scaling=scaling))
+
+    def on_full_cores(self, run):
+        """run() re-timed (bounded) while the host shares one core between our two threads
+        (harness.on_full_cores); quick runs time once. Returns (result, thread scaling)."""
+        return on_full_cores(run, self.args.threads, 1 if self.args.quick else 3)
 
     def note(self, name, system, text):
         print(f"  {name:34s} {system}: {text}", flush=True)
@@ -245,7 +252,8 @@ class Bench:
         """Times kfn and tfn interleaved; records medians in ms and prints the ratio."""
         a = self.args
         fns = [f for f in (kfn, tfn) if f is not None]
-        samples, foreign = time_interleaved(fns, a.budget, a.min_iters, a.max_iters, warmup=a.warmup)
+        (samples, foreign), scaling = self.on_full_cores(
+            lambda: time_interleaved(fns, a.budget, a.min_iters, a.max_iters, warmup=a.warmup))
         res = {}
         for sys_name, f in (("kiln", kfn), ("torch", tfn)):
             if f is None:
@@ -253,12 +261,12 @@ class Bench:
             s = samples[fns.index(f)]
             res[sys_name] = median(s) * 1e3
             self.add(name, sys_name, metric, "ms", res[sys_name], n=len(s), foreign=foreign,
-                     note=(f"max |kiln - torch| = {diff:.2e}" if diff is not None and sys_name == "kiln" else "")
+                     scaling=scaling, note=(f"max |kiln - torch| = {diff:.2e}" if diff is not None and sys_name == "kiln" else "")
                      + note)
         k, t = res.get("kiln"), res.get("torch")
         ratio = f"{k / t:6.2f}x" if k and t else "     -"
         print(f"  {name:34s} kiln {k if k else float('nan'):9.2f} ms  torch {t if t else float('nan'):9.2f} ms"
-              f"  kiln/torch {ratio}  load {foreign:.2f}"
+              f"  kiln/torch {ratio}  load {foreign:.2f}  2-thread scaling {scaling:.2f}"
               + (f"  max|diff| {diff:.1e}" if diff is not None else ""), flush=True)
 
 
@@ -364,17 +372,20 @@ def sec_gpt2(b):
                 run_kiln = bf16_guard(b, f"{base} bf16")
                 if run_kiln:
                     km = km.to(kiln.bfloat16)
-            kt, tt = [], []
-            runs = cfg.gen_runs
-            same = None
-            foreign = ForeignLoad()
-            for r in range(runs + 1):  # first run: warm-up, 4 decode steps
-                nd = min(4, cfg.decode) if r == 0 else cfg.decode
-                ttoks = generate(torch, tm, prompt, tdt, tt, nd)
-                if run_kiln:
-                    ktoks = generate(kiln, km, kprompt, kdt, kt, nd)
-                    same = sum(x == y for x, y in zip(ktoks, ttoks))
-            fc = foreign.cores()
+
+            def timed_runs():
+                kt, tt = [], []
+                same = None
+                foreign = ForeignLoad()
+                for r in range(cfg.gen_runs + 1):  # first run: warm-up, 4 decode steps
+                    nd = min(4, cfg.decode) if r == 0 else cfg.decode
+                    ttoks = generate(torch, tm, prompt, tdt, tt, nd)
+                    if run_kiln:
+                        ktoks = generate(kiln, km, kprompt, kdt, kt, nd)
+                        same = sum(x == y for x, y in zip(ktoks, ttoks))
+                return kt, tt, same, foreign.cores()
+
+            (kt, tt, same, fc), scaling = b.on_full_cores(timed_runs)
             res = {}
             for sys_name, ts in (("kiln", kt[1:]), ("torch", tt[1:])):
                 if not ts:
@@ -382,15 +393,16 @@ def sec_gpt2(b):
                 pre, dec = median([x[0] for x in ts]) * 1e3, median([x[1] for x in ts]) * 1e3
                 res[sys_name] = (pre, dec)
                 note = f"greedy tokens equal to torch's: {same}/{cfg.decode}" if sys_name == "kiln" else ""
-                b.add(f"{base} {dt} prefill", sys_name, "latency_ms", "ms", pre, n=len(ts), foreign=fc, note=note)
-                b.add(f"{base} {dt} decode_step", sys_name, "latency_ms", "ms", dec, n=len(ts), foreign=fc, note=note)
+                for part, v in (("prefill", pre), ("decode_step", dec)):
+                    b.add(f"{base} {dt} {part}", sys_name, "latency_ms", "ms", v, n=len(ts),
+                          foreign=fc, note=note, scaling=scaling)
             for part, i in (("prefill", 0), ("decode_step", 1)):
                 k = res.get("kiln", (None, None))[i]
                 t = res["torch"][i]
                 ratio = f"{k / t:6.2f}x" if k else "     -"
                 ks = f"{k:9.2f}" if k else "      n/a"
                 print(f"  {base + ' ' + dt + ' ' + part:34s} kiln {ks} ms  torch {t:9.2f} ms  kiln/torch {ratio}"
-                      f"  load {fc:.2f}" + (f"  same greedy tokens {same}/{cfg.decode}" if k and i == 1 else ""),
+                      f"  load {fc:.2f}  2-thread scaling {scaling:.2f}" + (f"  same greedy tokens {same}/{cfg.decode}" if k and i == 1 else ""),
                       flush=True)
 
 
