@@ -247,14 +247,17 @@ void convolution_dispatch(OpCall& call) {
   if (!x.is_contiguous() || !out.is_contiguous() || !w.is_contiguous()) {
     // Channels-last operands: kiln's kernel works on contiguous NC[D]HW, so it runs on
     // contiguous copies (oneDNN, above, reads and writes channels-last in place).
+    // Operands already contiguous are used as they are (a copied weight would also be
+    // packed again by oneDNN on every call: it caches packings per weight tensor).
     OpCall inner = call;
     for (size_t i : {size_t(0), size_t(1)}) {
+      if (call.inputs[i].is_contiguous()) continue;
       inner.inputs[i] = empty_tensor(call.inputs[i].shape(), x.dtype(), x.device());
       copy_same_shape(inner.inputs[i], call.inputs[i]);
     }
-    inner.outs[0] = empty_tensor(out.shape(), out.dtype(), out.device());
+    if (!out.is_contiguous()) inner.outs[0] = empty_tensor(out.shape(), out.dtype(), out.device());
     convolution_dispatch(inner);
-    copy_same_shape(out, inner.outs[0]);
+    if (!out.is_contiguous()) copy_same_shape(out, inner.outs[0]);
     return;
   }
   KILN_DISPATCH_FLOAT(call.inputs[0].dtype(), "convolution",
