@@ -3,6 +3,7 @@
 // meaning (-0 from 0, infinities, NaN stays NaN), odd lengths reach the vector tails, and
 // results equal the float64 fabs / negation exactly.
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "ops/test_util.h"
@@ -66,6 +67,67 @@ TEST(UnaryBfloat16Blocks, EqualTheFloat32OpRoundedOnce) {
       std::vector<double> want = op(in.to(DType::F32)).to(DType::BF16).to_vector<double>();
       ASSERT_EQ(got.size(), want.size());
       for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+// bfloat16 nearest-even rounding of a float, NaN kept NaN (independent of kiln's converters).
+float round_to_bf16(float f) {
+  if (std::isnan(f)) return f;
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000u;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+bool same_bits_or_both_nan(float a, float b) {
+  return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, 4) == 0;
+}
+
+// sqrt, rsqrt and reciprocal of float32 and bfloat16 take the vector table from the AVX2
+// level up: bit for bit the scalar float formulas (IEEE square root and division round
+// correctly), with special values, denormals, negatives, vector tails and arrays long enough
+// to be split over the threads.
+TEST(UnaryRoots, SqrtRsqrtReciprocalEqualTheScalarFormulas) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> base = {0.0f, -0.0f, inf, -inf, 1e-40f, -1e-40f, 3.5f, -2.25f, 1e30f,
+                             1e-30f, 2.0f, 0.25f, NAN};
+  for (int i = 0; i < 70000; ++i) base.push_back(std::ldexp(1.0f + std::sin(i * 0.7f), i % 41 - 20));
+  using Op = Tensor (*)(const Tensor&);
+  struct Case {
+    const char* name;
+    Op op;
+    float (*ref)(float);
+  };
+  const Case cases[] = {
+      {"sqrt", [](const Tensor& t) { return sqrt(t); }, [](float x) { return std::sqrt(x); }},
+      {"rsqrt", [](const Tensor& t) { return rsqrt(t); },
+       [](float x) { return 1.0f / std::sqrt(x); }},
+      {"reciprocal", [](const Tensor& t) { return reciprocal(t); }, [](float x) { return 1.0f / x; }}};
+  for (DType dt : {DType::F32, DType::BF16}) {
+    for (int64_t n : {int64_t(base.size()), int64_t(1011), int64_t(17), int64_t(5)}) {
+      std::vector<float> v(base.begin(), base.begin() + n);
+      if (dt == DType::BF16)
+        for (float& f : v) f = round_to_bf16(f);
+      Tensor x = tensor_from(v, {n}).to(dt);
+      for (const Case& c : cases) {
+        SCOPED_TRACE(std::string(c.name) + " " + std::string(dtype_name(dt)) + " n=" + std::to_string(n));
+        const std::vector<float> got = c.op(x).to(DType::F32).to_vector<float>();
+        ASSERT_EQ(got.size(), v.size());
+        for (size_t i = 0; i < v.size(); ++i) {
+          float want = c.ref(v[i]);
+          if (dt == DType::BF16) want = round_to_bf16(want);
+          ASSERT_TRUE(same_bits_or_both_nan(got[i], want))
+              << "x = " << v[i] << ": got " << got[i] << ", want " << want;
+        }
+      }
     }
   }
 }

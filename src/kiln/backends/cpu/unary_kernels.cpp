@@ -332,8 +332,8 @@ void register_unary_kernels() {
   reg("log2", unary_kernel<Log2>, kFloatDTypes);
   reg("log1p", unary_kernel<Log1p>, kFloatDTypes);
   reg("expm1", unary_kernel<Expm1>, kFloatDTypes);
-  reg("sqrt", unary_kernel<Sqrt>, kFloatDTypes);
-  reg("rsqrt", unary_kernel<Rsqrt>, kFloatDTypes);
+  reg("sqrt", vectorised_unary_kernel<&VecMathF32::sqrt, Sqrt>, kFloatDTypes);
+  reg("rsqrt", vectorised_unary_kernel<&VecMathF32::rsqrt, Rsqrt>, kFloatDTypes);
   reg("sin", unary_kernel<Sin>, kFloatDTypes);
   reg("cos", unary_kernel<Cos>, kFloatDTypes);
   reg("tan", unary_kernel<Tan>, kFloatDTypes);
@@ -342,7 +342,7 @@ void register_unary_kernels() {
   reg("relu", vectorised_unary_kernel<&VecMathF32::relu, Relu>, numeric);
   reg("silu", vectorised_unary_kernel<&VecMathF32::silu, Silu>, kFloatDTypes);
   reg("erf", vectorised_unary_kernel<&VecMathF32::erf, Erf>, kFloatDTypes);
-  reg("reciprocal", unary_kernel<Reciprocal>, kFloatDTypes);
+  reg("reciprocal", vectorised_unary_kernel<&VecMathF32::reciprocal, Reciprocal>, kFloatDTypes);
   reg("floor", unary_kernel<Floor>, numeric);
   reg("ceil", unary_kernel<Ceil>, numeric);
   reg("round", unary_kernel<Round>, numeric);

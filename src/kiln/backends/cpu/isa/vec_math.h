@@ -59,7 +59,8 @@ using VecNormAffineF32 = void (*)(const float* in, float* out, int64_t n, float 
 struct VecMathF32 {
   VecUnaryF32 exp = nullptr, log = nullptr, tanh = nullptr, sigmoid = nullptr, silu = nullptr,
               gelu_erf = nullptr, gelu_tanh = nullptr, relu = nullptr, erf = nullptr,
-              abs = nullptr, neg = nullptr;
+              abs = nullptr, neg = nullptr, sqrt = nullptr, rsqrt = nullptr,
+              reciprocal = nullptr;
   VecSoftmaxRowF32 softmax_row = nullptr;
   VecDotF32 dot = nullptr;
   VecDot4F32 dot4 = nullptr;

@@ -37,6 +37,7 @@ inline float reduce_max_avx2(__m256 v) {
 #define VMIN(a, b) _mm256_min_ps((a), (b))
 #define VRCP(a) _mm256_rcp_ps(a)
 #define VABS(a) _mm256_andnot_ps(_mm256_set1_ps(-0.0f), (a))
+#define VSQRT(a) _mm256_sqrt_ps(a)
 #define VNEG(a) _mm256_xor_ps((a), _mm256_set1_ps(-0.0f))
 #define VSEL_NEG(x, a, b) \
   _mm256_blendv_ps((b), (a), _mm256_cmp_ps((x), _mm256_setzero_ps(), _CMP_LT_OQ))

@@ -47,6 +47,7 @@ inline float reduce_max_avx512(__m512 v) {
 #define VMIN(a, b) _mm512_min_ps((a), (b))
 #define VRCP(a) _mm512_rcp14_ps(a)
 #define VABS(a) _mm512_abs_ps(a)
+#define VSQRT(a) _mm512_sqrt_ps(a)
 #define VNEG(a) _mm512_xor_ps((a), _mm512_set1_ps(-0.0f))
 #define VSEL_NEG(x, a, b) \
   _mm512_mask_blend_ps(_mm512_cmp_ps_mask((x), _mm512_setzero_ps(), _CMP_LT_OQ), (b), (a))
