@@ -129,6 +129,31 @@ TEST(AdaptivePool, NonDivisibleWindows) {
   expect_values(y1, {2, 4}, ref, 1e-14, "adaptive_avg_pool1d unbatched");
 }
 
+// Sizes that tile the input exactly run as a mean over the spatial dims (global pooling) or
+// as avg_pool with kernel = stride = in / out: same values as the window sums in every float
+// dtype and in channels-last, gradients included.
+TEST(AdaptivePool, ExactTilingsMatchTheWindowSums) {
+  for (auto [H, W, OH, OW] : std::vector<std::array<int64_t, 4>>{
+           {8, 9, 1, 1}, {8, 9, 2, 3}, {6, 6, 6, 6}, {1, 1, 1, 1}}) {
+    Tensor x64 = f64(rand_vals(size_t(2 * 20 * H * W), 35), {2, 20, H, W});
+    for (DType dt : {DType::F64, DType::F32, DType::BF16}) {
+      Tensor x = x64.to(dt);
+      auto ref = ref_adaptive_avg_pool2d(40, H, W, OH, OW, x.to(DType::F64).to_vector<double>());
+      const double tol = dt == DType::F64 ? 1e-14 : dt == DType::F32 ? 1e-6 : 1e-2;
+      const std::string what = std::string(dtype_name(dt)) + " " + std::to_string(H) + "x" +
+                               std::to_string(W) + " -> " + std::to_string(OH) + "x" +
+                               std::to_string(OW);
+      for (const Tensor& in : {x, x.contiguous(MemoryFormat::ChannelsLast)}) {
+        Tensor y = F::adaptive_avg_pool2d(in, {OH, OW});
+        expect_values(y.to(DType::F64), {2, 20, OH, OW}, ref, tol, what);
+      }
+    }
+    Tensor leaf_x = leaf({2, 3, H, W}, 36);
+    KILN_EXPECT_GRADCHECK([&](const V& in) { return F::adaptive_avg_pool2d(in[0], {OH, OW}); },
+                          V{leaf_x});
+  }
+}
+
 TEST(PoolGrad, GradcheckAndGradgradcheck) {
   // Distinct values, so no two elements tie for a maximum within finite-difference steps.
   std::vector<double> v(2 * 3 * 7 * 6);

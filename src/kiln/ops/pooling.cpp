@@ -5,6 +5,7 @@
 
 #include "conv_geometry.h"
 #include "kiln/ops/op_helpers.h"
+#include "kiln/ops/reduction.h"
 #include "reduction_util.h"
 
 namespace kiln {
@@ -182,6 +183,23 @@ Tensor avg_pool(const Tensor& x, int64_t nd, const PoolOptions& o) {
 
 Tensor adaptive_avg_pool(const Tensor& x, const std::vector<int64_t>& output_size) {
   check_adaptive("adaptive_avg_pool", x, output_size);
+  // Windows that tile the input exactly: global pooling (CNN heads) is the mean over the
+  // spatial dims, and other exact tilings are avg_pool with kernel = stride = in / out. The
+  // window kernel sums one output at a time in scalar double: [8, 32, 28, 28] to 1x1 took
+  // 164 us against torch's 10.
+  const int64_t nd = int64_t(output_size.size()), lead = x.dim() - nd;
+  bool global = x.numel() > 0, tiles = x.numel() > 0;
+  std::vector<int64_t> window;
+  Dims spatial;
+  for (int64_t i = 0; i < nd; ++i) {
+    const int64_t in = x.size(lead + i), out = output_size[size_t(i)];
+    global = global && out == 1;
+    tiles = tiles && out > 0 && in % out == 0;
+    window.push_back(out > 0 ? in / out : 1);
+    spatial.push_back(lead + i);
+  }
+  if (global) return mean(x, spatial, true);
+  if (tiles) return avg_pool(x, nd, PoolOptions{window, window});
   return like_input(call_op(KILN_OP("adaptive_avg_pool"), {x.contiguous()}, {output_size}),
                     x.is_channels_last());
 }
