@@ -3,6 +3,7 @@
 // adjacent (the row-at-a-time paths of shape_kernels.cpp) and from transposed views (the
 // element loops). Each result is compared exactly (pure data movement) with a reference
 // computed here from the input's values by index arithmetic.
+#include <algorithm>
 #include <functional>
 
 #include "ops/test_util.h"
@@ -119,6 +120,54 @@ TEST(ShapeRows, PadModes) {
         return at(v, s, {i[0], clampi(i[1] - 3, s[1]), clampi(i[2] - 1, s[2])});
       }));
     }
+}
+
+// Constant padding of one dim or two adjacent dims of a contiguous tensor writes each output
+// row once (pad_two_dims); channels-last inputs are padded as their NHWC view in every mode and
+// stay channels-last; other pads (non-adjacent dims, four dims) take the general loops. All
+// against the index arithmetic of PyTorch's modes, in element sizes 1, 2, 4 and 8.
+TEST(ShapeRows, PadOfChannelsLastInputsAndAdjacentDims) {
+  const Shape s = {3, 5, 6, 7};
+  auto source = [](int64_t j, int64_t n, const std::string& mode) -> int64_t {
+    if (j >= 0 && j < n) return j;
+    if (mode == "constant") return -1;
+    if (mode == "reflect") return j < 0 ? -j : 2 * (n - 1) - j;
+    if (mode == "replicate") return std::clamp<int64_t>(j, 0, n - 1);
+    return ((j % n) + n) % n;
+  };
+  const std::vector<std::vector<int64_t>> pads = {
+      {1, 2}, {1, 2, 3, 0}, {0, 0, 2, 1}, {1, 1, 0, 0, 2, 2}, {0, 0, 0, 0, 1, 3},
+      {1, 1, 1, 1, 1, 1, 1, 1}};
+  for (DType dt : {DType::F32, DType::BF16, DType::I64, DType::U8, DType::I16}) {
+    const Tensor base = arange(numel_of_shape(s), TensorOptions(DType::I64)).reshape(s);
+    const Tensor x0 = remainder(base, Scalar(int64_t(97))).to(dt);
+    const std::vector<double> v = x0.to_vector<double>();
+    for (bool cl : {false, true}) {
+      const Tensor x = cl ? x0.contiguous(MemoryFormat::ChannelsLast) : x0;
+      for (const std::vector<int64_t>& p : pads)
+        for (const std::string mode : {"constant", "reflect", "replicate", "circular"}) {
+          if (mode != "constant" && p.size() > 6) continue;
+          SCOPED_TRACE(std::string(dtype_name(dt)) + (cl ? " channels-last " : " ") + mode +
+                       " pad pairs " + std::to_string(p.size() / 2));
+          Index left(4, 0);
+          Shape ps = s;
+          for (size_t k = 0; k < p.size() / 2; ++k) {
+            left[3 - k] = p[2 * k];
+            ps[3 - k] += p[2 * k] + p[2 * k + 1];
+          }
+          const Tensor y = pad(x, p, mode, 9);
+          if (cl) EXPECT_TRUE(y.is_contiguous(MemoryFormat::ChannelsLast));
+          expect_equal(y, ps, build(ps, [&](const Index& i) {
+            Index j(4);
+            for (size_t d = 0; d < 4; ++d) {
+              j[d] = source(i[d] - left[d], s[d], mode);
+              if (j[d] < 0) return 9.0;
+            }
+            return at(v, s, j);
+          }));
+        }
+    }
+  }
 }
 
 }  // namespace

@@ -1,4 +1,6 @@
 // pad (constant, reflect, replicate, circular; negative pads crop) and one_hot.
+#include <optional>
+
 #include "kiln/ops/indexing.h"
 #include "kiln/ops/indexing_common.h"
 #include "kiln/ops/op_helpers.h"
@@ -51,8 +53,48 @@ std::vector<TensorMeta> pad_meta(const OpCall& c) {
 
 }  // namespace
 
+namespace {
+
+// A channels-last input's padding as the padding of its NHWC view (x.permute(0, 2, 3, 1),
+// contiguous), when the arguments are valid (invalid ones take the plain route, whose checks
+// name the caller's dims). The pairs are for the view's dims, last first.
+std::optional<std::vector<int64_t>> nhwc_view_pad(const Tensor& x, const std::vector<int64_t>& pad,
+                                                  const std::string& mode) {
+  if (!x.is_channels_last() || pad.size() % 2 != 0 || pad.size() > 8) return std::nullopt;
+  std::vector<int64_t> left(4, 0), right(4, 0);  // per dim of x
+  for (size_t k = 0; k < pad.size() / 2; ++k) {
+    const size_t d = 3 - k;
+    left[d] = pad[2 * k];
+    right[d] = pad[2 * k + 1];
+    const int64_t n = x.size(int64_t(d));
+    if (left[d] < 0 || right[d] < 0) return std::nullopt;  // cropping
+    if (mode == "reflect" && (left[d] >= n || right[d] >= n)) return std::nullopt;
+    if (mode == "circular" && (left[d] > n || right[d] > n)) return std::nullopt;
+    if (mode == "replicate" && n == 0 && left[d] + right[d] > 0) return std::nullopt;
+  }
+  if (mode != "constant" && (pad.empty() || pad.size() > 6)) return std::nullopt;
+  static constexpr size_t kViewDim[4] = {0, 2, 3, 1};  // view dim v is x's dim kViewDim[v]
+  std::vector<int64_t> view_pad;
+  for (size_t v = 4; v-- > 0;) {
+    view_pad.push_back(left[kViewDim[v]]);
+    view_pad.push_back(right[kViewDim[v]]);
+  }
+  while (view_pad.size() > 2 && view_pad[view_pad.size() - 1] == 0 &&
+         view_pad[view_pad.size() - 2] == 0)
+    view_pad.resize(view_pad.size() - 2);  // unpadded leading dims (the modes pad at most 3)
+  return view_pad;
+}
+
+}  // namespace
+
 Tensor pad(const Tensor& x, const std::vector<int64_t>& pad, const std::string& mode,
            double value) {
+  // Channels-last inputs are padded as their NHWC view, rows of channels moved whole, and
+  // the result is channels-last as PyTorch's: the kernel's walk over NCHW rows moved one
+  // element at a time ([8, 32, 28, 28] float32 padded by 1: 789 us against torch's 25).
+  if (auto view_pad = nhwc_view_pad(x, pad, mode))
+    return call_op(KILN_OP("pad"), {x.permute({0, 2, 3, 1})}, {*view_pad, mode, value})
+        .permute({0, 3, 1, 2});
   return call_op(KILN_OP("pad"), {x}, {pad, mode, value});
 }
 

@@ -246,6 +246,66 @@ inline int64_t pad_source(int64_t i, int64_t n, int mode_id) {
   }
 }
 
+// Constant padding that grows at most two adjacent dims of a contiguous tensor into a
+// contiguous output: x viewed as [outer, A, B, inner] with only A and B padded (NCHW: A, B =
+// H, W and inner 1; a channels-last input's NHWC view: inner = C). Each output row (one
+// index along A) is written once, in order: edges filled and the source row copied as
+// inner-element runs, words of the element's size. The general path's fill pass over the
+// whole output plus a memcpy per source row of 16-28 elements ran [64, 128, 16, 16] float32
+// padded by 1 in 645 us against torch's 252.
+bool pad_two_dims(const Tensor& x, const Tensor& out, const std::vector<int64_t>& left,
+                  const ElemBytes& fill) {
+  const int64_t nd = x.dim();
+  if (!x.is_contiguous() || !out.is_contiguous() || out.numel() == 0) return false;
+  int64_t first = -1, last = -1;  // padded dims
+  for (int64_t d = 0; d < nd; ++d)
+    if (out.size(d) != x.size(d)) {
+      if (first < 0) first = d;
+      last = d;
+    }
+  if (first < 0 || last - first > 1) return false;
+  const int64_t a_dim = first, b_dim = last;
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < a_dim; ++d) outer *= x.size(d);
+  for (int64_t d = b_dim + 1; d < nd; ++d) inner *= x.size(d);
+  const bool one = a_dim == b_dim;  // one padded dim: A is 1
+  const int64_t A = one ? 1 : x.size(a_dim), OA = one ? 1 : out.size(a_dim);
+  const int64_t top = one ? 0 : left[size_t(a_dim)];
+  const int64_t B = x.size(b_dim), OB = out.size(b_dim), lb = left[size_t(b_dim)];
+  const size_t es = x.element_size();
+  return with_word_of_size(es, [&]<typename W>() {
+    W v;
+    std::memcpy(&v, fill.bytes, sizeof(W));
+    const W* src = static_cast<const W*>(x.raw_data());
+    W* dst = static_cast<W*>(out.raw_data());
+    const int64_t row_in = B * inner, row_out = OB * inner, left_n = lb * inner;
+    const int64_t right_n = row_out - left_n - row_in, rows = outer * OA;
+    auto run = [&](int64_t r0, int64_t r1) {
+      // Output row r is row a of plane r / OA; one division per piece, not per row.
+      int64_t plane = r0 / OA, a = r0 % OA;
+      for (int64_t r = r0; r < r1; ++r) {
+        W* o = dst + r * row_out;
+        const int64_t i = a - top;
+        if (i < 0 || i >= A) {
+          std::fill(o, o + row_out, v);
+        } else {
+          const W* in = src + (plane * A + i) * row_in;
+          std::fill(o, o + left_n, v);
+          std::copy(in, in + row_in, o + left_n);
+          std::fill(o + left_n + row_in, o + left_n + row_in + right_n, v);
+        }
+        if (++a == OA) a = 0, ++plane;
+      }
+    };
+    const int64_t pieces = out.numel() >= detail::kParallelElements
+                               ? std::min<int64_t>(rows, 4 * detail::elementwise_threads())
+                               : 1;
+    if (pieces <= 1) return run(0, rows);
+    detail::parallel_chunks(pieces,
+                            [&](int64_t p) { run(rows * p / pieces, rows * (p + 1) / pieces); });
+  });
+}
+
 // Row by row over the last dim (for_each_row, threaded): the outer dims map to one source row
 // (or a filled row), the row's interior is one memcpy when both last dims are contiguous, and
 // only the padded edges are mapped element by element.
@@ -274,6 +334,7 @@ void pad_kernel(OpCall& call) {
   const bool contiguous_rows = xs_last == 1 && os_last == 1;
   bool grows = true;  // no negative (cropping) pad
   for (int64_t p : pad) grows = grows && p >= 0;
+  if (mode_id == 0 && grows && pad_two_dims(x, out, left, fill)) return;
   if (mode_id == 0 && grows && contiguous_rows && out.is_contiguous() && out.numel() > 0) {
     // Constant padding of a contiguous output: one threaded fill of the whole output, then
     // each source row copied to its place (no per-row source mapping of the padded rows;
@@ -287,10 +348,16 @@ void pad_kernel(OpCall& call) {
     else fill_piece(0);
     int64_t base = 0;
     for (int64_t d = 0; d < nd; ++d) base += left[size_t(d)] * out.stride(d);
+    // Byte strides of the output's outer dims, read per row.
+    std::vector<int64_t> out_bytes(static_cast<size_t>(nd));
+    for (int64_t d = 0; d < nd; ++d) out_bytes[size_t(d)] = out.stride(d) * int64_t(es);
+    const int64_t* ob = out_bytes.data();
+    char* const o_base = o + base * int64_t(es);
+    const size_t row_bytes = size_t(n_last) * es;
     for_each_row(x.shape(), x.strides(), [&](const int64_t* c, int64_t src) {
-      int64_t dst = base;
-      for (int64_t d = 0; d + 1 < nd; ++d) dst += c[d] * out.stride(d);
-      std::memcpy(o + dst * int64_t(es), s + src * int64_t(es), size_t(n_last) * es);
+      char* dst = o_base;
+      for (int64_t d = 0; d + 1 < nd; ++d) dst += c[d] * ob[d];
+      std::memcpy(dst, s + src * int64_t(es), row_bytes);
     });
     return;
   }
