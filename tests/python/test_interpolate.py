@@ -62,6 +62,32 @@ def test_interpolate_matches_torch(mode, shape, kw, dtype):
     np.testing.assert_allclose(to_np(got), want.float().numpy(), **tol)
 
 
+CL_CASES = [c for c in CASES if len(c[1]) == 4]
+
+
+@pytest.mark.parametrize("mode,shape,kw", CL_CASES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_interpolate_channels_last_matches_torch(mode, shape, kw, dtype):
+    """Channels-last inputs are resized as their NHWC view: torch's values, and its
+    channels-last result (area mode pools, whose result is one layout or both; a 1x1 input is
+    both layouts at once and is resized as a contiguous one)."""
+    g = torch.Generator().manual_seed(zlib.crc32(repr(("cl", mode, shape, kw)).encode()))
+    t = torch.randn(shape[0], shape[1] + 13, *shape[2:], generator=g).to(dtype)
+    t = t.to(memory_format=torch.channels_last)
+    k = to_kiln(t.contiguous()).to(memory_format=kiln.channels_last)
+    want = torch.nn.functional.interpolate(t, mode=mode, **kw)
+    got = F.interpolate(k, mode=mode, **kw)
+    assert tuple(got.shape) == tuple(want.shape)
+    if mode != "area" and shape[2] * shape[3] > 1:
+        assert got.is_contiguous(memory_format=kiln.channels_last)
+        assert want.is_contiguous(memory_format=torch.channels_last)
+    tol = dict(rtol=1.6e-2, atol=1.6e-2) if dtype == torch.bfloat16 else dict(rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(to_np(got.contiguous()), want.float().contiguous().numpy(), **tol)
+    # the same values as the contiguous input's resize (same taps, same order)
+    plain = F.interpolate(to_kiln(t.contiguous()), mode=mode, **kw)
+    np.testing.assert_array_equal(to_np(got.contiguous()), to_np(plain))
+
+
 @pytest.mark.parametrize("mode,shape,kw", [c for c in CASES if c[0] != "area"])
 def test_interpolate_gradients_match_torch(mode, shape, kw):
     t = torch.randn(*shape, dtype=torch.float64, requires_grad=True)

@@ -151,9 +151,17 @@ Tensor interpolate(const Tensor& input, const InterpolateOptions& o) {
   if (mode == "area") return adaptive_avg_pool(input, out);
   const bool low_precision = input.dtype() == DType::BF16 || input.dtype() == DType::F16;
   Tensor y = low_precision ? input.to(DType::F32) : input;
+  // A channels-last input is resized as its NHWC view (contiguous): each pick moves whole
+  // rows of channels, and the result is channels-last as PyTorch's. Picking along H and W of
+  // the NCHW-shaped tensor gathered single elements: nearest x2 on [8, 32, 28, 28] took
+  // 2.06 ms against torch's 74 us.
+  const bool channels_last = input.is_channels_last();
+  if (channels_last) y = y.permute({0, 2, 3, 1});
+  const int64_t first_spatial = channels_last ? 1 : 2;
   for (int64_t d = 0; d < nd; ++d)
-    y = resize_dim(y, 2 + d, out[size_t(d)], mode, o.align_corners.value_or(false),
+    y = resize_dim(y, first_spatial + d, out[size_t(d)], mode, o.align_corners.value_or(false),
                    scale[size_t(d)]);
+  if (channels_last) y = y.permute({0, 3, 1, 2});
   return low_precision ? y.to(input.dtype()) : y;
 }
 
