@@ -116,3 +116,24 @@ def test_conv_gradients_channels_last_match_torch():
     (torch.nn.functional.conv2d(tx, tw, None, 1, 1) ** 2).sum().backward()
     np.testing.assert_allclose(npy(x.grad), npy(tx.grad), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(npy(w.grad), npy(tw.grad), rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax"])
+def test_softmax_of_channels_last_along_every_dim_matches_torch(dtype, fn):
+    """Computed on the NHWC view: torch's values along each dim (torch returns NCHW, kiln keeps
+    channels-last; the values are what counts), gradients included."""
+    k, t = both((2, 19, 5, 6), 7, dtype)
+    kc, tc = k.to(memory_format=kiln.channels_last), t.to(memory_format=torch.channels_last)
+    tol = dict(rtol=2e-2, atol=4e-2) if dtype == "bfloat16" else dict(rtol=1e-5, atol=1e-6)
+    for dim in (0, 1, 2, 3, -1, -3):
+        got, want = getattr(kc, fn)(dim), getattr(tc, fn)(dim)
+        assert got.is_contiguous(memory_format=kiln.channels_last)
+        np.testing.assert_allclose(npy(got.contiguous()), npy(want.contiguous()), **tol)
+    kg = kc.float().detach().requires_grad_()
+    tg = tc.float().detach().requires_grad_()
+    w = np.random.default_rng(8).uniform(-1, 1, (2, 19, 5, 6)).astype(np.float32)
+    (getattr(kg, fn)(1) * kiln.from_numpy(w)).sum().backward()
+    (getattr(tg, fn)(1) * torch.from_numpy(w)).sum().backward()
+    np.testing.assert_allclose(npy(kg.grad.contiguous()), npy(tg.grad.contiguous()), rtol=1e-5,
+                               atol=1e-6)
