@@ -175,10 +175,12 @@ Tensor avg_pool(const Tensor& x, int64_t nd, const PoolOptions& o) {
   if (o.divisor_override)
     KILN_CHECK(*o.divisor_override != 0, Error, "avg_pool: divisor must be not zero");
   AttrValue divisor = o.divisor_override ? AttrValue(*o.divisor_override) : AttrValue();
-  return like_input(call_op(KILN_OP("avg_pool"), {x.contiguous()},
-                            {a.kernel, a.stride, a.padding, a.ceil_mode, o.count_include_pad,
-                             divisor}),
-                    x.is_channels_last());
+  // 2-D channels-last input on the CPU: the kernel pools it in place into a channels-last
+  // output (other devices pool a contiguous copy).
+  const bool in_place = x.is_channels_last() && nd == 2 && x.device().type == DeviceType::CPU;
+  Tensor y = call_op(KILN_OP("avg_pool"), {in_place ? x : x.contiguous()},
+                     {a.kernel, a.stride, a.padding, a.ceil_mode, o.count_include_pad, divisor});
+  return in_place ? y : like_input(y, x.is_channels_last());
 }
 
 Tensor adaptive_avg_pool(const Tensor& x, const std::vector<int64_t>& output_size) {
@@ -235,7 +237,8 @@ void register_pooling_ops() {
   register_op("avg_pool",
               "avg_pool(Tensor self, int[] kernel_size, int[] stride, int[] padding, "
               "bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor",
-              avg_pool_meta);
+              avg_pool_meta)
+      .keeps_channels_last = true;
   register_op("avg_pool_backward",
               "avg_pool_backward(Tensor grad_output, int[] input_size, int[] kernel_size, "
               "int[] stride, int[] padding, bool ceil_mode, bool count_include_pad, "

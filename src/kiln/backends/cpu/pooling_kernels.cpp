@@ -271,9 +271,79 @@ int64_t divisor_override_of(const OpCall& call, size_t attr) {
   return call.has_attr(attr) ? call.int_attr(attr) : 0;
 }
 
+// Average-pooling windows are separable: each dim's bounds and counts depend on that dim's
+// output index only, so they are tabulated once per op (computing a window per output cost
+// as much as its sum).
+struct DimWindow {
+  int64_t lo, hi;
+  double padded, inside;  // positions inside [-p, in + p), and inside [0, in)
+};
+
+std::vector<DimWindow> dim_windows(const PoolGeometry& g, int d) {
+  std::vector<DimWindow> along;
+  for (int64_t o = 0; o < g.out[d]; ++o) {
+    int64_t lo = o * g.s[d] - g.p[d];
+    int64_t hi = std::min(lo + g.k[d], g.in[d] + g.p[d]);
+    const double padded = double(hi - lo);
+    lo = std::max<int64_t>(lo, 0);
+    hi = std::min(hi, g.in[d]);
+    along.push_back({lo, hi, padded, double(std::max<int64_t>(hi - lo, 0))});
+  }
+  return along;
+}
+
+// 2-D average pooling of a channels-last input into a channels-last output: each tap of a
+// window is a row of C contiguous channels, summed for all channels at once. The sums are
+// double and take the taps in the planar kernel's order, so the results are identical to it;
+// the planar route (a contiguous copy, the planar kernel, a copy back) ran [8, 32, 28, 28]
+// in 149 us against torch's 21.
+template <typename T>
+void avg_pool_channels_last(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const PoolGeometry g = geometry(x.shape(), call.outs[0].shape(), 2, call.ints_attr(0),
+                                  call.ints_attr(1), call.ints_attr(2));
+  const bool include_pad = call.bool_attr(4);
+  const int64_t divisor_override = divisor_override_of(call, 5);
+  const int64_t N = x.size(0), Ch = x.size(1), H = g.in[1], W = g.in[2];
+  const int64_t OH = g.out[1], OW = g.out[2];
+  const std::vector<DimWindow> rows = dim_windows(g, 1), cols = dim_windows(g, 2);
+  const T* src = static_cast<const T*>(x.raw_data());
+  T* dst = static_cast<T*>(call.outs[0].raw_data());
+  const bool parallel = N * OH > 1 && N * OH * OW * Ch >= (int64_t(1) << 14);
+#pragma omp parallel if (parallel)
+  {
+    std::vector<double> acc(static_cast<size_t>(Ch));
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < N * OH; ++r) {
+      const int64_t n = r / OH;
+      const DimWindow& wh = rows[size_t(r % OH)];
+      const T* image = src + n * H * W * Ch;
+      T* out = dst + r * OW * Ch;
+      for (int64_t ow = 0; ow < OW; ++ow, out += Ch) {
+        const DimWindow& ww = cols[size_t(ow)];
+        std::fill(acc.begin(), acc.end(), 0.0);
+        double* a = acc.data();
+        for (int64_t ih = wh.lo; ih < wh.hi; ++ih)
+          for (int64_t iw = ww.lo; iw < ww.hi; ++iw) {
+            const T* tap = image + (ih * W + iw) * Ch;
+            for (int64_t c = 0; c < Ch; ++c) a[c] += convert_value<double>(tap[c]);
+          }
+        const double divisor = divisor_override != 0 ? double(divisor_override)
+                               : include_pad ? wh.padded * ww.padded
+                                             : wh.inside * ww.inside;
+        for (int64_t c = 0; c < Ch; ++c) out[c] = convert_value<T>(a[c] / divisor);
+      }
+    }
+  }
+}
+
 template <typename T>
 void avg_pool_kernel(OpCall& call) {
   const Tensor& x = call.inputs[0];
+  if (!x.is_contiguous()) {  // channels-last (the op passes no other layout)
+    avg_pool_channels_last<T>(call);
+    return;
+  }
   const size_t nd = call.ints_attr(0).size();
   const PoolGeometry g = geometry(x.shape(), call.outs[0].shape(), nd, call.ints_attr(0),
                                   call.ints_attr(1), call.ints_attr(2));
@@ -282,22 +352,8 @@ void avg_pool_kernel(OpCall& call) {
   const T* src = static_cast<const T*>(x.raw_data());
   T* dst = static_cast<T*>(call.outs[0].raw_data());
   const int64_t I = g.in_size(), O = g.out_size();
-  // Windows are separable: each dim's bounds and counts depend on that dim's output index
-  // only, so they are tabulated once (computing a window per output cost as much as its sum).
-  struct DimWindow {
-    int64_t lo, hi;
-    double padded, inside;  // positions inside [-p, in + p), and inside [0, in)
-  };
-  std::vector<DimWindow> along[3];
-  for (int d = 0; d < 3; ++d)
-    for (int64_t o = 0; o < g.out[d]; ++o) {
-      int64_t lo = o * g.s[d] - g.p[d];
-      int64_t hi = std::min(lo + g.k[d], g.in[d] + g.p[d]);
-      const double padded = double(hi - lo);
-      lo = std::max<int64_t>(lo, 0);
-      hi = std::min(hi, g.in[d]);
-      along[d].push_back({lo, hi, padded, double(std::max<int64_t>(hi - lo, 0))});
-    }
+  const std::vector<DimWindow> along[3] = {dim_windows(g, 0), dim_windows(g, 1),
+                                           dim_windows(g, 2)};
   parallel_planes(g, [&](int64_t b) {
     const T* plane = src + b * I;
     T* out = dst + b * O;
