@@ -6,6 +6,7 @@
 // of the runs a thread reads side by side).
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include "kiln/ops/normalization.h"
 #include "ops/test_util.h"
@@ -96,6 +97,42 @@ TEST(ReductionLarge, ContiguousRunsSplitAcrossThreads) {
     check_case({5, 70001, 1}, t, false);     // fewer outputs than chunks per thread
     check_case({6, 9001, 1}, t, true);       // runs read three side by side, NaN in one
     check_case({3000, 37, 1}, t, false);     // many short runs
+    check_case({4096, 8, 1}, t, true);       // runs shorter than a vector, NaN in one
+    check_case({5000, 3, 1}, t, false);
+  }
+}
+
+// Many short runs at equal spacing go through the strided-runs functions: the channels of a
+// channels-last tensor (runs C apart) against the same reduction of the contiguous tensor
+// (rows layout), and runs whose kept dims do not collapse to one stride (a narrowed view,
+// per-run calls) against its contiguous copy (strided-runs calls): the same per-run code, so
+// the same bits.
+TEST(ReductionLarge, ShortRunsOfChannelsLastAndNarrowedInputs) {
+  const Device cpu(DeviceType::CPU, 0);
+  for (DType t : {DType::F32, DType::BF16}) {
+    std::vector<double> vals = random_values(size_t(4 * 40 * 9 * 11), -2.0, 3.0, 31);
+    vals[777] = NAN;
+    Tensor x = make(vals, {4, 40, 9, 11}, t, cpu);
+    Tensor cl = x.contiguous(MemoryFormat::ChannelsLast);
+    const double tol = t == DType::F32 ? 1e-5 : 2e-2;
+    expect_near_all(sum(cl, {1}, false), sum(x, {1}, false).to_vector<double>(), tol, tol,
+                    "channels-last sum");
+    expect_near_all(kiln::mean(cl, {1}, true), kiln::mean(x, {1}, true).to_vector<double>(), tol,
+                    tol, "channels-last mean");
+    expect_near_all(amax(cl, {1}, false), amax(x, {1}, false).to_vector<double>(), 0, 0,
+                    "channels-last amax");
+    expect_near_all(amin(cl, {1}, false), amin(x, {1}, false).to_vector<double>(), 0, 0,
+                    "channels-last amin");
+    Tensor wide = make(random_values(size_t(64 * 50 * 24), -2.0, 3.0, 32), {64, 50, 24}, t, cpu);
+    Tensor narrowed = wide.slice(1, 3, 48);  // kept dims [64, 45]: strides 1200 and 24
+    Tensor copy = narrowed.contiguous();
+    for (const auto& [name, got, want] :
+         {std::tuple{"sum", sum(narrowed, {2}, false), sum(copy, {2}, false)},
+          std::tuple{"amax", amax(narrowed, {2}, false), amax(copy, {2}, false)}}) {
+      const std::vector<double> g = got.to_vector<double>(), w = want.to_vector<double>();
+      ASSERT_EQ(g.size(), w.size());
+      for (size_t i = 0; i < g.size(); ++i) ASSERT_EQ(g[i], w[i]) << name << " at " << i;
+    }
   }
 }
 
@@ -103,7 +140,9 @@ TEST(ReductionLarge, KeptInnerDimAccumulatedByRows) {
   for (DType t : {DType::F32, DType::BF16}) {
     check_case({1, 5000, 37}, t, false);    // [R, C] over dim 0, one partial block
     check_case({2, 700, 2500}, t, true);    // three column blocks with a tail, NaN
-    check_case({4, 3, 16}, t, false);       // smallest row width the path takes
+    check_case({4, 3, 16}, t, false);       // one vector of columns
+    check_case({1, 4096, 8}, t, true);      // fewer columns than a vector (sum(0) of [R, 8])
+    check_case({2, 300, 5}, t, false);
   }
 }
 

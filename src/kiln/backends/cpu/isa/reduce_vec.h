@@ -33,6 +33,21 @@ struct VecReduce {
                         float* out) = nullptr;
   void (*min_runs_bf16)(const uint16_t* const* x, const int64_t* n, int count,
                         float* out) = nullptr;
+  // count runs of n elements each (n >= 1), run k at x + k * stride: out[k] is what the
+  // single-run function gives for it, bit for bit, without a call per run (many short runs:
+  // the channels of a channels-last tensor, the last dim of [4096, 8]).
+  void (*sum_strided_runs_f32)(const float* x, int64_t stride, int64_t n, int64_t count,
+                               double* out) = nullptr;
+  void (*sum_strided_runs_bf16)(const uint16_t* x, int64_t stride, int64_t n, int64_t count,
+                                double* out) = nullptr;
+  void (*max_strided_runs_f32)(const float* x, int64_t stride, int64_t n, int64_t count,
+                               float* out) = nullptr;
+  void (*min_strided_runs_f32)(const float* x, int64_t stride, int64_t n, int64_t count,
+                               float* out) = nullptr;
+  void (*max_strided_runs_bf16)(const uint16_t* x, int64_t stride, int64_t n, int64_t count,
+                                float* out) = nullptr;
+  void (*min_strided_runs_bf16)(const uint16_t* x, int64_t stride, int64_t n, int64_t count,
+                                float* out) = nullptr;
   // Rows: for j < n, acc[j] (+)= the sum / max / min over r < rows of base[offs[r] + j].
   // acc starts as the caller's running value (0 for sums, the first row for max/min).
   void (*sum_rows_f32)(double* acc, const float* base, const int64_t* offs, int64_t rows,
