@@ -134,3 +134,110 @@ TEST(UnaryRoots, SqrtRsqrtReciprocalEqualTheScalarFormulas) {
 
 }  // namespace
 }  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+std::vector<float> mixed_values(int64_t count) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> v = {0.0f, -0.0f, inf, -inf, NAN, 0.5f, -0.5f, 1.5f, 2.5f, -2.5f, 1e-40f,
+                          -1e-40f, 8388607.5f, -8388609.0f, 1e30f, -1e30f};
+  for (int64_t i = 0; int64_t(v.size()) < count; ++i)
+    v.push_back(std::sin(float(i) * 0.37f) * std::ldexp(1.0f, int(i % 30) - 10));
+  return v;
+}
+
+// floor, ceil, trunc, round (half to even) and sign of float32 / bfloat16 through the vector
+// table: exact operations, so bit for bit the scalar functions (sign: +0 for zeros and NaN),
+// over vector tails and threaded lengths.
+TEST(UnaryRounding, FloorCeilTruncRoundSignEqualTheScalarFunctions) {
+  using Op = Tensor (*)(const Tensor&);
+  struct Case {
+    const char* name;
+    Op op;
+    float (*ref)(float);
+  };
+  const Case cases[] = {
+      {"floor", [](const Tensor& t) { return floor(t); }, [](float x) { return std::floor(x); }},
+      {"ceil", [](const Tensor& t) { return ceil(t); }, [](float x) { return std::ceil(x); }},
+      {"trunc", [](const Tensor& t) { return trunc(t); }, [](float x) { return std::trunc(x); }},
+      {"round", [](const Tensor& t) { return round(t); },
+       [](float x) { return std::nearbyint(x); }},
+      {"sign", [](const Tensor& t) { return sign(t); },
+       [](float x) { return std::isnan(x) ? 0.0f : float((0.0f < x) - (x < 0.0f)); }}};
+  const std::vector<float> base = mixed_values(70000);
+  for (DType dt : {DType::F32, DType::BF16})
+    for (int64_t n : {int64_t(base.size()), int64_t(1011), int64_t(19), int64_t(5)}) {
+      std::vector<float> v(base.begin(), base.begin() + n);
+      if (dt == DType::BF16)
+        for (float& f : v) f = round_to_bf16(f);
+      Tensor x = tensor_from(v, {n}).to(dt);
+      for (const Case& c : cases) {
+        SCOPED_TRACE(std::string(c.name) + " " + std::string(dtype_name(dt)) + " n=" +
+                     std::to_string(n));
+        const std::vector<float> got = c.op(x).to(DType::F32).to_vector<float>();
+        for (size_t i = 0; i < v.size(); ++i)
+          ASSERT_TRUE(same_bits_or_both_nan(got[i], c.ref(v[i])))
+              << "x = " << v[i] << ": got " << got[i] << ", want " << c.ref(v[i]);
+      }
+    }
+}
+
+// sin, cos, tan, exp2, expm1, log2, log1p of float32 through SLEEF's 1-ULP vector functions:
+// within 2 float32 ulps of the float64 value (one for SLEEF, one for the float64 result's own
+// rounding), special values as the C library's, large arguments of sin / cos included.
+TEST(UnarySleef, TranscendentalsWithinTwoUlps) {
+  using Op = Tensor (*)(const Tensor&);
+  struct Case {
+    const char* name;
+    Op op;
+    double (*ref)(double);
+    double lo, hi;
+  };
+  const Case cases[] = {
+      {"sin", [](const Tensor& t) { return sin(t); }, [](double x) { return std::sin(x); }, -1e4, 1e4},
+      {"cos", [](const Tensor& t) { return cos(t); }, [](double x) { return std::cos(x); }, -1e4, 1e4},
+      {"tan", [](const Tensor& t) { return tan(t); }, [](double x) { return std::tan(x); }, -1.5, 1.5},
+      {"exp2", [](const Tensor& t) { return exp2(t); }, [](double x) { return std::exp2(x); }, -130, 127},
+      {"expm1", [](const Tensor& t) { return expm1(t); }, [](double x) { return std::expm1(x); }, -20, 80},
+      {"log2", [](const Tensor& t) { return log2(t); }, [](double x) { return std::log2(x); }, 1e-30, 1e30},
+      {"log1p", [](const Tensor& t) { return log1p(t); }, [](double x) { return std::log1p(x); }, -0.999, 1e6}};
+  for (const Case& c : cases) {
+    std::vector<float> v;
+    for (int i = 0; i < 5000; ++i) {
+      const double u = (i + 0.5) / 5000.0;
+      // log-spaced where the range spans many orders of magnitude, linear otherwise
+      const double x = c.lo > 0 ? c.lo * std::pow(c.hi / c.lo, u) : c.lo + (c.hi - c.lo) * u;
+      v.push_back(float(x));
+    }
+    for (float s : {0.0f, -0.0f, 1e-20f, -1e-20f}) v.push_back(s);
+    Tensor x = tensor_from(v, {int64_t(v.size())});
+    const std::vector<float> got = c.op(x).to_vector<float>();
+    for (size_t i = 0; i < v.size(); ++i) {
+      const double want = c.ref(double(v[i]));
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(got[i])) << c.name << "(" << v[i] << ")";
+        continue;
+      }
+      if (!std::isfinite(want)) {
+        EXPECT_EQ(double(got[i]), float(want)) << c.name << "(" << v[i] << ")";
+        continue;
+      }
+      const float wf = float(want);
+      const double ulp = std::max(double(std::nextafter(std::fabs(wf), INFINITY)) - std::fabs(wf),
+                                  double(std::numeric_limits<float>::denorm_min()));
+      ASSERT_LE(std::fabs(double(got[i]) - want), 2 * ulp) << c.name << "(" << v[i] << ")";
+    }
+  }
+  // Special values: NaN propagates; the C library's limits.
+  Tensor s = tensor_from(std::vector<float>{NAN, INFINITY, -INFINITY, -1.0f}, {4});
+  EXPECT_TRUE(std::isnan(sin(s).to_vector<float>()[0]));
+  EXPECT_TRUE(std::isnan(sin(s).to_vector<float>()[1]));
+  EXPECT_EQ(exp2(s).to_vector<float>()[2], 0.0f);
+  EXPECT_EQ(log1p(s).to_vector<float>()[3], -INFINITY);
+  EXPECT_EQ(expm1(s).to_vector<float>()[2], -1.0f);
+  EXPECT_EQ(log2(s).to_vector<float>()[1], INFINITY);
+}
+
+}  // namespace
+}  // namespace kiln::test

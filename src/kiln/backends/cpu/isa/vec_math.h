@@ -60,7 +60,9 @@ struct VecMathF32 {
   VecUnaryF32 exp = nullptr, log = nullptr, tanh = nullptr, sigmoid = nullptr, silu = nullptr,
               gelu_erf = nullptr, gelu_tanh = nullptr, relu = nullptr, erf = nullptr,
               abs = nullptr, neg = nullptr, sqrt = nullptr, rsqrt = nullptr,
-              reciprocal = nullptr;
+              reciprocal = nullptr, floor = nullptr, ceil = nullptr, trunc = nullptr,
+              round = nullptr, sign = nullptr, sin = nullptr, cos = nullptr, tan = nullptr,
+              exp2 = nullptr, expm1 = nullptr, log2 = nullptr, log1p = nullptr;
   VecSoftmaxRowF32 softmax_row = nullptr;
   VecDotF32 dot = nullptr;
   VecDot4F32 dot4 = nullptr;

@@ -38,6 +38,14 @@ inline float reduce_max_avx2(__m256 v) {
 #define VRCP(a) _mm256_rcp_ps(a)
 #define VABS(a) _mm256_andnot_ps(_mm256_set1_ps(-0.0f), (a))
 #define VSQRT(a) _mm256_sqrt_ps(a)
+#define VFLOOR(a) _mm256_floor_ps(a)
+#define VCEIL(a) _mm256_ceil_ps(a)
+#define VTRUNC(a) _mm256_round_ps((a), _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC)
+// 1 where x > 0, -1 where x < 0, +0 for zeros and NaN (the scalar kernel's rule).
+#define VSIGN(x)                                                                            \
+  _mm256_sub_ps(                                                                            \
+      _mm256_and_ps(_mm256_cmp_ps((x), _mm256_setzero_ps(), _CMP_GT_OQ), _mm256_set1_ps(1.0f)), \
+      _mm256_and_ps(_mm256_cmp_ps((x), _mm256_setzero_ps(), _CMP_LT_OQ), _mm256_set1_ps(1.0f)))
 #define VNEG(a) _mm256_xor_ps((a), _mm256_set1_ps(-0.0f))
 #define VSEL_NEG(x, a, b) \
   _mm256_blendv_ps((b), (a), _mm256_cmp_ps((x), _mm256_setzero_ps(), _CMP_LT_OQ))
@@ -48,5 +56,12 @@ inline float reduce_max_avx2(__m256 v) {
 #define SLEEF_LOG Sleef_logf8_u10avx2
 #define SLEEF_TANH Sleef_tanhf8_u10avx2
 #define SLEEF_ERF Sleef_erff8_u10avx2
+#define SLEEF_SIN Sleef_sinf8_u10avx2
+#define SLEEF_COS Sleef_cosf8_u10avx2
+#define SLEEF_TAN Sleef_tanf8_u10avx2
+#define SLEEF_EXP2 Sleef_exp2f8_u10avx2
+#define SLEEF_EXPM1 Sleef_expm1f8_u10avx2
+#define SLEEF_LOG2 Sleef_log2f8_u10avx2
+#define SLEEF_LOG1P Sleef_log1pf8_u10avx2
 #define VEC_MATH_NAME vec_math_avx2
 #include "vec_math_body.inc"

@@ -48,6 +48,15 @@ inline float reduce_max_avx512(__m512 v) {
 #define VRCP(a) _mm512_rcp14_ps(a)
 #define VABS(a) _mm512_abs_ps(a)
 #define VSQRT(a) _mm512_sqrt_ps(a)
+#define VCEIL(a) _mm512_roundscale_ps((a), _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC)
+#define VTRUNC(a) _mm512_roundscale_ps((a), _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC)
+// 1 where x > 0, -1 where x < 0, +0 for zeros and NaN (the scalar kernel's rule).
+#define VSIGN(x)                                                                           \
+  _mm512_sub_ps(                                                                           \
+      _mm512_maskz_mov_ps(_mm512_cmp_ps_mask((x), _mm512_setzero_ps(), _CMP_GT_OQ),        \
+                          _mm512_set1_ps(1.0f)),                                           \
+      _mm512_maskz_mov_ps(_mm512_cmp_ps_mask((x), _mm512_setzero_ps(), _CMP_LT_OQ),        \
+                          _mm512_set1_ps(1.0f)))
 #define VNEG(a) _mm512_xor_ps((a), _mm512_set1_ps(-0.0f))
 #define VSEL_NEG(x, a, b) \
   _mm512_mask_blend_ps(_mm512_cmp_ps_mask((x), _mm512_setzero_ps(), _CMP_LT_OQ), (b), (a))
@@ -65,6 +74,13 @@ inline float reduce_max_avx512(__m512 v) {
 #define SLEEF_LOG Sleef_logf16_u10avx512f
 #define SLEEF_TANH Sleef_tanhf16_u10avx512f
 #define SLEEF_ERF Sleef_erff16_u10avx512f
+#define SLEEF_SIN Sleef_sinf16_u10avx512f
+#define SLEEF_COS Sleef_cosf16_u10avx512f
+#define SLEEF_TAN Sleef_tanf16_u10avx512f
+#define SLEEF_EXP2 Sleef_exp2f16_u10avx512f
+#define SLEEF_EXPM1 Sleef_expm1f16_u10avx512f
+#define SLEEF_LOG2 Sleef_log2f16_u10avx512f
+#define SLEEF_LOG1P Sleef_log1pf16_u10avx512f
 #define VEC_MATH_NAME vec_math_avx512
 // GCC 12 reports the intentionally undefined pass-through operand of the unmasked AVX-512
 // intrinsics (_mm512_max_ps's _mm512_undefined_ps) as maybe-uninitialized once they are
