@@ -170,5 +170,46 @@ TEST(ShapeRows, PadOfChannelsLastInputsAndAdjacentDims) {
   }
 }
 
+// cat of views (column chunks, transposes, channels-last tensors) copies each input into its
+// slice of the output with the strided copies, threaded at these sizes: every element size,
+// against index arithmetic on the inputs' values.
+TEST(ShapeRows, CatOfViewsAlongEachDim) {
+  for (DType dt : {DType::F32, DType::BF16, DType::I64, DType::U8, DType::Bool}) {
+    SCOPED_TRACE(dtype_name(dt));
+    const Tensor base =
+        remainder(arange(int64_t(96 * 520), TensorOptions(DType::I64)), Scalar(int64_t(89)))
+            .reshape({96, 520})
+            .to(dt);
+    const std::vector<double> bv = base.to_vector<double>();
+    const Shape bs = base.shape();
+    // Four column chunks of 130 stacked along dim 0, and the same chunks side by side along
+    // dim 1 with a transposed [130, 96] view in between.
+    std::vector<Tensor> chunks;
+    for (int64_t c = 0; c < 4; ++c) chunks.push_back(base.slice(1, c * 130, (c + 1) * 130));
+    const Shape s0 = {384, 130};
+    expect_equal(cat(chunks, 0), s0, build(s0, [&](const Index& i) {
+      return at(bv, bs, {i[0] % 96, (i[0] / 96) * 130 + i[1]});
+    }));
+    const Tensor tr = base.slice(1, 0, 130).t().contiguous().t();  // [96, 130], column-major
+    const Shape s1 = {96, 390};
+    expect_equal(cat({chunks[1], tr, chunks[3]}, 1), s1, build(s1, [&](const Index& i) {
+      const int64_t k = i[1] / 130, j = i[1] % 130;
+      return at(bv, bs, {i[0], (k == 0 ? 130 : k == 1 ? 0 : 390) + j});
+    }));
+    // Channels-last [2, C, 12, 20] tensors along the channels and along the height.
+    const Tensor img = base.flatten().slice(0, 0, 2 * 12 * 12 * 20).reshape({2, 12, 12, 20});
+    const Tensor cl = img.contiguous(MemoryFormat::ChannelsLast);
+    const std::vector<double> iv = img.to_vector<double>();
+    const Shape is = img.shape();
+    const Shape sc = {2, 24, 12, 20}, sh = {2, 12, 24, 20};
+    expect_equal(cat({cl, img}, 1), sc, build(sc, [&](const Index& i) {
+      return at(iv, is, {i[0], i[1] % 12, i[2], i[3]});
+    }));
+    expect_equal(cat({cl, cl}, 2), sh, build(sh, [&](const Index& i) {
+      return at(iv, is, {i[0], i[1], i[2] % 12, i[3]});
+    }));
+  }
+}
+
 }  // namespace
 }  // namespace kiln::test

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "index_loops.h"
+#include "permuted_copy.h"
 #include "row_loops.h"
 #include "kiln/tensor/empty.h"
 
@@ -40,13 +41,14 @@ void cat_kernel(OpCall& call) {
     }
     return;
   }
+  // Other layouts: each input copied into its slice of out with the strided copies (tiled
+  // where a pair of dims is transposed, threaded). The single-threaded element loop took
+  // 4.8 ms to cat four column chunks of a [2048, 512] float32 along dim 0 (torch: 65 us).
   for (const Tensor& t : call.inputs) {
-    const char* s = bytes_of(t);
-    int64_t base = start * out.stride(d);
-    for_each_offset(t.shape(), {out.strides(), t.strides()},
-                    [&](const int64_t* off, const int64_t*) {
-                      copy_elem(o, base + off[0], s, off[1], es);
-                    });
+    if (t.numel() > 0) {
+      const Tensor slot = out.slice(d, start, start + t.size(d));
+      if (!copy_permuted(t, slot)) copy_same_shape(slot, t);
+    }
     start += t.size(d);
   }
 }
