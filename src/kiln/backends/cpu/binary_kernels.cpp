@@ -290,6 +290,24 @@ void where_kernel(OpCall& call) {
   const Tensor& c = call.inputs[0];
   const Tensor& a = call.inputs[1];
   const Tensor& b = call.inputs[2];
+  // A select through a mask on the element's bits: `p ? x : y` compiled to a branch that a
+  // random condition mispredicts half the time (where over 1M float32: 2.3 ms; torch 2.1).
+  // The values are moved, never computed with, so every dtype of the size is the same.
+  auto select = [&]<typename W>() {
+    elementwise_kernel<W, bool, W, W>(call.outs[0], {&c, &a, &b}, [](bool p, W x, W y) {
+      const W m = W(W(0) - W(p));
+      return W((x & m) | (y & W(~m)));
+    });
+  };
+  if (a.dtype() == b.dtype() && a.dtype() == call.outs[0].dtype()) {
+    switch (a.element_size()) {
+      case 1: return select.template operator()<uint8_t>();
+      case 2: return select.template operator()<uint16_t>();
+      case 4: return select.template operator()<uint32_t>();
+      case 8: return select.template operator()<uint64_t>();
+      default: break;
+    }
+  }
   KILN_DISPATCH_ALL(a.dtype(), "where", [&]<typename T>() {
     elementwise_kernel<T, bool, T, T>(call.outs[0], {&c, &a, &b},
                                       [](bool p, T x, T y) { return p ? x : y; });
