@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "kiln/nn/functional.h"
 #include "ops/test_util.h"
 
 namespace kiln::test {
@@ -237,6 +238,66 @@ TEST(UnarySleef, TranscendentalsWithinTwoUlps) {
   EXPECT_EQ(log1p(s).to_vector<float>()[3], -INFINITY);
   EXPECT_EQ(expm1(s).to_vector<float>()[2], -1.0f);
   EXPECT_EQ(log2(s).to_vector<float>()[1], INFINITY);
+}
+
+}  // namespace
+}  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+// leaky_relu and softplus of float32 / bfloat16 through the vector table's parameterised
+// functions, over threaded lengths and a channels-last layout: leaky_relu bit for bit
+// x > 0 ? x : x * slope in float (NaN stays NaN, -0 stays -0), softplus within 2 float32 ulps
+// of the float64 formula (relative 1e-6; bfloat16: one rounding of that).
+TEST(UnaryParams, LeakyReluAndSoftplusOverVectorsAndTails) {
+  std::vector<float> base = mixed_values(90000);
+  for (DType dt : {DType::F32, DType::BF16})
+    for (int64_t n : {int64_t(base.size()), int64_t(17), int64_t(3)}) {
+      std::vector<float> v(base.begin(), base.begin() + n);
+      if (dt == DType::BF16)
+        for (float& f : v) f = round_to_bf16(f);
+      Tensor x = tensor_from(v, {n}).to(dt);
+      for (float slope : {0.01f, 0.2f}) {
+        const std::vector<float> got =
+            nn::functional::leaky_relu(x, slope).to(DType::F32).to_vector<float>();
+        for (size_t i = 0; i < v.size(); ++i) {
+          float want = v[i] > 0 ? v[i] : v[i] * slope;
+          if (dt == DType::BF16) want = round_to_bf16(want);
+          ASSERT_TRUE(same_bits_or_both_nan(got[i], want))
+              << dtype_name(dt) << " slope " << slope << " x = " << v[i] << ": got " << got[i];
+        }
+      }
+      for (auto [beta, threshold] : {std::pair{1.0, 20.0}, std::pair{2.0, 5.0}}) {
+        const std::vector<float> got = softplus(x, beta, threshold).to(DType::F32).to_vector<float>();
+        for (size_t i = 0; i < v.size(); ++i) {
+          const double xv = v[i];
+          if (std::isnan(xv)) {
+            ASSERT_TRUE(std::isnan(got[i]));
+            continue;
+          }
+          const double want = xv * beta > threshold ? xv : std::log1p(std::exp(xv * beta)) / beta;
+          if (std::isinf(want)) {
+            ASSERT_EQ(double(got[i]), want) << dtype_name(dt) << " softplus(" << xv << ")";
+            continue;
+          }
+          const double tol = (dt == DType::BF16 ? 8e-3 : 1e-6) * std::fabs(want) + 1e-38;
+          ASSERT_NEAR(got[i], want, tol) << dtype_name(dt) << " softplus(" << xv << ")";
+        }
+      }
+    }
+  // A channels-last input keeps its layout, with the same values as the contiguous one.
+  Tensor img = tensor_from(std::vector<float>(base.begin(), base.begin() + 2 * 16 * 5 * 7),
+                           {2, 16, 5, 7});
+  Tensor cl = img.contiguous(MemoryFormat::ChannelsLast);
+  Tensor y = nn::functional::leaky_relu(cl, 0.1);
+  EXPECT_TRUE(!y.is_contiguous() && y.is_contiguous(MemoryFormat::ChannelsLast));
+  const std::vector<float> a = y.contiguous().to_vector<float>(),
+                           b = nn::functional::leaky_relu(img, 0.1).to_vector<float>();
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_TRUE(same_bits_or_both_nan(a[i], b[i])) << i;
+  // Integer inputs keep the composite (as before): the slope applies in the input's type
+  // promotion.
+  EXPECT_NO_THROW(nn::functional::leaky_relu(arange(5, TensorOptions(DType::I64)), 0.1));
 }
 
 }  // namespace

@@ -68,6 +68,11 @@ Grads d_softplus(const GradContext& ctx, const Grads& go) {
   return {where(gt(x * beta, threshold), go[0], go[0] * s)};
 }
 
+Grads d_leaky_relu(const GradContext& ctx, const Grads& go) {
+  const double slope = ctx.as_call().double_attr(0);
+  return {where(gt(ctx.input(0), Scalar(0.0)), go[0], go[0] * slope)};
+}
+
 Grads d_clamp(const GradContext& ctx, const Grads& go) {
   OpCall c = ctx.as_call();
   Tensor x = ctx.input(0);
@@ -218,6 +223,7 @@ void register_elementwise_derivatives() {
   for (const char* n : {"floor", "ceil", "round", "trunc", "sign"}) register_derivative(n, d_zero_grad);
   register_derivative("gelu", d_gelu);
   register_derivative("softplus", d_softplus);
+  register_derivative("leaky_relu", d_leaky_relu);
   register_derivative("clamp", d_clamp);
   register_derivative("nan_to_num", d_nan_to_num);
   register_derivative("add", d_add);

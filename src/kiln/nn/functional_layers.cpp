@@ -7,6 +7,7 @@
 #include "kiln/ops/random.h"
 #include "kiln/ops/reduction.h"
 #include "kiln/ops/views.h"
+#include "kiln/ops/leaky_relu.h"
 
 namespace kiln::nn::functional {
 
@@ -78,6 +79,10 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
 
 Tensor relu(const Tensor& x) { return kiln::relu(x); }
 Tensor leaky_relu(const Tensor& x, double negative_slope) {
+  // Floating CPU tensors: one pass in the leaky_relu kernel (the composite below took 2.4 ms
+  // on 1M float32, torch 55 us); other devices and dtypes keep the composite.
+  if (is_floating(x.dtype()) && x.device().type == DeviceType::CPU)
+    return ops::leaky_relu_op(x, negative_slope);
   return where(gt(x, Scalar(0.0)), x, x * negative_slope);
 }
 Tensor gelu(const Tensor& x, const std::string& approximate) { return kiln::gelu(x, approximate); }

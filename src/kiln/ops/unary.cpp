@@ -103,6 +103,13 @@ Tensor softplus(const Tensor& x, const Scalar& beta, const Scalar& threshold) {
   return unary(KILN_OP("softplus"), x, Kind::Float, {beta.to_double(), threshold.to_double()});
 }
 
+namespace ops {
+// The leaky_relu op (nn::functional::leaky_relu calls it for floating tensors on the CPU).
+Tensor leaky_relu_op(const Tensor& x, double negative_slope) {
+  return unary(KILN_OP("leaky_relu"), x, Kind::Float, {negative_slope});
+}
+}  // namespace ops
+
 Tensor isnan(const Tensor& x) { return unary(KILN_OP("isnan"), x, Kind::Bool); }
 Tensor isinf(const Tensor& x) { return unary(KILN_OP("isinf"), x, Kind::Bool); }
 Tensor isfinite(const Tensor& x) { return unary(KILN_OP("isfinite"), x, Kind::Bool); }
@@ -168,6 +175,9 @@ void register_unary_ops() {
       .keeps_channels_last = true;
   register_op("softplus", "softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor",
               same_as_first_meta);
+  register_op("leaky_relu", "leaky_relu(Tensor self, float negative_slope=0.01) -> Tensor",
+              same_as_first_meta)
+      .keeps_channels_last = true;
   register_op("clamp", "clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor",
               same_as_first_meta)
       .keeps_channels_last = true;

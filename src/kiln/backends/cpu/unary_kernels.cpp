@@ -154,17 +154,45 @@ void gelu_kernel(OpCall& call) {
   else unary_kernel<GeluErf>(call);
 }
 
+template <typename Fn>
+bool run_vectorised_fn(OpCall& call, Fn fn);  // below
+
 // softplus(beta, threshold): log1p(exp(beta x)) / beta, linear above threshold.
 void softplus_kernel(OpCall& call) {
   const Tensor& in = call.inputs[0];
   const Tensor& out = call.outs[0];
   double beta = call.double_attr(0), threshold = call.double_attr(1);
+  if (const VecUnaryParamF32 fn = vec_math_f32().softplus) {
+    const float b = float(beta), th = float(threshold);
+    if (run_vectorised_fn(call, [=](const float* x, float* y, int64_t n) { fn(x, y, n, b, th); }))
+      return;
+  }
   KILN_DISPATCH_FLOAT(in.dtype(), "softplus", [&]<typename T>() {
     using C = opmath_t<T>;
     C b = C(beta), th = C(threshold);
     elementwise_kernel<T, T>(out, {&in}, [b, th](T v) {
       C x = C(v);
       return T(x * b > th ? x : std::log1p(std::exp(x * b)) / b);
+    });
+  });
+}
+
+// leaky_relu(negative_slope): x > 0 ? x : x * slope, computed in float for 16-bit floats.
+void leaky_relu_kernel(OpCall& call) {
+  const Tensor& in = call.inputs[0];
+  const Tensor& out = call.outs[0];
+  const double slope = call.double_attr(0);
+  if (const VecUnaryParamF32 fn = vec_math_f32().leaky_relu) {
+    const float s = float(slope);
+    if (run_vectorised_fn(call, [=](const float* x, float* y, int64_t n) { fn(x, y, n, s, 0); }))
+      return;
+  }
+  KILN_DISPATCH_FLOAT(in.dtype(), "leaky_relu", [&]<typename T>() {
+    using C = opmath_t<T>;
+    const C s = C(slope);
+    elementwise_kernel<T, T>(out, {&in}, [s](T v) {
+      const C x = C(v);
+      return T(x > C(0) ? x : x * s);
     });
   });
 }
@@ -230,14 +258,14 @@ bool same_dense_layout(const Tensor& in, const Tensor& out) {
 }
 
 // Dense float32 / bfloat16 tensors (the output equal to or disjoint from the input) go
-// through the ISA-selected vector function when there is one; long arrays are split over
+// through a vector function fn(in, out, n) over float32 arrays; long arrays are split over
 // the threads.
-bool run_vectorised(OpCall& call, VecUnaryF32 VecMathF32::*which) {
+template <typename Fn>
+bool run_vectorised_fn(OpCall& call, Fn fn) {
   const Tensor& in = call.inputs[0];
   const Tensor& out = call.outs[0];
   const VecMathF32& vm = vec_math_f32();
-  const VecUnaryF32 fn = vm.*which;
-  if (!fn || in.dtype() != out.dtype() || !same_dense_layout(in, out)) return false;
+  if (!vm.widen_bf16 || in.dtype() != out.dtype() || !same_dense_layout(in, out)) return false;
   if (in.dtype() == DType::BF16) {
     // bfloat16: widen a chunk, apply the float32 function, round back (computed in float32
     // registers, as the scalar path).
@@ -304,6 +332,12 @@ bool run_vectorised(OpCall& call, VecUnaryF32 VecMathF32::*which) {
   return true;
 }
 
+// The ISA-selected vector function `which`, when the level has one.
+bool run_vectorised(OpCall& call, VecUnaryF32 VecMathF32::*which) {
+  const VecUnaryF32 fn = vec_math_f32().*which;
+  return fn && run_vectorised_fn(call, fn);
+}
+
 template <VecUnaryF32 VecMathF32::*Which, typename F>
 void vectorised_unary_kernel(OpCall& call) {
   if (!run_vectorised(call, Which)) unary_kernel<F>(call);
@@ -354,6 +388,7 @@ void register_unary_kernels() {
   reg("isfinite", bool_unary_kernel<IsFinite>, kAllDTypes);
   reg("gelu", fast_gelu_kernel, kFloatDTypes);
   reg("softplus", softplus_kernel, kFloatDTypes);
+  reg("leaky_relu", leaky_relu_kernel, kFloatDTypes);
   reg("clamp", clamp_kernel, kAllDTypes);
   reg("nan_to_num", nan_to_num_kernel, kFloatDTypes);
 }

@@ -56,6 +56,10 @@ using VecBinaryF32 = void (*)(const float* a, int64_t a_step, const float* b, in
 using VecNormAffineF32 = void (*)(const float* in, float* out, int64_t n, float mean,
                                   float rstd, const float* w, const float* b, bool stream);
 
+// A unary function with up to two float parameters: leaky_relu (p0 = the negative slope) and
+// softplus (p0 = beta, p1 = threshold).
+using VecUnaryParamF32 = void (*)(const float* in, float* out, int64_t n, float p0, float p1);
+
 struct VecMathF32 {
   VecUnaryF32 exp = nullptr, log = nullptr, tanh = nullptr, sigmoid = nullptr, silu = nullptr,
               gelu_erf = nullptr, gelu_tanh = nullptr, relu = nullptr, erf = nullptr,
@@ -63,6 +67,7 @@ struct VecMathF32 {
               reciprocal = nullptr, floor = nullptr, ceil = nullptr, trunc = nullptr,
               round = nullptr, sign = nullptr, sin = nullptr, cos = nullptr, tan = nullptr,
               exp2 = nullptr, expm1 = nullptr, log2 = nullptr, log1p = nullptr;
+  VecUnaryParamF32 leaky_relu = nullptr, softplus = nullptr;
   VecSoftmaxRowF32 softmax_row = nullptr;
   VecDotF32 dot = nullptr;
   VecDot4F32 dot4 = nullptr;

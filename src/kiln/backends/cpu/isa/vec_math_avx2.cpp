@@ -37,6 +37,8 @@ inline float reduce_max_avx2(__m256 v) {
 #define VMIN(a, b) _mm256_min_ps((a), (b))
 #define VRCP(a) _mm256_rcp_ps(a)
 #define VABS(a) _mm256_andnot_ps(_mm256_set1_ps(-0.0f), (a))
+// x where a > b, else y (NaN compares false: y).
+#define VSEL_GT(a, b, x, y) _mm256_blendv_ps((y), (x), _mm256_cmp_ps((a), (b), _CMP_GT_OQ))
 #define VSQRT(a) _mm256_sqrt_ps(a)
 #define VFLOOR(a) _mm256_floor_ps(a)
 #define VCEIL(a) _mm256_ceil_ps(a)

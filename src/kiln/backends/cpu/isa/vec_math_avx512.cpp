@@ -47,6 +47,9 @@ inline float reduce_max_avx512(__m512 v) {
 #define VMIN(a, b) _mm512_min_ps((a), (b))
 #define VRCP(a) _mm512_rcp14_ps(a)
 #define VABS(a) _mm512_abs_ps(a)
+// x where a > b, else y (NaN compares false: y).
+#define VSEL_GT(a, b, x, y) \
+  _mm512_mask_blend_ps(_mm512_cmp_ps_mask((a), (b), _CMP_GT_OQ), (y), (x))
 #define VSQRT(a) _mm512_sqrt_ps(a)
 #define VCEIL(a) _mm512_roundscale_ps((a), _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC)
 #define VTRUNC(a) _mm512_roundscale_ps((a), _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC)
