@@ -301,6 +301,36 @@ TEST_P(IndexingTest, ScatterAddAccumulatesDuplicates) {
   }
 }
 
+// Sizes that split gather's and scatter_add's index rows over the threads (int64 indices:
+// the typed row paths), along the last dim and along dim 0, from a transposed x, with
+// duplicate targets; int32 indices take the element loop and must agree.
+TEST_P(IndexingTest, GatherAndScatterAddAtThreadedSizes) {
+  const Shape xs{300, 257}, is{300, 200};
+  for (DType t : {DType::F32, DType::F64, DType::BF16, DType::I64}) {
+    SCOPED_TRACE(dtype_name(t));
+    auto xv = exact_values(size_t(300 * 257), t, 61);
+    Tensor x = make(xv, xs, t, device());
+    Tensor xt = x.t().contiguous().t();  // same values, column-major
+    for (int64_t d : {int64_t(1), int64_t(0)}) {
+      auto iv = random_indices(size_t(300 * 200), xs[size_t(d)], uint32_t(62 + d));
+      const auto want = ref_gather(xv, xs, d, iv, is);
+      expect_values(gather(x, d, ints(iv, is, device())), is, want, "gather");
+      expect_values(gather(xt, d, ints(iv, is, device())), is, want, "gather, transposed x");
+      expect_values(gather(x, d, ints(iv, is, device(), DType::I32)), is, want, "int32");
+    }
+    if (t == DType::BF16) continue;  // (bfloat16 sums round at every add)
+    // float32 adds round in float32, about 200 terms per element along dim 0.
+    const test::Tol tol = t == DType::F32 ? test::Tol{1e-5, 1e-4} : test::tol_for(t);
+    auto sv = exact_values(size_t(300 * 200), t, 63);
+    for (int64_t d : {int64_t(1), int64_t(0)}) {
+      auto iv = random_indices(size_t(300 * 200), xs[size_t(d)], uint32_t(64 + d));
+      Tensor y = scatter_add(x, d, ints(iv, is, device()), make(sv, is, t, device()));
+      auto e = ref_scatter(xv, xs, d, iv, is, sv, is, "sum", true, !is_floating(t));
+      expect_close(y, xs, e, tol, "scatter_add dim " + std::to_string(d));
+    }
+  }
+}
+
 TEST_P(IndexingTest, ScatterReduceEveryModeAndIncludeSelf) {
   Shape xs{4, 3}, is{6, 3}, ss{7, 3};
   auto iv = random_indices(18, 4, 16);

@@ -1,11 +1,13 @@
 // CPU kernels for index_select, gather, the scatter family, masked_fill, masked_select and
 // nonzero. Every index value is checked against its dim before any memory is touched with
 // it (the testing device runs these asynchronously, so the checks live here, with the data).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
 
 #include "index_loops.h"
+#include "row_loops.h"
 #include "kiln/tensor/empty.h"
 #include "kiln/tensor/strided_loop.h"
 
@@ -97,10 +99,88 @@ void index_select_kernel(OpCall& call) {
 }
 
 // out[..., i, ...] = x[..., index[..., i, ...], ...]; inputs: self, index; attrs: dim.
+// The rows of an index tensor (its last dim) with the rows of the tensors walked beside it:
+// row(c, i, offs) per index row, where i is the row's start in the index and offs[k] the
+// start in tensors[k] (strides[k], whose entry at dim d is zeroed where the index moves
+// along d). Rows go over the threads when `parallel`.
+struct IndexRows {
+  const Tensor& index;
+  std::vector<Strides> strides;
+  template <typename F>
+  void each(bool parallel, F&& row) const {
+    const int64_t nd = index.dim();
+    const Strides& is = index.strides();
+    auto run = [&](const int64_t* c, int64_t i) {
+      int64_t offs[4] = {0, 0, 0, 0};
+      for (size_t k = 0; k < strides.size(); ++k)
+        for (int64_t d = 0; d + 1 < nd; ++d) offs[k] += c[d] * strides[k][size_t(d)];
+      row(c, i, offs);
+    };
+    if (parallel) {
+      for_each_row(index.shape(), is, run);
+      return;
+    }
+    // Serially, in row-major order (rows may write the same elements).
+    std::vector<int64_t> c(static_cast<size_t>(nd - 1), 0);
+    const int64_t rows = index.numel() / std::max<int64_t>(index.size(nd - 1), 1);
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t i = 0;
+      for (int64_t d = 0; d + 1 < nd; ++d) i += c[size_t(d)] * is[size_t(d)];
+      run(c.data(), i);
+      for (int64_t d = nd - 1; d-- > 0;) {
+        if (++c[size_t(d)] < index.size(d)) break;
+        c[size_t(d)] = 0;
+      }
+    }
+  }
+  // Every index value in [0, size), else the op's error before anything is written.
+  void check(const char* op, int64_t d, int64_t size) const {
+    const int64_t* ip = static_cast<const int64_t*>(index.raw_data());
+    const int64_t len = index.size(index.dim() - 1), step = index.strides().back();
+    for_each_row(index.shape(), index.strides(), [&](const int64_t*, int64_t i) {
+      for (int64_t j = 0; j < len; ++j) checked_index(op, ip[i + j * step], d, size);
+    });
+  }
+};
+
+// gather with an int64 index of at least one dim, typed by the element size: a row of the
+// index at a time, rows over the threads. The element loop (a dtype switch, a check and a
+// byte copy per element, one thread) took 2.6 ms for a [2048, 256] index into [2048, 512]
+// float32 (torch 0.16 ms).
+bool gather_by_rows(const Tensor& x, const Tensor& index, const Tensor& out, int64_t d) {
+  const int64_t nd = index.dim();
+  if (index.dtype() != DType::I64 || nd == 0 || index.numel() == 0) return false;
+  Strides xs = x.strides();
+  const int64_t xs_d = xs[size_t(d)], xs_last = xs.back();
+  xs[size_t(d)] = 0;
+  const IndexRows rows{index, {out.strides(), xs}};
+  rows.check("gather()", d, x.size(d));
+  const int64_t len = index.size(nd - 1), is = index.strides().back(),
+                os = out.strides().back();
+  const bool along_last = d == nd - 1;
+  return with_word_of_size(x.element_size(), [&]<typename W>() {
+    const int64_t* ip = static_cast<const int64_t*>(index.raw_data());
+    const W* xp = static_cast<const W*>(x.raw_data());
+    W* op = static_cast<W*>(out.raw_data());
+    rows.each(index.numel() >= detail::kParallelElements,
+              [&](const int64_t*, int64_t i, const int64_t* offs) {
+      const int64_t* ir = ip + i;
+      W* orow = op + offs[0];
+      const W* xrow = xp + offs[1];
+      if (along_last) {
+        for (int64_t j = 0; j < len; ++j) orow[j * os] = xrow[ir[j * is] * xs_d];
+      } else {
+        for (int64_t j = 0; j < len; ++j) orow[j * os] = xrow[j * xs_last + ir[j * is] * xs_d];
+      }
+    });
+  });
+}
+
 void gather_kernel(OpCall& call) {
   const Tensor& x = call.inputs[0];
   const Tensor& index = call.inputs[1];
   const Tensor& out = call.outs[0];
+  if (gather_by_rows(x, index, out, wrap_dim(call.int_attr(0), x.dim()))) return;
   Geom xg = geom_of(x, true), ig = geom_of(index, true), og = geom_of(out, true);
   int64_t d = wrap_dim(call.int_attr(0), x.dim());
   int64_t size = xg.shape[size_t(d)], xs = xg.strides[size_t(d)];
@@ -190,6 +270,36 @@ void scatter_reduce_typed(OpCall& call, Reduce red, bool include_self, const cha
     if (red == Reduce::Sum && include_self) {
       // scatter_add (the embedding gradient): add into the output directly, as PyTorch does,
       // touching only the indexed elements (no accumulator copy of the whole output).
+      const Tensor& index = call.inputs[1];
+      const int64_t d = wrap_dim(call.int_attr(0), out.dim()), nd = index.dim();
+      if (index.dtype() == DType::I64 && nd > 0 && index.numel() > 0) {
+        // A row of the index at a time, typed (the element loop: 3.4 ms for a [2048, 256]
+        // index into [2048, 512] float32, torch 0.24 ms). Along the last dim each index row
+        // writes only its own output row, so rows go over the threads; along another dim
+        // rows may meet at an element and run in order.
+        Strides os = out.strides();
+        const int64_t os_d = os[size_t(d)], os_last = os.back();
+        os[size_t(d)] = 0;
+        const IndexRows rows{index, {os, src.strides()}};
+        rows.check(op, d, out.size(d));
+        const int64_t len = index.size(nd - 1), is = index.strides().back(),
+                      ss = src.strides().back();
+        const bool along_last = d == nd - 1;
+        const int64_t* ip = static_cast<const int64_t*>(index.raw_data());
+        rows.each(along_last && index.numel() >= detail::kParallelElements,
+                  [&](const int64_t*, int64_t i, const int64_t* offs) {
+          const int64_t* ir = ip + i;
+          T* orow = o + offs[0];
+          const T* srow = s + offs[1];
+          if (along_last) {
+            for (int64_t j = 0; j < len; ++j) orow[ir[j * is] * os_d] += srow[j * ss];
+          } else {
+            for (int64_t j = 0; j < len; ++j)
+              orow[j * os_last + ir[j * is] * os_d] += srow[j * ss];
+          }
+        });
+        return;
+      }
       for_each_scatter_target(op, call, out, &src, [&](int64_t t, int64_t so) { o[t] += s[so]; });
       return;
     }
