@@ -331,6 +331,44 @@ TEST_P(IndexingTest, GatherAndScatterAddAtThreadedSizes) {
   }
 }
 
+// nonzero, masked_select and x[mask] at sizes split over the threads (two passes over pieces
+// of the elements): every coordinate and selected element in row-major order, zeros of either
+// sign skipped and NaN kept by nonzero, against host loops; a mask that is all false.
+TEST_P(IndexingTest, NonzeroAndMaskedSelectionsAtThreadedSizes) {
+  const Shape s{300, 257};
+  const int64_t n = 300 * 257;
+  std::vector<bool> m(static_cast<size_t>(n));
+  std::vector<double> mv(static_cast<size_t>(n));
+  const auto r = random_indices(size_t(n), 3, 71);
+  for (int64_t i = 0; i < n; ++i) {
+    m[size_t(i)] = r[size_t(i)] == 0;
+    mv[size_t(i)] = r[size_t(i)] == 0 ? 0.0 : r[size_t(i)] == 1 ? -0.0 : 1.5;
+  }
+  mv[17] = NAN;
+  for (DType t : {DType::F32, DType::BF16, DType::I64, DType::U8, DType::Bool}) {
+    SCOPED_TRACE(dtype_name(t));
+    auto xv = exact_values(size_t(n), t, 72);
+    Tensor x = make(xv, s, t, device());
+    Tensor mask = bools(m, s, device());
+    std::vector<double> want;
+    for (int64_t i = 0; i < n; ++i)
+      if (m[size_t(i)]) want.push_back(xv[size_t(i)]);
+    const Shape ws{int64_t(want.size())};
+    expect_values(masked_select(x, mask), ws, want, "masked_select");
+    expect_values(index(x, {mask}), ws, want, "x[mask]");
+    expect_values(masked_select(x, zeros_like(mask)), {0}, {}, "all false");
+  }
+  Tensor v = make(mv, s, DType::F32, device());
+  std::vector<double> coords;
+  for (int64_t i = 0; i < n; ++i)
+    if (mv[size_t(i)] != 0 || std::isnan(mv[size_t(i)])) {
+      coords.push_back(double(i / 257));
+      coords.push_back(double(i % 257));
+    }
+  expect_values(nonzero(v), {int64_t(coords.size() / 2), 2}, coords, "nonzero");
+  expect_values(nonzero(mul(v, 0.0).fill_(0.0)), {0, 2}, {}, "no nonzero");
+}
+
 TEST_P(IndexingTest, ScatterReduceEveryModeAndIncludeSelf) {
   Shape xs{4, 3}, is{6, 3}, ss{7, 3};
   auto iv = random_indices(18, 4, 16);

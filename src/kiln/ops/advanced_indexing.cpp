@@ -157,6 +157,12 @@ std::vector<Tensor> put_inputs(const Prepared& p, const Tensor& v) {
 }  // namespace
 
 Tensor index(const Tensor& x, const std::vector<Tensor>& indices) {
+  // x[mask] with a mask of x's whole shape is masked_select (one pass over the mask, no
+  // coordinate tensors): the same elements in the same order.
+  if (indices.size() == 1 && indices[0].defined() && indices[0].dtype() == DType::Bool &&
+      indices[0].dim() > 0 && indices[0].shape() == x.shape() &&
+      x.device().type == DeviceType::CPU && indices[0].device() == x.device())
+    return masked_select(x, indices[0]);
   Prepared p = prepare_indices("index", x, indices);
   if (!p.any) return clone(p.x);
   std::vector<Tensor> in{p.x};

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstring>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "index_loops.h"
 #include "row_loops.h"
@@ -378,8 +380,58 @@ void masked_fill_kernel(OpCall& call) {
   });
 }
 
+// Selections from a contiguous tensor in two threaded passes over pieces of its elements:
+// count(b, e) counts the selected elements of [b, e); allocate(total) makes the output on the
+// calling thread; emit(b, e, k) writes the selections of [b, e) from output position k on
+// (the counts of the pieces before it). The single-threaded element loops took 1.2 ms for
+// nonzero of [512, 512] float32 (torch 0.39) and 25 ms for x[mask] of [2048, 512] (torch
+// 3.5).
+template <typename Count, typename Allocate, typename Emit>
+void select_in_pieces(int64_t n, Count&& count, Allocate&& allocate, Emit&& emit) {
+  const int64_t pieces =
+      n >= detail::kParallelElements ? 4 * int64_t(detail::elementwise_threads()) : 1;
+  std::vector<int64_t> start(static_cast<size_t>(pieces + 1), 0);
+  auto run = [pieces](auto&& piece) {
+    if (pieces > 1) detail::parallel_chunks(pieces, piece);
+    else piece(0);
+  };
+  run([&](int64_t p) { start[size_t(p + 1)] = count(n * p / pieces, n * (p + 1) / pieces); });
+  for (int64_t p = 0; p < pieces; ++p) start[size_t(p + 1)] += start[size_t(p)];
+  allocate(start.back());
+  if (start.back() == 0) return;
+  run([&](int64_t p) { emit(n * p / pieces, n * (p + 1) / pieces, start[size_t(p)]); });
+}
+
+// masked_select of a contiguous x and mask (same shape), typed by the element size.
+bool masked_select_contiguous(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const Tensor& mask = call.inputs[1];
+  if (!x.is_contiguous() || !mask.is_contiguous() || x.shape() != mask.shape()) return false;
+  const bool* m = mask.data_ptr<bool>();
+  const int64_t n = x.numel();
+  auto count = [&](int64_t b, int64_t e) {
+    int64_t k = 0;
+    for (int64_t i = b; i < e; ++i) k += m[i] ? 1 : 0;
+    return k;
+  };
+  Tensor out;
+  const bool done = with_word_of_size(x.element_size(), [&]<typename W>() {
+    const W* src = static_cast<const W*>(x.raw_data());
+    select_in_pieces(
+        n, count, [&](int64_t total) { out = empty_tensor({total}, x.dtype(), x.device()); },
+        [&](int64_t b, int64_t e, int64_t k) {
+          W* dst = static_cast<W*>(out.raw_data());
+          for (int64_t i = b; i < e; ++i)
+            if (m[i]) dst[k++] = src[i];
+        });
+  });
+  if (done) call.outs = {out};
+  return done;
+}
+
 // inputs: self and mask of one shape. Output: the selected elements, 1-D.
 void masked_select_kernel(OpCall& call) {
+  if (masked_select_contiguous(call)) return;
   const Tensor& x = call.inputs[0];
   const Tensor& mask = call.inputs[1];
   const bool* m = mask.data_ptr<bool>();
@@ -399,7 +451,49 @@ void masked_select_kernel(OpCall& call) {
 }
 
 // Output: [n, ndim] int64 coordinates of the nonzero elements, in row-major order.
+// nonzero of a contiguous tensor: counts per piece, then each piece writes the coordinates of
+// its nonzero elements, stepping a coordinate counter along its range.
+bool nonzero_contiguous(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const int64_t nd = x.dim(), n = x.numel();
+  if (!x.is_contiguous() || nd == 0) return false;
+  Tensor out;
+  KILN_DISPATCH_ALL(x.dtype(), "nonzero", [&]<typename T>() {
+    const T* p = static_cast<const T*>(x.raw_data());
+    auto count = [&](int64_t b, int64_t e) {
+      int64_t k = 0;
+      for (int64_t i = b; i < e; ++i) k += convert_value<bool>(p[i]) ? 1 : 0;
+      return k;
+    };
+    const Shape& shape = x.shape();
+    auto allocate = [&](int64_t total) {
+      out = empty_tensor({total, nd}, DType::I64, x.device());
+    };
+    select_in_pieces(n, count, allocate, [&](int64_t b, int64_t e, int64_t k) {
+      int64_t* dst = static_cast<int64_t*>(out.raw_data());
+      std::vector<int64_t> c(static_cast<size_t>(nd));
+      for (int64_t d = nd, r = b; d-- > 0;) {
+        c[size_t(d)] = r % shape[size_t(d)];
+        r /= shape[size_t(d)];
+      }
+      for (int64_t i = b; i < e; ++i) {
+        if (convert_value<bool>(p[i])) {
+          std::copy(c.begin(), c.end(), dst + k * nd);
+          ++k;
+        }
+        for (int64_t d = nd; d-- > 0;) {
+          if (++c[size_t(d)] < shape[size_t(d)]) break;
+          c[size_t(d)] = 0;
+        }
+      }
+    });
+  });
+  call.outs = {out};
+  return true;
+}
+
 void nonzero_kernel(OpCall& call) {
+  if (nonzero_contiguous(call)) return;
   const Tensor& x = call.inputs[0];
   std::vector<int64_t> coords;
   int64_t n = 0, nd = x.dim();
