@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "kiln/runtime/threads.h"
 #include "ops/test_util.h"
 
 namespace kiln {
@@ -292,6 +293,39 @@ TEST_P(RandomRepro, NormalFollowsTheDocumentedBoxMullerMapping) {
     double th = 2 * std::numbers::pi * draw(k + 1);
     double z = i % 2 == 0 ? r * std::cos(th) : r * std::sin(th);
     EXPECT_NEAR(got[i], z * 3.0 + 1.0, 1e-12) << "element " << i;
+  }
+}
+
+// Outputs of 2^16 elements and more are filled by the threads, each piece with its own Philox
+// cache: the documented mapping holds for every element (an odd count, so the last normal
+// pair is cut), and one thread gives the same values as two.
+TEST_P(RandomRepro, ThreadedFillsFollowTheMappingForAnyThreadCount) {
+  const uint64_t seed = 99, offset = 3;
+  const int64_t n = 200003;
+  auto fill = [&](int threads, bool normal) {
+    const int saved = get_num_threads();
+    set_num_threads(threads);
+    Generator g(seed);
+    g.set_offset(offset);
+    Tensor t = normal ? filled_normal({n}, DType::F32, device(), &g, 1.0, 3.0)
+                      : filled_uniform({n}, DType::F32, device(), &g);
+    set_num_threads(saved);
+    return values(t);
+  };
+  const auto u1 = fill(1, false), u2 = fill(2, false);
+  const auto z1 = fill(1, true), z2 = fill(2, true);
+  EXPECT_EQ(u1, u2);
+  EXPECT_EQ(z1, z2);
+  auto unit = [&](uint64_t k) {
+    return float(std::ldexp(double(philox4x32(seed, offset + k / 4)[k % 4] >> 8), -24));
+  };
+  for (uint64_t i = 0; i < uint64_t(n); ++i) {
+    ASSERT_EQ(u2[i], unit(i)) << "uniform element " << i;
+    const uint64_t k = 2 * (i / 2);
+    const double r = std::sqrt(-2.0 * std::log(1.0 - double(unit(k))));
+    const double th = 2 * std::numbers::pi * double(unit(k + 1));
+    const double z = (i % 2 == 0 ? r * std::cos(th) : r * std::sin(th)) * 3.0 + 1.0;
+    ASSERT_NEAR(z2[i], z, 1e-4 * (1 + std::fabs(z))) << "normal element " << i;
   }
 }
 

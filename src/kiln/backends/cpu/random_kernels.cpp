@@ -94,10 +94,34 @@ constexpr int uniform_digits() {
   else return 8;  // BFloat16
 }
 
+// Contiguous outputs of at least kParallelElements elements are filled by the threads, each
+// piece with its own copy of f (and of the Philox block cache f holds): values depend on i
+// only, so the pieces give what one thread gives. normal_ of 1M float32 took 14.7 ms on one
+// thread (torch 3.5 ms). Pieces start on multiples of 4, one Philox block.
+template <typename F>
+bool fill_in_pieces(int64_t n, const F& f, const std::vector<const Tensor*>& dense) {
+  if (n < detail::kParallelElements || detail::elementwise_threads() <= 1) return false;
+  for (const Tensor* t : dense)
+    if (!t->is_contiguous()) return false;
+  const int64_t blocks = (n + 3) / 4, pieces = 4 * int64_t(detail::elementwise_threads());
+  detail::parallel_chunks(pieces, [&](int64_t p) {
+    F local = f;
+    const int64_t b = std::min(n, 4 * (blocks * p / pieces));
+    const int64_t e = std::min(n, 4 * (blocks * (p + 1) / pieces));
+    local(b, e);
+  });
+  return true;
+}
+
 // out[i] = f(i) for every element, i the row-major logical index. The strided loop never
 // reorders dims (it only merges and drops size-1 dims), so its runs come in row-major order.
 template <typename T, typename F>
 void fill_logical(const Tensor& out, F&& f) {
+  T* dst = static_cast<T*>(out.raw_data());
+  auto piece = [dst, f](int64_t b, int64_t e) mutable {
+    for (int64_t i = b; i < e; ++i) dst[i] = f(uint64_t(i));
+  };
+  if (fill_in_pieces(out.numel(), piece, {&out})) return;
   auto loop = make_strided_loop<1>({&out}, out.shape());
   uint64_t i = 0;
   for_each_run<1>(loop, [&](const std::array<char*, 1>& p, const std::array<int64_t, 1>& s,
@@ -107,8 +131,16 @@ void fill_logical(const Tensor& out, F&& f) {
 }
 
 // out[i] = f(i, in[i]) (in viewed at out's shape).
+// parallel: pieces over the threads (each with a copy of f) where the layouts allow.
 template <typename T, typename In, typename F>
-void map_logical(const Tensor& out, const Tensor& in, F&& f) {
+void map_logical(const Tensor& out, const Tensor& in, bool parallel, F&& f) {
+  T* dst = static_cast<T*>(out.raw_data());
+  const In* src = static_cast<const In*>(in.raw_data());
+  auto piece = [dst, src, f](int64_t b, int64_t e) mutable {
+    for (int64_t i = b; i < e; ++i) dst[i] = f(uint64_t(i), src[i]);
+  };
+  if (parallel && in.shape() == out.shape() && fill_in_pieces(out.numel(), piece, {&out, &in}))
+    return;
   auto loop = make_strided_loop<2>({&out, &in}, out.shape());
   uint64_t i = 0;
   for_each_run<2>(loop, [&](const std::array<char*, 2>& p, const std::array<int64_t, 2>& s,
@@ -127,7 +159,7 @@ void uniform_kernel(OpCall& call) {
   KILN_DISPATCH_FLOAT(out.dtype(), "uniform_", [&]<typename T>() {
     constexpr int digits = uniform_digits<T>();
     const T low = convert_value<T>(from);
-    fill_logical<T>(out, [&](uint64_t i) {
+    fill_logical<T>(out, [=](uint64_t i) mutable {
       double u;
       if constexpr (digits == 53) {
         u = d.unit_double(i);
@@ -149,9 +181,8 @@ void normal_kernel(OpCall& call) {
   KILN_DISPATCH_FLOAT(out.dtype(), "normal_", [&]<typename T>() {
     // Acc: the type of the Box-Muller math.
     using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
-    uint64_t pair = ~uint64_t(0);
-    Acc r = 0, theta = 0;
-    fill_logical<T>(out, [&](uint64_t i) {
+    // The pair's radius and angle are kept for its second element (per copy of the functor).
+    auto f = [=, pair = ~uint64_t(0), r = Acc(0), theta = Acc(0)](uint64_t i) mutable {
       uint64_t k = 2 * (i / 2);
       if (k != pair) {
         Acc u1, u2;
@@ -168,7 +199,8 @@ void normal_kernel(OpCall& call) {
       }
       Acc z = (i % 2 == 0) ? r * std::cos(theta) : r * std::sin(theta);
       return convert_value<T>(double(z) * std + mean);
-    });
+    };
+    fill_logical<T>(out, f);
   });
 }
 
@@ -179,7 +211,7 @@ void bernoulli_scalar_kernel(OpCall& call) {
   PhiloxDraws d(call, 1);
   KILN_DISPATCH_ALL(out.dtype(), "bernoulli_", [&]<typename T>() {
     const T one = convert_value<T>(1), zero = convert_value<T>(0);
-    fill_logical<T>(out, [&](uint64_t i) { return d.unit_32(i) < p ? one : zero; });
+    fill_logical<T>(out, [=](uint64_t i) mutable { return d.unit_32(i) < p ? one : zero; });
   });
 }
 
@@ -190,7 +222,8 @@ void bernoulli_tensor_kernel(OpCall& call) {
   PhiloxDraws d(call, 0);
   KILN_DISPATCH_FLOAT(out.dtype(), "bernoulli", [&]<typename T>() {
     const T one = convert_value<T>(1), zero = convert_value<T>(0);
-    map_logical<T, T>(out, probs, [&](uint64_t i, T pv) {
+    // In order on one thread: the error names the first bad probability.
+    map_logical<T, T>(out, probs, /*parallel=*/false, [&](uint64_t i, T pv) {
       double p = convert_value<double>(pv);
       KILN_CHECK(p >= 0 && p <= 1, Error,
                  "bernoulli expects all probabilities to be in [0, 1] (p_in >= 0 && p_in <= 1), "
@@ -212,7 +245,7 @@ void dropout_kernel(OpCall& call) {
     // The scale rounded to the dtype first, as PyTorch's noise tensor holds it.
     const Acc scale = Acc(convert_value<double>(convert_value<T>(1.0 / keep)));
     const T zero = convert_value<T>(0);
-    map_logical<T, T>(out, x, [&](uint64_t i, T v) {
+    map_logical<T, T>(out, x, /*parallel=*/true, [=](uint64_t i, T v) mutable {
       return d.unit_32(i) < keep ? convert_value<T>(Acc(convert_value<double>(v)) * scale) : zero;
     });
   });
@@ -226,7 +259,7 @@ void random_kernel(OpCall& call) {
   bool wide = range > (uint64_t(1) << 32);
   PhiloxDraws d(call, 2);
   KILN_DISPATCH_ALL(out.dtype(), "random_", [&]<typename T>() {
-    fill_logical<T>(out, [&](uint64_t i) {
+    fill_logical<T>(out, [=](uint64_t i) mutable {
       uint64_t step = wide ? uint64_t((unsigned __int128)d.draw64(i) * range >> 64)
                            : (uint64_t(d.draw32(i)) * range) >> 32;
       return convert_value<T>(int64_t(uint64_t(from) + step));
