@@ -160,6 +160,30 @@ TEST_P(ReductionStats, LogsumexpEveryFloatDtypeLayoutAndDims) {
   }
 }
 
+// Rows long enough for whole vectors plus a tail, enough of them to be split over the
+// threads (float32 and bfloat16 take the vector row function): against float64, with rows
+// holding NaN, +inf, only -inf, and a large offset.
+TEST_P(ReductionStats, LogsumexpOfManyLongRows) {
+  const int64_t rows = 300, cols = 517;
+  std::vector<double> v = values_for(DType::F32, size_t(rows * cols), 95, -20, 20);
+  for (int64_t j = 0; j < cols; ++j) {
+    v[size_t(1 * cols + j)] = -kInf;
+    v[size_t(3 * cols + j)] += 5000;
+  }
+  v[size_t(5 * cols + 400)] = kNaN;
+  v[size_t(7 * cols + 3)] = kInf;
+  v[size_t(9 * cols + 516)] = -kInf;
+  for (DType t : {DType::F32, DType::BF16}) {
+    std::vector<double> r = v;
+    for (double& x : r) x = round_to(x, t);
+    Tensor x = make(r, {rows, cols}, t, device());
+    RefGroups g = ref_groups(r, {rows, cols}, {1}, false);
+    const Tol tol = t == DType::F32 ? Tol{2e-6, 2e-6} : Tol{8e-3, 8e-3};
+    expect_close(logsumexp(x, {1}), g.out_shape, map_groups(g, ref_lse), tol,
+                 std::string(dtype_name(t)));
+  }
+}
+
 TEST_P(ReductionStats, LogsumexpIsStableAndHandlesInfinities) {
   Tensor big = make({1000, 1000, -kInf, 1, 2, 3}, {2, 3}, DType::F32, device());
   expect_close(logsumexp(big, {1}), {2}, {1000 + std::log(2.0), ref_lse({1, 2, 3})});

@@ -8,6 +8,7 @@
 
 #include "kiln/core/convert.h"
 #include "kiln/dispatch/registry.h"
+#include "isa/vec_math.h"
 #include "reduce_utils.h"
 #include "kiln/tensor/strided_loop.h"
 #include "reduction_fast.h"
@@ -194,7 +195,45 @@ void norm_kernel(OpCall& call) {
 
 // logsumexp: max first, then log(sum(exp(x - max))) + max; an infinite max is treated as 0
 // so that all -inf gives -inf and any +inf gives +inf, as PyTorch.
+// float32 / bfloat16 whose reduced elements form one contiguous run per output: the vector
+// row function, outputs over the threads. The element loop (a double exp per element, one
+// thread) took 7.9 ms for logsumexp(-1) of [2048, 512] float32 (torch 0.55 ms).
+bool logsumexp_rows(OpCall& call) {
+  const Tensor& in = call.inputs[0];
+  const Tensor& out = call.outs[0];
+  const VecMathF32& vm = vec_math_f32();
+  if (!vm.logsumexp_row || !vm.widen_bf16 || out.dtype() != in.dtype() ||
+      (in.dtype() != DType::F32 && in.dtype() != DType::BF16))
+    return false;
+  ReduceGeometry g = reduce_geometry(in, call.ints_attr(0), call.bool_attr(1), {&out});
+  if (g.red_numel == 0 || g.red.shape.size() != 1 || g.red.strides[0] != 1) return false;
+  std::vector<int64_t> in_off, out_off;
+  for_each_offset2(g.outer_shape, g.outer_in, g.outer_out[0], [&](int64_t i, int64_t o) {
+    in_off.push_back(i);
+    out_off.push_back(o);
+  });
+  const int64_t outputs = int64_t(in_off.size()), n = g.red_numel;
+  const bool bf16 = in.dtype() == DType::BF16;
+#pragma omp parallel if (outputs > 1 && outputs * n >= (int64_t(1) << 15))
+  {
+    std::vector<float> row(bf16 ? static_cast<size_t>(n) : 0);
+#pragma omp for schedule(static)
+    for (int64_t o = 0; o < outputs; ++o) {
+      if (!bf16) {
+        static_cast<float*>(out.raw_data())[out_off[size_t(o)]] =
+            vm.logsumexp_row(static_cast<const float*>(in.raw_data()) + in_off[size_t(o)], n);
+        continue;
+      }
+      vm.widen_bf16(static_cast<const uint16_t*>(in.raw_data()) + in_off[size_t(o)], row.data(), n);
+      static_cast<BFloat16*>(out.raw_data())[out_off[size_t(o)]] =
+          BFloat16(vm.logsumexp_row(row.data(), n));
+    }
+  }
+  return true;
+}
+
 void logsumexp_kernel(OpCall& call) {
+  if (logsumexp_rows(call)) return;
   KILN_DISPATCH_FLOAT(call.inputs[0].dtype(), "logsumexp", [&]<typename T>() {
     reduce_into<T, T>(call, [](auto&& each, int64_t) {
       double m = -std::numeric_limits<double>::infinity();

@@ -60,6 +60,11 @@ using VecNormAffineF32 = void (*)(const float* in, float* out, int64_t n, float 
 // softplus (p0 = beta, p1 = threshold).
 using VecUnaryParamF32 = void (*)(const float* in, float* out, int64_t n, float p0, float p1);
 
+// log(sum_k exp(in[k])) of one contiguous row (n >= 1): the row's maximum m is taken out
+// first, exp(in - m) summed in float32 lanes; NaN anywhere gives NaN, a +inf maximum +inf and
+// an all -inf row -inf (PyTorch's results).
+using VecLogSumExpRowF32 = float (*)(const float* in, int64_t n);
+
 struct VecMathF32 {
   VecUnaryF32 exp = nullptr, log = nullptr, tanh = nullptr, sigmoid = nullptr, silu = nullptr,
               gelu_erf = nullptr, gelu_tanh = nullptr, relu = nullptr, erf = nullptr,
@@ -69,6 +74,7 @@ struct VecMathF32 {
               exp2 = nullptr, expm1 = nullptr, log2 = nullptr, log1p = nullptr;
   VecUnaryParamF32 leaky_relu = nullptr, softplus = nullptr;
   VecSoftmaxRowF32 softmax_row = nullptr;
+  VecLogSumExpRowF32 logsumexp_row = nullptr;
   VecDotF32 dot = nullptr;
   VecDot4F32 dot4 = nullptr;
   VecWidenBf16 widen_bf16 = nullptr;
