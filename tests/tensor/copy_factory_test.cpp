@@ -134,6 +134,30 @@ TEST_P(CopyFactory, TensorFromChecksCount) {
 
 KILN_INSTANTIATE_ON_EACH_DEVICE(CopyFactory);
 
+// fill_ / full / zeros of contiguous tensors large enough for threaded pieces: zero values
+// through memset, others by copying a block of the value (an odd count, so the last block is
+// cut), every element size, -0.0 (not all-zero bytes) kept; a strided view takes the iterator.
+TEST(CopyFactoryLarge, FillsEveryElementOfEverySize) {
+  const int64_t n = 70001;
+  for (DType dt : {DType::Bool, DType::I8, DType::I16, DType::BF16, DType::I32, DType::F32,
+                   DType::I64, DType::F64}) {
+    SCOPED_TRACE(dtype_name(dt));
+    for (double v : {0.0, 1.0, -0.0, 3.0}) {
+      Tensor t = full({n}, v, TensorOptions(dt));
+      const std::vector<double> got = t.to(DType::F64).to_vector<double>();
+      const double want = dt == DType::Bool ? double(v != 0) : v;
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(got[size_t(i)], want) << "value " << v << " at " << i;
+        if (is_floating(dt)) ASSERT_EQ(std::signbit(got[size_t(i)]), std::signbit(want)) << i;
+      }
+    }
+  }
+  Tensor z = full({300, 300}, 5.0, TensorOptions(DType::F32));
+  z.slice(1, 0, 300, 2).fill_(Scalar(-1.0));  // every other column
+  const std::vector<float> zv = z.to_vector<float>();
+  for (int64_t i = 0; i < 300 * 300; ++i) ASSERT_EQ(zv[size_t(i)], i % 2 ? 5.0f : -1.0f) << i;
+}
+
 TEST(CopyAcrossDevices, DeviceMismatchIsAnError) {
   ASSERT_TRUE(is_available(DeviceType::Testing)) << "no testing backend (the testing backend is part of every build)";
   Tensor a = ones({2});
