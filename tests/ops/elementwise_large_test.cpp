@@ -98,6 +98,29 @@ TEST(ElementwiseLarge, IntegerDivisionByZeroInsideThreadsIsAnError) {
   EXPECT_EQ(ok.to_vector<double>()[149999], 2.0);
 }
 
+// lerp of float32 arrays with one weight (an EMA step) runs a plain threaded loop: PyTorch's
+// two-sided formula for weights below and above 0.5 (so a weight of 1 gives the end exactly),
+// against the float formula evaluated here.
+TEST(ElementwiseLarge, LerpWithOneWeightUsesTheTwoSidedFormula) {
+  const int64_t n = 100003;
+  std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
+  const std::vector<double> av = random_values(size_t(n), -50, 50, 51),
+                            bv = random_values(size_t(n), -50, 50, 52);
+  for (int64_t i = 0; i < n; ++i) {
+    a[size_t(i)] = float(av[size_t(i)]);
+    b[size_t(i)] = float(bv[size_t(i)]);
+  }
+  Tensor ta = tensor_from(a, {n}), tb = tensor_from(b, {n});
+  for (float w : {0.3f, 0.7f, 1.0f, -0.25f, 0.5f}) {
+    std::vector<float> want(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      const float x = a[size_t(i)], y = b[size_t(i)];
+      want[size_t(i)] = std::fabs(w) < 0.5f ? x + w * (y - x) : y - (y - x) * (1.0f - w);
+    }
+    EXPECT_EQ(lerp(ta, tb, w).to_vector<float>(), want) << "weight " << w;
+  }
+}
+
 // where selects through a bit mask on the element's word: every element size, a random
 // condition (no pattern for a branch predictor to learn), broadcast operands, and values whose
 // bits must survive the move (NaN, -0, the integer extremes), against the host selection.

@@ -316,10 +316,44 @@ void where_kernel(OpCall& call) {
 
 // lerp(start, end, weight): inputs {start, end, weight}; PyTorch's two-sided formula keeps
 // lerp(a, b, 1) == b exactly.
+// float32 start and end of the output's contiguous shape with one weight for all (an EMA
+// update): the formula's branch is taken once, the loop runs over plain arrays in threaded
+// pieces. The iterator with a broadcast third operand took 4.5x torch's time.
+bool lerp_scalar_weight_f32(const Tensor& s, const Tensor& e, const Tensor& w,
+                            const Tensor& out) {
+  if (s.dtype() != DType::F32 || w.dtype() != DType::F32 || !s.is_contiguous() ||
+      !e.is_contiguous() ||
+      !out.is_contiguous() || s.shape() != out.shape() || e.shape() != out.shape() ||
+      w.numel() != 1)
+    return false;
+  const float* a = static_cast<const float*>(s.raw_data());
+  const float* b = static_cast<const float*>(e.raw_data());
+  float* o = static_cast<float*>(out.raw_data());
+  const float t = *static_cast<const float*>(w.raw_data());
+  const int64_t n = out.numel();
+  auto piece = [&](int64_t lo, int64_t hi) {
+    if (std::fabs(t) < 0.5f) {
+      for (int64_t i = lo; i < hi; ++i) o[i] = a[i] + t * (b[i] - a[i]);
+    } else {
+      const float u = 1.0f - t;
+      for (int64_t i = lo; i < hi; ++i) o[i] = b[i] - (b[i] - a[i]) * u;
+    }
+  };
+  const int threads = n >= detail::kParallelElements ? detail::elementwise_threads() : 1;
+  if (threads <= 1) {
+    piece(0, n);
+    return true;
+  }
+  const int64_t pieces = 4 * int64_t(threads);
+  detail::parallel_chunks(pieces, [&](int64_t c) { piece(n * c / pieces, n * (c + 1) / pieces); });
+  return true;
+}
+
 void lerp_kernel(OpCall& call) {
   const Tensor& s = call.inputs[0];
   const Tensor& e = call.inputs[1];
   const Tensor& w = call.inputs[2];
+  if (lerp_scalar_weight_f32(s, e, w, call.outs[0])) return;
   KILN_DISPATCH_FLOAT(s.dtype(), "lerp", [&]<typename T>() {
     using C = C_t<T>;
     auto f = [](C x, C y, C t) {
