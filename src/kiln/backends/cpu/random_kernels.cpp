@@ -43,9 +43,12 @@
 #include <numeric>
 #include <vector>
 
+#include "index_loops.h"
+#include "isa/vec_math.h"
 #include "kiln/core/convert.h"
 #include "kiln/dispatch/registry.h"
 #include "kiln/runtime/generator.h"
+#include "kiln/tensor/empty.h"
 #include "kiln/tensor/strided_loop.h"
 
 namespace kiln::cpu {
@@ -173,12 +176,52 @@ void uniform_kernel(OpCall& call) {
   });
 }
 
+// normal_ in float math (float32 / bfloat16 / float16) through the ISA's vector Box-Muller
+// (SLEEF's log, sin and cos) for every element at every size and layout, so a value depends
+// on its index only: pairs of draws in blocks, pieces over the threads for large outputs; a
+// strided output is filled through a contiguous buffer. The libm loop took 14.7 ns per value
+// on one thread (1M float32: 14.7 ms, torch 3.5 ms). False below AVX2 (the scalar loop).
+template <typename T>
+bool normal_vectorised(const Tensor& out, const PhiloxDraws& draws, double mean, double std) {
+  const VecBoxMullerF32 box_muller = vec_math_f32().box_muller;
+  if (!box_muller) return false;
+  const Tensor dst =
+      out.is_contiguous() ? out : empty_tensor(out.shape(), out.dtype(), out.device());
+  T* values = static_cast<T*>(dst.raw_data());
+  const int64_t n = dst.numel();
+  auto piece = [&, d = draws](int64_t b, int64_t e) mutable {
+    constexpr int64_t kPairs = 256;
+    alignas(64) float u1[kPairs], u2[kPairs], z0[kPairs], z1[kPairs];
+    // Element i is half of pair i / 2; a piece may start or end inside a pair.
+    for (int64_t p0 = b / 2; p0 < (e + 1) / 2; p0 += kPairs) {
+      const int64_t m = std::min(kPairs, (e + 1) / 2 - p0);
+      for (int64_t k = 0; k < m; ++k) {
+        const uint64_t first = 2 * uint64_t(p0 + k);
+        u1[k] = 1.0f - uint32_to_unit_float(d.draw32(first));
+        u2[k] = uint32_to_unit_float(d.draw32(first + 1));
+      }
+      box_muller(u1, u2, z0, z1, m);
+      for (int64_t k = 0; k < m; ++k) {
+        const int64_t i = 2 * (p0 + k);
+        if (i >= b) values[i] = convert_value<T>(double(z0[k]) * std + mean);
+        if (i + 1 < e) values[i + 1] = convert_value<T>(double(z1[k]) * std + mean);
+      }
+    }
+  };
+  if (!fill_in_pieces(n, piece, {&dst})) piece(0, n);
+  if (!out.is_contiguous()) copy_same_shape(out, dst);
+  return true;
+}
+
 // attrs: mean, std, seed, offset.
 void normal_kernel(OpCall& call) {
   const Tensor& out = call.outs[0];
   double mean = call.double_attr(0), std = call.double_attr(1);
   PhiloxDraws d(call, 2);
   KILN_DISPATCH_FLOAT(out.dtype(), "normal_", [&]<typename T>() {
+    if constexpr (!std::is_same_v<T, double>) {
+      if (normal_vectorised<T>(out, d, mean, std)) return;
+    }
     // Acc: the type of the Box-Muller math.
     using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
     // The pair's radius and angle are kept for its second element (per copy of the functor).

@@ -65,6 +65,11 @@ using VecUnaryParamF32 = void (*)(const float* in, float* out, int64_t n, float 
 // an all -inf row -inf (PyTorch's results).
 using VecLogSumExpRowF32 = float (*)(const float* in, int64_t n);
 
+// Box-Muller on n pairs of uniforms: r = sqrt(-2 ln u1[k]), t = 2 pi u2[k] in float32,
+// z0[k] = r cos t, z1[k] = r sin t (SLEEF's log, sin and cos).
+using VecBoxMullerF32 = void (*)(const float* u1, const float* u2, float* z0, float* z1,
+                                 int64_t n);
+
 struct VecMathF32 {
   VecUnaryF32 exp = nullptr, log = nullptr, tanh = nullptr, sigmoid = nullptr, silu = nullptr,
               gelu_erf = nullptr, gelu_tanh = nullptr, relu = nullptr, erf = nullptr,
@@ -75,6 +80,7 @@ struct VecMathF32 {
   VecUnaryParamF32 leaky_relu = nullptr, softplus = nullptr;
   VecSoftmaxRowF32 softmax_row = nullptr;
   VecLogSumExpRowF32 logsumexp_row = nullptr;
+  VecBoxMullerF32 box_muller = nullptr;
   VecDotF32 dot = nullptr;
   VecDot4F32 dot4 = nullptr;
   VecWidenBf16 widen_bf16 = nullptr;
