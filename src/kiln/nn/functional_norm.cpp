@@ -93,8 +93,12 @@ Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, con
   check_affine("group_norm", "weight", weight, {c});
   check_affine("group_norm", "bias", bias, {c});
   Tensor g = reshape(x, {x.size(0), num_groups, -1});
-  Tensor y = (g - mean(g, {2}, true)) * rsqrt(var(g, {2}, 0, true) + eps);
-  y = reshape(y, x.shape());
+  // Each group is a layer_norm row without affine (statistics and the write in the fused
+  // kernel where it applies), then the per-channel affine in one pass: the composite of
+  // mean, var, sub, rsqrt and mul took 2x torch's time on [8, 32, 28, 28].
+  Tensor y = reshape(layer_norm(g, {g.size(2)}, Tensor(), Tensor(), eps), x.shape());
+  if (weight.defined() && bias.defined())
+    return addcmul(reshape(bias, channel_shape(x)), y, reshape(weight, channel_shape(x)));
   if (weight.defined()) y = y * reshape(weight, channel_shape(x));
   if (bias.defined()) y = y + reshape(bias, channel_shape(x));
   return y;

@@ -67,10 +67,14 @@ void gather_rows(const char* x, char* out, const std::vector<int64_t>& idx, cons
     }
   }
   const int64_t block = inner * int64_t(es);
-#pragma omp parallel for schedule(static) if (outer * n * inner >= (int64_t(1) << 16) && outer > 1)
-  for (int64_t r = 0; r < outer; ++r)
-    for (int64_t j = 0; j < n; ++j)
-      std::memcpy(out + (r * n + j) * block, x + (r * size + idx[size_t(j)]) * block, size_t(block));
+  // (outer, index entry) pairs over the threads: selecting rows (outer = 1, an embedding
+  // lookup) split the index itself, which the loop over outer rows alone left on one thread.
+  const int64_t pairs = outer * n;
+#pragma omp parallel for schedule(static) if (pairs > 1 && pairs * inner >= (int64_t(1) << 16))
+  for (int64_t q = 0; q < pairs; ++q) {
+    const int64_t r = q / n, j = q % n;
+    std::memcpy(out + q * block, x + (r * size + idx[size_t(j)]) * block, size_t(block));
+  }
 }
 
 // inputs: self, index (0-d or 1-d); attrs: dim.
