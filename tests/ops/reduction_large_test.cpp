@@ -55,6 +55,7 @@ void expect_near_all(const Tensor& t, const std::vector<double>& ref, double rto
       EXPECT_TRUE(std::isnan(got[i])) << what << " at " << i;
       continue;
     }
+    if (got[i] == ref[i]) continue;  // infinities included
     EXPECT_NEAR(got[i], ref[i], atol + rtol * std::fabs(ref[i])) << what << " at " << i;
   }
 }
@@ -157,6 +158,32 @@ TEST(ReductionLarge, FullReductionAndTransposedInputAgree) {
   expect_near_all(b, a.to_vector<double>(), 1e-6, 1e-5, "transposed");
   Tensor c = sum(x.t(), {1}, false);
   expect_near_all(c, a.to_vector<double>(), 1e-6, 1e-5, "strided view");
+}
+
+// prod over many contiguous runs (threaded, four double products per run): against the
+// float64 product of the same values, with rows holding a zero, a NaN, inf and inf times zero.
+TEST(ReductionLarge, ProductsOfManyRuns) {
+  const Device cpu(DeviceType::CPU, 0);
+  const int64_t rows = 300, cols = 517;
+  std::vector<double> v = random_values(size_t(rows * cols), 0.9, 1.1, 41);
+  v[size_t(1 * cols + 5)] = 0;
+  v[size_t(2 * cols + 516)] = NAN;
+  v[size_t(3 * cols + 7)] = INFINITY;
+  v[size_t(4 * cols + 8)] = INFINITY;
+  v[size_t(4 * cols + 9)] = 0;
+  for (DType t : {DType::F32, DType::BF16}) {
+    std::vector<double> r = v;
+    for (double& x : r) x = round_to(x, t);
+    Tensor x = make(r, {rows, cols}, t, cpu);
+    std::vector<double> want;
+    for (int64_t i = 0; i < rows; ++i) {
+      double p = 1;
+      for (int64_t j = 0; j < cols; ++j) p *= r[size_t(i * cols + j)];
+      want.push_back(round_to(p, t));
+    }
+    expect_near_all(prod(x, 1, false), want, t == DType::F32 ? 1e-6 : 8e-3, 0,
+                    std::string(dtype_name(t)) + " prod");
+  }
 }
 
 // float32 values whose squared deviations pass float32's range (|x| up to 3e20): std, the

@@ -84,7 +84,47 @@ void mean_kernel(OpCall& call) {
   });
 }
 
+// float32 / bfloat16 products whose reduced elements form one contiguous run per output: four
+// double products side by side (independent multiplies instead of one dependent chain),
+// outputs over the threads. The generic loop took 0.8 ms for prod(-1) of [2048, 512]
+// float32 (torch 0.04 ms). The double products keep float32's values exact to the last bit
+// in all but pathological cases (the order of the multiplies differs).
+template <typename T>
+bool prod_runs(OpCall& call) {
+  const Tensor& in = call.inputs[0];
+  const Tensor& out = call.outs[0];
+  if (out.dtype() != in.dtype()) return false;
+  ReduceGeometry g = reduce_geometry(in, call.ints_attr(0), call.bool_attr(1), {&out});
+  if (g.red_numel == 0 || g.red.shape.size() != 1 || g.red.strides[0] != 1) return false;
+  std::vector<int64_t> in_off, out_off;
+  for_each_offset2(g.outer_shape, g.outer_in, g.outer_out[0], [&](int64_t i, int64_t o) {
+    in_off.push_back(i);
+    out_off.push_back(o);
+  });
+  const int64_t outputs = int64_t(in_off.size()), n = g.red_numel;
+  const T* src = static_cast<const T*>(in.raw_data());
+  T* dst = static_cast<T*>(out.raw_data());
+#pragma omp parallel for schedule(static) if (outputs > 1 && outputs * n >= (int64_t(1) << 15))
+  for (int64_t o = 0; o < outputs; ++o) {
+    const T* x = src + in_off[size_t(o)];
+    double p0 = 1, p1 = 1, p2 = 1, p3 = 1;
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+      p0 *= as_double(x[i]);
+      p1 *= as_double(x[i + 1]);
+      p2 *= as_double(x[i + 2]);
+      p3 *= as_double(x[i + 3]);
+    }
+    for (; i < n; ++i) p0 *= as_double(x[i]);
+    dst[out_off[size_t(o)]] = convert_value<T>((p0 * p1) * (p2 * p3));
+  }
+  return true;
+}
+
 void prod_kernel(OpCall& call) {
+  const DType dt = call.inputs[0].dtype();
+  if (dt == DType::F32 && prod_runs<float>(call)) return;
+  if (dt == DType::BF16 && prod_runs<BFloat16>(call)) return;
   KILN_DISPATCH_ALL(call.inputs[0].dtype(), "prod", [&]<typename T>() {
     reduce_into<T, T>(call, [](auto&& each, int64_t) {
       if constexpr (is_float_v<T>) {
