@@ -95,7 +95,8 @@ bool prod_runs(OpCall& call) {
   const Tensor& out = call.outs[0];
   if (out.dtype() != in.dtype()) return false;
   ReduceGeometry g = reduce_geometry(in, call.ints_attr(0), call.bool_attr(1), {&out});
-  if (g.red_numel == 0 || g.red.shape.size() != 1 || g.red.strides[0] != 1) return false;
+  // Runs shorter than 16 stay on the generic loop (faster there: [4096, 8] 20 against 52 us).
+  if (g.red_numel < 16 || g.red.shape.size() != 1 || g.red.strides[0] != 1) return false;
   std::vector<int64_t> in_off, out_off;
   for_each_offset2(g.outer_shape, g.outer_in, g.outer_out[0], [&](int64_t i, int64_t o) {
     in_off.push_back(i);
