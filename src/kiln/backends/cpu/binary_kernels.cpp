@@ -5,6 +5,8 @@
 #include "bf16_elementwise.h"
 #include "kiln/dispatch/registry.h"
 #include "kiln/tensor/strided_loop.h"
+#include "parallel_pieces.h"
+#include "row_loops.h"
 #include "scalar_math.h"
 
 namespace kiln::cpu {
@@ -299,15 +301,9 @@ void where_kernel(OpCall& call) {
       return W((x & m) | (y & W(~m)));
     });
   };
-  if (a.dtype() == b.dtype() && a.dtype() == call.outs[0].dtype()) {
-    switch (a.element_size()) {
-      case 1: return select.template operator()<uint8_t>();
-      case 2: return select.template operator()<uint16_t>();
-      case 4: return select.template operator()<uint32_t>();
-      case 8: return select.template operator()<uint64_t>();
-      default: break;
-    }
-  }
+  if (a.dtype() == b.dtype() && a.dtype() == call.outs[0].dtype() &&
+      with_word_of_size(a.element_size(), select))
+    return;
   KILN_DISPATCH_ALL(a.dtype(), "where", [&]<typename T>() {
     elementwise_kernel<T, bool, T, T>(call.outs[0], {&c, &a, &b},
                                       [](bool p, T x, T y) { return p ? x : y; });
@@ -339,13 +335,7 @@ bool lerp_scalar_weight_f32(const Tensor& s, const Tensor& e, const Tensor& w,
       for (int64_t i = lo; i < hi; ++i) o[i] = b[i] - (b[i] - a[i]) * u;
     }
   };
-  const int threads = n >= detail::kParallelElements ? detail::elementwise_threads() : 1;
-  if (threads <= 1) {
-    piece(0, n);
-    return true;
-  }
-  const int64_t pieces = 4 * int64_t(threads);
-  detail::parallel_chunks(pieces, [&](int64_t c) { piece(n * c / pieces, n * (c + 1) / pieces); });
+  parallel_pieces(n, piece);
   return true;
 }
 

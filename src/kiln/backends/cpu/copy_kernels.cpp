@@ -7,6 +7,7 @@
 #include "kiln/core/convert.h"
 #include "kiln/dispatch/registry.h"
 #include "kiln/tensor/strided_loop.h"
+#include "parallel_pieces.h"
 #include "permuted_copy.h"
 
 namespace kiln::cpu {
@@ -33,13 +34,7 @@ bool convert_f32_bf16_dense(const Tensor& src, const Tensor& dst) {
       vm.widen_bf16(static_cast<const uint16_t*>(src.raw_data()) + b,
                     static_cast<float*>(dst.raw_data()) + b, e - b);
   };
-  const int threads = n >= detail::kParallelElements ? detail::elementwise_threads() : 1;
-  if (threads <= 1) {
-    piece(0, n);
-    return true;
-  }
-  const int64_t pieces = 4 * int64_t(threads);
-  detail::parallel_chunks(pieces, [&](int64_t c) { piece(n * c / pieces, n * (c + 1) / pieces); });
+  parallel_pieces(n, piece);
   return true;
 }
 
@@ -93,10 +88,7 @@ void fill_kernel(OpCall& call) {
         for (int64_t i = b; i < e; i += kBlock)
           std::memcpy(p + i, block, size_t(std::min(kBlock, e - i)) * sizeof(T));
       };
-      const int threads = n >= detail::kParallelElements ? detail::elementwise_threads() : 1;
-      if (threads <= 1) return piece(0, n);
-      const int64_t pieces = 4 * int64_t(threads);
-      detail::parallel_chunks(pieces, [&](int64_t c) { piece(n * c / pieces, n * (c + 1) / pieces); });
+      parallel_pieces(n, piece);
       return;
     }
     elementwise_kernel<T>(dst, {}, [value]() { return value; });
