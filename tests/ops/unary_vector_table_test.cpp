@@ -1,7 +1,9 @@
-// abs and neg of float32 and bfloat16 take the vector table (sign-bit operations) from the
-// AVX2 level up (CTest reruns "*Unary*" at every level): every special value keeps its
-// meaning (-0 from 0, infinities, NaN stays NaN), odd lengths reach the vector tails, and
-// results equal the float64 fabs / negation exactly.
+// The unary ops that float32 and bfloat16 take through the vector table from the AVX2 level
+// up (CTest reruns "*Unary*" at every level; the baseline level runs the scalar kernels):
+// abs / neg (sign bits), sqrt / rsqrt / reciprocal, floor / ceil / trunc / round / sign (all
+// bit-identical to the scalar formulas), SLEEF's transcendentals (within 2 ulps of float64),
+// leaky_relu / softplus, and bfloat16 blocks through the float32 functors. Special values,
+// vector tails and lengths split over the threads throughout.
 #include <cmath>
 #include <cstring>
 #include <limits>
