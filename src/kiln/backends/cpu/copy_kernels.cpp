@@ -66,6 +66,7 @@ void copy_kernel(OpCall& call) {
 void fill_kernel(OpCall& call) {
   const Tensor& dst = call.outs[0];
   const Scalar& v = call.scalar_attr(0);
+  if (dst.numel() == 0) return;  // (an empty tensor's data may be null: no memset on it)
   KILN_DISPATCH_ALL(dst.dtype(), "fill_", [&]<typename T>() {
     T value = v.is_floating() ? convert_value<T>(v.to_double())
               : v.is_bool()   ? convert_value<T>(v.to_bool())
