@@ -94,34 +94,27 @@ bool same_bits_or_both_nan(float a, float b) {
   return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, 4) == 0;
 }
 
-// sqrt, rsqrt and reciprocal of float32 and bfloat16 take the vector table from the AVX2
-// level up: bit for bit the scalar float formulas (IEEE square root and division round
-// correctly), with special values, denormals, negatives, vector tails and arrays long enough
-// to be split over the threads.
-TEST(UnaryRoots, SqrtRsqrtReciprocalEqualTheScalarFormulas) {
-  const float inf = std::numeric_limits<float>::infinity();
-  std::vector<float> base = {0.0f, -0.0f, inf, -inf, 1e-40f, -1e-40f, 3.5f, -2.25f, 1e30f,
-                             1e-30f, 2.0f, 0.25f, NAN};
-  for (int i = 0; i < 70000; ++i) base.push_back(std::ldexp(1.0f + std::sin(i * 0.7f), i % 41 - 20));
-  using Op = Tensor (*)(const Tensor&);
-  struct Case {
-    const char* name;
-    Op op;
-    float (*ref)(float);
-  };
-  const Case cases[] = {
-      {"sqrt", [](const Tensor& t) { return sqrt(t); }, [](float x) { return std::sqrt(x); }},
-      {"rsqrt", [](const Tensor& t) { return rsqrt(t); },
-       [](float x) { return 1.0f / std::sqrt(x); }},
-      {"reciprocal", [](const Tensor& t) { return reciprocal(t); }, [](float x) { return 1.0f / x; }}};
+// An op and the scalar float formula it must equal bit for bit.
+struct ScalarFormula {
+  const char* name;
+  Tensor (*op)(const Tensor&);
+  float (*ref)(float);
+};
+
+// Each op on prefixes of `base` (all of it, 1011, `short_n` and 5 elements: threaded lengths,
+// vector tails), in float32 and in bfloat16 (inputs and the formula's result rounded to
+// bfloat16), against the formula.
+void expect_scalar_formulas(const std::vector<ScalarFormula>& cases,
+                            const std::vector<float>& base, int64_t short_n) {
   for (DType dt : {DType::F32, DType::BF16}) {
-    for (int64_t n : {int64_t(base.size()), int64_t(1011), int64_t(17), int64_t(5)}) {
+    for (int64_t n : {int64_t(base.size()), int64_t(1011), short_n, int64_t(5)}) {
       std::vector<float> v(base.begin(), base.begin() + n);
       if (dt == DType::BF16)
         for (float& f : v) f = round_to_bf16(f);
       Tensor x = tensor_from(v, {n}).to(dt);
-      for (const Case& c : cases) {
-        SCOPED_TRACE(std::string(c.name) + " " + std::string(dtype_name(dt)) + " n=" + std::to_string(n));
+      for (const ScalarFormula& c : cases) {
+        SCOPED_TRACE(std::string(c.name) + " " + std::string(dtype_name(dt)) + " n=" +
+                     std::to_string(n));
         const std::vector<float> got = c.op(x).to(DType::F32).to_vector<float>();
         ASSERT_EQ(got.size(), v.size());
         for (size_t i = 0; i < v.size(); ++i) {
@@ -133,6 +126,23 @@ TEST(UnaryRoots, SqrtRsqrtReciprocalEqualTheScalarFormulas) {
       }
     }
   }
+}
+
+// sqrt, rsqrt and reciprocal of float32 and bfloat16 take the vector table from the AVX2
+// level up: bit for bit the scalar float formulas (IEEE square root and division round
+// correctly), with special values, denormals, negatives, vector tails and arrays long enough
+// to be split over the threads.
+TEST(UnaryRoots, SqrtRsqrtReciprocalEqualTheScalarFormulas) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> base = {0.0f, -0.0f, inf, -inf, 1e-40f, -1e-40f, 3.5f, -2.25f, 1e30f,
+                             1e-30f, 2.0f, 0.25f, NAN};
+  for (int i = 0; i < 70000; ++i) base.push_back(std::ldexp(1.0f + std::sin(i * 0.7f), i % 41 - 20));
+  const std::vector<ScalarFormula> cases = {
+      {"sqrt", [](const Tensor& t) { return sqrt(t); }, [](float x) { return std::sqrt(x); }},
+      {"rsqrt", [](const Tensor& t) { return rsqrt(t); },
+       [](float x) { return 1.0f / std::sqrt(x); }},
+      {"reciprocal", [](const Tensor& t) { return reciprocal(t); }, [](float x) { return 1.0f / x; }}};
+  expect_scalar_formulas(cases, base, 17);
 }
 
 }  // namespace
@@ -154,13 +164,7 @@ std::vector<float> mixed_values(int64_t count) {
 // table: exact operations, so bit for bit the scalar functions (sign: +0 for zeros and NaN),
 // over vector tails and threaded lengths.
 TEST(UnaryRounding, FloorCeilTruncRoundSignEqualTheScalarFunctions) {
-  using Op = Tensor (*)(const Tensor&);
-  struct Case {
-    const char* name;
-    Op op;
-    float (*ref)(float);
-  };
-  const Case cases[] = {
+  const std::vector<ScalarFormula> cases = {
       {"floor", [](const Tensor& t) { return floor(t); }, [](float x) { return std::floor(x); }},
       {"ceil", [](const Tensor& t) { return ceil(t); }, [](float x) { return std::ceil(x); }},
       {"trunc", [](const Tensor& t) { return trunc(t); }, [](float x) { return std::trunc(x); }},
@@ -168,22 +172,7 @@ TEST(UnaryRounding, FloorCeilTruncRoundSignEqualTheScalarFunctions) {
        [](float x) { return std::nearbyint(x); }},
       {"sign", [](const Tensor& t) { return sign(t); },
        [](float x) { return std::isnan(x) ? 0.0f : float((0.0f < x) - (x < 0.0f)); }}};
-  const std::vector<float> base = mixed_values(70000);
-  for (DType dt : {DType::F32, DType::BF16})
-    for (int64_t n : {int64_t(base.size()), int64_t(1011), int64_t(19), int64_t(5)}) {
-      std::vector<float> v(base.begin(), base.begin() + n);
-      if (dt == DType::BF16)
-        for (float& f : v) f = round_to_bf16(f);
-      Tensor x = tensor_from(v, {n}).to(dt);
-      for (const Case& c : cases) {
-        SCOPED_TRACE(std::string(c.name) + " " + std::string(dtype_name(dt)) + " n=" +
-                     std::to_string(n));
-        const std::vector<float> got = c.op(x).to(DType::F32).to_vector<float>();
-        for (size_t i = 0; i < v.size(); ++i)
-          ASSERT_TRUE(same_bits_or_both_nan(got[i], c.ref(v[i])))
-              << "x = " << v[i] << ": got " << got[i] << ", want " << c.ref(v[i]);
-      }
-    }
+  expect_scalar_formulas(cases, mixed_values(70000), 19);
 }
 
 // sin, cos, tan, exp2, expm1, log2, log1p of float32 through SLEEF's 1-ULP vector functions:
