@@ -209,6 +209,7 @@ void register_elementwise_derivatives();
 void register_indexing_derivatives();
 void register_conv_derivatives();  // derivatives_conv.cpp
 void register_norm_derivatives();  // derivatives_norm.cpp
+void register_loss_derivatives();  // derivatives_loss.cpp
 void register_builtin_derivatives() {
   register_elementwise_derivatives();
   register_view_derivatives();
@@ -216,6 +217,7 @@ void register_builtin_derivatives() {
   register_indexing_derivatives();  // includes prod (exact with zeros)
   register_conv_derivatives();
   register_norm_derivatives();
+  register_loss_derivatives();
 }
 
 }  // namespace kiln::autograd

@@ -19,6 +19,7 @@ void register_random_ops();
 void register_conv_ops();
 void register_pooling_ops();
 void register_normalization_ops();
+void register_nll_loss_ops();
 }  // namespace ops
 namespace cpu {
 void register_copy_kernels();
@@ -32,6 +33,7 @@ void register_random_kernels();
 void register_conv_kernels();
 void register_pooling_kernels();
 void register_normalization_kernels();
+void register_nll_loss_kernels();
 }  // namespace cpu
 namespace testing_backend {
 void register_testing_kernels();
@@ -53,6 +55,7 @@ void ensure_ops_registered() {
     ops::register_conv_ops();
     ops::register_pooling_ops();
     ops::register_normalization_ops();
+    ops::register_nll_loss_ops();
     cpu::register_copy_kernels();
     cpu::register_unary_kernels();
     cpu::register_binary_kernels();
@@ -64,6 +67,7 @@ void ensure_ops_registered() {
     cpu::register_conv_kernels();
     cpu::register_pooling_kernels();
     cpu::register_normalization_kernels();
+    cpu::register_nll_loss_kernels();
     testing_backend::register_testing_kernels();
   });
 }

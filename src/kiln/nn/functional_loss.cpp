@@ -1,9 +1,12 @@
 // nn::functional losses: nll_loss, cross_entropy, mse, l1, smooth_l1, huber, bce,
-// bce_with_logits, kl_div. Compositions of differentiable ops, with PyTorch's semantics.
+// bce_with_logits, kl_div. Compositions of differentiable ops, with PyTorch's semantics;
+// nll_loss (and cross_entropy's) is one op where it can be (kiln/ops/nll_loss.h).
+#include "kiln/autograd/autograd.h"
 #include "kiln/nn/functional.h"
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/factory.h"
 #include "kiln/ops/indexing.h"
+#include "kiln/ops/nll_loss.h"
 #include "kiln/ops/reduction.h"
 #include "kiln/ops/views.h"
 
@@ -39,17 +42,15 @@ Tensor class_weight(const Tensor& weight, const Tensor& x, int64_t class_dim) {
   return reshape(weight, s);
 }
 
-// Class-index targets, checked and prepared once for nll_loss and cross_entropy.
-struct IndexTarget {
-  Tensor input;   // [N, C, d...] (an unbatched [C] input gets N = 1)
-  Tensor target;  // [N, d...] int64
-  Tensor valid;   // target != ignore_index
-  Tensor weight;  // [N, d...]: weight of the target class, 0 where ignored
+// Class-index targets, checked: the input with a batch dim ([N, C, d...]; an unbatched [C]
+// input gets N = 1) and the target as int64 [N, d...].
+struct CheckedTarget {
+  Tensor input, target;
   bool unbatched = false;
 };
 
-IndexTarget prepare(const char* fn, const Tensor& input, const Tensor& target,
-                    const Tensor& weight, int64_t ignore_index) {
+CheckedTarget check_index_target(const char* fn, const Tensor& input, const Tensor& target,
+                                 const Tensor& weight) {
   KILN_CHECK(input.defined() && target.defined(), ValueError, fn, ": input and target must be defined");
   KILN_CHECK(input.is_floating_point(), Error, fn, ": expected a floating-point input, got ",
              dtype_name(input.dtype()));
@@ -57,7 +58,7 @@ IndexTarget prepare(const char* fn, const Tensor& input, const Tensor& target,
              ": expected class-index targets of dtype int64, got ", dtype_name(target.dtype()),
              " (class-probability targets must have the input's shape)");
   KILN_CHECK(input.dim() >= 1, ShapeError, fn, ": expected an input [N, C, *] or [C], got a 0-d tensor");
-  IndexTarget r;
+  CheckedTarget r;
   r.unbatched = input.dim() == 1;
   r.input = r.unbatched ? unsqueeze(input, 0) : input;
   Tensor t = target.dtype() == DType::I64 ? target : target.to(DType::I64);
@@ -70,11 +71,58 @@ IndexTarget prepare(const char* fn, const Tensor& input, const Tensor& target,
   want.erase(want.begin() + 1);
   KILN_CHECK(t.shape() == want, ShapeError, fn, ": expected target of shape ", shape_str(want),
              " for input of shape ", shape_str(input.shape()), ", got ", shape_str(target.shape()));
-  int64_t c = r.input.size(1);
+  const int64_t c = r.input.size(1);
   KILN_CHECK(!weight.defined() || weight.shape() == Shape{c}, ShapeError, fn,
              ": expected a weight tensor of shape [", c, "], got ", shape_str(weight.shape()));
-  r.valid = ne(t, Scalar(ignore_index));
-  r.target = where(r.valid, t, Scalar(int64_t(0)));
+  r.target = t;
+  return r;
+}
+
+// The nll_loss op (one pass over the targets) serves every call but two: BatchMean (an
+// error below) and class weights that require grad, which the op gives no gradient (as
+// PyTorch) while the composite below does.
+bool fused_nll_applies(const Tensor& weight, Reduction reduction) {
+  return reduction != Reduction::BatchMean &&
+         !(weight.defined() && autograd::is_grad_enabled() && autograd::requires_grad(weight));
+}
+
+Tensor fused_nll(const char* fn, const Tensor& input, const Tensor& target, const Tensor& weight,
+                 int64_t ignore_index, Reduction reduction) {
+  const CheckedTarget ct = check_index_target(fn, input, target, weight);
+  const Tensor& x = ct.input;
+  const int64_t n = x.size(0), c = x.size(1);
+  int64_t d = 1;
+  for (int64_t i = 2; i < x.dim(); ++i) d *= x.size(i);
+  const auto r = reduction == Reduction::None  ? ops::NllReduction::None
+                 : reduction == Reduction::Sum ? ops::NllReduction::Sum
+                                               : ops::NllReduction::Mean;
+  Tensor loss = ops::nll_loss_op(reshape(x, {n, c, d}), reshape(ct.target, {n, d}),
+                                 weight.defined() ? weight.to(x.dtype()) : weight, r,
+                                 ignore_index)
+                    .first;
+  if (reduction != Reduction::None) return loss;
+  return ct.unbatched ? reshape(loss, {}) : reshape(loss, ct.target.shape());
+}
+
+// Class-index targets prepared for the composite form (label smoothing, weights that
+// require grad).
+struct IndexTarget {
+  Tensor input;   // [N, C, d...] (an unbatched [C] input gets N = 1)
+  Tensor target;  // [N, d...] int64
+  Tensor valid;   // target != ignore_index
+  Tensor weight;  // [N, d...]: weight of the target class, 0 where ignored
+  bool unbatched = false;
+};
+
+IndexTarget prepare(const char* fn, const Tensor& input, const Tensor& target,
+                    const Tensor& weight, int64_t ignore_index) {
+  const CheckedTarget ct = check_index_target(fn, input, target, weight);
+  IndexTarget r;
+  r.unbatched = ct.unbatched;
+  r.input = ct.input;
+  const int64_t c = r.input.size(1);
+  r.valid = ne(ct.target, Scalar(ignore_index));
+  r.target = where(r.valid, ct.target, Scalar(int64_t(0)));
   if (r.target.numel() > 0) {
     int64_t lo = amin(r.target).item<int64_t>(), hi = amax(r.target).item<int64_t>();
     KILN_CHECK(lo >= 0 && hi < c, IndexError, fn, ": target ", lo < 0 ? lo : hi,
@@ -108,6 +156,8 @@ Tensor nll_from(const IndexTarget& it, Reduction reduction, const char* fn) {
 }  // namespace
 
 Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLLossOptions& o) {
+  if (fused_nll_applies(o.weight, o.reduction))
+    return fused_nll("nll_loss", input, target, o.weight, o.ignore_index, o.reduction);
   IndexTarget it = prepare("nll_loss", input, target, o.weight, o.ignore_index);
   return nll_from(it, o.reduction, "nll_loss");
 }
@@ -142,6 +192,8 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntro
     }
     return reduce(prod, o.reduction, fn);
   }
+  if (ls == 0 && fused_nll_applies(o.weight, o.reduction))
+    return fused_nll(fn, logp, target, o.weight, o.ignore_index, o.reduction);
   IndexTarget it = prepare(fn, logp, target, o.weight, o.ignore_index);
   Tensor nll = nll_from(it, o.reduction, fn);
   if (ls == 0) return nll;

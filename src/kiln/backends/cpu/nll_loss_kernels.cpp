@@ -1,0 +1,152 @@
+// CPU kernels of nll_loss and nll_loss_backward (kiln/ops/nll_loss.h): one pass over the N * D
+// targets, each reading (or writing) the one log-probability of its class. Sums are taken in
+// double over a fixed split into pieces, added in order, so a result does not depend on the
+// number of threads.
+#include <cstring>
+#include <vector>
+
+#include "kiln/core/convert.h"
+#include "kiln/core/error.h"
+#include "kiln/dispatch/registry.h"
+#include "kiln/ops/nll_loss.h"
+#include "kiln/tensor/strided_loop.h"
+
+namespace kiln::cpu {
+namespace {
+
+using ops::NllReduction;
+
+// Every target must be ignore_index or a class in [0, classes): checked before anything is
+// written, on the calling thread (a check inside a parallel region could not raise).
+void check_targets(const int64_t* target, int64_t n, int64_t classes, int64_t ignore_index,
+                   const char* op) {
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t c = target[i];
+    KILN_CHECK(c == ignore_index || (c >= 0 && c < classes), IndexError, op, ": target ", c,
+               " is out of bounds for ", classes, " classes (ignore_index is ", ignore_index,
+               ")");
+  }
+}
+
+template <typename T>
+double read_double(const Tensor& t) {
+  return convert_value<double>(*static_cast<const T*>(t.raw_data()));
+}
+
+// inputs {input [N, C, D] any strides, target [N, D] int64 contiguous, weight? [C] contiguous},
+// attrs {reduction, ignore_index}; outs {loss, total_weight}.
+template <typename T>
+void nll_loss_kernel(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const Tensor& weight = call.inputs[2];
+  const int64_t N = x.size(0), C = x.size(1), D = x.size(2), n = N * D;
+  const auto reduction = NllReduction(call.int_attr(0));
+  const int64_t ignore_index = call.int_attr(1);
+  const int64_t* target = static_cast<const int64_t*>(call.inputs[1].raw_data());
+  check_targets(target, n, C, ignore_index, "nll_loss");
+  const T* xp = static_cast<const T*>(x.raw_data());
+  const int64_t s0 = x.stride(0), s1 = x.stride(1), s2 = x.stride(2);
+  const T* wp = weight.defined() ? static_cast<const T*>(weight.raw_data()) : nullptr;
+  // Loss and weight of sample i (0 and 0 when its target is ignored).
+  auto term = [&](int64_t i, double& w) {
+    const int64_t c = target[i];
+    if (c == ignore_index) {
+      w = 0.0;
+      return 0.0;
+    }
+    w = wp ? convert_value<double>(wp[c]) : 1.0;
+    return -w * convert_value<double>(xp[(i / D) * s0 + c * s1 + (i % D) * s2]);
+  };
+  T* loss = static_cast<T*>(call.outs[0].raw_data());
+  T* total_weight = static_cast<T*>(call.outs[1].raw_data());
+  constexpr int64_t kPieces = 64;
+  std::vector<double> loss_sums(kPieces, 0.0), weight_sums(kPieces, 0.0);
+  auto piece = [&](int64_t p) {
+    double ls = 0.0, ws = 0.0;
+    for (int64_t i = n * p / kPieces; i < n * (p + 1) / kPieces; ++i) {
+      double w;
+      const double l = term(i, w);
+      if (reduction == NllReduction::None) loss[i] = convert_value<T>(l);
+      ls += l;
+      ws += w;
+    }
+    loss_sums[size_t(p)] = ls;
+    weight_sums[size_t(p)] = ws;
+  };
+  if (n >= detail::kParallelElements) {
+    detail::parallel_chunks(kPieces, piece);
+  } else {
+    for (int64_t p = 0; p < kPieces; ++p) piece(p);
+  }
+  double ls = 0.0, ws = 0.0;
+  for (int64_t p = 0; p < kPieces; ++p) {
+    ls += loss_sums[size_t(p)];
+    ws += weight_sums[size_t(p)];
+  }
+  *total_weight = convert_value<T>(ws);
+  if (reduction == NllReduction::Sum) *loss = convert_value<T>(ls);
+  if (reduction == NllReduction::Mean) *loss = convert_value<T>(ls / ws);  // 0 / 0: nan
+}
+
+// inputs {grad_output (the loss's shape, contiguous), target [N, D], weight? [C],
+// total_weight []}, attrs {classes, reduction, ignore_index}; outs {grad_input [N, C, D]}.
+template <typename T>
+void nll_loss_backward_kernel(OpCall& call) {
+  const Tensor& gy = call.inputs[0];
+  const Tensor& weight = call.inputs[2];
+  const Tensor& gx = call.outs[0];
+  const int64_t N = gx.size(0), C = gx.size(1), D = gx.size(2), n = N * D;
+  const auto reduction = NllReduction(call.int_attr(1));
+  const int64_t ignore_index = call.int_attr(2);
+  const int64_t* target = static_cast<const int64_t*>(call.inputs[1].raw_data());
+  check_targets(target, n, C, ignore_index, "nll_loss_backward");
+  const T* wp = weight.defined() ? static_cast<const T*>(weight.raw_data()) : nullptr;
+  const T* gyp = static_cast<const T*>(gy.raw_data());
+  T* gxp = static_cast<T*>(gx.raw_data());
+  if (gx.numel() == 0) return;
+  const size_t row_bytes = size_t(C * D) * sizeof(T);
+  double scale = 1.0;  // of the one grad_output element of a reduced loss
+  if (reduction != NllReduction::None) {
+    scale = convert_value<double>(gyp[0]);
+    if (reduction == NllReduction::Mean) {
+      const Tensor& tw = call.inputs[3];
+      scale /= KILN_DISPATCH_FLOAT(tw.dtype(), "nll_loss_backward",
+                                   [&]<typename W>() { return read_double<W>(tw); });
+    }
+  }
+  // By samples: each clears its own [C, D] block, then writes its D gradients into it.
+  auto sample = [&](int64_t s) {
+    std::memset(static_cast<void*>(gxp + s * C * D), 0, row_bytes);  // zero bits are +0
+    for (int64_t d = 0; d < D; ++d) {
+      const int64_t i = s * D + d, c = target[i];
+      if (c == ignore_index) continue;
+      const double w = wp ? convert_value<double>(wp[c]) : 1.0;
+      const double g = reduction == NllReduction::None ? convert_value<double>(gyp[i]) : scale;
+      gxp[(s * C + c) * D + d] = convert_value<T>(-w * g);
+    }
+  };
+  if (gx.numel() >= detail::kParallelElements && N > 1) {
+    detail::parallel_chunks(N, sample);
+  } else {
+    for (int64_t s = 0; s < N; ++s) sample(s);
+  }
+}
+
+void nll_loss_dispatch(OpCall& call) {
+  KILN_DISPATCH_FLOAT(call.inputs[0].dtype(), "nll_loss",
+                      [&]<typename T>() { nll_loss_kernel<T>(call); });
+}
+void nll_loss_backward_dispatch(OpCall& call) {
+  KILN_DISPATCH_FLOAT(call.inputs[0].dtype(), "nll_loss_backward",
+                      [&]<typename T>() { nll_loss_backward_kernel<T>(call); });
+}
+
+}  // namespace
+
+void register_nll_loss_kernels() {
+  register_kernel("nll_loss", DeviceType::CPU, nll_loss_dispatch, kFloatDTypes);
+  register_kernel("nll_loss_backward", DeviceType::CPU, nll_loss_backward_dispatch,
+                  kFloatDTypes);
+}
+
+}  // namespace kiln::cpu
