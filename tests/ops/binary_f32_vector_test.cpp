@@ -1,5 +1,5 @@
-// float32 add / sub / mul / div through the ISA's vector loops (vec_math.h add_f32 and
-// friends): array op array, array op one value and one value op array, at lengths around the
+// float32 add / sub / mul / div / maximum / minimum through the ISA's vector loops (vec_math.h
+// add_f32 and friends): array op array, array op one value and one value op array, at lengths around the
 // vector width (the aligning head, whole vectors and the tail), misaligned views, rows
 // broadcast across runs, in place, a strided operand (the generic loop) and an output large
 // enough for streaming stores. +, -, * and / of two floats computed in float64 and rounded
@@ -28,12 +28,21 @@ Tensor add2(const Tensor& a, const Tensor& b) { return add(a, b); }
 Tensor sub2(const Tensor& a, const Tensor& b) { return sub(a, b); }
 Tensor mul2(const Tensor& a, const Tensor& b) { return mul(a, b); }
 Tensor div2(const Tensor& a, const Tensor& b) { return div(a, b); }
+Tensor max2(const Tensor& a, const Tensor& b) { return maximum(a, b); }
+Tensor min2(const Tensor& a, const Tensor& b) { return minimum(a, b); }
+
+// PyTorch's maximum / minimum: NaN if either is NaN (the first one's if both), else the
+// larger (smaller) value, the second one on ties (so max(+0, -0) is -0, as the scalar kernel).
+double max_ref(double a, double b) { return std::isnan(a) ? a : std::isnan(b) ? b : a > b ? a : b; }
+double min_ref(double a, double b) { return std::isnan(a) ? a : std::isnan(b) ? b : a < b ? a : b; }
 
 const Op kOps[] = {
     {"add", add2, [](double a, double b) { return a + b; }},
     {"sub", sub2, [](double a, double b) { return a - b; }},
     {"mul", mul2, [](double a, double b) { return a * b; }},
     {"div", div2, [](double a, double b) { return a / b; }},
+    {"maximum", max2, max_ref},
+    {"minimum", min2, min_ref},
 };
 
 // Random floats with special values sprinkled in.
@@ -164,6 +173,34 @@ TEST(BinaryF32Vector, OutputLargeEnoughForStreamingStores) {
     for (size_t i = 0; i < size_t(n); ++i)
       want[i] = expected(op, double(float(av[i])), double(float(bv[i])));
     expect_bits(op.tensor_op(a, b), want, std::string(op.name) + " streamed");
+  }
+}
+
+// maximum / minimum of every pair of special values (ties of signed zeros, NaN on either
+// side, infinities), repeated past a vector length, in float32 and bfloat16 (max_bf16 /
+// min_bf16 convert in registers), against the reference bit for bit.
+TEST(BinaryF32Vector, MaximumMinimumOfEverySpecialPair) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  const double specials[] = {0.0, -0.0, inf, -inf, nan, 1.5, -2.5, 1e-30};
+  std::vector<double> av, bv;
+  for (int rep = 0; rep < 5; ++rep)
+    for (double a : specials)
+      for (double b : specials) av.push_back(a), bv.push_back(b);
+  const int64_t n = int64_t(av.size());
+  for (DType dt : {DType::F32, DType::BF16}) {
+    const Tensor a = make(av, {n}, dt, kCpu), b = make(bv, {n}, dt, kCpu);
+    // The values as stored (1e-30 rounds in bfloat16; the rest are exact).
+    const std::vector<double> as = a.to_vector<double>(), bs = b.to_vector<double>();
+    for (const Op& op : {kOps[4], kOps[5]}) {
+      const std::vector<float> got = op.tensor_op(a, b).to(DType::F32).to_vector<float>();
+      for (size_t i = 0; i < got.size(); ++i) {
+        const float want = float(op.ref(as[i], bs[i]));
+        const bool same = (std::isnan(got[i]) && std::isnan(want)) ||
+                          std::memcmp(&got[i], &want, sizeof(float)) == 0;
+        ASSERT_TRUE(same) << op.name << " " << dtype_name(dt) << " (" << av[i] << ", " << bv[i]
+                          << "): got " << got[i] << ", expected " << want;
+      }
+    }
   }
 }
 

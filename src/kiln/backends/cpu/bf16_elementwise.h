@@ -57,13 +57,14 @@ float apply_strided(const std::array<char*, NIn + 1>& p, const std::array<int64_
 //   Add, Sub, Mul, Div  f(a, b) == a op b: runs of two unit-stride arrays (residual adds,
 //           products of activations) use add_bf16 / sub_bf16 / mul_bf16 / div_bf16;
 //           Mul by one value along the run (x * scale) uses muladd_bf16 with a -0.0 shift
-//           (-0.0 + y == y for every y, the sign of a zero included).
-enum class Bf16Fast { None, MulAdd, Add, Sub, Mul, Div };
+//           (-0.0 + y == y for every y, the sign of a zero included);
+//   Max, Min  f(a, b) == nan_max / nan_min (a, b): max_bf16 / min_bf16 likewise.
+enum class Bf16Fast { None, MulAdd, Add, Sub, Mul, Div, Max, Min };
 template <size_t NIn, typename F, Bf16Fast kFast = Bf16Fast::None>
 bool bf16_elementwise(const Tensor& out, const std::array<const Tensor*, NIn>& ins, F& f) {
   static_assert(kFast != Bf16Fast::MulAdd || NIn == 3, "MulAdd needs f(a, b, c) = a + b * c");
   static_assert(kFast == Bf16Fast::None || kFast == Bf16Fast::MulAdd || NIn == 2,
-                "Add / Sub / Mul / Div need f(a, b) = a op b");
+                "Add / Sub / Mul / Div / Max / Min need f(a, b) = a op b");
   using bf16_detail::kBlock;
   const VecMathF32& vm = vec_math_f32();
   if (!vm.widen_bf16 || !vm.narrow_bf16) return false;
@@ -115,12 +116,13 @@ bool bf16_elementwise(const Tensor& out, const std::array<const Tensor*, NIn>& i
       return;
     }
     BFloat16* o = reinterpret_cast<BFloat16*>(p[0]);
-    if constexpr (kFast == Bf16Fast::Add || kFast == Bf16Fast::Sub || kFast == Bf16Fast::Mul ||
-                  kFast == Bf16Fast::Div) {
+    if constexpr (kFast != Bf16Fast::None && kFast != Bf16Fast::MulAdd) {
       const VecBinaryBf16 op = kFast == Bf16Fast::Add   ? vm.add_bf16
                             : kFast == Bf16Fast::Sub ? vm.sub_bf16
                             : kFast == Bf16Fast::Mul ? vm.mul_bf16
-                                                     : vm.div_bf16;
+                            : kFast == Bf16Fast::Div ? vm.div_bf16
+                            : kFast == Bf16Fast::Max ? vm.max_bf16
+                                                     : vm.min_bf16;
       const uint16_t* a = reinterpret_cast<const uint16_t*>(p[1]);
       const uint16_t* b = reinterpret_cast<const uint16_t*>(p[2]);
       if (op && s[1] == kEs && s[2] == kEs && invariant[0].empty() && invariant[1].empty()) {

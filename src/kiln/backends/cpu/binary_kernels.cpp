@@ -25,6 +25,8 @@ struct Mul;
 template <int kMode>
 struct DivMode;
 struct Pow;  // below; binary_kernel gives it branch-free loops for a constant exponent
+struct Maximum;  // below; binary_kernel gives them vector loops (float32 and bfloat16)
+struct Minimum;
 
 // out = a op b for float32 through the ISA's vector loop fn (vec_math.h's add_f32 and
 // friends) on every run where each input is unit-stride or one value; other runs (strided
@@ -116,6 +118,12 @@ void binary_kernel(OpCall& call) {
           auto g = [](C x, C y) { return x / y; };
           if (bf16_elementwise<2, decltype(g), Bf16Fast::Div>(out, {&a, &b}, g)) return;
         }
+        if constexpr (std::is_same_v<F, Maximum>) {
+          if (bf16_elementwise<2, decltype(f), Bf16Fast::Max>(out, {&a, &b}, f)) return;
+        }
+        if constexpr (std::is_same_v<F, Minimum>) {
+          if (bf16_elementwise<2, decltype(f), Bf16Fast::Min>(out, {&a, &b}, f)) return;
+        }
         if (bf16_elementwise<2>(out, {&a, &b}, f)) return;
       }
       if constexpr (std::is_same_v<T, float>) {
@@ -128,6 +136,8 @@ void binary_kernel(OpCall& call) {
         }
         if constexpr (std::is_same_v<F, Mul>) fn = vm.mul_f32;
         if constexpr (std::is_same_v<F, DivMode<0>>) fn = vm.div_f32;
+        if constexpr (std::is_same_v<F, Maximum>) fn = vm.max_f32;  // 2.3-3.6x torch's time before
+        if constexpr (std::is_same_v<F, Minimum>) fn = vm.min_f32;
         if (f32_binary_vectorised(out, a, b, fn, f)) return;
       }
       elementwise_kernel<T, T, T>(out, {&a, &b}, [&f](T x, T y) { return T(f(C(x), C(y))); });

@@ -83,7 +83,10 @@ void fill_kernel(OpCall& call) {
       // wide stores; std::fill compiles to this baseline build's 16-byte stores).
       constexpr int64_t kBlock = 1024 / int64_t(sizeof(T));
       auto piece = [&](int64_t b, int64_t e) {
-        if (zero) return std::memset(p + b, 0, size_t(e - b) * sizeof(T)), void();
+        if (zero) {  // zero bits are +0 in every dtype
+          std::memset(static_cast<void*>(p + b), 0, size_t(e - b) * sizeof(T));
+          return;
+        }
         T block[kBlock];
         std::fill(block, block + kBlock, value);
         for (int64_t i = b; i < e; i += kBlock)

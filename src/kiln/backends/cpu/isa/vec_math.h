@@ -35,11 +35,13 @@ using VecNarrowBf16 = void (*)(const float* in, uint16_t* out, int64_t n);
 using VecMulAddBf16 = void (*)(const uint16_t* x, const float* mul, int64_t mul_step,
                                const float* add, int64_t add_step, uint16_t* out, int64_t n);
 
-// out[i] = bfloat16(float(a[i]) op float(b[i])) for op +, -, *, /, converted in registers
+// out[i] = bfloat16(float(a[i]) op float(b[i])) for op +, -, *, /, maximum, minimum (NaN
+// propagating, as scalar_math.h's nan_max / nan_min), converted in registers
 // (residual adds, products of activations): bit-identical to the float32 op on widened blocks.
 using VecBinaryBf16 = void (*)(const uint16_t* a, const uint16_t* b, uint16_t* out, int64_t n);
 
-// out[i] = a[i * a_step] op b[i * b_step] for float32, op +, -, *, / and steps 1 (an array)
+// out[i] = a[i * a_step] op b[i * b_step] for float32, op +, -, *, /, maximum, minimum (as
+// above) and steps 1 (an array)
 // or 0 (one value), not both 0; out may be a or b itself (in-place ops). The generic
 // elementwise loop is built for baseline x86-64 and ran add / mul of 1M floats at 90 GB/s
 // against PyTorch's 150-165 (two threads, in cache); single IEEE operations, so the results
@@ -86,8 +88,10 @@ struct VecMathF32 {
   VecWidenBf16 widen_bf16 = nullptr;
   VecNarrowBf16 narrow_bf16 = nullptr;
   VecMulAddBf16 muladd_bf16 = nullptr;
-  VecBinaryBf16 add_bf16 = nullptr, sub_bf16 = nullptr, mul_bf16 = nullptr, div_bf16 = nullptr;
-  VecBinaryF32 add_f32 = nullptr, sub_f32 = nullptr, mul_f32 = nullptr, div_f32 = nullptr;
+  VecBinaryBf16 add_bf16 = nullptr, sub_bf16 = nullptr, mul_bf16 = nullptr, div_bf16 = nullptr,
+                max_bf16 = nullptr, min_bf16 = nullptr;  // max / min: NaN-propagating
+  VecBinaryF32 add_f32 = nullptr, sub_f32 = nullptr, mul_f32 = nullptr, div_f32 = nullptr,
+               max_f32 = nullptr, min_f32 = nullptr;
   VecNormAffineF32 norm_affine = nullptr;
 };
 
