@@ -98,26 +98,31 @@ TEST(ElementwiseLarge, IntegerDivisionByZeroInsideThreadsIsAnError) {
   EXPECT_EQ(ok.to_vector<double>()[149999], 2.0);
 }
 
-// lerp of float32 arrays with one weight (an EMA step) runs a plain threaded loop: PyTorch's
-// two-sided formula for weights below and above 0.5 (so a weight of 1 gives the end exactly),
-// against the float formula evaluated here.
+// lerp of float32 / bfloat16 arrays with one weight (an EMA step) runs a plain loop (threaded
+// from 65536 elements; bfloat16 widened in blocks of 256): PyTorch's two-sided formula for
+// weights below and above 0.5 (so a weight of 1 gives the end exactly), against the float
+// formula evaluated here and, for bfloat16, rounded once.
 TEST(ElementwiseLarge, LerpWithOneWeightUsesTheTwoSidedFormula) {
-  const int64_t n = 100003;
-  std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
-  const std::vector<double> av = random_values(size_t(n), -50, 50, 51),
-                            bv = random_values(size_t(n), -50, 50, 52);
-  for (int64_t i = 0; i < n; ++i) {
-    a[size_t(i)] = float(av[size_t(i)]);
-    b[size_t(i)] = float(bv[size_t(i)]);
-  }
-  Tensor ta = tensor_from(a, {n}), tb = tensor_from(b, {n});
-  for (float w : {0.3f, 0.7f, 1.0f, -0.25f, 0.5f}) {
-    std::vector<float> want(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) {
-      const float x = a[size_t(i)], y = b[size_t(i)];
-      want[size_t(i)] = std::fabs(w) < 0.5f ? x + w * (y - x) : y - (y - x) * (1.0f - w);
+  for (int64_t n : {int64_t(37), int64_t(4099), int64_t(100003)}) {
+    const std::vector<double> av = random_values(size_t(n), -50, 50, 51),
+                              bv = random_values(size_t(n), -50, 50, 52);
+    for (DType dt : {DType::F32, DType::BF16}) {
+      const Tensor ta = make(av, {n}, dt, Device(DeviceType::CPU, 0));
+      const Tensor tb = make(bv, {n}, dt, Device(DeviceType::CPU, 0));
+      const std::vector<float> a = ta.to(DType::F32).to_vector<float>(),
+                               b = tb.to(DType::F32).to_vector<float>();
+      for (double wd : {0.3, 0.7, 1.0, -0.25, 0.5}) {
+        const float w = dt == DType::F32 ? float(wd) : float(BFloat16(float(wd)));
+        std::vector<float> want(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) {
+          const float x = a[size_t(i)], y = b[size_t(i)];
+          const float r = std::fabs(w) < 0.5f ? x + w * (y - x) : y - (y - x) * (1.0f - w);
+          want[size_t(i)] = dt == DType::F32 ? r : float(BFloat16(r));
+        }
+        EXPECT_EQ(lerp(ta, tb, wd).to(DType::F32).to_vector<float>(), want)
+            << dtype_name(dt) << " n " << n << " weight " << wd;
+      }
     }
-    EXPECT_EQ(lerp(ta, tb, w).to_vector<float>(), want) << "weight " << w;
   }
 }
 
