@@ -2,6 +2,7 @@
 // nonzero. Every index value is checked against its dim before any memory is touched with
 // it (the testing device runs these asynchronously, so the checks live here, with the data).
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "index_loops.h"
+#include "parallel_pieces.h"
 #include "row_loops.h"
 #include "kiln/tensor/empty.h"
 #include "kiln/tensor/strided_loop.h"
@@ -139,13 +141,38 @@ struct IndexRows {
       }
     }
   }
-  // Every index value in [0, size), else the op's error before anything is written.
+  // Every index value in [0, size), else the op's error before anything is written. Rows
+  // are tested by their minimum and maximum (a loop that vectorises; a test per element
+  // with its throw path took as long as the gather itself); only then are the values
+  // searched for the one to report.
   void check(const char* op, int64_t d, int64_t size) const {
     const int64_t* ip = static_cast<const int64_t*>(index.raw_data());
     const int64_t len = index.size(index.dim() - 1), step = index.strides().back();
+    std::atomic<bool> suspect{false};
+    for_each_row(index.shape(), index.strides(), [&](const int64_t*, int64_t i) {
+      if (!suspect.load(std::memory_order_relaxed) && !row_in_range(ip + i, step, len, size))
+        suspect.store(true, std::memory_order_relaxed);
+    });
+    if (!suspect.load()) return;
     for_each_row(index.shape(), index.strides(), [&](const int64_t*, int64_t i) {
       for (int64_t j = 0; j < len; ++j) checked_index(op, ip[i + j * step], d, size);
     });
+  }
+  // Whether every value of a row lies in [0, size).
+  static bool row_in_range(const int64_t* row, int64_t step, int64_t len, int64_t size) {
+    int64_t lo = 0, hi = 0;
+    if (step == 1) {
+      for (int64_t j = 0; j < len; ++j) {
+        lo = std::min(lo, row[j]);
+        hi = std::max(hi, row[j]);
+      }
+    } else {
+      for (int64_t j = 0; j < len; ++j) {
+        lo = std::min(lo, row[j * step]);
+        hi = std::max(hi, row[j * step]);
+      }
+    }
+    return lo >= 0 && hi < size;
   }
 };
 
@@ -160,26 +187,66 @@ bool gather_by_rows(const Tensor& x, const Tensor& index, const Tensor& out, int
   const int64_t xs_d = xs[size_t(d)], xs_last = xs.back();
   xs[size_t(d)] = 0;
   const IndexRows rows{index, {out.strides(), xs}};
-  rows.check("gather()", d, x.size(d));
   const int64_t len = index.size(nd - 1), is = index.strides().back(),
-                os = out.strides().back();
+                os = out.strides().back(), size = x.size(d);
   const bool along_last = d == nd - 1;
-  return with_word_of_size(x.element_size(), [&]<typename W>() {
+  if (along_last && len > 0 && x.is_contiguous() && index.is_contiguous() && out.is_contiguous() &&
+      Shape(x.shape().begin(), x.shape().end() - 1) ==
+          Shape(index.shape().begin(), index.shape().end() - 1)) {
+    // Dense rows (x [..., size], index and out [..., len] with the same leading dims): one
+    // flat loop over the rows, without the per-row offset bookkeeping that cost 13 ns a row
+    // (gather of [4096, 4] indices: 53 us, torch 14).
+    std::atomic<bool> bad_row{false};
+    const int64_t n_rows = index.numel() / len;
+    const bool done = with_word_of_size(x.element_size(), [&]<typename W>() {
+      const int64_t* ip = static_cast<const int64_t*>(index.raw_data());
+      const W* xp = static_cast<const W*>(x.raw_data());
+      W* op = static_cast<W*>(out.raw_data());
+      parallel_pieces(index.numel(), [&](int64_t lo, int64_t hi) {
+        for (int64_t r = lo / len; r < n_rows && r * len < hi; ++r) {
+          if (r * len < lo) continue;  // a row belongs to the piece holding its first value
+          const int64_t* ir = ip + r * len;
+          if (!IndexRows::row_in_range(ir, 1, len, size)) {
+            bad_row.store(true, std::memory_order_relaxed);
+            continue;
+          }
+          const W* xrow = xp + r * size;
+          W* orow = op + r * len;
+          for (int64_t j = 0; j < len; ++j) orow[j] = xrow[ir[j]];
+        }
+      });
+    });
+    if (bad_row.load()) rows.check("gather()", d, size);
+    return done;
+  }
+  // Each index row is checked just before it is used (while it is in the cache; a separate
+  // pass over the whole index cost as much as the gather). A bad row is skipped and reported
+  // after the loop: the output is a fresh tensor, so what was written does not matter.
+  std::atomic<bool> bad{false};
+  const bool done = with_word_of_size(x.element_size(), [&]<typename W>() {
     const int64_t* ip = static_cast<const int64_t*>(index.raw_data());
     const W* xp = static_cast<const W*>(x.raw_data());
     W* op = static_cast<W*>(out.raw_data());
     rows.each(index.numel() >= detail::kParallelElements,
               [&](const int64_t*, int64_t i, const int64_t* offs) {
       const int64_t* ir = ip + i;
+      if (!IndexRows::row_in_range(ir, is, len, size)) {
+        bad.store(true, std::memory_order_relaxed);
+        return;
+      }
       W* orow = op + offs[0];
       const W* xrow = xp + offs[1];
-      if (along_last) {
+      if (along_last && os == 1 && is == 1 && xs_d == 1) {  // the common case, unit strides
+        for (int64_t j = 0; j < len; ++j) orow[j] = xrow[ir[j]];
+      } else if (along_last) {
         for (int64_t j = 0; j < len; ++j) orow[j * os] = xrow[ir[j * is] * xs_d];
       } else {
         for (int64_t j = 0; j < len; ++j) orow[j * os] = xrow[j * xs_last + ir[j * is] * xs_d];
       }
     });
   });
+  if (bad.load()) rows.check("gather()", d, size);  // raises the first bad value's error
+  return done;
 }
 
 void gather_kernel(OpCall& call) {
