@@ -185,7 +185,7 @@ TEST_P(Softmax, Bfloat16RowsInGroups) {
 // holding NaN.
 TEST_P(Softmax, LeadingDimsInTiles) {
   for (DType t : {DType::F32, DType::BF16}) {
-    for (Shape shape : {Shape{300, 70}, Shape{2, 2100, 37}, Shape{5, 9, 4, 300}}) {
+    for (Shape shape : {Shape{300, 70}, Shape{2, 2100, 37}, Shape{5, 9, 4, 300}, Shape{4096, 3}}) {
       for (int64_t dim : {0, 1}) {
         int64_t n = 1;
         for (int64_t d : shape) n *= d;

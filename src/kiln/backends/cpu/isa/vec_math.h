@@ -14,6 +14,11 @@ using VecUnaryF32 = void (*)(const float* in, float* out, int64_t n);
 // subtracted first, the sum of exponentials accumulates in float32 lanes (as PyTorch).
 using VecSoftmaxRowF32 = void (*)(const float* in, float* out, int64_t n, bool log);
 
+// softmax (log_softmax when log) down each column of a dense tile [lines, width] (width at
+// most kSoftmaxColumnsMax), in place: the softmax along a dim that is not the last.
+constexpr int64_t kSoftmaxColumnsMax = 256;
+using VecSoftmaxColumnsF32 = void (*)(float* tile, int64_t lines, int64_t width, bool log);
+
 // sum_k a[k] * b[k] over contiguous arrays (several float32 accumulators).
 using VecDotF32 = float (*)(const float* a, const float* b, int64_t n);
 
@@ -81,6 +86,7 @@ struct VecMathF32 {
               exp2 = nullptr, expm1 = nullptr, log2 = nullptr, log1p = nullptr;
   VecUnaryParamF32 leaky_relu = nullptr, softplus = nullptr;
   VecSoftmaxRowF32 softmax_row = nullptr;
+  VecSoftmaxColumnsF32 softmax_columns = nullptr;
   VecLogSumExpRowF32 logsumexp_row = nullptr;
   VecBoxMullerF32 box_muller = nullptr;
   VecDotF32 dot = nullptr;
