@@ -248,9 +248,15 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
                "should be between 0 and 1, got values in [", lo, ", ", hi, "]");
   }
   // As PyTorch: each log is clamped at -100 so that p = 0 or 1 gives a finite loss.
+  // One op per statement, so temporaries are freed early (see the logits form below).
   Tensor log_p = clamp(log(input), Scalar(-100.0), std::nullopt);
   Tensor log_1mp = clamp(log1p(-input), Scalar(-100.0), std::nullopt);
-  Tensor loss = -(target * log_p + (1 - target) * log_1mp);
+  Tensor loss = target * log_p;
+  log_p = Tensor();
+  log_1mp = (1 - target) * log_1mp;
+  loss = loss + log_1mp;
+  log_1mp = Tensor();
+  loss = -loss;
   if (weight.defined()) loss = loss * weight;
   return reduce(loss, reduction, "binary_cross_entropy");
 }
@@ -258,14 +264,27 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
                                         const BCEWithLogitsOptions& o) {
   check_pair("binary_cross_entropy_with_logits", input, target);
-  // log(1 + exp(-|x|)) + max(-x, 0) = -log(sigmoid(x)), computed without overflow.
-  Tensor softplus_neg = log1p(exp(-abs(input))) + kiln::relu(-input);
+  // log(1 + exp(-|x|)) + max(-x, 0) = -log(sigmoid(x)), computed without overflow. One
+  // statement per op (as in binary_cross_entropy and kl_div above), so that each temporary
+  // is freed as soon as the next op has read it:
+  // written as one expression, C++ kept all seven alive to its end (28 MB for a [2048, 512]
+  // float32 input, more than the L3), and the loss took 3.8 ms against PyTorch's 1.0.
+  Tensor log1p_exp = abs(input);
+  log1p_exp = neg(log1p_exp);
+  log1p_exp = exp(log1p_exp);
+  log1p_exp = log1p(log1p_exp);
   Tensor loss;
   if (o.pos_weight.defined()) {
     Tensor log_weight = (o.pos_weight - 1) * target + 1;
-    loss = (1 - target) * input + log_weight * softplus_neg;
+    Tensor softplus_neg = kiln::relu(-input);
+    softplus_neg = softplus_neg + log1p_exp;
+    log1p_exp = Tensor();
+    loss = (1 - target) * input;
+    loss = loss + log_weight * softplus_neg;
   } else {
-    loss = kiln::relu(input) - input * target + log1p(exp(-abs(input)));
+    loss = kiln::relu(input);
+    loss = loss - input * target;
+    loss = loss + log1p_exp;
   }
   if (o.weight.defined()) loss = loss * o.weight;
   return reduce(loss, o.reduction, "binary_cross_entropy_with_logits");
@@ -279,8 +298,12 @@ Tensor kl_div(const Tensor& input, const Tensor& target, Reduction reduction, bo
   } else {
     // xlogy(t, t) - t * input, with 0 * log 0 = 0 (and a finite gradient there).
     Tensor zero = eq(target, Scalar(0.0));
-    Tensor safe = where(zero, Scalar(1.0), target);
-    loss = where(zero, Scalar(0.0), target * log(safe)) - target * input;
+    Tensor xlogy = where(zero, Scalar(1.0), target);
+    xlogy = log(xlogy);
+    xlogy = target * xlogy;
+    xlogy = where(zero, Scalar(0.0), xlogy);
+    loss = target * input;
+    loss = xlogy - loss;
   }
   if (reduction == Reduction::BatchMean)
     return input.dim() == 0 ? sum(loss) : sum(loss) / double(input.size(0));
