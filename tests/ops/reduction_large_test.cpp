@@ -160,7 +160,7 @@ TEST(ReductionLarge, FullReductionAndTransposedInputAgree) {
   expect_near_all(c, a.to_vector<double>(), 1e-6, 1e-5, "strided view");
 }
 
-// prod over many contiguous runs (threaded, four double products per run): against the
+// prod over many contiguous runs (threaded, the ISA's double-lane products): against the
 // float64 product of the same values, with rows holding a zero, a NaN, inf and inf times zero.
 TEST(ReductionLarge, ProductsOfManyRuns) {
   const Device cpu(DeviceType::CPU, 0);

@@ -8,6 +8,7 @@
 
 #include "kiln/core/convert.h"
 #include "kiln/dispatch/registry.h"
+#include "isa/reduce_vec.h"
 #include "isa/vec_math.h"
 #include "reduce_utils.h"
 #include "kiln/tensor/strided_loop.h"
@@ -84,11 +85,11 @@ void mean_kernel(OpCall& call) {
   });
 }
 
-// float32 / bfloat16 products whose reduced elements form one contiguous run per output: four
-// double products side by side (independent multiplies instead of one dependent chain),
-// outputs over the threads. The generic loop took 0.8 ms for prod(-1) of [2048, 512]
-// float32 (torch 0.04 ms). The double products keep float32's values exact to the last bit
-// in all but pathological cases (the order of the multiplies differs).
+// float32 / bfloat16 products whose reduced elements form one contiguous run per output: the
+// ISA's prod_run (reduce_vec.h: double lanes), outputs over the threads. The generic loop
+// took 0.8 ms for prod(-1) of [2048, 512] float32 and four scalar double chains 0.17 ms
+// (torch 0.05 ms). Products in double keep float32's values exact to the last bit in all
+// but pathological cases (the order of the multiplies differs).
 template <typename T>
 bool prod_runs(OpCall& call) {
   const Tensor& in = call.inputs[0];
@@ -105,19 +106,14 @@ bool prod_runs(OpCall& call) {
   const int64_t outputs = int64_t(in_off.size()), n = g.red_numel;
   const T* src = static_cast<const T*>(in.raw_data());
   T* dst = static_cast<T*>(out.raw_data());
+  const VecReduce& vr = reduce_vec();
 #pragma omp parallel for schedule(static) if (outputs > 1 && outputs * n >= (int64_t(1) << 15))
   for (int64_t o = 0; o < outputs; ++o) {
     const T* x = src + in_off[size_t(o)];
-    double p0 = 1, p1 = 1, p2 = 1, p3 = 1;
-    int64_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-      p0 *= as_double(x[i]);
-      p1 *= as_double(x[i + 1]);
-      p2 *= as_double(x[i + 2]);
-      p3 *= as_double(x[i + 3]);
-    }
-    for (; i < n; ++i) p0 *= as_double(x[i]);
-    dst[out_off[size_t(o)]] = convert_value<T>((p0 * p1) * (p2 * p3));
+    double p;
+    if constexpr (std::is_same_v<T, float>) p = vr.prod_f32(x, n);
+    else p = vr.prod_bf16(reinterpret_cast<const uint16_t*>(x), n);
+    dst[out_off[size_t(o)]] = convert_value<T>(p);
   }
   return true;
 }

@@ -15,6 +15,9 @@ namespace kiln::cpu {
 struct VecReduce {
   double (*sum_f32)(const float* x, int64_t n) = nullptr;
   double (*sum_bf16)(const uint16_t* x, int64_t n) = nullptr;
+  // The product in double (32 independent lane products, combined in a fixed order).
+  double (*prod_f32)(const float* x, int64_t n) = nullptr;
+  double (*prod_bf16)(const uint16_t* x, int64_t n) = nullptr;
   // sum of (x - mean)^2, for var/std's second pass.
   double (*sum_sq_dev_f32)(const float* x, int64_t n, double mean) = nullptr;
   float (*max_f32)(const float* x, int64_t n) = nullptr;  // n >= 1
