@@ -597,6 +597,25 @@ TEST_P(IndexingTest, IndexSelectLargeRandom) {
   expect_values(index_select(x, 1, ints(idx, device())), os, e);
 }
 
+// Whole inner blocks copied by (outer, entry) pairs over the threads (pieces that start in
+// the middle of an outer block), with an int64 index used in place, a strided int64 index and
+// an int32 one, which must agree.
+TEST_P(IndexingTest, IndexSelectBlocksAtThreadedSizes) {
+  const Shape xs{3, 50, 700};
+  auto xv = exact_values(size_t(3 * 50 * 700), DType::F32, 42);
+  Tensor x = make(xv, xs, DType::F32, device());
+  auto idx = random_indices(41, 50, 43);
+  Shape os;
+  auto e = ref_index_select(xv, xs, 1, idx, &os);
+  expect_values(index_select(x, 1, ints(idx, device())), os, e, "int64");
+  expect_values(index_select(x, 1, ints(idx, device(), DType::I32)), os, e, "int32");
+  std::vector<int64_t> spread(idx.size() * 2, 49);
+  for (size_t i = 0; i < idx.size(); ++i) spread[2 * i] = idx[i];
+  Tensor strided = ints(spread, device()).slice(0, 0, int64_t(spread.size()), 2);
+  ASSERT_EQ(strided.stride(0), 2);
+  expect_values(index_select(x, 1, strided), os, e, "strided int64");
+}
+
 TEST_P(IndexingTest, ScatterThenGatherRoundTrip3d) {
   // Each row of idx is a permutation, so scatter then gather with it gives src back.
   Shape s{2, 3, 5};

@@ -36,15 +36,31 @@ int64_t checked_index(const char* op, int64_t v, int64_t d, int64_t size) {
   return v;
 }
 
+// Whether every value of a row of indices lies in [0, size): its minimum and maximum, a loop
+// that vectorises (a test per element with its throw path cost as much as a gather).
+bool indices_in_range(const int64_t* row, int64_t step, int64_t len, int64_t size) {
+  int64_t lo = 0, hi = 0;
+  if (step == 1) {
+    for (int64_t j = 0; j < len; ++j) {
+      lo = std::min(lo, row[j]);
+      hi = std::max(hi, row[j]);
+    }
+  } else {
+    for (int64_t j = 0; j < len; ++j) {
+      lo = std::min(lo, row[j * step]);
+      hi = std::max(hi, row[j * step]);
+    }
+  }
+  return lo >= 0 && hi < size;
+}
+
 // Contiguous x viewed as [outer, size, inner] (size = x's dim d) and a contiguous out as
 // [outer, n, inner]: out[o, j, :] = x[o, idx[j], :]. Whole inner blocks are memcpy'd; with
 // inner == 1 (selecting along the last dim, as nearest-neighbour resizing does) each row is
 // a typed gather. Outer rows are spread over the threads when the copy is large.
 template <typename E>
-void gather_last_dim(const E* x, E* out, const std::vector<int64_t>& idx, int64_t outer,
+void gather_last_dim(const E* x, E* out, const int64_t* ix, int64_t n, int64_t outer,
                      int64_t size) {
-  const int64_t n = int64_t(idx.size());
-  const int64_t* ix = idx.data();
 #pragma omp parallel for schedule(static) if (outer * n >= (int64_t(1) << 16))
   for (int64_t r = 0; r < outer; ++r) {
     const E* xr = x + r * size;
@@ -53,29 +69,38 @@ void gather_last_dim(const E* x, E* out, const std::vector<int64_t>& idx, int64_
   }
 }
 
-void gather_rows(const char* x, char* out, const std::vector<int64_t>& idx, const Shape& shape,
+void gather_rows(const char* x, char* out, const int64_t* idx, int64_t n, const Shape& shape,
                  int64_t d, size_t es) {
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < d; ++i) outer *= shape[size_t(i)];
   for (size_t i = size_t(d) + 1; i < shape.size(); ++i) inner *= shape[i];
-  const int64_t size = shape[size_t(d)], n = int64_t(idx.size());
+  const int64_t size = shape[size_t(d)];
   if (inner == 1) {
-    switch (es) {
-      case 1: return gather_last_dim(reinterpret_cast<const uint8_t*>(x), reinterpret_cast<uint8_t*>(out), idx, outer, size);
-      case 2: return gather_last_dim(reinterpret_cast<const uint16_t*>(x), reinterpret_cast<uint16_t*>(out), idx, outer, size);
-      case 4: return gather_last_dim(reinterpret_cast<const uint32_t*>(x), reinterpret_cast<uint32_t*>(out), idx, outer, size);
-      case 8: return gather_last_dim(reinterpret_cast<const uint64_t*>(x), reinterpret_cast<uint64_t*>(out), idx, outer, size);
-      default: break;
-    }
+    const bool done = with_word_of_size(es, [&]<typename W>() {
+      gather_last_dim(reinterpret_cast<const W*>(x), reinterpret_cast<W*>(out), idx, n, outer,
+                      size);
+    });
+    if (done) return;
   }
   const int64_t block = inner * int64_t(es);
   // (outer, index entry) pairs over the threads: selecting rows (outer = 1, an embedding
   // lookup) split the index itself, which the loop over outer rows alone left on one thread.
+  // Rows of one outer block are walked without a division per row.
   const int64_t pairs = outer * n;
-#pragma omp parallel for schedule(static) if (pairs > 1 && pairs * inner >= (int64_t(1) << 16))
-  for (int64_t q = 0; q < pairs; ++q) {
-    const int64_t r = q / n, j = q % n;
-    std::memcpy(out + q * block, x + (r * size + idx[size_t(j)]) * block, size_t(block));
+  auto copy_pairs = [&](int64_t q0, int64_t q1) {
+    int64_t r = q0 / n, j = q0 % n;
+    for (int64_t q = q0; q < q1; ++q) {
+      std::memcpy(out + q * block, x + (r * size + idx[j]) * block, size_t(block));
+      if (++j == n) j = 0, ++r;
+    }
+  };
+  if (pairs > 1 && pairs * inner >= detail::kParallelElements) {
+    const int64_t pieces = 4 * int64_t(detail::elementwise_threads());
+    detail::parallel_chunks(pieces, [&](int64_t c) {
+      copy_pairs(pairs * c / pieces, pairs * (c + 1) / pieces);
+    });
+  } else {
+    copy_pairs(0, pairs);
   }
 }
 
@@ -88,21 +113,29 @@ void index_select_kernel(OpCall& call) {
   int64_t d = wrap_dim(call.int_attr(0), x.dim());
   int64_t n = index.numel(), size = xg.shape[size_t(d)];
   int64_t istride = index.dim() == 0 ? 0 : index.stride(0);
-  std::vector<int64_t> idx(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i)
-    idx[size_t(i)] = checked_index("index_select()", read_index(bytes_of(index), index.dtype(),
-                                                               i * istride), d, size);
+  // Unit-stride int64 indices are used in place once their range is known to be good (a
+  // min / max loop); others are read and checked one by one into a vector.
+  std::vector<int64_t> read;
+  const int64_t* idx = static_cast<const int64_t*>(index.raw_data());
+  if (index.dtype() != DType::I64 || (istride != 1 && n > 1) ||
+      !indices_in_range(idx, 1, n, size)) {
+    read.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      read[size_t(i)] = checked_index("index_select()", read_index(bytes_of(index), index.dtype(),
+                                                                  i * istride), d, size);
+    idx = read.data();
+  }
   char* o = bytes_of(out);
   const char* s = bytes_of(x);
   size_t es = x.element_size();
   if (x.is_contiguous() && out.is_contiguous() && x.dim() > 0) {
-    gather_rows(s, o, idx, x.shape(), d, es);
+    gather_rows(s, o, idx, n, x.shape(), d, es);
     return;
   }
   int64_t xs = xg.strides[size_t(d)];
   for_each_offset(og.shape, {og.strides, without_dim(xg, d)},
                   [&](const int64_t* off, const int64_t* c) {
-                    copy_elem(o, off[0], s, off[1] + idx[size_t(c[d])] * xs, es);
+                    copy_elem(o, off[0], s, off[1] + idx[c[d]] * xs, es);
                   });
 }
 
@@ -142,15 +175,15 @@ struct IndexRows {
     }
   }
   // Every index value in [0, size), else the op's error before anything is written. Rows
-  // are tested by their minimum and maximum (a loop that vectorises; a test per element
-  // with its throw path took as long as the gather itself); only then are the values
-  // searched for the one to report.
+  // are tested by indices_in_range; only when one fails are the values searched for the one
+  // to report.
   void check(const char* op, int64_t d, int64_t size) const {
     const int64_t* ip = static_cast<const int64_t*>(index.raw_data());
     const int64_t len = index.size(index.dim() - 1), step = index.strides().back();
     std::atomic<bool> suspect{false};
     for_each_row(index.shape(), index.strides(), [&](const int64_t*, int64_t i) {
-      if (!suspect.load(std::memory_order_relaxed) && !row_in_range(ip + i, step, len, size))
+      if (!suspect.load(std::memory_order_relaxed) &&
+          !indices_in_range(ip + i, step, len, size))
         suspect.store(true, std::memory_order_relaxed);
     });
     if (!suspect.load()) return;
@@ -158,22 +191,7 @@ struct IndexRows {
       for (int64_t j = 0; j < len; ++j) checked_index(op, ip[i + j * step], d, size);
     });
   }
-  // Whether every value of a row lies in [0, size).
-  static bool row_in_range(const int64_t* row, int64_t step, int64_t len, int64_t size) {
-    int64_t lo = 0, hi = 0;
-    if (step == 1) {
-      for (int64_t j = 0; j < len; ++j) {
-        lo = std::min(lo, row[j]);
-        hi = std::max(hi, row[j]);
-      }
-    } else {
-      for (int64_t j = 0; j < len; ++j) {
-        lo = std::min(lo, row[j * step]);
-        hi = std::max(hi, row[j * step]);
-      }
-    }
-    return lo >= 0 && hi < size;
-  }
+
 };
 
 // gather with an int64 index of at least one dim, typed by the element size: a row of the
@@ -206,7 +224,7 @@ bool gather_by_rows(const Tensor& x, const Tensor& index, const Tensor& out, int
         for (int64_t r = lo / len; r < n_rows && r * len < hi; ++r) {
           if (r * len < lo) continue;  // a row belongs to the piece holding its first value
           const int64_t* ir = ip + r * len;
-          if (!IndexRows::row_in_range(ir, 1, len, size)) {
+          if (!indices_in_range(ir, 1, len, size)) {
             bad_row.store(true, std::memory_order_relaxed);
             continue;
           }
@@ -230,7 +248,7 @@ bool gather_by_rows(const Tensor& x, const Tensor& index, const Tensor& out, int
     rows.each(index.numel() >= detail::kParallelElements,
               [&](const int64_t*, int64_t i, const int64_t* offs) {
       const int64_t* ir = ip + i;
-      if (!IndexRows::row_in_range(ir, is, len, size)) {
+      if (!indices_in_range(ir, is, len, size)) {
         bad.store(true, std::memory_order_relaxed);
         return;
       }
