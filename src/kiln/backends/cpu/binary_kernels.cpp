@@ -2,6 +2,7 @@
 // (the ops layer promotes); comparisons and logical ops write bool.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "bf16_elementwise.h"
 #include "kiln/dispatch/registry.h"
@@ -29,6 +30,46 @@ struct Pow;  // below; binary_kernel gives it branch-free loops for a constant e
 struct Maximum;  // below; binary_kernel gives them vector loops (float32 and bfloat16)
 struct Minimum;
 
+// [R, C] op [C] (or [C] op [R, C]) with rows of at most 64, out and the full operand
+// contiguous: a bias on a narrow Linear output, a per-channel operand of a channels-last
+// tensor. Run by run
+// the vector function ran once per C elements (x + r on [4096, 8]: 32.7 us, torch 12.8);
+// here the row is repeated into a buffer of whole periods and the tensor walked as one flat
+// array in chunks of that buffer's length. False (nothing done) for any other layout.
+bool periodic_rows_f32(const StridedLoop<3>& loop, VecBinaryF32 fn) {
+  constexpr int64_t kEs = int64_t(sizeof(float)), kMaxRow = 64, kChunk = 1024;
+  if (loop.shape.size() != 2) return false;
+  const int64_t rows = loop.shape[0], c = loop.shape[1];
+  if (c > kMaxRow || rows < 2) return false;
+  const auto& outer = loop.strides[0];
+  const auto& inner = loop.strides[1];
+  const std::array<int64_t, 3> dense{c * kEs, c * kEs, c * kEs};
+  if (inner[0] != kEs || inner[1] != kEs || inner[2] != kEs || outer[0] != dense[0]) return false;
+  int row_operand = 0;  // 1 or 2: the input repeated along the rows
+  if (outer[1] == 0 && outer[2] == dense[2]) row_operand = 1;
+  if (outer[2] == 0 && outer[1] == dense[1]) row_operand = 2;
+  if (row_operand == 0) return false;
+  // Whole periods, no more than the tensor holds.
+  const int64_t per_chunk = std::min(std::max<int64_t>(1, kChunk / c), rows) * c;
+  std::vector<float> period(static_cast<size_t>(per_chunk));
+  const float* row = reinterpret_cast<const float*>(loop.data[size_t(row_operand)]);
+  for (int64_t i = 0; i < per_chunk; i += c) std::memcpy(period.data() + i, row, size_t(c) * 4);
+  const float* full = reinterpret_cast<const float*>(loop.data[size_t(3 - row_operand)]);
+  float* out = reinterpret_cast<float*>(loop.data[0]);
+  const int64_t n = rows * c, chunks = (n + per_chunk - 1) / per_chunk;
+  auto chunk = [&](int64_t k) {
+    const int64_t off = k * per_chunk, len = std::min(per_chunk, n - off);
+    if (row_operand == 1) fn(period.data(), 1, full + off, 1, out + off, len);
+    else fn(full + off, 1, period.data(), 1, out + off, len);
+  };
+  if (n >= detail::kParallelElements && chunks > 1) {
+    detail::parallel_chunks(chunks, chunk);
+  } else {
+    for (int64_t k = 0; k < chunks; ++k) chunk(k);
+  }
+  return true;
+}
+
 // out = a op b for float32 through the ISA's vector loop fn (vec_math.h's add_f32 and
 // friends) on every run where each input is unit-stride or one value; other runs (strided
 // operands) take the generic loop's scalar op. Returns false, having done nothing, at the
@@ -47,6 +88,7 @@ bool f32_binary_vectorised(const Tensor& out, const Tensor& a, const Tensor& b,
   auto loop = make_strided_loop<3>({&out, &a, &b}, out.shape(), /*memory_order=*/true);
   const bool stream = use_streaming_stores<2>(out, {&a, &b});
   constexpr int64_t kEs = int64_t(sizeof(float));
+  if (!stream && periodic_rows_f32(loop, fn)) return true;
   auto run = [&](const std::array<char*, 3>& p, const std::array<int64_t, 3>& s, int64_t n) {
     const bool steps_ok = s[0] == kEs && (s[1] == kEs || s[1] == 0) &&
                           (s[2] == kEs || s[2] == 0) && (s[1] != 0 || s[2] != 0);
