@@ -176,6 +176,43 @@ TEST(BinaryF32Vector, OutputLargeEnoughForStreamingStores) {
   }
 }
 
+// addcmul(shift, x, scale) with value 1 through muladd_f32 (eval batch norm): per-channel
+// shift and scale one value per run (planar), repeated rows (channels-last: the periodic
+// path), either factor order, in place into a dense shift, and a strided x (generic runs):
+// shift + x * scale with the product rounded first, bit for bit, specials included.
+TEST(BinaryF32Vector, AddcmulPerChannelRunsAndPeriods) {
+  const int64_t n = 3, c = 24, h = 7, w = 5;
+  const Shape shape{n, c, h, w};
+  const size_t count = size_t(n * c * h * w);
+  const std::vector<double> xv = float_values(count, 11);
+  const std::vector<double> sv = float_values(size_t(c), 12), mv = float_values(size_t(c), 13);
+  const Tensor x = make(xv, shape, DType::F32, kCpu);
+  const Tensor shift = make(sv, {c, 1, 1}, DType::F32, kCpu);
+  const Tensor scale = make(mv, {c, 1, 1}, DType::F32, kCpu);
+  std::vector<float> want(count);
+  for (size_t i = 0; i < count; ++i) {
+    const size_t ch = (i / size_t(h * w)) % size_t(c);
+    const float prod = float(xv[i]) * float(mv[ch]);  // rounded before the sum
+    want[i] = float(sv[ch]) + prod;
+  }
+  expect_bits(addcmul(shift, x, scale), want, "planar");
+  expect_bits(addcmul(shift, scale, x), want, "planar, scale first");
+  const Tensor xcl = x.contiguous(MemoryFormat::ChannelsLast);
+  Tensor ycl = addcmul(shift, xcl, scale);
+  EXPECT_TRUE(ycl.is_contiguous(MemoryFormat::ChannelsLast));
+  expect_bits(ycl.contiguous(), want, "channels-last");
+  expect_bits(addcmul(shift, scale, xcl).contiguous(), want, "channels-last, scale first");
+  // In place into a dense shift (the shift steps with the output).
+  Tensor dense_shift = shift.expand(shape).contiguous();
+  addcmul_(dense_shift, x, scale);
+  expect_bits(dense_shift, want, "in place");
+  // x read with a stride (every other element of a wider tensor): generic runs.
+  std::vector<double> wide(count * 2, 0.0);
+  for (size_t i = 0; i < count; ++i) wide[2 * i] = xv[i];
+  const Tensor xs = make(wide, {n, c, h, w * 2}, DType::F32, kCpu).slice(3, 0, w * 2, 2);
+  expect_bits(addcmul(shift, xs, scale), want, "strided x");
+}
+
 // maximum / minimum of every pair of special values (ties of signed zeros, NaN on either
 // side, infinities), repeated past a vector length, in float32 and bfloat16 (max_bf16 /
 // min_bf16 convert in registers), against the reference bit for bit.

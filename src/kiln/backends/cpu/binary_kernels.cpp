@@ -438,6 +438,79 @@ void lerp_kernel(OpCall& call) {
   });
 }
 
+// addcmul(shift, t1, t2) with value 1 in float32, one of t1 / t2 (x) laid out as the output
+// and the other (scale) and shift one value along each run or unit-stride along it: the
+// ISA's muladd_f32 run by run (planar eval batch norm: one scale and shift per run), or, for
+// [R, C] rows of at most 64 with a repeated scale and shift row (channels-last per-channel
+// arrays), over the whole tensor with both rows repeated into whole periods. The generic
+// loop ran eval batch norm of [8, 32, 28, 28] channels-last at 1.75x PyTorch's time. Runs of
+// other layouts take the generic functor. False (nothing done) at the baseline ISA level,
+// when an input partly overlaps the output, or when neither factor is laid out as the output.
+bool addcmul_f32_vectorised(const Tensor& out, const Tensor& shift, const Tensor& t1,
+                            const Tensor& t2) {
+  const VecMulAddF32 fn = vec_math_f32().muladd_f32;
+  if (!fn || out.dtype() != DType::F32) return false;
+  for (const Tensor* in : {&shift, &t1, &t2}) {
+    if (in->dtype() != DType::F32) return false;
+    if (in->shares_storage_with(out) &&
+        !(in->raw_data() == out.raw_data() && in->strides() == out.strides() &&
+          in->shape() == out.shape()))
+      return false;
+  }
+  constexpr int64_t kEs = int64_t(sizeof(float));
+  auto loop = make_strided_loop<4>({&out, &shift, &t1, &t2}, out.shape(), /*memory_order=*/true);
+  if (use_streaming_stores<3>(out, {&shift, &t1, &t2})) return false;
+  // x: the factor that steps with the output in every dim.
+  auto like_out = [&](size_t k) {
+    for (const auto& st : loop.strides)
+      if (st[k] != st[0]) return false;
+    return true;
+  };
+  const size_t xk = like_out(2) ? 2 : like_out(3) ? 3 : 0;
+  if (xk == 0 || loop.shape.empty()) return false;
+  const size_t mk = xk == 2 ? 3 : 2;
+  if (loop.shape.size() == 2 && loop.shape[1] <= 64 && loop.shape[0] >= 2 &&
+      loop.strides[1][0] == kEs && loop.strides[0][0] == loop.shape[1] * kEs &&
+      loop.strides[0][1] == 0 && loop.strides[1][1] == kEs && loop.strides[0][mk] == 0 &&
+      loop.strides[1][mk] == kEs) {
+    const int64_t rows = loop.shape[0], c = loop.shape[1];
+    const int64_t per_chunk = std::min<int64_t>(std::max<int64_t>(1, 1024 / c), rows) * c;
+    std::vector<float> mul(static_cast<size_t>(per_chunk)), add(static_cast<size_t>(per_chunk));
+    for (int64_t i = 0; i < per_chunk; i += c) {
+      std::memcpy(mul.data() + i, loop.data[mk], size_t(c * kEs));
+      std::memcpy(add.data() + i, loop.data[1], size_t(c * kEs));
+    }
+    const float* x = reinterpret_cast<const float*>(loop.data[xk]);
+    float* o = reinterpret_cast<float*>(loop.data[0]);
+    const int64_t n = rows * c, chunks = (n + per_chunk - 1) / per_chunk;
+    auto chunk = [&](int64_t k) {
+      const int64_t off = k * per_chunk, len = std::min(per_chunk, n - off);
+      fn(x + off, mul.data(), 1, add.data(), 1, o + off, len);
+    };
+    if (n >= detail::kParallelElements && chunks > 1) {
+      detail::parallel_chunks(chunks, chunk);
+    } else {
+      for (int64_t k = 0; k < chunks; ++k) chunk(k);
+    }
+    return true;
+  }
+  auto generic = [](float a, float b, float c) { return a + 1.0f * (b * c); };
+  auto run = [&](const std::array<char*, 4>& p, const std::array<int64_t, 4>& st, int64_t n) {
+    const bool ok = st[0] == kEs && st[xk] == kEs && (st[1] == 0 || st[1] == kEs) &&
+                    (st[mk] == 0 || st[mk] == kEs);
+    if (!ok) {
+      detail::elementwise_run<float, float, float, float>(p, st, n, generic,
+                                                          std::index_sequence<0, 1, 2>{});
+      return;
+    }
+    fn(reinterpret_cast<const float*>(p[xk]), reinterpret_cast<const float*>(p[mk]),
+       st[mk] / kEs, reinterpret_cast<const float*>(p[1]), st[1] / kEs,
+       reinterpret_cast<float*>(p[0]), n);
+  };
+  parallel_for_each_run(loop, run);
+  return true;
+}
+
 // addcmul/addcdiv(self, t1, t2, value): self + value * t1 (*|/) t2.
 template <bool kDivide>
 void addc_kernel(OpCall& call) {
@@ -450,6 +523,9 @@ void addc_kernel(OpCall& call) {
       unsupported(call, s.dtype());
     } else {
       C v = call.scalar_attr(0).to<C>();
+      if constexpr (std::is_same_v<T, float> && !kDivide) {
+        if (v == 1.0f && addcmul_f32_vectorised(call.outs[0], s, t1, t2)) return;
+      }
       if constexpr (std::is_same_v<T, BFloat16>) {
         auto f = [v](C a, C b, C c) { return kDivide ? a + v * (b / c) : a + v * (b * c); };
         if constexpr (!kDivide) {

@@ -63,6 +63,10 @@ using VecBinaryF32 = void (*)(const float* a, int64_t a_step, const float* b, in
 using VecNormAffineF32 = void (*)(const float* in, float* out, int64_t n, float mean,
                                   float rstd, const float* w, const float* b, bool stream);
 
+// The same for float32 x and out (eval-mode batch norm in float32); out may be x.
+using VecMulAddF32 = void (*)(const float* x, const float* mul, int64_t mul_step,
+                              const float* add, int64_t add_step, float* out, int64_t n);
+
 // A unary function with up to two float parameters: leaky_relu (p0 = the negative slope) and
 // softplus (p0 = beta, p1 = threshold).
 using VecUnaryParamF32 = void (*)(const float* in, float* out, int64_t n, float p0, float p1);
@@ -94,6 +98,7 @@ struct VecMathF32 {
   VecWidenBf16 widen_bf16 = nullptr;
   VecNarrowBf16 narrow_bf16 = nullptr;
   VecMulAddBf16 muladd_bf16 = nullptr;
+  VecMulAddF32 muladd_f32 = nullptr;
   VecBinaryBf16 add_bf16 = nullptr, sub_bf16 = nullptr, mul_bf16 = nullptr, div_bf16 = nullptr,
                 max_bf16 = nullptr, min_bf16 = nullptr;  // max / min: NaN-propagating
   VecBinaryF32 add_f32 = nullptr, sub_f32 = nullptr, mul_f32 = nullptr, div_f32 = nullptr,
