@@ -144,6 +144,27 @@ TEST(ReductionLarge, KeptInnerDimAccumulatedByRows) {
     check_case({4, 3, 16}, t, false);       // one vector of columns
     check_case({1, 4096, 8}, t, true);      // fewer columns than a vector (sum(0) of [R, 8])
     check_case({2, 300, 5}, t, false);
+    check_case({1, 3001, 2}, t, false);     // columns dividing 16, summed as one flat block
+    check_case({1, 999, 4}, t, true);
+    check_case({1, 777, 16}, t, false);
+    check_case({1, 2048, 512}, t, true);    // one row of blocks, split so both threads work
+  }
+}
+
+// The column blocks of the rows layout are narrowed to give every thread work; columns are
+// summed independently, so one thread and two give the same bits.
+TEST(ReductionLarge, RowsLayoutSplitKeepsTheBits) {
+  const Device cpu(DeviceType::CPU, 0);
+  for (DType t : {DType::F32, DType::BF16}) {
+    Tensor x = make(random_values(size_t(2048 * 520), -2.0, 3.0, 33), {2048, 520}, t, cpu);
+    const int saved = get_num_threads();
+    set_num_threads(1);
+    const std::vector<double> one = sum(x, {0}, false).to_vector<double>();
+    set_num_threads(2);
+    const std::vector<double> two = sum(x, {0}, false).to_vector<double>();
+    set_num_threads(saved);
+    ASSERT_EQ(one.size(), two.size());
+    for (size_t i = 0; i < one.size(); ++i) ASSERT_EQ(one[i], two[i]) << dtype_name(t) << " " << i;
   }
 }
 

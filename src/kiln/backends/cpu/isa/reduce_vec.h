@@ -65,6 +65,11 @@ struct VecReduce {
                         int64_t n) = nullptr;
   void (*min_rows_bf16)(float* acc, const uint16_t* base, const int64_t* offs, int64_t rows,
                         int64_t n) = nullptr;
+  // Columns of a contiguous [n / period, period] block (period divides 16): out[j] += the
+  // sum of column j.
+  void (*sum_periodic_f32)(const float* x, int64_t n, int64_t period, double* out) = nullptr;
+  void (*sum_periodic_bf16)(const uint16_t* x, int64_t n, int64_t period,
+                            double* out) = nullptr;
   // The longest row the rows functions take (their float partials live on the stack).
   static constexpr int64_t kMaxRow = 1024;
   // The most runs the *_runs functions take.
