@@ -211,5 +211,23 @@ TEST(ShapeRows, CatOfViewsAlongEachDim) {
   }
 }
 
+// Contiguous inputs along dim 0 (one block each, copied in threaded pieces from 1 MiB): a
+// large input, a small one and an empty one, in four element sizes.
+TEST(ShapeRows, CatOfWholeBlocksAlongDimZero) {
+  for (DType dt : {DType::F32, DType::BF16, DType::I64, DType::U8}) {
+    SCOPED_TRACE(dtype_name(dt));
+    const int64_t cols = 301;
+    const Tensor all =
+        remainder(arange(int64_t(2100 * cols), TensorOptions(DType::I64)), Scalar(int64_t(97)))
+            .reshape({2100, cols})
+            .to(dt);
+    const Tensor big = all.slice(0, 0, 2000).contiguous();
+    const Tensor small = all.slice(0, 2000, 2100).contiguous();
+    const Tensor none = all.slice(0, 0, 0).contiguous();
+    const Shape shape = {2100, cols};
+    expect_equal(cat({big, none, small}, 0), shape, all.to_vector<double>());
+  }
+}
+
 }  // namespace
 }  // namespace kiln::test

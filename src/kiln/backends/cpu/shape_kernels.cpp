@@ -34,9 +34,15 @@ void cat_kernel(OpCall& call) {
     for (const Tensor& t : call.inputs) {
       const char* s = bytes_of(t);
       const int64_t block = t.size(d) * inner * int64_t(es), offset = start * inner * int64_t(es);
-#pragma omp parallel for schedule(static) if (outer > 1 && outer * block >= (int64_t(1) << 18))
-      for (int64_t r = 0; r < outer; ++r)
-        std::memcpy(o + r * out_block + offset, s + r * block, size_t(block));
+      if (outer == 1) {
+        // One block per input (cat along dim 0): the threaded copy, not one memcpy on one
+        // thread (cat of two [2048, 512] float32 along dim 0: 438 us, torch 202).
+        detail::parallel_copy_bytes(o + offset, s, block);
+      } else {
+#pragma omp parallel for schedule(static) if (outer * block >= (int64_t(1) << 18))
+        for (int64_t r = 0; r < outer; ++r)
+          std::memcpy(o + r * out_block + offset, s + r * block, size_t(block));
+      }
       start += t.size(d);
     }
     return;
