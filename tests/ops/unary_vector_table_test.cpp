@@ -50,6 +50,48 @@ namespace {
 // bfloat16 unary ops without a vector function run their float32 functor over blocks widened
 // with the vector converters: bit for bit the float32 op on the widened input, rounded once,
 // in contiguous and strided layouts (the baseline level takes the element loop).
+// 16-bit floats take a bit operation on the sign over the flat array: every bit pattern of
+// bfloat16 and float16 (65536 elements: split over the threads), out of place and in place,
+// must come back with only bit 15 cleared (abs) or flipped (neg), NaN payloads included; a
+// strided view takes the element loop and must agree on everything but NaN payloads.
+TEST(UnarySignBits, EveryHalfFloatBitPatternOnlyChangesTheSign) {
+  std::vector<uint16_t> bits(65536);
+  for (size_t i = 0; i < bits.size(); ++i) bits[i] = uint16_t(i);
+  auto bits_of = [](const Tensor& t) {
+    std::vector<uint16_t> b(size_t(t.numel()));
+    std::memcpy(b.data(), t.contiguous().raw_data(), b.size() * 2);
+    return b;
+  };
+  const Device cpu(DeviceType::CPU, 0);
+  for (DType dt : {DType::BF16, DType::F16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    const Tensor x = from_blob_copy(bits.data(), {65536}, dt, cpu);
+    for (bool is_abs : {true, false}) {
+      std::vector<uint16_t> want(bits.size());
+      for (size_t i = 0; i < bits.size(); ++i)
+        want[i] = is_abs ? uint16_t(bits[i] & 0x7fff) : uint16_t(bits[i] ^ 0x8000);
+      EXPECT_EQ(bits_of(is_abs ? abs(x) : neg(x)), want) << (is_abs ? "abs" : "neg");
+      Tensor y = x.clone();
+      if (is_abs) abs_(y);
+      else neg_(y);
+      EXPECT_EQ(bits_of(y), want) << (is_abs ? "abs_" : "neg_");
+      const Tensor strided = x.reshape({32768, 2}).select(1, 1);  // odd patterns, stride 2
+      const std::vector<double> got =
+          (is_abs ? abs(strided) : neg(strided)).to(DType::F64).to_vector<double>();
+      for (size_t i = 0; i < got.size(); ++i) {
+        const uint16_t w = want[2 * i + 1];
+        const double wv = from_blob_copy(&w, {}, dt, cpu).to(DType::F64).item<double>();
+        if (std::isnan(wv)) {
+          ASSERT_TRUE(std::isnan(got[i])) << i;
+          continue;
+        }
+        ASSERT_EQ(got[i], wv) << i;
+        ASSERT_EQ(std::signbit(got[i]), std::signbit(wv)) << i;
+      }
+    }
+  }
+}
+
 TEST(UnaryBfloat16Blocks, EqualTheFloat32OpRoundedOnce) {
   std::vector<double> v;
   for (int i = 0; i < 3000; ++i) v.push_back(std::sin(i * 0.37) * 40.0 + (i % 7 == 0 ? 0.5 : 0));

@@ -6,6 +6,7 @@
 #include "isa/vec_math.h"
 #include "kiln/dispatch/registry.h"
 #include "kiln/tensor/strided_loop.h"
+#include "parallel_pieces.h"
 #include "scalar_math.h"
 
 namespace kiln::cpu {
@@ -248,6 +249,22 @@ void nan_to_num_kernel(OpCall& call) {
   });
 }
 
+// out = in with bit 15 cleared (abs) or flipped (neg), for disjoint arrays and in place:
+// functions of their own so the loops vectorise (restrict pointers for the disjoint form).
+template <bool kAbs>
+inline uint16_t sign_bit_op(uint16_t v) {
+  return kAbs ? uint16_t(v & 0x7fff) : uint16_t(v ^ 0x8000);
+}
+template <bool kAbs>
+__attribute__((noinline)) void sign_bits(const uint16_t* __restrict in,
+                                         uint16_t* __restrict out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = sign_bit_op<kAbs>(in[i]);
+}
+template <bool kAbs>
+__attribute__((noinline)) void sign_bits_in_place(uint16_t* p, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) p[i] = sign_bit_op<kAbs>(p[i]);
+}
+
 // Both tensors one dense block of numel elements in the same element order: contiguous, or
 // channels-last with identical strides (the result of a pointwise op on a channels-last
 // input), so the op can run over the flat arrays.
@@ -343,6 +360,28 @@ void vectorised_unary_kernel(OpCall& call) {
   if (!run_vectorised(call, Which)) unary_kernel<F>(call);
 }
 
+// abs / neg of dense 16-bit floats (bfloat16, float16) as one bit operation on the sign
+// (clear / flip bit 15) over the flat array: exact, NaN payloads kept, and no widening
+// (bfloat16 abs widened, took the float32 function and narrowed: twice PyTorch's time).
+template <bool kAbs, VecUnaryF32 VecMathF32::*Which, typename F>
+void sign_bit_kernel(OpCall& call) {
+  const Tensor& in = call.inputs[0];
+  const Tensor& out = call.outs[0];
+  const bool half = in.dtype() == DType::BF16 || in.dtype() == DType::F16;
+  const uint16_t* src = static_cast<const uint16_t*>(in.raw_data());
+  uint16_t* dst = static_cast<uint16_t*>(out.raw_data());
+  const int64_t n = in.numel();
+  const bool overlap = src != dst && src < dst + n && dst < src + n;
+  if (!half || in.dtype() != out.dtype() || !same_dense_layout(in, out) || overlap) {
+    vectorised_unary_kernel<Which, F>(call);
+    return;
+  }
+  parallel_pieces(n, [&](int64_t b, int64_t e) {
+    if (src == dst) sign_bits_in_place<kAbs>(dst + b, e - b);
+    else sign_bits<kAbs>(src + b, dst + b, e - b);
+  });
+}
+
 // gelu(approximate) with the vector path for float32.
 void fast_gelu_kernel(OpCall& call) {
   const bool tanh_form = call.string_attr(0) == "tanh";
@@ -358,8 +397,8 @@ void register_unary_kernels() {
   };
   const DTypeMask numeric = kNumericDTypes;
   // float32 / bfloat16 through the vector table (sign-bit operations), other dtypes scalar.
-  reg("neg", vectorised_unary_kernel<&VecMathF32::neg, Neg>, numeric);
-  reg("abs", vectorised_unary_kernel<&VecMathF32::abs, Abs>, numeric);
+  reg("neg", sign_bit_kernel<false, &VecMathF32::neg, Neg>, numeric);
+  reg("abs", sign_bit_kernel<true, &VecMathF32::abs, Abs>, numeric);
   reg("exp", vectorised_unary_kernel<&VecMathF32::exp, Exp>, kFloatDTypes);
   reg("exp2", vectorised_unary_kernel<&VecMathF32::exp2, Exp2>, kFloatDTypes);
   reg("log", vectorised_unary_kernel<&VecMathF32::log, Log>, kFloatDTypes);
