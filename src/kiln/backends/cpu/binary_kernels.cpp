@@ -32,10 +32,10 @@ struct Minimum;
 
 // [R, C] op [C] (or [C] op [R, C]) with rows of at most 64, out and the full operand
 // contiguous: a bias on a narrow Linear output, a per-channel operand of a channels-last
-// tensor. Run by run
-// the vector function ran once per C elements (x + r on [4096, 8]: 32.7 us, torch 12.8);
-// here the row is repeated into a buffer of whole periods and the tensor walked as one flat
-// array in chunks of that buffer's length. False (nothing done) for any other layout.
+// tensor. Run by run the vector function ran once per C elements (x + r on [4096, 8]: 32.7
+// us, torch 12.8); here the row is repeated into a buffer of whole periods and the tensor
+// walked as one flat array in chunks of that buffer's length. False (nothing done) for any
+// other layout.
 bool periodic_rows_f32(const StridedLoop<3>& loop, VecBinaryF32 fn) {
   constexpr int64_t kEs = int64_t(sizeof(float)), kMaxRow = 64, kChunk = 1024;
   if (loop.shape.size() != 2) return false;
@@ -366,16 +366,11 @@ void where_kernel(OpCall& call) {
 
 // lerp(start, end, weight): inputs {start, end, weight}; PyTorch's two-sided formula keeps
 // lerp(a, b, 1) == b exactly.
-// float32 / bfloat16 start and end of the output's contiguous shape with one weight for all
-// (an EMA update): the formula's branch is taken once, the loop runs over plain arrays in
-// threaded pieces (bfloat16 widened a block at a time by the ISA's converter and rounded
-// back as BFloat16(float)). The iterator with a broadcast third operand took 4.5x torch's
-// time in float32 and 3-4.6x in bfloat16.
-// o = lerp(a, b, t) over m floats. A function of its own with restrict pointers: the same
-// loops inlined into the caller's lambda stayed scalar (no alias versioning; 19 us for 32K
-// floats against 5 for PyTorch).
-__attribute__((noinline)) void lerp_block(const float* __restrict a, const float* __restrict b,
-                                          float t, float* __restrict o, int64_t m) {
+// o = lerp(a, b, t) over m floats (o may be a or b: lerp_). A function of its own: the same
+// loops inlined into the caller's lambda stayed scalar (19 us for 32K floats against 5 for
+// PyTorch); here the compiler versions them for aliasing and vectorises.
+__attribute__((noinline)) void lerp_block(const float* a, const float* b, float t, float* o,
+                                          int64_t m) {
   if (std::fabs(t) < 0.5f) {
     for (int64_t i = 0; i < m; ++i) o[i] = a[i] + t * (b[i] - a[i]);
   } else {
@@ -384,6 +379,11 @@ __attribute__((noinline)) void lerp_block(const float* __restrict a, const float
   }
 }
 
+// float32 / bfloat16 start and end of the output's contiguous shape with one weight for all
+// (an EMA update): the formula's branch is taken once, the loop runs over plain arrays in
+// threaded pieces (bfloat16 widened a block at a time by the ISA's converter and rounded
+// back as BFloat16(float)). The iterator with a broadcast third operand took 4.5x torch's
+// time in float32 and 3-4.6x in bfloat16.
 bool lerp_scalar_weight(const Tensor& s, const Tensor& e, const Tensor& w, const Tensor& out) {
   const DType dt = out.dtype();
   if ((dt != DType::F32 && dt != DType::BF16) || s.dtype() != dt || e.dtype() != dt ||
