@@ -1,10 +1,12 @@
-// float32 add / sub / mul / div / maximum / minimum through the ISA's vector loops (vec_math.h
-// add_f32 and friends): array op array, array op one value and one value op array, at lengths around the
-// vector width (the aligning head, whole vectors and the tail), misaligned views, rows
-// broadcast across runs, in place, a strided operand (the generic loop) and an output large
-// enough for streaming stores. +, -, * and / of two floats computed in float64 and rounded
-// to float32 are the correctly rounded float32 results, so every element must match
-// exactly, special values (infinities, NaN, signed zeros, subnormals) included. CTest reruns
+// float32 add / sub / mul / div / maximum / minimum through the ISA's vector loops
+// (vec_math.h add_f32 and friends): array op array, array op one value and one value op
+// array, at lengths around the vector width (the aligning head, whole vectors and the tail),
+// misaligned views, rows broadcast across runs (flat over whole periods for rows of at most
+// 64), in place, a strided operand (the generic loop) and an output large enough for
+// streaming stores. +, -, * and / of two floats computed in float64 and rounded to float32
+// are the correctly rounded float32 results (maximum / minimum are exact selects), so every
+// element must match exactly, special values (infinities, NaN, signed zeros, subnormals)
+// included. CTest reruns
 // this file at every ISA level (the Binary filter in tests/CMakeLists.txt).
 #include <cmath>
 #include <cstring>

@@ -29,8 +29,8 @@ namespace ops {
 std::pair<Tensor, Tensor> nll_loss_op(const Tensor& input, const Tensor& target,
                                       const Tensor& weight, NllReduction reduction,
                                       int64_t ignore_index) {
-  auto r = call_op_multi(KILN_OP("nll_loss"),
-                         {input, target.contiguous(), weight.defined() ? weight.contiguous() : weight},
+  const Tensor w = weight.defined() ? weight.contiguous() : weight;
+  auto r = call_op_multi(KILN_OP("nll_loss"), {input, target.contiguous(), w},
                          {int64_t(reduction), ignore_index});
   return {r[0], r[1]};
 }
