@@ -28,6 +28,27 @@ void check_targets(const int64_t* target, int64_t n, int64_t classes, int64_t ig
   }
 }
 
+// The targets of one call (inputs[1]), checked, with their class weights (inputs[2]).
+template <typename T>
+struct ClassTargets {
+  const int64_t* index;
+  int64_t ignore_index;
+  const T* weight;  // null: every class weighs 1
+  bool ignored(int64_t i) const { return index[i] == ignore_index; }
+  double weight_of(int64_t i) const {  // sample i's class weight (i not ignored)
+    return weight ? convert_value<double>(weight[index[i]]) : 1.0;
+  }
+};
+
+template <typename T>
+ClassTargets<T> class_targets(const OpCall& call, int64_t n, int64_t classes,
+                              int64_t ignore_index, const char* op) {
+  const int64_t* index = static_cast<const int64_t*>(call.inputs[1].raw_data());
+  check_targets(index, n, classes, ignore_index, op);
+  const Tensor& w = call.inputs[2];
+  return {index, ignore_index, w.defined() ? static_cast<const T*>(w.raw_data()) : nullptr};
+}
+
 template <typename T>
 double read_double(const Tensor& t) {
   return convert_value<double>(*static_cast<const T*>(t.raw_data()));
@@ -38,24 +59,19 @@ double read_double(const Tensor& t) {
 template <typename T>
 void nll_loss_kernel(OpCall& call) {
   const Tensor& x = call.inputs[0];
-  const Tensor& weight = call.inputs[2];
   const int64_t N = x.size(0), C = x.size(1), D = x.size(2), n = N * D;
   const auto reduction = NllReduction(call.int_attr(0));
-  const int64_t ignore_index = call.int_attr(1);
-  const int64_t* target = static_cast<const int64_t*>(call.inputs[1].raw_data());
-  check_targets(target, n, C, ignore_index, "nll_loss");
+  const ClassTargets<T> targets = class_targets<T>(call, n, C, call.int_attr(1), "nll_loss");
   const T* xp = static_cast<const T*>(x.raw_data());
   const int64_t s0 = x.stride(0), s1 = x.stride(1), s2 = x.stride(2);
-  const T* wp = weight.defined() ? static_cast<const T*>(weight.raw_data()) : nullptr;
   // Loss and weight of sample i (0 and 0 when its target is ignored).
   auto term = [&](int64_t i, double& w) {
-    const int64_t c = target[i];
-    if (c == ignore_index) {
+    if (targets.ignored(i)) {
       w = 0.0;
       return 0.0;
     }
-    w = wp ? convert_value<double>(wp[c]) : 1.0;
-    return -w * convert_value<double>(xp[(i / D) * s0 + c * s1 + (i % D) * s2]);
+    w = targets.weight_of(i);
+    return -w * convert_value<double>(xp[(i / D) * s0 + targets.index[i] * s1 + (i % D) * s2]);
   };
   T* loss = static_cast<T*>(call.outs[0].raw_data());
   T* total_weight = static_cast<T*>(call.outs[1].raw_data());
@@ -93,14 +109,11 @@ void nll_loss_kernel(OpCall& call) {
 template <typename T>
 void nll_loss_backward_kernel(OpCall& call) {
   const Tensor& gy = call.inputs[0];
-  const Tensor& weight = call.inputs[2];
   const Tensor& gx = call.outs[0];
   const int64_t N = gx.size(0), C = gx.size(1), D = gx.size(2), n = N * D;
   const auto reduction = NllReduction(call.int_attr(1));
-  const int64_t ignore_index = call.int_attr(2);
-  const int64_t* target = static_cast<const int64_t*>(call.inputs[1].raw_data());
-  check_targets(target, n, C, ignore_index, "nll_loss_backward");
-  const T* wp = weight.defined() ? static_cast<const T*>(weight.raw_data()) : nullptr;
+  const ClassTargets<T> targets =
+      class_targets<T>(call, n, C, call.int_attr(2), "nll_loss_backward");
   const T* gyp = static_cast<const T*>(gy.raw_data());
   T* gxp = static_cast<T*>(gx.raw_data());
   if (gx.numel() == 0) return;
@@ -118,11 +131,10 @@ void nll_loss_backward_kernel(OpCall& call) {
   auto sample = [&](int64_t s) {
     std::memset(static_cast<void*>(gxp + s * C * D), 0, row_bytes);  // zero bits are +0
     for (int64_t d = 0; d < D; ++d) {
-      const int64_t i = s * D + d, c = target[i];
-      if (c == ignore_index) continue;
-      const double w = wp ? convert_value<double>(wp[c]) : 1.0;
+      const int64_t i = s * D + d;
+      if (targets.ignored(i)) continue;
       const double g = reduction == NllReduction::None ? convert_value<double>(gyp[i]) : scale;
-      gxp[(s * C + c) * D + d] = convert_value<T>(-w * g);
+      gxp[(s * C + targets.index[i]) * D + d] = convert_value<T>(-targets.weight_of(i) * g);
     }
   };
   if (gx.numel() >= detail::kParallelElements && N > 1) {
