@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #include "kiln/nn/functional.h"
 #include "ops/test_util.h"
@@ -331,6 +332,38 @@ TEST(UnaryParams, LeakyReluAndSoftplusOverVectorsAndTails) {
   // Integer inputs keep the composite (as before): the slope applies in the input's type
   // promotion.
   EXPECT_NO_THROW(nn::functional::leaky_relu(arange(5, TensorOptions(DType::I64)), 0.1));
+}
+
+}  // namespace
+}  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+// clamp of float32 through the vector table (max then min, decision 0038): bit for bit the
+// scalar kernel's two selects for every bound form: both, one absent, min > max (max wins),
+// NaN bounds (ignored, as `x < NaN` is false) and a -0 / +0 pair.
+TEST(UnaryClamp, EveryBoundFormEqualsTheScalarSelects) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float lo_hi[][2] = {{-3.5f, 7.25f}, {-inf, 2.0f}, {-1.0f, inf}, {4.0f, -4.0f},
+                            {NAN, 1.0f},    {0.0f, NAN},  {0.0f, 0.0f}, {-0.0f, 0.0f}};
+  std::vector<float> base = mixed_values(70000);
+  for (const auto& b : lo_hi) {
+    const float lo = b[0], hi = b[1];
+    const std::optional<Scalar> slo = std::isinf(lo) ? std::nullopt : std::optional<Scalar>(lo);
+    const std::optional<Scalar> shi = std::isinf(hi) ? std::nullopt : std::optional<Scalar>(hi);
+    SCOPED_TRACE("clamp(" + std::to_string(lo) + ", " + std::to_string(hi) + ")");
+    for (int64_t n : {int64_t(base.size()), int64_t(1011), int64_t(5)}) {
+      std::vector<float> v(base.begin(), base.begin() + n);
+      const std::vector<float> got = clamp(tensor_from(v, {n}), slo, shi).to_vector<float>();
+      for (int64_t i = 0; i < n; ++i) {
+        float want = v[i] < lo ? lo : v[i];
+        want = want > hi ? hi : want;
+        ASSERT_TRUE(same_bits_or_both_nan(got[i], want))
+            << "n=" << n << " x = " << v[i] << ": got " << got[i] << ", want " << want;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -17,12 +17,15 @@ namespace {
 // both channels-last): the ISA's vector converters, threaded (the element loop rounded each
 // value on its own in baseline code, 4x slower than a float32 copy). False where it does not
 // apply or at the baseline ISA level.
+bool dense_alike(const Tensor& src, const Tensor& dst) {
+  return src.shape() == dst.shape() && src.strides() == dst.strides() &&
+         (src.is_contiguous() || src.is_channels_last());
+}
+
 bool convert_f32_bf16_dense(const Tensor& src, const Tensor& dst) {
   const bool narrow = src.dtype() == DType::F32 && dst.dtype() == DType::BF16;
   const bool widen = src.dtype() == DType::BF16 && dst.dtype() == DType::F32;
-  if (!(narrow || widen) || src.shape() != dst.shape() || src.strides() != dst.strides() ||
-      !(src.is_contiguous() || src.is_channels_last()))
-    return false;
+  if (!(narrow || widen) || !dense_alike(src, dst)) return false;
   const VecMathF32& vm = vec_math_f32();
   if (!vm.widen_bf16 || !vm.narrow_bf16) return false;
   const int64_t n = dst.numel();
@@ -38,11 +41,38 @@ bool convert_f32_bf16_dense(const Tensor& src, const Tensor& dst) {
   return true;
 }
 
+// float32 / bfloat16 -> int64 / int32 between two tensors laid out alike in one dense block:
+// the ISA's truncating conversions (AVX-512), bfloat16 widened a block at a time first. The
+// element loop took twice PyTorch's time (float32 [2048, 512] to int64: 485 against 265 us).
+bool convert_float_to_int_dense(const Tensor& src, const Tensor& dst) {
+  const VecMathF32& vm = vec_math_f32();
+  const bool from_f32 = src.dtype() == DType::F32, from_bf16 = src.dtype() == DType::BF16;
+  const bool to_i64 = dst.dtype() == DType::I64, to_i32 = dst.dtype() == DType::I32;
+  if (!vm.to_i64 || !vm.to_i32 || !(from_f32 || from_bf16) || !(to_i64 || to_i32) ||
+      !dense_alike(src, dst))
+    return false;
+  auto convert = [&](const float* in, int64_t at, int64_t len) {
+    if (to_i64) vm.to_i64(in, static_cast<int64_t*>(dst.raw_data()) + at, len);
+    else vm.to_i32(in, static_cast<int32_t*>(dst.raw_data()) + at, len);
+  };
+  parallel_pieces(dst.numel(), [&](int64_t b, int64_t e) {
+    if (from_f32) return convert(static_cast<const float*>(src.raw_data()) + b, b, e - b);
+    constexpr int64_t kBlock = 1024;
+    alignas(64) float block[kBlock];
+    for (int64_t i = b; i < e; i += kBlock) {
+      const int64_t len = std::min(kBlock, e - i);
+      vm.widen_bf16(static_cast<const uint16_t*>(src.raw_data()) + i, block, len);
+      convert(block, i, len);
+    }
+  });
+  return true;
+}
+
 // outs[0] <- inputs[0] (broadcast, converted).
 void copy_kernel(OpCall& call) {
   const Tensor& src = call.inputs[0];
   const Tensor& dst = call.outs[0];
-  if (convert_f32_bf16_dense(src, dst)) return;
+  if (convert_f32_bf16_dense(src, dst) || convert_float_to_int_dense(src, dst)) return;
   if (src.dtype() == dst.dtype() && src.is_contiguous() && dst.is_contiguous() &&
       src.shape() == dst.shape()) {
     const char* s = static_cast<const char*>(src.raw_data());

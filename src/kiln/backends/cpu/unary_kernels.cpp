@@ -203,6 +203,14 @@ void clamp_kernel(OpCall& call) {
   const Tensor& in = call.inputs[0];
   const Tensor& out = call.outs[0];
   bool has_lo = call.has_attr(0), has_hi = call.has_attr(1);
+  const VecUnaryParamF32 vec_clamp = vec_math_f32().clamp;
+  if (vec_clamp && in.dtype() == DType::F32) {
+    constexpr float kInf = std::numeric_limits<float>::infinity();
+    const float lo = has_lo ? call.scalar_attr(0).to<float>() : -kInf;
+    const float hi = has_hi ? call.scalar_attr(1).to<float>() : kInf;
+    auto fn = [=](const float* x, float* y, int64_t n) { vec_clamp(x, y, n, lo, hi); };
+    if (run_vectorised_fn(call, fn)) return;
+  }
   KILN_DISPATCH_ALL(in.dtype(), "clamp", [&]<typename T>() {
     using C = opmath_t<T>;
     // An absent bound is the type's extreme (infinity for floats), so the loop has no

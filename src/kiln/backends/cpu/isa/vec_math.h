@@ -67,8 +67,9 @@ using VecNormAffineF32 = void (*)(const float* in, float* out, int64_t n, float 
 using VecMulAddF32 = void (*)(const float* x, const float* mul, int64_t mul_step,
                               const float* add, int64_t add_step, float* out, int64_t n);
 
-// A unary function with up to two float parameters: leaky_relu (p0 = the negative slope) and
-// softplus (p0 = beta, p1 = threshold).
+// A unary function with up to two float parameters: leaky_relu (p0 = the negative slope),
+// softplus (p0 = beta, p1 = threshold) and clamp (p0 = min, p1 = max: x < min ? min : x, then
+// x > max ? max : x, as the scalar kernel, so NaN stays NaN and min > max gives max).
 using VecUnaryParamF32 = void (*)(const float* in, float* out, int64_t n, float p0, float p1);
 
 // log(sum_k exp(in[k])) of one contiguous row (n >= 1): the row's maximum m is taken out
@@ -81,6 +82,12 @@ using VecLogSumExpRowF32 = float (*)(const float* in, int64_t n);
 using VecBoxMullerF32 = void (*)(const float* u1, const float* u2, float* z0, float* z1,
                                  int64_t n);
 
+// float32 -> int64 / int32 over contiguous arrays, truncating toward zero, NaN and values out
+// of the type's range giving its minimum (decision 0005). AVX-512 only (vcvttps2qq /
+// vcvttps2dq return exactly that); null below, where the element loop converts.
+using VecToI64F32 = void (*)(const float* in, int64_t* out, int64_t n);
+using VecToI32F32 = void (*)(const float* in, int32_t* out, int64_t n);
+
 struct VecMathF32 {
   VecUnaryF32 exp = nullptr, log = nullptr, tanh = nullptr, sigmoid = nullptr, silu = nullptr,
               gelu_erf = nullptr, gelu_tanh = nullptr, relu = nullptr, erf = nullptr,
@@ -88,11 +95,13 @@ struct VecMathF32 {
               reciprocal = nullptr, floor = nullptr, ceil = nullptr, trunc = nullptr,
               round = nullptr, sign = nullptr, sin = nullptr, cos = nullptr, tan = nullptr,
               exp2 = nullptr, expm1 = nullptr, log2 = nullptr, log1p = nullptr;
-  VecUnaryParamF32 leaky_relu = nullptr, softplus = nullptr;
+  VecUnaryParamF32 leaky_relu = nullptr, softplus = nullptr, clamp = nullptr;
   VecSoftmaxRowF32 softmax_row = nullptr;
   VecSoftmaxColumnsF32 softmax_columns = nullptr;
   VecLogSumExpRowF32 logsumexp_row = nullptr;
   VecBoxMullerF32 box_muller = nullptr;
+  VecToI64F32 to_i64 = nullptr;
+  VecToI32F32 to_i32 = nullptr;
   VecDotF32 dot = nullptr;
   VecDot4F32 dot4 = nullptr;
   VecWidenBf16 widen_bf16 = nullptr;

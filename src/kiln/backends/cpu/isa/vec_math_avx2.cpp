@@ -57,7 +57,6 @@ inline float reduce_max_avx2(__m256 v) {
 #define SLEEF_EXP Sleef_expf8_u10avx2
 #define SLEEF_LOG Sleef_logf8_u10avx2
 #define SLEEF_TANH Sleef_tanhf8_u10avx2
-#define SLEEF_ERF Sleef_erff8_u10avx2
 #define SLEEF_SIN Sleef_sinf8_u10avx2
 #define SLEEF_COS Sleef_cosf8_u10avx2
 #define SLEEF_TAN Sleef_tanf8_u10avx2

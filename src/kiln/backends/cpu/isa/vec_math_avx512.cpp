@@ -76,7 +76,6 @@ inline float reduce_max_avx512(__m512 v) {
 #define SLEEF_EXP Sleef_expf16_u10avx512f
 #define SLEEF_LOG Sleef_logf16_u10avx512f
 #define SLEEF_TANH Sleef_tanhf16_u10avx512f
-#define SLEEF_ERF Sleef_erff16_u10avx512f
 #define SLEEF_SIN Sleef_sinf16_u10avx512f
 #define SLEEF_COS Sleef_cosf16_u10avx512f
 #define SLEEF_TAN Sleef_tanf16_u10avx512f
@@ -87,9 +86,36 @@ inline float reduce_max_avx512(__m512 v) {
 #define VEC_MATH_NAME vec_math_avx512
 // GCC 12 reports the intentionally undefined pass-through operand of the unmasked AVX-512
 // intrinsics (_mm512_max_ps's _mm512_undefined_ps) as maybe-uninitialized once they are
-// inlined into loops (softmax_row's running maximum); every lane is written.
+// inlined into loops (softmax_row's running maximum, the conversions below); every lane is
+// written.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+namespace kiln::cpu {
+namespace {
+// Truncating conversions whose "integer indefinite" result for NaN and out-of-range values
+// (the sign bit alone) is the type's minimum, decision 0005's rule; masked tails.
+void v_to_i64(const float* in, int64_t* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm512_storeu_si512(out + i, _mm512_cvttps_epi64(_mm256_loadu_ps(in + i)));
+  if (i < n) {
+    const __mmask8 m = __mmask8((1u << (n - i)) - 1);
+    _mm512_mask_storeu_epi64(out + i, m, _mm512_cvttps_epi64(_mm256_maskz_loadu_ps(m, in + i)));
+  }
+}
+void v_to_i32(const float* in, int32_t* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_si512(out + i, _mm512_cvttps_epi32(_mm512_loadu_ps(in + i)));
+  if (i < n) {
+    const __mmask16 m = __mmask16((1u << (n - i)) - 1);
+    _mm512_mask_storeu_epi32(out + i, m, _mm512_cvttps_epi32(_mm512_maskz_loadu_ps(m, in + i)));
+  }
+}
+}  // namespace
+}  // namespace kiln::cpu
+#define VEC_MATH_TO_INT
+
 #include "vec_math_body.inc"
 #pragma GCC diagnostic pop
