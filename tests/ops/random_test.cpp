@@ -329,6 +329,32 @@ TEST_P(RandomRepro, ThreadedFillsFollowTheMappingForAnyThreadCount) {
   }
 }
 
+// Draws come from a buffer of Philox blocks generated in bulk (eight per AVX-512 step): the
+// mapping holds where the counter's low word carries into the high word and where the 64-bit
+// counter wraps to 0, for 32-bit (float32) and 64-bit (float64) draws, at a threaded size.
+TEST_P(RandomRepro, UniformAcrossCounterCarryAndWrap) {
+  const uint64_t seed = 0xfeed'0000'beefull;
+  const int64_t n = 70001;
+  for (uint64_t offset : {(uint64_t(1) << 32) - 50, ~uint64_t(0) - 50}) {
+    for (DType dt : {DType::F32, DType::F64}) {
+      Generator g(seed);
+      g.set_offset(offset);
+      const auto got = values(filled_uniform({n}, dt, device(), &g));
+      for (uint64_t i = 0; i < uint64_t(n); ++i) {
+        double u;
+        if (dt == DType::F64) {
+          auto w = philox4x32(seed, offset + i / 2);  // wraps modulo 2^64
+          uint64_t x = uint64_t(w[2 * (i % 2)]) | uint64_t(w[2 * (i % 2) + 1]) << 32;
+          u = double(x >> 11) * 0x1p-53;
+        } else {
+          u = std::ldexp(double(philox4x32(seed, offset + i / 4)[i % 4] >> 8), -24);
+        }
+        ASSERT_EQ(got[i], u) << dtype_name(dt) << " offset " << offset << " element " << i;
+      }
+    }
+  }
+}
+
 TEST_P(RandomRepro, RandintAndBernoulliFollowTheDocumentedMapping) {
   const uint64_t seed = 31337;
   Generator g(seed);

@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "index_loops.h"
+#include "isa/philox_blocks.h"
 #include "isa/vec_math.h"
 #include "kiln/core/convert.h"
 #include "kiln/dispatch/registry.h"
@@ -54,7 +55,10 @@
 namespace kiln::cpu {
 namespace {
 
-// Draws of one op call: the Philox stream (seed, offset + block), one block cached.
+// Draws of one op call: the Philox stream (seed, offset + block), generated kBufferBlocks
+// blocks at a time by the ISA's bulk generator (isa/philox_blocks.h). Draws are read in
+// increasing order within a piece, so one refill serves the next 128 32-bit draws: one block
+// at a time, the scalar generator and its cache check cost about 4 ns per uniform value.
 class PhiloxDraws {
  public:
   // seed_attr: the index of the `seed` attr; `offset` follows it.
@@ -63,7 +67,7 @@ class PhiloxDraws {
 
   uint32_t draw32(uint64_t k) { return block(k / 4)[k % 4]; }
   uint64_t draw64(uint64_t k) {
-    const auto& w = block(k / 2);
+    const uint32_t* w = block(k / 2);
     size_t j = 2 * size_t(k % 2);
     return uint64_t(w[j]) | uint64_t(w[j + 1]) << 32;
   }
@@ -73,19 +77,22 @@ class PhiloxDraws {
   double unit_32(uint64_t k) { return double(draw32(k)) * (1.0 / 4294967296.0); }
 
  private:
-  const std::array<uint32_t, 4>& block(uint64_t b) {
-    if (!valid_ || b != cached_) {
-      words_ = philox4x32(seed_, offset_ + b);  // the counter wraps modulo 2^64
-      cached_ = b;
+  static constexpr uint64_t kBufferBlocks = 32;
+  static_assert(kBufferBlocks % uint64_t(kPhiloxBlocksStep) == 0);
+
+  const uint32_t* block(uint64_t b) {
+    if (!valid_ || b - first_ >= kBufferBlocks) {  // (unsigned: also b < first_)
+      first_ = b;
+      philox_blocks()(seed_, offset_ + b, int64_t(kBufferBlocks), words_);  // wraps mod 2^64
       valid_ = true;
     }
-    return words_;
+    return words_ + 4 * (b - first_);
   }
 
   uint64_t seed_, offset_;
-  uint64_t cached_ = 0;
+  uint64_t first_ = 0;
   bool valid_ = false;
-  std::array<uint32_t, 4> words_{};
+  alignas(64) uint32_t words_[4 * kBufferBlocks];
 };
 
 // Significand bits of each float type: the precision of its uniforms.
