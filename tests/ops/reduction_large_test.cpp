@@ -100,6 +100,7 @@ TEST(ReductionLarge, ContiguousRunsSplitAcrossThreads) {
     check_case({3000, 37, 1}, t, false);     // many short runs
     check_case({4096, 8, 1}, t, true);       // runs shorter than a vector, NaN in one
     check_case({5000, 3, 1}, t, false);
+    check_case({256, 784, 1}, t, true);      // short runs, fewer than one block per thread
   }
 }
 
@@ -234,6 +235,61 @@ TEST(ReductionLarge, SquaredDeviationsBeyondFloat32) {
     for (int64_t j = 0; j < 1024; j += 97)
       EXPECT_NEAR(ln[size_t(r * 1024 + j)], (xf[size_t(r * 1024 + j)] - mean) * rstd, 1e-4)
           << r << ", " << j;
+  }
+}
+
+}  // namespace
+}  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+template <typename F>
+std::vector<double> with_threads(int threads, F f) {
+  const int saved = get_num_threads();
+  set_num_threads(threads);
+  std::vector<double> v = f().contiguous().template to_vector<double>();
+  set_num_threads(saved);
+  return v;
+}
+
+void expect_same_bits(const std::vector<double>& a, const std::vector<double>& b,
+                      const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t i = 0; i < a.size(); ++i)
+    ASSERT_TRUE(a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i]))) << what << " at " << i;
+}
+
+// Kept dims adjacent in memory are merged into one row for the rows layout (the [28, 28]
+// image of sum(1) over NCHW): the same bits as the reduction over the flattened image, with
+// and without keepdim; a narrowed view whose kept dims do not merge gives its contiguous
+// copy's bits. Short runs are split so every thread works: one thread and two agree.
+TEST(ReductionLarge, MergedKeptDimsAndSplitShortRuns) {
+  const Device cpu(DeviceType::CPU, 0);
+  for (DType t : {DType::F32, DType::BF16}) {
+    const std::string dt(dtype_name(t));
+    std::vector<double> vals = random_values(size_t(8 * 32 * 28 * 28), -2.0, 3.0, 34);
+    vals[5000] = NAN;
+    Tensor x = make(vals, {8, 32, 28, 28}, t, cpu);
+    Tensor flat = x.reshape({8, 32, 784});
+    expect_same_bits(sum(x, {1}, false).to_vector<double>(),
+                     sum(flat, {1}, false).to_vector<double>(), dt + " sum(1)");
+    expect_same_bits(kiln::mean(x, {1}, true).contiguous().to_vector<double>(),
+                     kiln::mean(flat, {1}, true).contiguous().to_vector<double>(),
+                     dt + " mean(1, keepdim)");
+    expect_same_bits(amax(x, {1}, false).to_vector<double>(),
+                     amax(flat, {1}, false).to_vector<double>(), dt + " amax(1)");
+    Tensor narrowed = x.slice(3, 2, 25);
+    expect_same_bits(sum(narrowed, {1}, false).to_vector<double>(),
+                     sum(narrowed.contiguous(), {1}, false).to_vector<double>(),
+                     dt + " narrowed sum(1)");
+    for (bool cl : {false, true}) {
+      Tensor in = cl ? x.contiguous(MemoryFormat::ChannelsLast) : x;
+      auto mean23 = [&] { return kiln::mean(in, {2, 3}, false); };
+      auto sum1 = [&] { return sum(in, {1}, false); };
+      expect_same_bits(with_threads(1, mean23), with_threads(2, mean23), dt + " mean(2, 3)");
+      expect_same_bits(with_threads(1, sum1), with_threads(2, sum1), dt + " sum(1)");
+    }
   }
 }
 

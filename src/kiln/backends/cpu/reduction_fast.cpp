@@ -148,11 +148,15 @@ bool reduce_short_runs(const ReduceGeometry& g, const T* src, T* dst, FastReduce
   if (outputs < threads || n >= kGroupedRun) return false;
   const bool extremum = kind == FastReduceKind::Max || kind == FastReduceKind::Min;
   const bool is_max = kind == FastReduceKind::Max;
+  // Blocks of up to kBlock outputs, at least two per thread: each run's result is computed on
+  // its own, so the split changes none. (With 256 per block, mean(2, 3) of [8, 32, 28, 28]:
+  // 256 runs of 784, ran as one block on one thread, 1.6x PyTorch's time.)
   constexpr int64_t kBlock = 256;
-  const int64_t blocks = (outputs + kBlock - 1) / kBlock;
+  const int64_t block = std::clamp<int64_t>((outputs + 2 * threads - 1) / (2 * threads), 1, kBlock);
+  const int64_t blocks = (outputs + block - 1) / block;
 #pragma omp parallel for schedule(static) if (threads > 1)
   for (int64_t b = 0; b < blocks; ++b) {
-    const int64_t o0 = b * kBlock, count = std::min(kBlock, outputs - o0);
+    const int64_t o0 = b * block, count = std::min(block, outputs - o0);
     const T* x = src + o0 * in_stride;
     T* out = dst + o0 * out_stride;
     if (extremum) {
@@ -282,6 +286,32 @@ void reduce_runs(const ReduceGeometry& g, const T* src, T* dst, FastReduceKind k
   }
 }
 
+// Kept dims that follow each other in memory in input and output alike merged into one
+// (innermost first; size-1 dims dropped), so the rows layout sees the [28, 28] image of sum(1)
+// over NCHW [8, 32, 28, 28] as rows of 784 columns rather than 224 rows of 28 with scalar
+// tails (30 us against 16 for the same sum over [8, 32, 784], one thread). Row-major output
+// order is kept, so every result is the one the unmerged walk gives.
+void merge_kept_dims(ReduceGeometry& g) {
+  Shape shape;
+  Strides in, out;  // innermost first
+  for (size_t d = g.outer_shape.size(); d-- > 0;) {
+    const int64_t n = g.outer_shape[d];
+    if (n == 1) continue;
+    if (!shape.empty() && g.outer_in[d] == in.back() * shape.back() &&
+        g.outer_out[0][d] == out.back() * shape.back()) {
+      shape.back() *= n;
+      continue;
+    }
+    shape.push_back(n);
+    in.push_back(g.outer_in[d]);
+    out.push_back(g.outer_out[0][d]);
+  }
+  if (shape.empty()) return;  // one output: nothing to merge
+  g.outer_shape.assign(shape.rbegin(), shape.rend());
+  g.outer_in.assign(in.rbegin(), in.rend());
+  g.outer_out[0].assign(out.rbegin(), out.rend());
+}
+
 template <typename T>
 void reduce_rows(const ReduceGeometry& g, const T* src, T* dst, FastReduceKind kind) {
   // The kept innermost dim (unit stride in input and output) is split into blocks; the
@@ -368,6 +398,7 @@ bool run(OpCall& call, FastReduceKind kind) {
   }
   // Any number of kept columns: narrow ones (sum(0) of [4096, 8]) go through the rows' scalar
   // tails, which still beat the generic kernel (14 against 36 us).
+  merge_kept_dims(g);
   const bool rows_layout = !g.outer_shape.empty() && g.outer_in.back() == 1 &&
                            g.outer_out[0].back() == 1;
   if (rows_layout && kind != FastReduceKind::Var && kind != FastReduceKind::Std &&
