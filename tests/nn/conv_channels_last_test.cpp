@@ -139,22 +139,26 @@ TEST(ConvChannelsLast, MaxPoolInPlaceMatchesThePlanarKernel) {
 
 // Average pooling of a channels-last input runs in place into a channels-last result: the
 // same double sums in the same tap order as the planar kernel, so equal to it exactly, with
-// padding, ceil mode, count_include_pad off and a divisor override.
+// padding, ceil mode, count_include_pad off and a divisor override; 12 channels (one vector
+// of eight and a scalar tail) and 35 (two of sixteen, a tail of three).
 TEST(ConvChannelsLast, AvgPoolInPlaceMatchesThePlanarKernel) {
-  auto v = rand_vals(2 * 12 * 9 * 10, 47);
-  for (DType dt : {DType::F32, DType::BF16, DType::F64}) {
-    Tensor x = f64(v, {2, 12, 9, 10}).to(dt);
-    Tensor xcl = x.contiguous(MemoryFormat::ChannelsLast);
-    struct P { F::IntList k, s, p; bool ceil, include_pad; std::optional<int64_t> divisor; };
-    for (const P& c : {P{{3, 3}, {2, 2}, {1, 1}, false, true, {}},
-                       P{{2, 3}, {1, 2}, {0, 1}, true, false, {}},
-                       P{{3, 3}, {3, 3}, {1, 1}, true, true, {}},
-                       P{{2, 2}, {2, 2}, {0, 0}, false, true, 3}}) {
-      Tensor a = F::avg_pool2d(x, c.k, c.s, c.p, c.ceil, c.include_pad, c.divisor);
-      Tensor b = F::avg_pool2d(xcl, c.k, c.s, c.p, c.ceil, c.include_pad, c.divisor);
-      EXPECT_TRUE(is_cl(b)) << dtype_name(dt);
-      EXPECT_EQ(a.to(DType::F64).to_vector<double>(), b.to(DType::F64).to_vector<double>())
-          << dtype_name(dt);
+  auto v = rand_vals(2 * 35 * 9 * 10, 47);
+  for (int64_t channels : {12, 35}) {
+    for (DType dt : {DType::F32, DType::BF16, DType::F64}) {
+      Tensor x = f64(std::vector<double>(v.begin(), v.begin() + 2 * channels * 90),
+                     {2, channels, 9, 10}).to(dt);
+      Tensor xcl = x.contiguous(MemoryFormat::ChannelsLast);
+      struct P { F::IntList k, s, p; bool ceil, include_pad; std::optional<int64_t> divisor; };
+      for (const P& c : {P{{3, 3}, {2, 2}, {1, 1}, false, true, {}},
+                         P{{2, 3}, {1, 2}, {0, 1}, true, false, {}},
+                         P{{3, 3}, {3, 3}, {1, 1}, true, true, {}},
+                         P{{2, 2}, {2, 2}, {0, 0}, false, true, 3}}) {
+        Tensor a = F::avg_pool2d(x, c.k, c.s, c.p, c.ceil, c.include_pad, c.divisor);
+        Tensor b = F::avg_pool2d(xcl, c.k, c.s, c.p, c.ceil, c.include_pad, c.divisor);
+        EXPECT_TRUE(is_cl(b)) << dtype_name(dt);
+        EXPECT_EQ(a.to(DType::F64).to_vector<double>(), b.to(DType::F64).to_vector<double>())
+            << dtype_name(dt);
+      }
     }
   }
 }

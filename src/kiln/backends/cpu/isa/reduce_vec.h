@@ -70,6 +70,13 @@ struct VecReduce {
   void (*sum_periodic_f32)(const float* x, int64_t n, int64_t period, double* out) = nullptr;
   void (*sum_periodic_bf16)(const uint16_t* x, int64_t n, int64_t period,
                             double* out) = nullptr;
+  // Average-pooling windows of a channels-last input: out[c] = float(s / divisor) for c < n,
+  // s the double sum of x[offs[t] + c] over the taps t in order: the planar kernel's sums and
+  // rounding, bit for bit, computed for eight channels per vector.
+  void (*window_mean_f32)(const float* x, const int64_t* offs, int64_t taps, int64_t n,
+                          double divisor, float* out) = nullptr;
+  void (*window_mean_bf16)(const uint16_t* x, const int64_t* offs, int64_t taps, int64_t n,
+                           double divisor, float* out) = nullptr;
   // The longest row the rows functions take (their float partials live on the stack).
   static constexpr int64_t kMaxRow = 1024;
   // The most runs the *_runs functions take.
