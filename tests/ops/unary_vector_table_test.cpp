@@ -368,3 +368,34 @@ TEST(UnaryClamp, EveryBoundFormEqualsTheScalarSelects) {
 
 }  // namespace
 }  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+// x ** y for one exponent of a vector form (2, 3, 0.5, -1) runs the vector table on dense
+// float32 tensors: bit for bit the scalar formulas (x * x, (x * x) * x, sqrt, 1 / x), special
+// values included, at vector tails and threaded lengths; then in place and channels-last.
+TEST(UnaryPowConstant, VectorExponentsEqualTheScalarFormulas) {
+  const std::vector<ScalarFormula> cases = {
+      {"pow 2", [](const Tensor& t) { return pow(t, Scalar(2)); }, [](float x) { return x * x; }},
+      {"pow 3", [](const Tensor& t) { return pow(t, Scalar(3)); },
+       [](float x) { return (x * x) * x; }},
+      {"pow 0.5", [](const Tensor& t) { return pow(t, Scalar(0.5)); },
+       [](float x) { return std::sqrt(x); }},
+      {"pow -1", [](const Tensor& t) { return pow(t, Scalar(-1)); },
+       [](float x) { return 1.0f / x; }}};
+  expect_scalar_formulas(cases, mixed_values(70000), 21);
+  const std::vector<float> v = mixed_values(2 * 20 * 9 * 11);
+  Tensor cl = tensor_from(v, {2, 20, 9, 11}).contiguous(MemoryFormat::ChannelsLast);
+  Tensor cubed = pow(cl, Scalar(3));
+  EXPECT_TRUE(cubed.is_contiguous(MemoryFormat::ChannelsLast));
+  pow_(cl, Scalar(3));  // in place
+  for (const Tensor& t : {cubed, cl}) {
+    const std::vector<float> got = t.contiguous().to_vector<float>();
+    for (size_t i = 0; i < v.size(); ++i)
+      ASSERT_TRUE(same_bits_or_both_nan(got[i], (v[i] * v[i]) * v[i])) << v[i];
+  }
+}
+
+}  // namespace
+}  // namespace kiln::test

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "bf16_elementwise.h"
+#include "isa/vec_math.h"
 #include "kiln/dispatch/registry.h"
 #include "kiln/tensor/strided_loop.h"
 #include "parallel_pieces.h"
@@ -110,6 +111,29 @@ bool f32_binary_vectorised(const Tensor& out, const Tensor& a, const Tensor& b,
   return true;
 }
 
+// float32 x ** y for the exponents with a vector form (2, 3, 0.5, -1; Pow's special cases),
+// x and out laid out alike in one dense block (the same memory or none shared): threaded
+// pieces of the ISA's functions, the scalar formulas bit for bit (x * x, (x * x) * x, IEEE
+// square root and division). x ** 3 through the baseline element loop took 78 us on
+// [2048, 512] against PyTorch's 48.
+bool pow_f32_vectorised(const Tensor& x, const Tensor& out, float y) {
+  const VecMathF32& vm = vec_math_f32();
+  const VecUnaryF32 fn = y == 2.0f    ? vm.square
+                         : y == 3.0f  ? vm.cube
+                         : y == 0.5f  ? vm.sqrt
+                         : y == -1.0f ? vm.reciprocal
+                                      : nullptr;
+  if (!fn || x.dtype() != DType::F32 || out.dtype() != DType::F32 || x.shape() != out.shape() ||
+      x.strides() != out.strides() || !(x.is_contiguous() || x.is_channels_last()))
+    return false;
+  const float* src = static_cast<const float*>(x.raw_data());
+  float* dst = static_cast<float*>(out.raw_data());
+  const int64_t n = out.numel();
+  if (src != dst && src < dst + n && dst < src + n) return false;
+  parallel_pieces(n, [&](int64_t b, int64_t e) { fn(src + b, dst + b, e - b); });
+  return true;
+}
+
 // out = F::apply(a, b, call) in the compute type.
 template <typename F>
 void binary_kernel(OpCall& call) {
@@ -132,6 +156,9 @@ void binary_kernel(OpCall& call) {
         // took 1.35 ms against 0.48 for PyTorch); here the test is made once.
         if (b.numel() == 1) {
           const C y = C(*static_cast<const T*>(b.raw_data()));
+          if constexpr (std::is_same_v<T, float>) {
+            if (pow_f32_vectorised(a, out, y)) return;
+          }
           if constexpr (std::is_same_v<T, BFloat16>) {
             auto g = [](C x, C z) { return x * z; };  // x * x: mul_bf16 in registers
             if (y == C(2) && bf16_elementwise<2, decltype(g), Bf16Fast::Mul>(out, {&a, &a}, g))

@@ -94,7 +94,8 @@ struct VecMathF32 {
               abs = nullptr, neg = nullptr, sqrt = nullptr, rsqrt = nullptr,
               reciprocal = nullptr, floor = nullptr, ceil = nullptr, trunc = nullptr,
               round = nullptr, sign = nullptr, sin = nullptr, cos = nullptr, tan = nullptr,
-              exp2 = nullptr, expm1 = nullptr, log2 = nullptr, log1p = nullptr;
+              exp2 = nullptr, expm1 = nullptr, log2 = nullptr, log1p = nullptr,
+              square = nullptr, cube = nullptr;  // x * x, (x * x) * x: pow's exponents 2, 3
   VecUnaryParamF32 leaky_relu = nullptr, softplus = nullptr, clamp = nullptr;
   VecSoftmaxRowF32 softmax_row = nullptr;
   VecSoftmaxColumnsF32 softmax_columns = nullptr;
