@@ -129,3 +129,28 @@ TEST(PermutedCopy, CopyIntoAViewAndOverlappingSource) {
 
 }  // namespace
 }  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+// Rows of 8, 16 or 32 bytes between skipped rows (x[::2] of a narrow matrix, a slice of the
+// last dim of a 3-d tensor) are moved one fixed-size block per row: every element in place,
+// below and above the threaded size, and row lengths between those sizes (element loop).
+TEST(PermutedCopy, ShortRowsOfSlicedSources) {
+  for (DType dt : kDTypes)
+    for (int64_t w : {1, 2, 3, 4, 8, 16}) {
+      for (int64_t rows : {int64_t(4100), int64_t(70001)}) {
+        SCOPED_TRACE(std::string(dtype_name(dt)) + " rows of " + std::to_string(w) + " x " +
+                     std::to_string(rows));
+        Tensor x = ramp({2 * rows, w}, dt);
+        Tensor every_other = x.slice(0, 0, 2 * rows, 2);
+        expect_same_elements(every_other, every_other.contiguous());
+      }
+      Tensor cube = ramp({37, 29, w + 3}, dt);
+      Tensor sliced = cube.slice(2, 1, w + 1);  // 3-d outer walk, runs of w
+      expect_same_elements(sliced, sliced.contiguous());
+    }
+}
+
+}  // namespace
+}  // namespace kiln::test
