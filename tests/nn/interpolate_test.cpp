@@ -4,6 +4,8 @@
 // compares every mode with PyTorch.)
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "kiln/kiln.h"
 #include "kiln/nn/functional_resize.h"
 
@@ -38,6 +40,36 @@ TEST(Interpolate, NearestPicksTheFloorOfTheScaledIndex) {
   o.size = {4};
   std::vector<double> got = F::interpolate(tensor_from(v, {1, 1, 6}), o).to_vector<double>();
   EXPECT_EQ(got, (std::vector<double>{0, 1, 3, 4}));  // floor(o * 1.5)
+}
+
+// bfloat16 nearest moves values without widening them: exactly the float32 result of the
+// same values, NCHW and channels-last (kept). With a gradient to compute, the picks run in
+// float32, so each input's gradient (the sum of the four output gradients it feeds) is
+// rounded once: the float32 gradient rounded to bfloat16.
+TEST(Interpolate, NearestBfloat16MovesValuesExactly) {
+  std::vector<double> v;
+  for (int i = 0; i < 2 * 19 * 5 * 6; ++i) v.push_back(std::sin(i * 0.37) * 8.0);
+  Tensor x = tensor_from(v, {2, 19, 5, 6}).to(DType::BF16);
+  F::InterpolateOptions o;
+  o.scale_factor = {2.0, 3.0};
+  for (const Tensor& in : {x, x.contiguous(MemoryFormat::ChannelsLast)}) {
+    Tensor y = F::interpolate(in, o);
+    EXPECT_EQ(y.dtype(), DType::BF16);
+    EXPECT_EQ(y.is_channels_last(), in.is_channels_last());
+    EXPECT_EQ(y.to(DType::F64).to_vector<double>(),
+              F::interpolate(in.to(DType::F32), o).to(DType::F64).to_vector<double>());
+  }
+  std::vector<double> g;
+  for (int i = 0; i < 2 * 19 * 10 * 18; ++i) g.push_back(1.0 + std::cos(i * 0.11) / 3.0);
+  Tensor leaf = x.clone();
+  autograd::set_requires_grad(leaf);
+  const Tensor grad_out = tensor_from(g, {2, 19, 10, 18}).to(DType::BF16);
+  autograd::backward({F::interpolate(leaf, o)}, {grad_out});
+  Tensor leaf32 = x.to(DType::F32);
+  autograd::set_requires_grad(leaf32);
+  autograd::backward({F::interpolate(leaf32, o)}, {grad_out.to(DType::F32)});
+  EXPECT_EQ(autograd::grad(leaf).to(DType::F64).to_vector<double>(),
+            autograd::grad(leaf32).to(DType::BF16).to(DType::F64).to_vector<double>());
 }
 
 TEST(Interpolate, ErrorsSayWhatWasExpected) {
