@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "isa/data_moves.h"
 #include "isa/vec_math.h"
 #include "kiln/core/convert.h"
 #include "kiln/dispatch/registry.h"
@@ -109,14 +110,26 @@ void fill_kernel(OpCall& call) {
       unsigned char bytes[sizeof(T)];
       std::memcpy(bytes, &value, sizeof(T));
       const bool zero = std::all_of(bytes, bytes + sizeof(T), [](unsigned char b) { return b == 0; });
-      // Other values: a 1 KiB block of the value copied over the piece with memcpy (glibc's
-      // wide stores; std::fill compiles to this baseline build's 16-byte stores).
+      // Other values: the ISA's vector fill for 2-, 4- and 8-byte values, else a 1 KiB
+      // block of the value copied over the piece with memcpy (glibc's wide stores; std::fill
+      // compiles to this baseline build's 16-byte stores).
+      const DataMoves& moves = data_moves();
       constexpr int64_t kBlock = 1024 / int64_t(sizeof(T));
       auto piece = [&](int64_t b, int64_t e) {
         if (zero) {  // zero bits are +0 in every dtype
           std::memset(static_cast<void*>(p + b), 0, size_t(e - b) * sizeof(T));
           return;
         }
+        auto vector_fill = [&]<typename W>(void (*fn)(W*, W, int64_t)) {
+          if (!fn || sizeof(W) != sizeof(T)) return false;
+          W word;
+          std::memcpy(&word, bytes, sizeof(W));
+          fn(reinterpret_cast<W*>(p + b), word, e - b);
+          return true;
+        };
+        if (vector_fill(moves.fill_b32) || vector_fill(moves.fill_b16) ||
+            vector_fill(moves.fill_b64))
+          return;
         T block[kBlock];
         std::fill(block, block + kBlock, value);
         for (int64_t i = b; i < e; i += kBlock)

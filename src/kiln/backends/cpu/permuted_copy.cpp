@@ -5,7 +5,7 @@
 #include <cstring>
 #include <vector>
 
-#include "isa/transpose_tiles.h"
+#include "isa/data_moves.h"
 #include "kiln/tensor/strided_loop.h"
 
 namespace kiln::cpu {
@@ -119,8 +119,8 @@ void copy_short_runs(const E* src, E* dst, const std::vector<Dim>& outer, int64_
 // The tile transpose in vector registers for E, or null (scalar tiles).
 template <typename E>
 auto vector_tile() {
-  if constexpr (sizeof(E) == 4) return transpose_tiles().b32;
-  else if constexpr (sizeof(E) == 2) return transpose_tiles().b16;
+  if constexpr (sizeof(E) == 4) return data_moves().transpose_b32;
+  else if constexpr (sizeof(E) == 2) return data_moves().transpose_b16;
   else return static_cast<void (*)(const E*, int64_t, E*, int64_t)>(nullptr);
 }
 

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <vector>
 
-#include "isa/transpose_tiles.h"
+#include "isa/data_moves.h"
 #include "kiln/core/shape.h"
 #include "kiln/tensor/strided_loop.h"
 #include "kiln/tensor/tensor.h"
@@ -77,7 +77,7 @@ bool with_word_of_size(size_t es, Typed&& typed) {
 // lands at dst[0]); typed moves for the usual element sizes (tensor data is aligned to its
 // element size).
 inline void reverse_row(char* dst, const char* src_first, int64_t n, size_t es) {
-  const TransposeTiles& tiles = transpose_tiles();  // the ISA's vector reversal
+  const DataMoves& tiles = data_moves();  // the ISA's vector reversal
   auto reversed = [&]<typename W>(void (*fn)(const W*, W*, int64_t)) {
     if (!fn || es != sizeof(W)) return false;
     fn(reinterpret_cast<const W*>(src_first), reinterpret_cast<W*>(dst), n);

@@ -1,8 +1,9 @@
-// 16 x 16 tile transposes with AVX2 shuffles (compiler flags set in CMakeLists.txt); the
-// AVX-512 level uses them too: a tile is too small for wider registers to pay.
+// Data moves with AVX2 (compiler flags set in CMakeLists.txt): 16 x 16 tile transposes by
+// shuffles, reversed rows, fills. The AVX-512 level uses them too: a tile is too small for
+// wider registers to pay, and fills and reversals are bound by memory.
 #include <immintrin.h>
 
-#include "transpose_tiles.h"
+#include "data_moves.h"
 
 namespace kiln::cpu {
 namespace {
@@ -83,16 +84,22 @@ void transpose16_b16(const uint16_t* src, int64_t ss, uint16_t* dst, int64_t ds)
 namespace {
 // Plain loops: with this unit's flags GCC reverses whole vectors with lane permutes (the
 // baseline build moved 4 bytes at a time: flip(-1) of [2048, 512] float32 took 160 us
-// against PyTorch's 74).
+// against PyTorch's 74) and fills with 32-byte stores (the baseline fill copied a 1 KiB
+// block with memcpy: full() of [2048, 512] float32 took 54 us, PyTorch 35).
 template <typename W>
 void reverse(const W* src_last, W* dst, int64_t n) {
   for (int64_t j = 0; j < n; ++j) dst[j] = src_last[-j];
 }
+template <typename W>
+void fill(W* dst, W value, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) dst[j] = value;
+}
 }  // namespace
 
-const TransposeTiles& transpose_tiles_avx2() {
-  static const TransposeTiles table{transpose16_b32, transpose16_b16, reverse<uint64_t>,
-                                    reverse<uint32_t>, reverse<uint16_t>};
+const DataMoves& data_moves_avx2() {
+  static const DataMoves table{transpose16_b32,   transpose16_b16, reverse<uint64_t>,
+                               reverse<uint32_t>, reverse<uint16_t>, fill<uint64_t>,
+                               fill<uint32_t>,    fill<uint16_t>};
   return table;
 }
 

@@ -1,0 +1,32 @@
+#pragma once
+// Data movement in vector registers, chosen per ISA level: 16 x 16 tile transposes of 4-byte
+// and 2-byte values for strided copies (permuted_copy.cpp), reversed rows (flip) and fills.
+// Shuffles, loads and stores only, no arithmetic, so every bit pattern, NaN payloads
+// included, arrives unchanged.
+#include <cstdint>
+
+namespace kiln::cpu {
+
+struct DataMoves {
+  // dst[c * dst_stride + r] = src[r * src_stride + c] for r, c < 16, strides in elements.
+  void (*transpose_b32)(const uint32_t* src, int64_t src_stride, uint32_t* dst,
+                        int64_t dst_stride) = nullptr;
+  void (*transpose_b16)(const uint16_t* src, int64_t src_stride, uint16_t* dst,
+                        int64_t dst_stride) = nullptr;
+  // dst[j] = src_last[-j] for j < n: a row reversed (flip along the last dim), src_last the
+  // element that lands at dst[0]; 8-, 4- and 2-byte elements.
+  void (*reverse_b64)(const uint64_t* src_last, uint64_t* dst, int64_t n) = nullptr;
+  void (*reverse_b32)(const uint32_t* src_last, uint32_t* dst, int64_t n) = nullptr;
+  void (*reverse_b16)(const uint16_t* src_last, uint16_t* dst, int64_t n) = nullptr;
+  // dst[j] = value for j < n (fill_ of a contiguous tensor with a value of 8, 4 or 2 bytes).
+  void (*fill_b64)(uint64_t* dst, uint64_t value, int64_t n) = nullptr;
+  void (*fill_b32)(uint32_t* dst, uint32_t value, int64_t n) = nullptr;
+  void (*fill_b16)(uint16_t* dst, uint16_t value, int64_t n) = nullptr;
+};
+
+const DataMoves& data_moves_avx2();
+
+// The table for the current ISA level; null entries (baseline level) mean "use scalar code".
+const DataMoves& data_moves();
+
+}  // namespace kiln::cpu
