@@ -204,24 +204,27 @@ TEST_P(IndexingTest, GatherOutOfRange) {
 }
 
 // Dense rows along the last dim (x [R, 7], index [R, 5], the same leading dims) take one flat
-// loop that checks each index row just before using it: serial and threaded row counts, and
-// one bad value (too large, or negative) in the first, a middle or the last row.
+// loop that checks each index row just before using it (from AVX2 up, 4- and 8-byte values:
+// four indices per vector step, then a tail of one): serial and threaded row counts, and one
+// bad value (too large, or negative) in the first, a middle or the last row.
 TEST_P(IndexingTest, GatherDenseRowsCheckEveryRow) {
-  for (int64_t rows : {int64_t(3), int64_t(3000), int64_t(30000)}) {
-    const Shape xs{rows, 7}, is{rows, 5};
-    auto xv = exact_values(size_t(rows * 7), DType::F32, 71);
-    Tensor x = make(xv, xs, DType::F32, device());
-    auto iv = random_indices(size_t(rows * 5), 7, 72);
-    expect_values(gather(x, 1, ints(iv, is, device())), is, ref_gather(xv, xs, 1, iv, is),
-                  "rows " + std::to_string(rows));
-    for (int64_t at : {int64_t(0), rows * 5 / 2 + 1, rows * 5 - 1}) {
-      for (int64_t bad : {int64_t(7), int64_t(-2)}) {
-        auto wrong = iv;
-        wrong[size_t(at)] = bad;
-        expect_error<Error>(  // RuntimeError in Python, as PyTorch's gather
-            [&] { gather(x, 1, ints(wrong, is, device())).cpu(); },
-            {"index " + std::to_string(bad) + " is out of bounds for dimension 1 with size 7"},
-            "rows " + std::to_string(rows) + " at " + std::to_string(at));
+  for (DType t : {DType::F32, DType::F64}) {
+    for (int64_t rows : {int64_t(3), int64_t(3000), int64_t(30000)}) {
+      const Shape xs{rows, 7}, is{rows, 5};
+      auto xv = exact_values(size_t(rows * 7), t, 71);
+      Tensor x = make(xv, xs, t, device());
+      auto iv = random_indices(size_t(rows * 5), 7, 72);
+      expect_values(gather(x, 1, ints(iv, is, device())), is, ref_gather(xv, xs, 1, iv, is),
+                    "rows " + std::to_string(rows));
+      for (int64_t at : {int64_t(0), rows * 5 / 2 + 1, rows * 5 - 1}) {
+        for (int64_t bad : {int64_t(7), int64_t(-2)}) {
+          auto wrong = iv;
+          wrong[size_t(at)] = bad;
+          expect_error<Error>(  // RuntimeError in Python, as PyTorch's gather
+              [&] { gather(x, 1, ints(wrong, is, device())).cpu(); },
+              {"index " + std::to_string(bad) + " is out of bounds for dimension 1 with size 7"},
+              "rows " + std::to_string(rows) + " at " + std::to_string(at));
+        }
       }
     }
   }

@@ -135,10 +135,9 @@ TEST_P(CopyFactory, TensorFromChecksCount) {
 KILN_INSTANTIATE_ON_EACH_DEVICE(CopyFactory);
 
 // fill_ / full / zeros of contiguous tensors large enough for threaded pieces: zero values
-// through memset, others by the ISA's vector fill (2-, 4- and 8-byte values, from AVX2 up) or
-// by copying a block of the value (an odd count, so the last block is cut), every element
-// size, -0.0 (not all-zero bytes) kept; a strided view takes the iterator. CTest reruns it at
-// every ISA level.
+// through memset, others by a string store (2-, 4- and 8-byte values) or by copying a block
+// of the value (an odd count, so the last block is cut), every element size, -0.0 (not
+// all-zero bytes) kept; a strided view takes the iterator.
 TEST(CopyFactoryLarge, FillsEveryElementOfEverySize) {
   const int64_t n = 70001;
   for (DType dt : {DType::Bool, DType::I8, DType::I16, DType::BF16, DType::I32, DType::F32,

@@ -1,6 +1,7 @@
 #pragma once
 // Data movement in vector registers, chosen per ISA level: 16 x 16 tile transposes of 4-byte
-// and 2-byte values for strided copies (permuted_copy.cpp), reversed rows (flip) and fills.
+// and 2-byte values for strided copies (permuted_copy.cpp), reversed rows (flip) and row
+// gathers.
 // Shuffles, loads and stores only, no arithmetic, so every bit pattern, NaN payloads
 // included, arrives unchanged.
 #include <cstdint>
@@ -18,10 +19,13 @@ struct DataMoves {
   void (*reverse_b64)(const uint64_t* src_last, uint64_t* dst, int64_t n) = nullptr;
   void (*reverse_b32)(const uint32_t* src_last, uint32_t* dst, int64_t n) = nullptr;
   void (*reverse_b16)(const uint16_t* src_last, uint16_t* dst, int64_t n) = nullptr;
-  // dst[j] = value for j < n (fill_ of a contiguous tensor with a value of 8, 4 or 2 bytes).
-  void (*fill_b64)(uint64_t* dst, uint64_t value, int64_t n) = nullptr;
-  void (*fill_b32)(uint32_t* dst, uint32_t value, int64_t n) = nullptr;
-  void (*fill_b16)(uint16_t* dst, uint16_t value, int64_t n) = nullptr;
+  // dst[j] = row[idx[j]] for j < n when every idx[j] lies in [0, size) (gather along a
+  // contiguous last dim); false at the first vector of indices holding one that does not,
+  // before any element is read through it (dst partly written).
+  bool (*gather_b64)(const uint64_t* row, const int64_t* idx, int64_t n, int64_t size,
+                     uint64_t* dst) = nullptr;
+  bool (*gather_b32)(const uint32_t* row, const int64_t* idx, int64_t n, int64_t size,
+                     uint32_t* dst) = nullptr;
 };
 
 const DataMoves& data_moves_avx2();
