@@ -132,6 +132,7 @@ void fill_logical(const Tensor& out, F&& f) {
     for (int64_t i = b; i < e; ++i) dst[i] = f(uint64_t(i));
   };
   if (fill_in_pieces(out.numel(), piece, {&out})) return;
+  if (out.is_contiguous()) return piece(0, out.numel());  // one flat loop, no stride walk
   auto loop = make_strided_loop<1>({&out}, out.shape());
   uint64_t i = 0;
   for_each_run<1>(loop, [&](const std::array<char*, 1>& p, const std::array<int64_t, 1>& s,
@@ -151,6 +152,11 @@ void map_logical(const Tensor& out, const Tensor& in, bool parallel, F&& f) {
   };
   if (parallel && in.shape() == out.shape() && fill_in_pieces(out.numel(), piece, {&out, &in}))
     return;
+  // Below the threaded size, dense operands take the flat loop as well: the stride walk kept
+  // the functor's values on the stack (dropout of 32K float32: 150 us, PyTorch 200 on two
+  // threads; bfloat16 330 against 315).
+  if (in.shape() == out.shape() && in.is_contiguous() && out.is_contiguous())
+    return piece(0, out.numel());
   auto loop = make_strided_loop<2>({&out, &in}, out.shape());
   uint64_t i = 0;
   for_each_run<2>(loop, [&](const std::array<char*, 2>& p, const std::array<int64_t, 2>& s,
