@@ -79,6 +79,9 @@ struct VecReduce {
                            double divisor, float* out) = nullptr;
   // The longest row the rows functions take (their float partials live on the stack).
   static constexpr int64_t kMaxRow = 1024;
+  // Rows the rows functions sum in float before carrying in double (groups start at the
+  // first row passed).
+  static constexpr int64_t kRowGroup = 16;
   // The most runs the *_runs functions take.
   static constexpr int kMaxRuns = 4;
 };
