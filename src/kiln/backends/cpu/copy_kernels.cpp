@@ -13,15 +13,17 @@
 namespace kiln::cpu {
 namespace {
 
-// float32 <-> bfloat16 between two tensors laid out alike in one dense block (contiguous, or
-// both channels-last): the ISA's vector converters, threaded (the element loop rounded each
-// value on its own in baseline code, 4x slower than a float32 copy). False where it does not
-// apply or at the baseline ISA level.
+// The two tensors have one layout over one dense block (both contiguous, or both
+// channels-last), so an elementwise conversion can walk them as flat arrays.
 bool dense_alike(const Tensor& src, const Tensor& dst) {
   return src.shape() == dst.shape() && src.strides() == dst.strides() &&
          (src.is_contiguous() || src.is_channels_last());
 }
 
+// float32 <-> bfloat16 between two tensors laid out alike in one dense block (contiguous, or
+// both channels-last): the ISA's vector converters, threaded (the element loop rounded each
+// value on its own in baseline code, 4x slower than a float32 copy). False where it does not
+// apply or at the baseline ISA level.
 bool convert_f32_bf16_dense(const Tensor& src, const Tensor& dst) {
   const bool narrow = src.dtype() == DType::F32 && dst.dtype() == DType::BF16;
   const bool widen = src.dtype() == DType::BF16 && dst.dtype() == DType::F32;
