@@ -1,8 +1,7 @@
 #pragma once
 // Data movement in vector registers, chosen per ISA level: 16 x 16 tile transposes of 4-byte
 // and 2-byte values for strided copies (permuted_copy.cpp), reversed rows (flip) and row
-// gathers.
-// Shuffles, loads and stores only, no arithmetic, so every bit pattern, NaN payloads
+// gathers. Shuffles, loads and stores only, no arithmetic, so every bit pattern, NaN payloads
 // included, arrives unchanged.
 #include <cstdint>
 
