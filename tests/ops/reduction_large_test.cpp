@@ -295,3 +295,41 @@ TEST(ReductionLarge, MergedKeptDimsAndSplitShortRuns) {
 
 }  // namespace
 }  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+// The extremum of a run keeps two accumulators over alternate vectors: a NaN at any position
+// of a run (either accumulator's vectors, the tail) makes amax / amin NaN, and without NaN
+// the result is the run's true extremum, for runs read one at a time and side by side.
+TEST(ReductionLarge, ExtremumSeesNaNAtEveryPosition) {
+  const Device cpu(DeviceType::CPU, 0);
+  for (DType t : {DType::F32, DType::BF16}) {
+    for (int64_t n : {int64_t(64), int64_t(300), int64_t(5000)}) {
+      std::vector<double> base = random_values(size_t(n), -2.0, 3.0, uint32_t(40 + n));
+      for (double& v : base) v = round_to(v, t);
+      const double hi = *std::max_element(base.begin(), base.end());
+      const double lo = *std::min_element(base.begin(), base.end());
+      // Rows: the clean run, then the run with a NaN at position p, for every p.
+      std::vector<double> rows = base;
+      for (int64_t p = 0; p < n; p += (n > 300 ? 37 : 1)) {
+        std::vector<double> r = base;
+        r[size_t(p)] = NAN;
+        rows.insert(rows.end(), r.begin(), r.end());
+      }
+      const int64_t count = int64_t(rows.size()) / n;
+      Tensor x = make(rows, {count, n}, t, cpu);
+      const std::vector<double> mx = amax(x, {1}, false).to_vector<double>();
+      const std::vector<double> mn = amin(x, {1}, false).to_vector<double>();
+      ASSERT_EQ(mx[0], hi) << dtype_name(t) << " n=" << n;
+      ASSERT_EQ(mn[0], lo) << dtype_name(t) << " n=" << n;
+      for (int64_t r = 1; r < count; ++r) {
+        ASSERT_TRUE(std::isnan(mx[size_t(r)])) << dtype_name(t) << " n=" << n << " row " << r;
+        ASSERT_TRUE(std::isnan(mn[size_t(r)])) << dtype_name(t) << " n=" << n << " row " << r;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kiln::test
