@@ -573,6 +573,23 @@ TEST_P(IndexingTest, NonzeroEveryDtype) {
   }
 }
 
+// Contiguous inputs are walked a last-dim row at a time: 4-d and 3-d at threaded sizes (pieces
+// start inside rows), rows of one element, and a 1-d vector.
+TEST_P(IndexingTest, NonzeroContiguousRowsOfEveryRank) {
+  for (const Shape& s : {Shape{3, 5, 70, 67}, Shape{70001, 1, 1}, Shape{9, 1, 7}, Shape{70003}}) {
+    int64_t n = 1;
+    for (int64_t d : s) n *= d;
+    auto xv = exact_values(size_t(n), DType::F32, 33);
+    const auto r = random_indices(size_t(n), 3, 34);
+    for (int64_t i = 0; i < n; ++i)
+      if (r[size_t(i)] == 0) xv[size_t(i)] = 0;
+    auto e = ref_nonzero(xv, s);
+    expect_ints(nonzero(make(xv, s, DType::F32, device())),
+                {int64_t(e.size()) / int64_t(s.size()), int64_t(s.size())}, e,
+                std::to_string(s.size()) + "-d of " + std::to_string(n));
+  }
+}
+
 TEST_P(IndexingTest, NonzeroNaNNonContiguousZeroDimEmpty) {
   double nan = std::numeric_limits<double>::quiet_NaN();
   expect_ints(nonzero(make({0, nan, 0, -0.0, 2}, {5}, DType::F32, device())), {2, 1}, {1, 4},

@@ -594,19 +594,29 @@ bool nonzero_contiguous(OpCall& call) {
     auto allocate = [&](int64_t total) {
       out = empty_tensor({total, nd}, DType::I64, x.device());
     };
+    // Walked a last-dim row at a time: the leading coordinates change once per row, the last
+    // one is the loop index (an odometer step and a coordinate copy per element took 1.8x
+    // PyTorch's time for nonzero of [8, 4096] float32).
+    const int64_t row_len = shape[size_t(nd - 1)];
     select_in_pieces(n, count, allocate, [&](int64_t b, int64_t e, int64_t k) {
       int64_t* dst = static_cast<int64_t*>(out.raw_data());
-      std::vector<int64_t> c(static_cast<size_t>(nd));
-      for (int64_t d = nd, r = b; d-- > 0;) {
+      std::vector<int64_t> c(static_cast<size_t>(nd));  // the leading coordinates of row i
+      for (int64_t d = nd - 1, r = b / row_len; d-- > 0;) {
         c[size_t(d)] = r % shape[size_t(d)];
         r /= shape[size_t(d)];
       }
-      for (int64_t i = b; i < e; ++i) {
-        if (convert_value<bool>(p[i])) {
-          std::copy(c.begin(), c.end(), dst + k * nd);
+      for (int64_t i = b; i < e;) {
+        const int64_t j0 = i % row_len, j1 = std::min(row_len, j0 + (e - i));
+        const T* row = p + (i - j0);
+        for (int64_t j = j0; j < j1; ++j) {
+          if (!convert_value<bool>(row[j])) continue;
+          int64_t* at = dst + k * nd;
+          for (int64_t d = 0; d + 1 < nd; ++d) at[d] = c[size_t(d)];
+          at[nd - 1] = j;
           ++k;
         }
-        for (int64_t d = nd; d-- > 0;) {
+        i += j1 - j0;
+        for (int64_t d = nd - 1; d-- > 0;) {  // the next row's leading coordinates
           if (++c[size_t(d)] < shape[size_t(d)]) break;
           c[size_t(d)] = 0;
         }
