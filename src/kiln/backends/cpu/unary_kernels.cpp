@@ -155,8 +155,8 @@ void gelu_kernel(OpCall& call) {
   else unary_kernel<GeluErf>(call);
 }
 
-template <typename Fn>
-bool run_vectorised_fn(OpCall& call, Fn fn);  // below
+template <typename Fn, typename Bf16Fn = std::nullptr_t>
+bool run_vectorised_fn(OpCall& call, Fn fn, Bf16Fn bf16_fn = nullptr);  // below
 
 // softplus(beta, threshold): log1p(exp(beta x)) / beta, linear above threshold.
 void softplus_kernel(OpCall& call) {
@@ -164,8 +164,11 @@ void softplus_kernel(OpCall& call) {
   const Tensor& out = call.outs[0];
   double beta = call.double_attr(0), threshold = call.double_attr(1);
   if (const VecUnaryParamF32 fn = vec_math_f32().softplus) {
+    const VecUnaryParamBf16 fb = vec_math_f32().bf16.softplus;
     const float b = float(beta), th = float(threshold);
-    if (run_vectorised_fn(call, [=](const float* x, float* y, int64_t n) { fn(x, y, n, b, th); }))
+    if (run_vectorised_fn(
+            call, [=](const float* x, float* y, int64_t n) { fn(x, y, n, b, th); },
+            [=](const uint16_t* x, uint16_t* y, int64_t n) { fb(x, y, n, b, th); }))
       return;
   }
   KILN_DISPATCH_FLOAT(in.dtype(), "softplus", [&]<typename T>() {
@@ -184,8 +187,11 @@ void leaky_relu_kernel(OpCall& call) {
   const Tensor& out = call.outs[0];
   const double slope = call.double_attr(0);
   if (const VecUnaryParamF32 fn = vec_math_f32().leaky_relu) {
+    const VecUnaryParamBf16 fb = vec_math_f32().bf16.leaky_relu;
     const float s = float(slope);
-    if (run_vectorised_fn(call, [=](const float* x, float* y, int64_t n) { fn(x, y, n, s, 0); }))
+    if (run_vectorised_fn(
+            call, [=](const float* x, float* y, int64_t n) { fn(x, y, n, s, 0); },
+            [=](const uint16_t* x, uint16_t* y, int64_t n) { fb(x, y, n, s, 0); }))
       return;
   }
   KILN_DISPATCH_FLOAT(in.dtype(), "leaky_relu", [&]<typename T>() {
@@ -203,13 +209,17 @@ void clamp_kernel(OpCall& call) {
   const Tensor& in = call.inputs[0];
   const Tensor& out = call.outs[0];
   bool has_lo = call.has_attr(0), has_hi = call.has_attr(1);
-  const VecUnaryParamF32 vec_clamp = vec_math_f32().clamp;
-  if (vec_clamp && in.dtype() == DType::F32) {
+  const VecMathF32& vm = vec_math_f32();
+  if (vm.clamp && (in.dtype() == DType::F32 || in.dtype() == DType::BF16)) {
     constexpr float kInf = std::numeric_limits<float>::infinity();
     const float lo = has_lo ? call.scalar_attr(0).to<float>() : -kInf;
     const float hi = has_hi ? call.scalar_attr(1).to<float>() : kInf;
-    auto fn = [=](const float* x, float* y, int64_t n) { vec_clamp(x, y, n, lo, hi); };
-    if (run_vectorised_fn(call, fn)) return;
+    const VecUnaryParamF32 fn = vm.clamp;
+    const VecUnaryParamBf16 fb = vm.bf16.clamp;
+    if (run_vectorised_fn(
+            call, [=](const float* x, float* y, int64_t n) { fn(x, y, n, lo, hi); },
+            [=](const uint16_t* x, uint16_t* y, int64_t n) { fb(x, y, n, lo, hi); }))
+      return;
   }
   KILN_DISPATCH_ALL(in.dtype(), "clamp", [&]<typename T>() {
     using C = opmath_t<T>;
@@ -283,34 +293,41 @@ bool same_dense_layout(const Tensor& in, const Tensor& out) {
 }
 
 // Dense float32 / bfloat16 tensors (the output equal to or disjoint from the input) go
-// through a vector function fn(in, out, n) over float32 arrays; long arrays are split over
-// the threads.
-template <typename Fn>
-bool run_vectorised_fn(OpCall& call, Fn fn) {
+// through a vector function fn(in, out, n) over float32 arrays, bfloat16 ones through
+// bf16_fn(in, out, n) over bfloat16 arrays where given (the same function converting in
+// registers, vec_math.h), else through fn on blocks widened into a buffer; long arrays are
+// split over the threads.
+template <typename Fn, typename Bf16Fn>
+bool run_vectorised_fn(OpCall& call, Fn fn, Bf16Fn bf16_fn) {
   const Tensor& in = call.inputs[0];
   const Tensor& out = call.outs[0];
   const VecMathF32& vm = vec_math_f32();
   if (!vm.widen_bf16 || in.dtype() != out.dtype() || !same_dense_layout(in, out)) return false;
   if (in.dtype() == DType::BF16) {
-    // bfloat16: widen a chunk, apply the float32 function, round back (computed in float32
-    // registers, as the scalar path).
     const uint16_t* src = static_cast<const uint16_t*>(in.raw_data());
     uint16_t* dst = static_cast<uint16_t*>(out.raw_data());
     const int64_t n = in.numel();
     const bool stream = static_cast<const void*>(src) != static_cast<void*>(dst) &&
                         n * int64_t(sizeof(uint16_t)) >= detail::kStreamingStoreBytes;
     constexpr int64_t kChunk = 4096;
+    // m <= kChunk values from s to d.
+    auto run = [&](const uint16_t* s, uint16_t* d, int64_t m) {
+      if constexpr (!std::is_same_v<Bf16Fn, std::nullptr_t>) {
+        bf16_fn(s, d, m);
+      } else {
+        alignas(64) float buf[kChunk];
+        vm.widen_bf16(s, buf, m);
+        fn(buf, buf, m);
+        vm.narrow_bf16(buf, d, m);
+      }
+    };
     const int64_t chunks = (n + kChunk - 1) / kChunk;
     if (chunks == 1 && !stream) {  // small: no OpenMP region (see the float32 path below)
-      alignas(64) float buf[kChunk];
-      vm.widen_bf16(src, buf, n);
-      fn(buf, buf, n);
-      vm.narrow_bf16(buf, dst, n);
+      run(src, dst, n);
       return true;
     }
 #pragma omp parallel for schedule(static) if (chunks > 4)
     for (int64_t c = 0; c < chunks; ++c) {
-      alignas(64) float buf[kChunk];
       const int64_t begin = c * kChunk, len = std::min(kChunk, n - begin);
       if (stream) {
         // Each streamed block is read, computed and stored before the next is read: reading
@@ -318,15 +335,11 @@ bool run_vectorised_fn(OpCall& call, Fn fn) {
         // non-temporal stores (streaming_store.h): relu on [16, 256, 56, 56] channels-last
         // took 1.80 ms that way against 1.46 ms (two threads, both timed alternately).
         detail::run_streamed(dst + begin, len, [&](uint16_t* d, int64_t j, int64_t m) {
-          vm.widen_bf16(src + begin + j, buf, m);
-          fn(buf, buf, m);
-          vm.narrow_bf16(buf, d, m);
+          run(src + begin + j, d, m);
         });
         continue;
       }
-      vm.widen_bf16(src + begin, buf, len);
-      fn(buf, buf, len);
-      vm.narrow_bf16(buf, dst + begin, len);
+      run(src + begin, dst + begin, len);
     }
     return true;
   }
@@ -357,21 +370,31 @@ bool run_vectorised_fn(OpCall& call, Fn fn) {
   return true;
 }
 
-// The ISA-selected vector function `which`, when the level has one.
-bool run_vectorised(OpCall& call, VecUnaryF32 VecMathF32::*which) {
-  const VecUnaryF32 fn = vec_math_f32().*which;
-  return fn && run_vectorised_fn(call, fn);
+// The float32 and bfloat16 entries of one vector function, as arguments.
+#define KILN_VEC(name) &VecMathF32::name, &VecUnaryBf16Table::name
+
+// The ISA-selected vector function `which` (and its bfloat16 form), when the level has one.
+bool run_vectorised(OpCall& call, VecUnaryF32 VecMathF32::*which,
+                    VecUnaryBf16 VecUnaryBf16Table::*which_bf16) {
+  const VecMathF32& vm = vec_math_f32();
+  const VecUnaryF32 fn = vm.*which;
+  const VecUnaryBf16 fb = vm.bf16.*which_bf16;
+  if (!fn) return false;
+  if (!fb) return run_vectorised_fn(call, fn);
+  return run_vectorised_fn(call, fn, fb);
 }
 
-template <VecUnaryF32 VecMathF32::*Which, typename F>
+template <VecUnaryF32 VecMathF32::*Which, VecUnaryBf16 VecUnaryBf16Table::*WhichBf16,
+          typename F>
 void vectorised_unary_kernel(OpCall& call) {
-  if (!run_vectorised(call, Which)) unary_kernel<F>(call);
+  if (!run_vectorised(call, Which, WhichBf16)) unary_kernel<F>(call);
 }
 
 // abs / neg of dense 16-bit floats (bfloat16, float16) as one bit operation on the sign
 // (clear / flip bit 15) over the flat array: exact, NaN payloads kept, and no widening
 // (bfloat16 abs widened, took the float32 function and narrowed: twice PyTorch's time).
-template <bool kAbs, VecUnaryF32 VecMathF32::*Which, typename F>
+template <bool kAbs, VecUnaryF32 VecMathF32::*Which, VecUnaryBf16 VecUnaryBf16Table::*WhichBf16,
+          typename F>
 void sign_bit_kernel(OpCall& call) {
   const Tensor& in = call.inputs[0];
   const Tensor& out = call.outs[0];
@@ -381,7 +404,7 @@ void sign_bit_kernel(OpCall& call) {
   const int64_t n = in.numel();
   const bool overlap = src != dst && src < dst + n && dst < src + n;
   if (!half || in.dtype() != out.dtype() || !same_dense_layout(in, out) || overlap) {
-    vectorised_unary_kernel<Which, F>(call);
+    vectorised_unary_kernel<Which, WhichBf16, F>(call);
     return;
   }
   parallel_pieces(n, [&](int64_t b, int64_t e) {
@@ -393,7 +416,9 @@ void sign_bit_kernel(OpCall& call) {
 // gelu(approximate) with the vector path for float32.
 void fast_gelu_kernel(OpCall& call) {
   const bool tanh_form = call.string_attr(0) == "tanh";
-  if (run_vectorised(call, tanh_form ? &VecMathF32::gelu_tanh : &VecMathF32::gelu_erf)) return;
+  if (tanh_form ? run_vectorised(call, KILN_VEC(gelu_tanh))
+                : run_vectorised(call, KILN_VEC(gelu_erf)))
+    return;
   gelu_kernel(call);
 }
 
@@ -405,30 +430,30 @@ void register_unary_kernels() {
   };
   const DTypeMask numeric = kNumericDTypes;
   // float32 / bfloat16 through the vector table (sign-bit operations), other dtypes scalar.
-  reg("neg", sign_bit_kernel<false, &VecMathF32::neg, Neg>, numeric);
-  reg("abs", sign_bit_kernel<true, &VecMathF32::abs, Abs>, numeric);
-  reg("exp", vectorised_unary_kernel<&VecMathF32::exp, Exp>, kFloatDTypes);
-  reg("exp2", vectorised_unary_kernel<&VecMathF32::exp2, Exp2>, kFloatDTypes);
-  reg("log", vectorised_unary_kernel<&VecMathF32::log, Log>, kFloatDTypes);
-  reg("log2", vectorised_unary_kernel<&VecMathF32::log2, Log2>, kFloatDTypes);
-  reg("log1p", vectorised_unary_kernel<&VecMathF32::log1p, Log1p>, kFloatDTypes);
-  reg("expm1", vectorised_unary_kernel<&VecMathF32::expm1, Expm1>, kFloatDTypes);
-  reg("sqrt", vectorised_unary_kernel<&VecMathF32::sqrt, Sqrt>, kFloatDTypes);
-  reg("rsqrt", vectorised_unary_kernel<&VecMathF32::rsqrt, Rsqrt>, kFloatDTypes);
-  reg("sin", vectorised_unary_kernel<&VecMathF32::sin, Sin>, kFloatDTypes);
-  reg("cos", vectorised_unary_kernel<&VecMathF32::cos, Cos>, kFloatDTypes);
-  reg("tan", vectorised_unary_kernel<&VecMathF32::tan, Tan>, kFloatDTypes);
-  reg("tanh", vectorised_unary_kernel<&VecMathF32::tanh, Tanh>, kFloatDTypes);
-  reg("sigmoid", vectorised_unary_kernel<&VecMathF32::sigmoid, Sigmoid>, kFloatDTypes);
-  reg("relu", vectorised_unary_kernel<&VecMathF32::relu, Relu>, numeric);
-  reg("silu", vectorised_unary_kernel<&VecMathF32::silu, Silu>, kFloatDTypes);
-  reg("erf", vectorised_unary_kernel<&VecMathF32::erf, Erf>, kFloatDTypes);
-  reg("reciprocal", vectorised_unary_kernel<&VecMathF32::reciprocal, Reciprocal>, kFloatDTypes);
-  reg("floor", vectorised_unary_kernel<&VecMathF32::floor, Floor>, numeric);
-  reg("ceil", vectorised_unary_kernel<&VecMathF32::ceil, Ceil>, numeric);
-  reg("round", vectorised_unary_kernel<&VecMathF32::round, Round>, numeric);
-  reg("trunc", vectorised_unary_kernel<&VecMathF32::trunc, Trunc>, numeric);
-  reg("sign", vectorised_unary_kernel<&VecMathF32::sign, Sign>, kAllDTypes);
+  reg("neg", sign_bit_kernel<false, KILN_VEC(neg), Neg>, numeric);
+  reg("abs", sign_bit_kernel<true, KILN_VEC(abs), Abs>, numeric);
+  reg("exp", vectorised_unary_kernel<KILN_VEC(exp), Exp>, kFloatDTypes);
+  reg("exp2", vectorised_unary_kernel<KILN_VEC(exp2), Exp2>, kFloatDTypes);
+  reg("log", vectorised_unary_kernel<KILN_VEC(log), Log>, kFloatDTypes);
+  reg("log2", vectorised_unary_kernel<KILN_VEC(log2), Log2>, kFloatDTypes);
+  reg("log1p", vectorised_unary_kernel<KILN_VEC(log1p), Log1p>, kFloatDTypes);
+  reg("expm1", vectorised_unary_kernel<KILN_VEC(expm1), Expm1>, kFloatDTypes);
+  reg("sqrt", vectorised_unary_kernel<KILN_VEC(sqrt), Sqrt>, kFloatDTypes);
+  reg("rsqrt", vectorised_unary_kernel<KILN_VEC(rsqrt), Rsqrt>, kFloatDTypes);
+  reg("sin", vectorised_unary_kernel<KILN_VEC(sin), Sin>, kFloatDTypes);
+  reg("cos", vectorised_unary_kernel<KILN_VEC(cos), Cos>, kFloatDTypes);
+  reg("tan", vectorised_unary_kernel<KILN_VEC(tan), Tan>, kFloatDTypes);
+  reg("tanh", vectorised_unary_kernel<KILN_VEC(tanh), Tanh>, kFloatDTypes);
+  reg("sigmoid", vectorised_unary_kernel<KILN_VEC(sigmoid), Sigmoid>, kFloatDTypes);
+  reg("relu", vectorised_unary_kernel<KILN_VEC(relu), Relu>, numeric);
+  reg("silu", vectorised_unary_kernel<KILN_VEC(silu), Silu>, kFloatDTypes);
+  reg("erf", vectorised_unary_kernel<KILN_VEC(erf), Erf>, kFloatDTypes);
+  reg("reciprocal", vectorised_unary_kernel<KILN_VEC(reciprocal), Reciprocal>, kFloatDTypes);
+  reg("floor", vectorised_unary_kernel<KILN_VEC(floor), Floor>, numeric);
+  reg("ceil", vectorised_unary_kernel<KILN_VEC(ceil), Ceil>, numeric);
+  reg("round", vectorised_unary_kernel<KILN_VEC(round), Round>, numeric);
+  reg("trunc", vectorised_unary_kernel<KILN_VEC(trunc), Trunc>, numeric);
+  reg("sign", vectorised_unary_kernel<KILN_VEC(sign), Sign>, kAllDTypes);
   reg("logical_not", bool_unary_kernel<LogicalNot>, kAllDTypes);
   reg("isnan", bool_unary_kernel<IsNan>, kAllDTypes);
   reg("isinf", bool_unary_kernel<IsInf>, kAllDTypes);
@@ -439,5 +464,7 @@ void register_unary_kernels() {
   reg("clamp", clamp_kernel, kAllDTypes);
   reg("nan_to_num", nan_to_num_kernel, kFloatDTypes);
 }
+
+#undef KILN_VEC
 
 }  // namespace kiln::cpu

@@ -17,12 +17,33 @@ inline float reduce_max_avx2(__m256 v) {
   m = _mm_max_ps(m, _mm_movehl_ps(m, m));
   return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
 }
+// bfloat16 <-> float32 in registers, as in vec_math_avx512.cpp; the rounded 32-bit lanes
+// (all below 65536) are packed to 16 bits by packus, which works per 128-bit half, and the
+// two halves' results joined by a cross-lane permute.
+inline __m256 load_bf16_avx2(const uint16_t* p) {
+  const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
+inline void store_bf16_avx2(uint16_t* p, __m256 v) {
+  const __m256i u = _mm256_castps_si256(v);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+  const __m256i r = _mm256_srli_epi32(
+      _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb), 16);
+  const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
+  const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  const __m256i w = _mm256_blendv_epi8(r, quiet, nan);
+  const __m256i packed = _mm256_packus_epi32(w, w);  // [w0..3 w0..3 | w4..7 w4..7]
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
+                   _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0x08)));
+}
 }  // namespace
 
 #define V __m256
 #define VW 8
 #define VLOAD(p) _mm256_loadu_ps(p)
 #define VSTORE(p, v) _mm256_storeu_ps((p), (v))
+#define VLOAD_BF16(p) load_bf16_avx2(p)
+#define VSTORE_BF16(p, v) store_bf16_avx2((p), (v))
 #define VSTREAM(p, v) _mm256_stream_ps((p), (v))
 #define VSET1(x) _mm256_set1_ps(x)
 #define VADD(a, b) _mm256_add_ps((a), (b))

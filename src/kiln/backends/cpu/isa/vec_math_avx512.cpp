@@ -27,12 +27,33 @@ inline float reduce_max_avx512(__m512 v) {
   m = _mm_max_ps(m, _mm_movehl_ps(m, m));
   return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
 }
+// bfloat16 <-> float32 in registers: the 16-bit pattern is the float's upper half, so
+// widening is a zero extension and a shift; narrowing rounds to nearest even by adding
+// 0x7fff plus the kept part's lowest bit, and a NaN keeps its upper half with the quiet bit
+// set (the rule of BFloat16(float) and of v_narrow_bf16 below). vcvtneps2bf16 is not used: it
+// flushes denormal inputs to zero.
+inline __m512 load_bf16_avx512(const uint16_t* p) {
+  const __m512i w =
+      _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+}
+inline void store_bf16_avx512(uint16_t* p, __m512 v) {
+  const __m512i u = _mm512_castps_si512(v);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  __m512i r = _mm512_srli_epi32(
+      _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb), 16);
+  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+  r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(r));
+}
 }  // namespace
 
 #define V __m512
 #define VW 16
 #define VLOAD(p) _mm512_loadu_ps(p)
 #define VSTORE(p, v) _mm512_storeu_ps((p), (v))
+#define VLOAD_BF16(p) load_bf16_avx512(p)
+#define VSTORE_BF16(p, v) store_bf16_avx512((p), (v))
 #define VSTREAM(p, v) _mm512_stream_ps((p), (v))
 #define VSET1(x) _mm512_set1_ps(x)
 #define VADD(a, b) _mm512_add_ps((a), (b))
