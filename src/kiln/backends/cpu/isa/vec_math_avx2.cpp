@@ -70,6 +70,7 @@ inline void store_bf16_avx2(uint16_t* p, __m256 v) {
       _mm256_and_ps(_mm256_cmp_ps((x), _mm256_setzero_ps(), _CMP_GT_OQ), _mm256_set1_ps(1.0f)), \
       _mm256_and_ps(_mm256_cmp_ps((x), _mm256_setzero_ps(), _CMP_LT_OQ), _mm256_set1_ps(1.0f)))
 #define VNEG(a) _mm256_xor_ps((a), _mm256_set1_ps(-0.0f))
+#define VCOPYSIGN(m, s) _mm256_or_ps((m), _mm256_and_ps((s), _mm256_set1_ps(-0.0f)))
 #define VSEL_NEG(x, a, b) \
   _mm256_blendv_ps((b), (a), _mm256_cmp_ps((x), _mm256_setzero_ps(), _CMP_LT_OQ))
 #define VROUND(a) _mm256_round_ps((a), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
@@ -77,7 +78,6 @@ inline void store_bf16_avx2(uint16_t* p, __m256 v) {
   _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23))
 #define SLEEF_EXP Sleef_expf8_u10avx2
 #define SLEEF_LOG Sleef_logf8_u10avx2
-#define SLEEF_TANH Sleef_tanhf8_u10avx2
 #define SLEEF_SIN Sleef_sinf8_u10avx2
 #define SLEEF_COS Sleef_cosf8_u10avx2
 #define SLEEF_TAN Sleef_tanf8_u10avx2

@@ -82,6 +82,7 @@ inline void store_bf16_avx512(uint16_t* p, __m512 v) {
       _mm512_maskz_mov_ps(_mm512_cmp_ps_mask((x), _mm512_setzero_ps(), _CMP_LT_OQ),        \
                           _mm512_set1_ps(1.0f)))
 #define VNEG(a) _mm512_xor_ps((a), _mm512_set1_ps(-0.0f))
+#define VCOPYSIGN(m, s) _mm512_or_ps((m), _mm512_and_ps((s), _mm512_set1_ps(-0.0f)))
 #define VSEL_NEG(x, a, b) \
   _mm512_mask_blend_ps(_mm512_cmp_ps_mask((x), _mm512_setzero_ps(), _CMP_LT_OQ), (b), (a))
 #define VROUND(a) _mm512_roundscale_ps((a), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
@@ -96,7 +97,6 @@ inline void store_bf16_avx512(uint16_t* p, __m512 v) {
 #define VZERO_UNLESS_LT(a, b, v) _mm512_maskz_mov_ps(_mm512_cmp_ps_mask((a), (b), _CMP_LT_OQ), (v))
 #define SLEEF_EXP Sleef_expf16_u10avx512f
 #define SLEEF_LOG Sleef_logf16_u10avx512f
-#define SLEEF_TANH Sleef_tanhf16_u10avx512f
 #define SLEEF_SIN Sleef_sinf16_u10avx512f
 #define SLEEF_COS Sleef_cosf16_u10avx512f
 #define SLEEF_TAN Sleef_tanf16_u10avx512f
