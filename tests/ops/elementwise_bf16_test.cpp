@@ -139,6 +139,31 @@ TEST(ElementwiseLargeBfloat16, BinaryFastPathsKeepSignsAndSpecials) {
     expect_bits(mul(x, sc), [f](float a, float) { return a * f; }, "x * " + std::to_string(scale));
     expect_bits(mul(sc, x), [f](float a, float) { return f * a; }, std::to_string(scale) + " * x");
   }
+  // Add / Sub of one value along the run (muladd_bf16 with a scale of +-1), both orders.
+  for (double c : {3.0, -0.125, 0.0, -0.0, inf, nan}) {
+    Tensor sc = bf16_tensor({c}, {});
+    const float f = float(c);
+    const std::string cs = std::to_string(c);
+    expect_bits(add(x, sc), [f](float a, float) { return a + f; }, "x + " + cs);
+    expect_bits(add(sc, x), [f](float a, float) { return f + a; }, cs + " + x");
+    expect_bits(sub(x, sc), [f](float a, float) { return a - f; }, "x - " + cs);
+    expect_bits(sub(sc, x), [f](float a, float) { return f - a; }, cs + " - x");
+  }
+  // A column broadcast along each row: x + y[:, :1] and y[:, :1] - x.
+  const Tensor col = y.slice(1, 0, 1);
+  for (bool is_add : {true, false}) {
+    const std::vector<double> g = (is_add ? add(x, col) : sub(col, x)).to_vector<double>();
+    for (size_t i = 0; i < g.size(); ++i) {
+      const float a = float(xv[i]), c = float(yv[i / 100 * 100]);
+      const double want = bf16_round(is_add ? a + c : c - a);
+      if (std::isnan(want)) {
+        ASSERT_TRUE(std::isnan(g[i])) << i;
+        continue;
+      }
+      ASSERT_EQ(g[i], want) << (is_add ? "x + col" : "col - x") << " at " << i;
+      ASSERT_EQ(std::signbit(g[i]), std::signbit(want)) << i;
+    }
+  }
 }
 
 // addcmul(shift, x, scale) with value 1 and per-channel or single-value shift / scale (eval

@@ -57,7 +57,8 @@ float apply_strided(const std::array<char*, NIn + 1>& p, const std::array<int64_
 //   Add, Sub, Mul, Div  f(a, b) == a op b: runs of two unit-stride arrays (residual adds,
 //           products of activations) use add_bf16 / sub_bf16 / mul_bf16 / div_bf16;
 //           Mul by one value along the run (x * scale) uses muladd_bf16 with a -0.0 shift
-//           (-0.0 + y == y for every y, the sign of a zero included);
+//           (-0.0 + y == y for every y, the sign of a zero included), Add / Sub of one
+//           value (a + b[:, :1]) muladd_bf16 with a scale of +-1 (exact);
 //   Max, Min  f(a, b) == nan_max / nan_min (a, b): max_bf16 / min_bf16 likewise.
 enum class Bf16Fast { None, MulAdd, Add, Sub, Mul, Div, Max, Min };
 template <size_t NIn, typename F, Bf16Fast kFast = Bf16Fast::None>
@@ -133,13 +134,24 @@ bool bf16_elementwise(const Tensor& out, const std::array<const Tensor*, NIn>& i
         else fast(o, 0, n);
         return;
       }
-      if (kFast == Bf16Fast::Mul && vm.muladd_bf16 && (s[1] == 0) != (s[2] == 0) &&
-          invariant[0].empty() && invariant[1].empty()) {
-        // x * scale, scale one value: -0.0 + x * scale in registers (muladd_bf16).
+      constexpr bool kMulAddForm =
+          kFast == Bf16Fast::Mul || kFast == Bf16Fast::Add || kFast == Bf16Fast::Sub;
+      if (kMulAddForm && vm.muladd_bf16 && (s[1] == 0) != (s[2] == 0) && invariant[0].empty() &&
+          invariant[1].empty()) {
+        // One operand is one value c along the run (x * scale; a + b[:, :1]): shift + x * scale
+        // in registers (muladd_bf16), each form exact but for the one rounding of the op:
+        // x * c = -0.0 + x * c; x + c = c + x * 1; x - c = -c + x * 1; c - x = c + x * -1.
         const bool a_scalar = s[1] == 0;
         const uint16_t* x = a_scalar ? b : a;
-        const float scale = float(*reinterpret_cast<const BFloat16*>(a_scalar ? p[1] : p[2]));
-        const float shift = -0.0f;
+        const float c = float(*reinterpret_cast<const BFloat16*>(a_scalar ? p[1] : p[2]));
+        float scale = 1.0f, shift = c;
+        if (kFast == Bf16Fast::Mul) {
+          scale = c;
+          shift = -0.0f;
+        } else if (kFast == Bf16Fast::Sub) {
+          scale = a_scalar ? -1.0f : 1.0f;
+          shift = a_scalar ? c : -c;
+        }
         auto fast = [&](BFloat16* dst, int64_t j, int64_t len) {
           vm.muladd_bf16(x + j, &scale, 0, &shift, 0, reinterpret_cast<uint16_t*>(dst), len);
         };
