@@ -10,6 +10,7 @@
 
 #include "kiln/core/convert.h"
 #include "kiln/dispatch/registry.h"
+#include "batched_small_gemm.h"
 #include "isa/gemm_bf16.h"
 #include "isa/gemm_f32.h"
 #include "isa/gemm_s8.h"
@@ -248,6 +249,13 @@ void run_gemm_bf16(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
   const BFloat16* S = reinterpret_cast<const BFloat16*>(g.self.data);
   BFloat16* Cp = const_cast<BFloat16*>(reinterpret_cast<const BFloat16*>(g.c.data));
   const Tensor* b_tensor = g.batch.empty() ? g.b.tensor : nullptr;
+  // One batch dim (attention's [B*H] products) without self: small batches whole on each
+  // thread (batched_small_gemm.h), else a single batched oneDNN call.
+  if (!use_self && g.c.cs == 1 && g.batch.size() == 1 &&
+      batches_on_threads_bf16(g.batch[0], g.M, g.N, g.K, A, g.a.batch[0], g.a.rs, g.a.cs, B,
+                              g.b.batch[0], g.b.rs, g.b.cs, reinterpret_cast<uint16_t*>(Cp),
+                              g.c.batch[0], g.c.rs, alpha))
+    return;
   if (!use_self && g.c.cs == 1 && g.batch.size() == 1 &&
       onednn_matmul_batched(DType::BF16, g.batch[0], g.M, g.N, g.K, A, g.a.batch[0], g.a.rs,
                             g.a.cs, B, g.b.batch[0], g.b.rs, g.b.cs, Cp, g.c.batch[0], g.c.rs,
