@@ -64,19 +64,22 @@ void nll_loss_kernel(OpCall& call) {
   const ClassTargets<T> targets = class_targets<T>(call, n, C, call.int_attr(1), "nll_loss");
   const T* xp = static_cast<const T*>(x.raw_data());
   const int64_t s0 = x.stride(0), s1 = x.stride(1), s2 = x.stride(2);
-  // Loss and weight of sample i (0 and 0 when its target is ignored).
+  // Loss and weight of sample i (0 and 0 when its target is ignored). Without extra dims
+  // (D == 1, input [N, C]) no division splits i: a 64-bit division per target was most of
+  // nll_loss of [4096, 8] float32 (14.6 us, torch 9.7).
   auto term = [&](int64_t i, double& w) {
     if (targets.ignored(i)) {
       w = 0.0;
       return 0.0;
     }
     w = targets.weight_of(i);
-    return -w * convert_value<double>(xp[(i / D) * s0 + targets.index[i] * s1 + (i % D) * s2]);
+    const int64_t at = D == 1 ? i * s0 : (i / D) * s0 + (i % D) * s2;
+    return -w * convert_value<double>(xp[at + targets.index[i] * s1]);
   };
   T* loss = static_cast<T*>(call.outs[0].raw_data());
   T* total_weight = static_cast<T*>(call.outs[1].raw_data());
   constexpr int64_t kPieces = 64;
-  std::vector<double> loss_sums(kPieces, 0.0), weight_sums(kPieces, 0.0);
+  double loss_sums[kPieces] = {}, weight_sums[kPieces] = {};  // on the stack: no allocation
   auto piece = [&](int64_t p) {
     double ls = 0.0, ws = 0.0;
     for (int64_t i = n * p / kPieces; i < n * (p + 1) / kPieces; ++i) {
@@ -86,8 +89,8 @@ void nll_loss_kernel(OpCall& call) {
       ls += l;
       ws += w;
     }
-    loss_sums[size_t(p)] = ls;
-    weight_sums[size_t(p)] = ws;
+    loss_sums[p] = ls;
+    weight_sums[p] = ws;
   };
   if (n >= detail::kParallelElements) {
     detail::parallel_chunks(kPieces, piece);
@@ -96,8 +99,8 @@ void nll_loss_kernel(OpCall& call) {
   }
   double ls = 0.0, ws = 0.0;
   for (int64_t p = 0; p < kPieces; ++p) {
-    ls += loss_sums[size_t(p)];
-    ws += weight_sums[size_t(p)];
+    ls += loss_sums[p];
+    ws += weight_sums[p];
   }
   *total_weight = convert_value<T>(ws);
   if (reduction == NllReduction::Sum) *loss = convert_value<T>(ls);
