@@ -162,10 +162,14 @@ TEST_P(Softmax, LongRowsAreAccurate) {
   expect_close(softmax(xt, 0), {5000, 3}, ref_softmax(vt, {5000, 3}, 0, false));
 }
 
-// bfloat16 rows of attention-score lengths, converted several rows at a time (groups of up
-// to 2048 elements, the last group partial), and a long row converted alone; threaded sizes.
-TEST_P(Softmax, Bfloat16RowsInGroups) {
-  for (Shape shape : {Shape{3, 37, 100}, Shape{2, 12, 128, 128}, Shape{5, 300}, Shape{70, 1031}}) {
+// bfloat16 rows of attention-score lengths and longer ones (vector tails, threaded sizes),
+// converted in registers: close to the float64 softmax, and bit for bit the float32 row's
+// result on the widened values rounded once (NaN results: any NaN), with special rows (all
+// -inf, a NaN, +inf, huge and tiny values) among them.
+TEST_P(Softmax, Bfloat16RowsEqualTheFloat32RowsRoundedOnce) {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (Shape shape : {Shape{3, 37, 100}, Shape{2, 12, 128, 128}, Shape{5, 300}, Shape{70, 1031},
+                      Shape{9, 1}, Shape{4, 16}, Shape{4, 17}}) {
     int64_t n = 1;
     for (int64_t d : shape) n *= d;
     std::vector<double> v = rounded(random_values(size_t(n), -6, 6, uint32_t(n)), DType::BF16);
@@ -175,6 +179,31 @@ TEST_P(Softmax, Bfloat16RowsInGroups) {
       EXPECT_EQ(y.dtype(), DType::BF16);
       expect_close(y, shape, ref_softmax(v, shape, -1, log),
                    shape_str(shape) + (log ? " log_softmax" : " softmax"));
+    }
+    // Special values in the first rows (where the rows are long enough to hold them).
+    const int64_t len = shape.back();
+    if (len >= 4 && n / len >= 4) {
+      for (int64_t j = 0; j < len; ++j) v[size_t(j)] = -inf;            // all -inf
+      v[size_t(len + 2)] = std::nan("");                               // a NaN
+      v[size_t(2 * len + 1)] = inf;                                    // +inf
+      v[size_t(3 * len)] = 3e38, v[size_t(3 * len + 3)] = -3e38;        // huge
+    }
+    x = make(v, shape, DType::BF16, device());
+    for (bool log : {false, true}) {
+      const std::string what = shape_str(shape) + (log ? " log_softmax" : " softmax");
+      const std::vector<double> got = (log ? log_softmax(x, -1) : softmax(x, -1)).to_vector<double>();
+      const Tensor xf = x.to(DType::F32);
+      const std::vector<double> want =
+          (log ? log_softmax(xf, -1) : softmax(xf, -1)).to(DType::BF16).to_vector<double>();
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        if (std::isnan(want[i])) {
+          ASSERT_TRUE(std::isnan(got[i])) << what << " at " << i;
+          continue;
+        }
+        ASSERT_EQ(got[i], want[i]) << what << " at " << i;
+        ASSERT_EQ(std::signbit(got[i]), std::signbit(want[i])) << what << " at " << i;
+      }
     }
   }
 }

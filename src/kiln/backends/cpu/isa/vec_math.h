@@ -13,6 +13,10 @@ using VecUnaryF32 = void (*)(const float* in, float* out, int64_t n);
 // softmax (log_softmax when log) of one contiguous row of n values; the row's maximum is
 // subtracted first, the sum of exponentials accumulates in float32 lanes (as PyTorch).
 using VecSoftmaxRowF32 = void (*)(const float* in, float* out, int64_t n, bool log);
+// The same for a bfloat16 row, converted in registers (scratch: n floats for the exponentials
+// before the sum is known): bit for bit the float32 row on the widened values, rounded once.
+using VecSoftmaxRowBf16 = void (*)(const uint16_t* in, uint16_t* out, float* scratch,
+                                   int64_t n, bool log);
 
 // softmax (log_softmax when log) down each column of a dense tile [lines, width] (width at
 // most kSoftmaxColumnsMax), in place: the softmax along a dim that is not the last.
@@ -123,6 +127,7 @@ struct VecMathF32 {
 #undef KILN_VEC_FIELD
   VecUnaryBf16Table bf16;  // the unary functions for bfloat16 arrays
   VecSoftmaxRowF32 softmax_row = nullptr;
+  VecSoftmaxRowBf16 softmax_row_bf16 = nullptr;
   VecSoftmaxColumnsF32 softmax_columns = nullptr;
   VecLogSumExpRowF32 logsumexp_row = nullptr;
   VecBoxMullerF32 box_muller = nullptr;
