@@ -308,6 +308,17 @@ TEST(NormBfloat16, LayerNormAndRmsNormAgainstFloat64) {
         ASSERT_NEAR(got_r[at], want_r, 4e-3 * std::fabs(want_r) + 1e-5) << "rms_norm len " << len << " at " << at;
       }
     }
+    // Bit for bit the float32 op on the widened values, rounded once (the write pass rounds
+    // in registers; the float32 path writes float32).
+    const Tensor xf = x.to(DType::F32), wf = w.to(DType::F32), bf = b.to(DType::F32);
+    const std::vector<double> want_y =
+        std::get<0>(native_layer_norm(xf, 1, wf, bf, 1e-5)).to(DType::BF16).to_vector<double>();
+    const std::vector<double> want_yr =
+        std::get<0>(native_rms_norm(xf, 1, wf, 1e-6)).to(DType::BF16).to_vector<double>();
+    for (size_t i = 0; i < got.size(); ++i) {
+      ASSERT_EQ(got[i], want_y[i]) << "layer_norm len " << len << " at " << i;
+      ASSERT_EQ(got_r[i], want_yr[i]) << "rms_norm len " << len << " at " << i;
+    }
   }
 }
 

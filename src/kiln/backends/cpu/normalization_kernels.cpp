@@ -113,13 +113,14 @@ void norm_kernel(OpCall& call) {
 }
 
 // bfloat16 rows through float32: each row is widened once with the ISA's vector converter,
-// takes the float32 path's vectorised statistics, and is written back rounded once. The
+// takes the float32 path's vectorised statistics, and is written back rounded once (in
+// registers, norm_affine_bf16). The
 // generic loop converted every element on its own in baseline code (BERT's bfloat16
 // layer norms ran 3-4x slower than float32 per element). False at the baseline ISA level.
 template <bool kLayer>
 bool norm_bf16_via_f32(OpCall& call) {
   const VecMathF32& vm = vec_math_f32();
-  if (!vm.widen_bf16 || !vm.narrow_bf16 || !vm.norm_affine) return false;
+  if (!vm.widen_bf16 || !vm.norm_affine_bf16) return false;
   const Tensor& x = call.inputs[0];
   const Tensor& w = call.inputs[1];
   const Tensor& b = kLayer ? call.inputs[2] : call.inputs[1];
@@ -154,8 +155,7 @@ bool norm_bf16_via_f32(OpCall& call) {
     const float sm = float(mean), sr = float(rstd);
     const float* wp = wv.empty() ? nullptr : wv.data();
     const float* bp = bv.empty() ? nullptr : bv.data();
-    vm.norm_affine(v, v, len, sm, sr, wp, bp, false);
-    vm.narrow_bf16(v, dst + r * len, len);
+    vm.norm_affine_bf16(v, dst + r * len, len, sm, sr, wp, bp);
   });
   return true;
 }

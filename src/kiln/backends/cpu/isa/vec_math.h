@@ -66,6 +66,10 @@ using VecBinaryF32 = void (*)(const float* a, int64_t a_step, const float* b, in
 // row.
 using VecNormAffineF32 = void (*)(const float* in, float* out, int64_t n, float mean,
                                   float rstd, const float* w, const float* b, bool stream);
+// The same write pass into a bfloat16 row (no streaming), rounded in registers: bit for bit
+// the float32 pass narrowed afterwards.
+using VecNormAffineBf16 = void (*)(const float* in, uint16_t* out, int64_t n, float mean,
+                                   float rstd, const float* w, const float* b);
 
 // The same for float32 x and out (eval-mode batch norm in float32); out may be x.
 using VecMulAddF32 = void (*)(const float* x, const float* mul, int64_t mul_step,
@@ -144,6 +148,7 @@ struct VecMathF32 {
   VecBinaryF32 add_f32 = nullptr, sub_f32 = nullptr, mul_f32 = nullptr, div_f32 = nullptr,
                max_f32 = nullptr, min_f32 = nullptr;
   VecNormAffineF32 norm_affine = nullptr;
+  VecNormAffineBf16 norm_affine_bf16 = nullptr;
 };
 
 const VecMathF32& vec_math_avx2();
