@@ -124,6 +124,12 @@ void run_pieces(const Tensor& x, const Tensor& out, Fn fn) {
   E* dst = static_cast<E*>(out.raw_data());
   parallel_pieces(out.numel(), [&](int64_t b, int64_t e) { fn(src + b, dst + b, e - b); });
 }
+// The table's function for x ** y (VecMathF32 or its bfloat16 table), or null.
+template <typename Table>
+auto pow_function(const Table& t, float y) {
+  return y == 2.0f ? t.square : y == 3.0f ? t.cube : y == 0.5f ? t.sqrt
+       : y == -1.0f ? t.reciprocal : nullptr;
+}
 bool pow_vectorised(const Tensor& x, const Tensor& out, float y) {
   if (x.dtype() != out.dtype() || x.shape() != out.shape() || x.strides() != out.strides() ||
       !(x.is_contiguous() || x.is_channels_last()))
@@ -134,25 +140,14 @@ bool pow_vectorised(const Tensor& x, const Tensor& out, float y) {
   if (src != dst && src < dst + bytes && dst < src + bytes) return false;
   const VecMathF32& vm = vec_math_f32();
   if (x.dtype() == DType::F32) {
-    const VecUnaryF32 fn = y == 2.0f    ? vm.square
-                           : y == 3.0f  ? vm.cube
-                           : y == 0.5f  ? vm.sqrt
-                           : y == -1.0f ? vm.reciprocal
-                                        : nullptr;
-    if (!fn) return false;
-    run_pieces<float>(x, out, fn);
-    return true;
+    const VecUnaryF32 fn = pow_function(vm, y);
+    if (fn) run_pieces<float>(x, out, fn);
+    return fn != nullptr;
   }
   if (x.dtype() == DType::BF16) {
-    const VecUnaryBf16Table& vb = vm.bf16;
-    const VecUnaryBf16 fn = y == 2.0f    ? vb.square
-                            : y == 3.0f  ? vb.cube
-                            : y == 0.5f  ? vb.sqrt
-                            : y == -1.0f ? vb.reciprocal
-                                         : nullptr;
-    if (!fn) return false;
-    run_pieces<uint16_t>(x, out, fn);
-    return true;
+    const VecUnaryBf16 fn = pow_function(vm.bf16, y);
+    if (fn) run_pieces<uint16_t>(x, out, fn);
+    return fn != nullptr;
   }
   return false;
 }
