@@ -191,7 +191,8 @@ TEST_P(Softmax, Bfloat16RowsEqualTheFloat32RowsRoundedOnce) {
     x = make(v, shape, DType::BF16, device());
     for (bool log : {false, true}) {
       const std::string what = shape_str(shape) + (log ? " log_softmax" : " softmax");
-      const std::vector<double> got = (log ? log_softmax(x, -1) : softmax(x, -1)).to_vector<double>();
+      const std::vector<double> got =
+          (log ? log_softmax(x, -1) : softmax(x, -1)).to_vector<double>();
       const Tensor xf = x.to(DType::F32);
       const std::vector<double> want =
           (log ? log_softmax(xf, -1) : softmax(xf, -1)).to(DType::BF16).to_vector<double>();
