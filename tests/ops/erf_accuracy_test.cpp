@@ -7,23 +7,10 @@
 #include <limits>
 #include <string>
 
-#include "ops/test_util.h"
+#include "ops/accuracy_util.h"
 
 namespace kiln::test {
 namespace {
-
-float float_from_bits(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-// One float32 ulp at |want| (the spacing above the float nearest to it; subnormal spacing
-// below the normal range).
-double ulp_at(double want) {
-  const float w = std::fabs(float(want));
-  return double(std::nextafter(w, std::numeric_limits<float>::infinity())) - double(w);
-}
 
 // Every 4093rd bit pattern of the positive floats (both pieces, the blend at 1, the cap at
 // 3.92, subnormals) and their negatives, plus the edges of each piece; an odd count, so the
@@ -71,18 +58,9 @@ TEST(UnaryErfAccuracy, SpecialValues) {
 // value plus the float32 error (well inside one bfloat16 ulp, 2^-8 relative), at a threaded
 // size and in a transposed layout.
 TEST(UnaryErfAccuracy, Bfloat16WithinOneUlp) {
-  std::vector<double> v;
-  for (int i = 0; i < 40000; ++i) v.push_back(std::sin(i * 0.173) * 4.5 * std::pow(0.9, i % 40));
-  Tensor x = tensor_from(v, {200, 200}).to(DType::BF16);
-  for (const Tensor& in : {x, x.t()}) {
-    const std::vector<double> xs = in.to(DType::F64).to_vector<double>();
-    const std::vector<double> got = erf(in).to(DType::F64).to_vector<double>();
-    for (size_t i = 0; i < xs.size(); ++i) {
-      const double want = std::erf(xs[i]);
-      ASSERT_LE(std::fabs(got[i] - want), std::fabs(want) * std::ldexp(1.0, -8) + 1e-38)
-          << "erf(" << xs[i] << ")";
-    }
-  }
+  expect_bf16_within_one_ulp(
+      "erf", [](const Tensor& t) { return erf(t); }, [](double x) { return std::erf(x); },
+      4.5, 0.9);
 }
 
 }  // namespace

@@ -8,23 +8,10 @@
 #include <string>
 
 #include "kiln/backends/cpu/cpu_info.h"
-#include "ops/test_util.h"
+#include "ops/accuracy_util.h"
 
 namespace kiln::test {
 namespace {
-
-float float_from_bits(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-// One float32 ulp at |want| (the spacing above the float nearest to it; subnormal spacing
-// below the normal range).
-double ulp_at(double want) {
-  const float w = std::fabs(float(want));
-  return double(std::nextafter(w, std::numeric_limits<float>::infinity())) - double(w);
-}
 
 // Every 4093rd bit pattern of the positive floats (both pieces, the blend at 0.75, the cap at
 // 9.5, subnormals) and their negatives, every float near the blend, plus edges; an odd count,
@@ -77,18 +64,9 @@ TEST(UnaryTanhAccuracy, SpecialValues) {
 // value plus the float32 error (well inside one bfloat16 ulp, 2^-8 relative), at a threaded
 // size and in a transposed layout.
 TEST(UnaryTanhAccuracy, Bfloat16WithinOneUlp) {
-  std::vector<double> v;
-  for (int i = 0; i < 40000; ++i) v.push_back(std::sin(i * 0.173) * 6.0 * std::pow(0.8, i % 40));
-  Tensor x = tensor_from(v, {200, 200}).to(DType::BF16);
-  for (const Tensor& in : {x, x.t()}) {
-    const std::vector<double> xs = in.to(DType::F64).to_vector<double>();
-    const std::vector<double> got = tanh(in).to(DType::F64).to_vector<double>();
-    for (size_t i = 0; i < xs.size(); ++i) {
-      const double want = std::tanh(xs[i]);
-      ASSERT_LE(std::fabs(got[i] - want), std::fabs(want) * std::ldexp(1.0, -8) + 1e-38)
-          << "tanh(" << xs[i] << ")";
-    }
-  }
+  expect_bf16_within_one_ulp(
+      "tanh", [](const Tensor& t) { return tanh(t); }, [](double x) { return std::tanh(x); },
+      6.0, 0.8);
 }
 
 }  // namespace
