@@ -5,8 +5,10 @@
 // (overwritten).
 // With AVX-512 VNNI (ISA level avx512_vnni and up) a packed, register-blocked kernel adds four
 // u8 x s8 products per int32 lane with vpdpbusd; signed A is shifted to unsigned by +128 and
-// the shift's contribution, 128 * (column sums of B), subtracted. Below that level, plain
-// int32 loops. Sums wrap in int32 (exactly like the hardware instruction for these ranges).
+// the shift's contribution, 128 * (column sums of B), subtracted. At the AVX2 and AVX-512
+// levels both operands are widened to int16 and multiplied in exact pairs with vpmaddwd
+// (gemm_s8_avx2.cpp); at the baseline level, plain int32 loops. Sums wrap in int32 (exactly
+// like the hardware instructions for these ranges).
 #include <cstdint>
 
 namespace kiln::cpu {
@@ -16,6 +18,8 @@ using GemmS8Fn = void (*)(int64_t M, int64_t N, int64_t K, const uint8_t* A, boo
 
 void gemm_s8_reference(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool a_signed,
                        const int8_t* B, bool b_transposed, int32_t* C);
+void gemm_s8_avx2(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool a_signed,
+                  const int8_t* B, bool b_transposed, int32_t* C);
 void gemm_s8_avx512vnni(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool a_signed,
                         const int8_t* B, bool b_transposed, int32_t* C);
 

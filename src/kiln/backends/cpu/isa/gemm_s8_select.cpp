@@ -1,4 +1,4 @@
-// Choice of the 8-bit GEMM variant, and the plain-loop reference used below AVX-512 VNNI.
+// Choice of the 8-bit GEMM variant, and the plain-loop reference used at the baseline level.
 #include "gemm_s8.h"
 #include "kiln/backends/cpu/cpu_info.h"
 
@@ -34,6 +34,7 @@ GemmS8Fn gemm_s8_kernel() {
   static const GemmS8Fn fn = [] {
     if (isa_level() >= IsaLevel::Avx512Vnni && cpu_features().avx512_vnni)
       return &gemm_s8_avx512vnni;
+    if (isa_level() >= IsaLevel::Avx2) return &gemm_s8_avx2;
     return &gemm_s8_reference;
   }();
   return fn;

@@ -1,0 +1,269 @@
+// 8-bit GEMM for AVX2 (and AVX-512 without VNNI; compiler flags set in CMakeLists.txt). Both
+// operands are widened to int16 (A zero- or sign-extended as its type says, B sign-extended)
+// and vpmaddwd multiplies pairs of int16 and adds each pair into one int32 lane. Every product
+// and pair sum is exact (|a * b| <= 255 * 128), unlike vpmaddubsw, whose int16 pair sums
+// saturate, so no shift or correction is needed for a signed A.
+//   few rows x B stored as [N, K] (LLM decoding): each output a dot product, B streamed once;
+//   otherwise the layout of gemm_s8_avx512vnni.cpp with K taken two at a time: per thread, B
+//   packed per 1024 x 256 block into panels of 16 columns holding (k, k+1) int16 pairs in one
+//   int32 each, A's 6 rows of a tile widened into a small buffer, 6 x 16 register tiles.
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "gemm_f32.h"  // gemm_thread_grid
+#include "gemm_pack_buffer.h"
+#include "gemm_s8.h"
+
+namespace kiln::cpu {
+
+namespace {
+
+constexpr int64_t kMR = 6, kNR = 16, kKC = 1024, kNC = 256;
+
+// 16 bytes as 16 int16 (sign- or zero-extended).
+inline __m256i widen16(const void* p, bool is_signed) {
+  const __m128i v = _mm_loadu_si128(static_cast<const __m128i*>(p));
+  return is_signed ? _mm256_cvtepi8_epi16(v) : _mm256_cvtepu8_epi16(v);
+}
+
+inline int32_t horizontal_sum(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(s);
+}
+
+// A's rows [i, i + h) widened to int16 over columns [k0, k0 + kc), each row padded with zeros
+// to 2 * kp values (kp int16 pairs; row stride kp words); rows h..rows-1 all zero.
+void widen_a_rows(const uint8_t* A, int64_t K, bool a_signed, int64_t i, int64_t h,
+                  int64_t rows, int64_t k0, int64_t kc, int64_t kp, int16_t* out) {
+  for (int64_t r = 0; r < rows; ++r) {
+    int16_t* dst = out + r * 2 * kp;
+    if (r >= h) {
+      std::memset(dst, 0, size_t(4 * kp));
+      continue;
+    }
+    const uint8_t* src = A + (i + r) * K + k0;
+    int64_t k = 0;
+    for (; k + 16 <= kc; k += 16)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k), widen16(src + k, a_signed));
+    for (; k < kc; ++k) dst[k] = a_signed ? int16_t(int8_t(src[k])) : int16_t(src[k]);
+    for (; k < 2 * kp; ++k) dst[k] = 0;
+  }
+}
+
+// Few rows times a B stored as [N, K]: per output, 32 products a step from the widened A rows
+// (in a buffer, widened once and zero-padded to whole steps) and 32 bytes of B's row, in two
+// accumulators per row; the row count is a template argument so that the accumulators stay in
+// registers (indexed by a run-time count they were kept on the stack: 17 GB/s for
+// [1, 4096] x [4096, 4096]). The K tail goes through a zero-padded copy of the row's end.
+template <int kRows>
+void few_rows_transposed(int64_t N, int64_t K, const int16_t* a16, int64_t a_stride,
+                         const int8_t* B, int32_t* C) {
+  const int64_t full = K / 32 * 32;
+  const bool parallel = N * K >= (int64_t(1) << 16) && omp_get_max_threads() > 1;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t j = 0; j < N; ++j) {
+    const int8_t* b = B + j * K;
+    __m256i acc0[kRows], acc1[kRows];
+    for (int r = 0; r < kRows; ++r) acc0[r] = acc1[r] = _mm256_setzero_si256();
+    auto step = [&](const int8_t* bytes, int64_t k) {
+      const __m256i b0 = widen16(bytes, true), b1 = widen16(bytes + 16, true);
+      for (int r = 0; r < kRows; ++r) {
+        const auto* a = reinterpret_cast<const __m256i*>(a16 + r * a_stride + k);
+        acc0[r] = _mm256_add_epi32(acc0[r], _mm256_madd_epi16(_mm256_loadu_si256(a), b0));
+        acc1[r] = _mm256_add_epi32(acc1[r], _mm256_madd_epi16(_mm256_loadu_si256(a + 1), b1));
+      }
+    };
+    for (int64_t k = 0; k < full; k += 32) step(b + k, k);
+    if (full < K) {
+      alignas(32) int8_t last[32] = {};
+      std::memcpy(last, b + full, size_t(K - full));
+      step(last, full);
+    }
+    for (int r = 0; r < kRows; ++r) C[r * N + j] = horizontal_sum(_mm256_add_epi32(acc0[r], acc1[r]));
+  }
+}
+
+void few_rows_transposed(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool a_signed,
+                         const int8_t* B, int32_t* C) {
+  const int64_t kp = (K + 31) / 32 * 16;  // int16 pairs per widened row: whole 32-byte steps
+  std::vector<int16_t> a16(size_t(M * 2 * kp));
+  widen_a_rows(A, K, a_signed, 0, M, M, 0, K, kp, a16.data());
+  switch (M) {
+    case 1: return few_rows_transposed<1>(N, K, a16.data(), 2 * kp, B, C);
+    case 2: return few_rows_transposed<2>(N, K, a16.data(), 2 * kp, B, C);
+    case 3: return few_rows_transposed<3>(N, K, a16.data(), 2 * kp, B, C);
+    default: return few_rows_transposed<4>(N, K, a16.data(), 2 * kp, B, C);
+  }
+}
+
+// C[0:mr, 0:nr] (=|+=) (A rows as int16 pairs, row stride kp words) * (B panel), kp pairs.
+inline void microkernel(int64_t kp, const int32_t* __restrict a, const int32_t* __restrict b,
+                        int32_t* c, int64_t ldc, int64_t mr, int64_t nr, bool accumulate) {
+  __m256i acc[kMR][2];
+#pragma GCC unroll 6
+  for (int r = 0; r < kMR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+  for (int64_t q = 0; q < kp; ++q) {
+    const __m256i b0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b));
+    const __m256i b1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b + 8));
+#pragma GCC unroll 6
+    for (int r = 0; r < kMR; ++r) {
+      const __m256i ar = _mm256_set1_epi32(a[r * kp + q]);
+      acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(ar, b0));
+      acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(ar, b1));
+    }
+    b += kNR;
+  }
+  if (mr == kMR && nr == kNR) {
+#pragma GCC unroll 6
+    for (int r = 0; r < kMR; ++r) {
+      auto* row = reinterpret_cast<__m256i*>(c + r * ldc);
+      if (accumulate) {
+        acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_loadu_si256(row));
+        acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_loadu_si256(row + 1));
+      }
+      _mm256_storeu_si256(row, acc[r][0]);
+      _mm256_storeu_si256(row + 1, acc[r][1]);
+    }
+    return;
+  }
+  alignas(32) int32_t tile[kMR * kNR];
+  for (int r = 0; r < kMR; ++r) {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(tile + r * kNR), acc[r][0]);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(tile + r * kNR + 8), acc[r][1]);
+  }
+  for (int64_t r = 0; r < mr; ++r)
+    for (int64_t j = 0; j < nr; ++j)
+      c[r * ldc + j] = accumulate ? c[r * ldc + j] + tile[r * kNR + j] : tile[r * kNR + j];
+}
+
+// One int32 word of a packed panel: B[k][j] in the low int16, B[k + 1][j] in the high one
+// (zero beyond K).
+inline int32_t pair_word(int8_t lo, int8_t hi) {
+  return int32_t(uint32_t(uint16_t(int16_t(lo))) | (uint32_t(uint16_t(int16_t(hi))) << 16));
+}
+
+// 8 x 8 transpose of int32 words: rows r[0..7] in, columns out (in place).
+inline void transpose8(__m256i r[8]) {
+  const __m256i t0 = _mm256_unpacklo_epi32(r[0], r[1]), t1 = _mm256_unpackhi_epi32(r[0], r[1]);
+  const __m256i t2 = _mm256_unpacklo_epi32(r[2], r[3]), t3 = _mm256_unpackhi_epi32(r[2], r[3]);
+  const __m256i t4 = _mm256_unpacklo_epi32(r[4], r[5]), t5 = _mm256_unpackhi_epi32(r[4], r[5]);
+  const __m256i t6 = _mm256_unpacklo_epi32(r[6], r[7]), t7 = _mm256_unpackhi_epi32(r[6], r[7]);
+  const __m256i s0 = _mm256_unpacklo_epi64(t0, t2), s1 = _mm256_unpackhi_epi64(t0, t2);
+  const __m256i s2 = _mm256_unpacklo_epi64(t1, t3), s3 = _mm256_unpackhi_epi64(t1, t3);
+  const __m256i s4 = _mm256_unpacklo_epi64(t4, t6), s5 = _mm256_unpackhi_epi64(t4, t6);
+  const __m256i s6 = _mm256_unpacklo_epi64(t5, t7), s7 = _mm256_unpackhi_epi64(t5, t7);
+  r[0] = _mm256_permute2x128_si256(s0, s4, 0x20);
+  r[1] = _mm256_permute2x128_si256(s1, s5, 0x20);
+  r[2] = _mm256_permute2x128_si256(s2, s6, 0x20);
+  r[3] = _mm256_permute2x128_si256(s3, s7, 0x20);
+  r[4] = _mm256_permute2x128_si256(s0, s4, 0x31);
+  r[5] = _mm256_permute2x128_si256(s1, s5, 0x31);
+  r[6] = _mm256_permute2x128_si256(s2, s6, 0x31);
+  r[7] = _mm256_permute2x128_si256(s3, s7, 0x31);
+}
+
+// B[k0:k0+kc, j0:j0+nc] -> panels of kNR columns, each kp pair words x kNR, zero-padded.
+void pack_b(const int8_t* B, bool transposed, int64_t N, int64_t K, int64_t k0, int64_t kc,
+            int64_t j0, int64_t nc, int32_t* out) {
+  const int64_t panels = (nc + kNR - 1) / kNR, kp = (kc + 1) / 2;
+  for (int64_t p = 0; p < panels; ++p) {
+    const int64_t j = j0 + p * kNR, w = std::min(kNR, j0 + nc - j);
+    int32_t* dst = out + p * kp * kNR;
+    int64_t q = 0;
+    if (transposed && w == kNR) {
+      // B stored as [N, K]: column j's pairs are adjacent bytes; 8 columns' 16 bytes widen to
+      // 8 words each, and an 8 x 8 transpose puts them into panel rows.
+      for (; k0 + 2 * q + 16 <= K && 2 * q + 16 <= kc; q += 8)
+        for (int64_t jj = 0; jj < kNR; jj += 8) {
+          __m256i r[8];
+          for (int t = 0; t < 8; ++t) r[t] = widen16(B + (j + jj + t) * K + k0 + 2 * q, true);
+          transpose8(r);
+          for (int t = 0; t < 8; ++t)
+            _mm256_store_si256(reinterpret_cast<__m256i*>(dst + (q + t) * kNR + jj), r[t]);
+        }
+    } else if (!transposed && w == kNR) {
+      // Row-major B: rows k and k + 1, 16 columns each, widened and interleaved.
+      for (; 2 * q + 1 < kc; ++q) {
+        const int8_t* row = B + (k0 + 2 * q) * N + j;
+        const __m256i lo = widen16(row, true), hi = widen16(row + N, true);
+        const __m256i a = _mm256_unpacklo_epi16(lo, hi), b = _mm256_unpackhi_epi16(lo, hi);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(dst + q * kNR),
+                           _mm256_permute2x128_si256(a, b, 0x20));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(dst + q * kNR + 8),
+                           _mm256_permute2x128_si256(a, b, 0x31));
+      }
+    }
+    for (; q < kp; ++q)
+      for (int64_t jj = 0; jj < kNR; ++jj) {
+        int8_t lo = 0, hi = 0;
+        if (jj < w) {
+          const int64_t k = k0 + 2 * q;
+          lo = transposed ? B[(j + jj) * K + k] : B[k * N + j + jj];
+          if (2 * q + 1 < kc) hi = transposed ? B[(j + jj) * K + k + 1] : B[(k + 1) * N + j + jj];
+        }
+        dst[q * kNR + jj] = pair_word(lo, hi);
+      }
+  }
+}
+
+void blocked_part(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool a_signed,
+                  const int8_t* B, bool b_transposed, int32_t* C, int64_t tile_begin,
+                  int64_t tile_end, int64_t p_begin, int64_t p_end) {
+  if (tile_begin >= tile_end || p_begin >= p_end) return;
+  constexpr int64_t kBlockPanels = kNC / kNR;
+  thread_local std::vector<int32_t> packed_b, a_rows;
+  const int64_t kp_max = (std::min(kKC, K) + 1) / 2;
+  const size_t b_size = size_t(kp_max * std::min(p_end - p_begin, kBlockPanels) * kNR);
+  if (a_rows.size() < size_t(kMR * kp_max)) a_rows.resize(size_t(kMR * kp_max));
+  int32_t* const pb = aligned_buffer(packed_b, b_size);
+  for (int64_t jp = p_begin; jp < p_end; jp += kBlockPanels) {
+    const int64_t j0 = jp * kNR;
+    const int64_t nc = std::min(std::min(p_end - jp, kBlockPanels) * kNR, N - j0);
+    const int64_t np = (nc + kNR - 1) / kNR;
+    for (int64_t k0 = 0; k0 < K; k0 += kKC) {
+      const int64_t kc = std::min(kKC, K - k0), kp = (kc + 1) / 2;
+      pack_b(B, b_transposed, N, K, k0, kc, j0, nc, pb);
+      for (int64_t tile = tile_begin; tile < tile_end; ++tile) {
+        const int64_t i = tile * kMR, mr = std::min(kMR, M - i);
+        widen_a_rows(A, K, a_signed, i, mr, kMR, k0, kc, kp,
+                     reinterpret_cast<int16_t*>(a_rows.data()));
+        for (int64_t p = 0; p < np; ++p)
+          microkernel(kp, a_rows.data(), pb + p * kp * kNR, C + i * N + j0 + p * kNR, N, mr,
+                      std::min(kNR, nc - p * kNR), k0 > 0);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void gemm_s8_avx2(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool a_signed,
+                  const int8_t* B, bool b_transposed, int32_t* C) {
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) {
+    std::fill(C, C + M * N, 0);
+    return;
+  }
+  if (b_transposed && M <= 4) {
+    few_rows_transposed(M, N, K, A, a_signed, B, C);
+    return;
+  }
+  const int64_t row_tiles = (M + kMR - 1) / kMR, panels = (N + kNR - 1) / kNR;
+  const bool parallel = M * N * K >= (int64_t(1) << 18) && omp_get_max_threads() > 1;
+#pragma omp parallel if (parallel)
+  {
+    const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
+    const auto [tr, tp] = gemm_thread_grid(row_tiles, panels, threads, kMR, kNC / kNR, K * N);
+    const int64_t r = t / tp, c = t % tp;
+    blocked_part(M, N, K, A, a_signed, B, b_transposed, C, row_tiles * r / tr,
+                 row_tiles * (r + 1) / tr, panels * c / tp, panels * (c + 1) / tp);
+  }
+}
+
+}  // namespace kiln::cpu
