@@ -94,7 +94,10 @@ TEST(MatmulSizes, BFloat16AtEdgeSizesAndLayouts) {
                               // beyond two 1024-deep blocks; an odd K past one block (A's
                               // rows read in place with an odd stride, then copied for the
                               // one-element block); whole and partial 16-pair transposes
-                              {40, 70, 2100}, {33, 48, 1025}, {9, 64, 34}};
+                              {40, 70, 2100}, {33, 48, 1025}, {9, 64, 34},
+                              // few rows x W.t(): the dot product's four-vector steps, one
+                              // vector steps and scalar tail at every vector width
+                              {1, 9, 77}, {3, 20, 141}, {5, 12, 1000}};
   uint32_t seed = 100;
   for (const auto& s : sizes)
     for (int layout = 0; layout < 3; ++layout) {

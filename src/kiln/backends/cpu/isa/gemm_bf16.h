@@ -2,9 +2,11 @@
 // The bfloat16 matrix product with float32 results: C[M, N] = A[M, K] @ B[K, N], where A and
 // B are bfloat16 bit patterns with any element strides and C is row-major float32 (row
 // stride c_rs, overwritten). With AVX-512 BF16 (ISA level avx512_vnni and up) a packed,
-// register-blocked kernel multiplies pairs of bfloat16 with vdpbf16ps; below that the
-// operands are widened to float32 per block and the float32 kernel runs. Products accumulate
-// in float32 either way, as PyTorch's bfloat16 matmul does.
+// register-blocked kernel multiplies pairs of bfloat16 with vdpbf16ps; at the AVX2 and AVX-512
+// levels the float32 blocked kernel of that level widens the operands while it packs them
+// (gemm_f32_blocked.inc); at the baseline level both operands are widened whole and the plain
+// float32 kernel runs. Products accumulate in float32 either way, as PyTorch's bfloat16 matmul
+// does.
 #include <cstdint>
 
 namespace kiln::cpu {
@@ -15,6 +17,10 @@ using GemmBf16Fn = void (*)(int64_t M, int64_t N, int64_t K, const uint16_t* A, 
 
 void gemm_bf16_widening(int64_t, int64_t, int64_t, const uint16_t*, int64_t, int64_t,
                         const uint16_t*, int64_t, int64_t, float*, int64_t);
+void gemm_bf16_avx2(int64_t, int64_t, int64_t, const uint16_t*, int64_t, int64_t,
+                    const uint16_t*, int64_t, int64_t, float*, int64_t);
+void gemm_bf16_avx512(int64_t, int64_t, int64_t, const uint16_t*, int64_t, int64_t,
+                      const uint16_t*, int64_t, int64_t, float*, int64_t);
 void gemm_bf16_avx512bf16(int64_t, int64_t, int64_t, const uint16_t*, int64_t, int64_t,
                           const uint16_t*, int64_t, int64_t, float*, int64_t);
 
@@ -23,8 +29,11 @@ GemmBf16Fn gemm_bf16_kernel();
 
 // sum_k a[k] * b[k] of two contiguous bfloat16 vectors in float32 (bfloat16 products are exact
 // in float32). With AVX-512 BF16: vdpbf16ps, 32 pairs per instruction, reading the bfloat16
-// data directly (LLM decoding streams weights through this). Null below that level.
+// data directly (LLM decoding streams weights through this); at the AVX2 and AVX-512 levels
+// the values are widened in registers (dot_bf16_widening.inc). Null at the baseline level.
 using DotBf16Fn = float (*)(const uint16_t* a, const uint16_t* b, int64_t n);
+float dot_bf16_avx2(const uint16_t* a, const uint16_t* b, int64_t n);
+float dot_bf16_avx512(const uint16_t* a, const uint16_t* b, int64_t n);
 float dot_bf16_avx512bf16(const uint16_t* a, const uint16_t* b, int64_t n);
 DotBf16Fn dot_bf16_kernel();
 

@@ -1,6 +1,6 @@
-// Choice of the bfloat16 GEMM variant, and the widening fallback for CPUs without AVX-512
-// BF16: each operand is converted to float32 once (exactly: bfloat16 is a prefix of float32)
-// and the float32 kernel of the current level multiplies them.
+// Choice of the bfloat16 GEMM variant, and the widening fallback for the baseline level: each
+// operand is converted to float32 once (exactly: bfloat16 is a prefix of float32) and the
+// plain float32 kernel multiplies them.
 #include <vector>
 
 #include "gemm_bf16.h"
@@ -33,6 +33,8 @@ GemmBf16Fn gemm_bf16_kernel() {
   static const GemmBf16Fn fn = [] {
     if (isa_level() >= IsaLevel::Avx512Vnni && cpu_features().avx512_bf16)
       return &gemm_bf16_avx512bf16;
+    if (isa_level() >= IsaLevel::Avx512) return &gemm_bf16_avx512;
+    if (isa_level() >= IsaLevel::Avx2) return &gemm_bf16_avx2;
     return &gemm_bf16_widening;
   }();
   return fn;
@@ -42,6 +44,8 @@ DotBf16Fn dot_bf16_kernel() {
   static const DotBf16Fn fn = []() -> DotBf16Fn {
     if (isa_level() >= IsaLevel::Avx512Vnni && cpu_features().avx512_bf16)
       return &dot_bf16_avx512bf16;
+    if (isa_level() >= IsaLevel::Avx512) return &dot_bf16_avx512;
+    if (isa_level() >= IsaLevel::Avx2) return &dot_bf16_avx2;
     return nullptr;
   }();
   return fn;

@@ -1,9 +1,13 @@
 // float32 GEMM, AVX2 + FMA variant (compiler flags set in CMakeLists.txt): the blocked
 // kernel with 6 x 16 register tiles, and the row-streaming kernel for few-row products
-// (see gemm_f32_avx512.cpp).
+// (see gemm_f32_avx512.cpp). On CPUs without AVX-512 BF16 the bfloat16 products run here too:
+// the blocked kernel widening its operands as it packs them, and a dot product widening in
+// registers (gemm_bf16.h).
 #include <immintrin.h>
 
+#include "gemm_bf16.h"
 #include "gemm_f32.h"
+#include "transpose_f32_avx2.h"
 
 #define KILN_GEMM_F32_NAME gemm_f32_avx2_rows
 #include "gemm_f32_body.inc"
@@ -16,9 +20,16 @@
 #define VSET1(x) _mm256_set1_ps(x)
 #define VZERO() _mm256_setzero_ps()
 #define VMUL(a, b) _mm256_mul_ps((a), (b))
+#define VLOAD_BF16(p)                                            \
+  _mm256_castsi256_ps(_mm256_slli_epi32(                          \
+      _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16))
+#define KILN_GEMM_TRANSPOSE transpose8_f32  // packs transposed operands 8 x 8 at a time
 #define KILN_GEMM_MR 6  // 12 accumulators + 2 B vectors + 1 broadcast of the 16 registers
 #define KILN_GEMM_BLOCKED_NAME gemm_f32_avx2_blocked
+#define KILN_GEMM_BLOCKED_BF16_NAME gemm_bf16_avx2
 #include "gemm_f32_blocked.inc"
+#define KILN_DOT_BF16_NAME dot_bf16_avx2
+#include "dot_bf16_widening.inc"
 
 namespace kiln::cpu {
 
