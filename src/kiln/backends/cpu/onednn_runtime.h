@@ -6,7 +6,8 @@
 #include <initializer_list>
 #include <memory>
 
-#include "kiln/backends/cpu/onednn.h"  // onednn_enabled / set_onednn_enabled
+#include "kiln/backends/cpu/cpu_info.h"  // isa_level
+#include "kiln/backends/cpu/onednn.h"    // onednn_enabled / set_onednn_enabled
 
 #ifdef KILN_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.hpp>
@@ -24,10 +25,16 @@ dnnl::engine& onednn_engine();
 // Decision 0017's rule for matrix products: oneDNN takes those with at least kOnednnMinRows
 // rows and kOnednnMinWork multiply-adds (M * N * K, all batches together); fewer rows stay
 // on kiln's streaming matrix-vector kernels, which read the weight once without packing.
+// Not at the AVX2 level (decision 0041): there oneDNN 2.6's kernels ran BERT-base's and
+// GPT-2's float32 Linear layers slower than kiln's blocked AVX2 kernel (BERT b1 s128: 734-762
+// against 614-666 ms of Linear time per 5 forwards); at the baseline level oneDNN's SSE4.1
+// kernels are 1.4-2.9x faster than kiln's plain loops, and at AVX-512 1.4-1.6x faster than
+// kiln's blocked kernel, so it keeps those.
 inline constexpr int64_t kOnednnMinRows = 16;
 inline constexpr int64_t kOnednnMinWork = int64_t(1) << 18;
 inline bool onednn_takes_product(int64_t M, int64_t work, int64_t K) {
-  return onednn_enabled() && M >= kOnednnMinRows && work >= kOnednnMinWork && K > 0;
+  return onednn_enabled() && M >= kOnednnMinRows && work >= kOnednnMinWork && K > 0 &&
+         isa_level() != IsaLevel::Avx2;
 }
 // The calling thread's stream on that engine, created once per thread.
 dnnl::stream& onednn_stream();
