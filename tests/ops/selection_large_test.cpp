@@ -120,12 +120,13 @@ TEST(SelectionLarge, NormTwoAndPowConstantExponents) {
   }
 }
 
-// cumsum / cumprod of contiguous tensors along every dim (lines, and blocks of columns wider
-// and narrower than the 256-column block), threaded sizes, float32 and int64 (wrapping),
-// against running sums / products in float64 / int64 here.
+// cumsum / cumprod of contiguous tensors along every dim (lines, four side by side with a
+// remainder of three, and blocks of columns wider and narrower than the 256-column block),
+// threaded sizes, float32 and int64 (wrapping), against running sums / products in float64 /
+// int64 here.
 TEST(SelectionLarge, CumsumAndCumprodAlongEveryDim) {
-  const Shape shape = {3, 40, 300};
-  const int64_t n = 3 * 40 * 300;
+  const Shape shape = {3, 41, 300};
+  const int64_t n = 3 * 41 * 300;
   std::vector<double> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[size_t(i)] = double((i * 37) % 11) - 5.0;
   for (DType dt : {DType::F32, DType::I64}) {
