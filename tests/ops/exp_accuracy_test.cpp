@@ -1,8 +1,8 @@
 // exp, sigmoid and silu on float32 tensors over the whole float32 range, which take the
-// vectorised kernel at the AVX2 (SLEEF's u10 exp) and AVX-512 (kiln's inline exp on
-// vscalefps, decision 0027) levels, against float64 math: a dense sweep, both ends of the
-// normal range (overflow to infinity above 88.72, subnormal results below -87.34, 0 below
-// -103.97), and special values.
+// vectorised kernel at the AVX2 (kiln's inline exp scaled by two powers of two, decision 0041)
+// and AVX-512 (kiln's inline exp on vscalefps, decision 0027) levels, against float64 math: a
+// dense sweep, both ends of the normal range (overflow to infinity above 88.72, subnormal
+// results below -87.34, 0 below -103.97), and special values.
 #include <cmath>
 #include <limits>
 #include <string>
