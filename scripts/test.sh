@@ -58,6 +58,13 @@ CXX="${CXX:-c++}" .venv/bin/pip install -q --no-build-isolation .
   echo "onnxruntime or onnx could not be installed (tests/python/test_onnx.py will fail)"
 .venv/bin/python -m pytest tests/python -q -p no:cacheprovider 2>&1 | tee build/python-tests.log
 grep "^oracle:" build/python-tests.log
+# Again with the kernels of the lower ISA levels (KILN_CPU_ISA caps the level; oneDNN too)
+# against the same PyTorch oracle: about 20 s each.
+for level in avx2 baseline; do
+  echo "== Python tests at KILN_CPU_ISA=$level"
+  KILN_CPU_ISA=$level .venv/bin/python -m pytest tests/python -q -p no:cacheprovider 2>&1 |
+    tee "build/python-tests-$level.log" | tail -1
+done
 
 echo "== benchmark suite smoke run (that it runs; no timing is asserted)"
 .venv/bin/python benchmarks/run.py --quick --kiln build/release/kiln
