@@ -75,6 +75,11 @@ using VecNormAffineBf16 = void (*)(const float* in, uint16_t* out, int64_t n, fl
 using VecMulAddF32 = void (*)(const float* x, const float* mul, int64_t mul_step,
                               const float* add, int64_t add_step, float* out, int64_t n);
 
+// lerp with one weight t for all: out[i] = a[i] + t * (b[i] - a[i]) for |t| < 0.5, else
+// b[i] - (b[i] - a[i]) * (1 - t) (PyTorch's formula, exact at both ends), each product rounded
+// before its sum, as the scalar functor.
+using VecLerpF32 = void (*)(const float* a, const float* b, float t, float* out, int64_t n);
+
 // A unary function with up to two float parameters: leaky_relu (p0 = the negative slope),
 // softplus (p0 = beta, p1 = threshold) and clamp (p0 = min, p1 = max: x < min ? min : x, then
 // x > max ? max : x, as the scalar kernel, so NaN stays NaN and min > max gives max).
@@ -143,6 +148,7 @@ struct VecMathF32 {
   VecNarrowBf16 narrow_bf16 = nullptr;
   VecMulAddBf16 muladd_bf16 = nullptr;
   VecMulAddF32 muladd_f32 = nullptr;
+  VecLerpF32 lerp_f32 = nullptr;
   VecBinaryBf16 add_bf16 = nullptr, sub_bf16 = nullptr, mul_bf16 = nullptr, div_bf16 = nullptr,
                 max_bf16 = nullptr, min_bf16 = nullptr;  // max / min: NaN-propagating
   VecBinaryF32 add_f32 = nullptr, sub_f32 = nullptr, mul_f32 = nullptr, div_f32 = nullptr,
