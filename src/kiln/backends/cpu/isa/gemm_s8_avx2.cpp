@@ -85,7 +85,8 @@ void few_rows_transposed(int64_t N, int64_t K, const int16_t* a16, int64_t a_str
       std::memcpy(last, b + full, size_t(K - full));
       step(last, full);
     }
-    for (int r = 0; r < kRows; ++r) C[r * N + j] = horizontal_sum(_mm256_add_epi32(acc0[r], acc1[r]));
+    for (int r = 0; r < kRows; ++r)
+      C[r * N + j] = horizontal_sum(_mm256_add_epi32(acc0[r], acc1[r]));
   }
 }
 
