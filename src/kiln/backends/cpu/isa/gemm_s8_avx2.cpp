@@ -17,6 +17,7 @@
 #include "gemm_f32.h"  // gemm_thread_grid
 #include "gemm_pack_buffer.h"
 #include "gemm_s8.h"
+#include "transpose_f32_avx2.h"
 
 namespace kiln::cpu {
 
@@ -149,26 +150,6 @@ inline int32_t pair_word(int8_t lo, int8_t hi) {
   return int32_t(uint32_t(uint16_t(int16_t(lo))) | (uint32_t(uint16_t(int16_t(hi))) << 16));
 }
 
-// 8 x 8 transpose of int32 words: rows r[0..7] in, columns out (in place).
-inline void transpose8(__m256i r[8]) {
-  const __m256i t0 = _mm256_unpacklo_epi32(r[0], r[1]), t1 = _mm256_unpackhi_epi32(r[0], r[1]);
-  const __m256i t2 = _mm256_unpacklo_epi32(r[2], r[3]), t3 = _mm256_unpackhi_epi32(r[2], r[3]);
-  const __m256i t4 = _mm256_unpacklo_epi32(r[4], r[5]), t5 = _mm256_unpackhi_epi32(r[4], r[5]);
-  const __m256i t6 = _mm256_unpacklo_epi32(r[6], r[7]), t7 = _mm256_unpackhi_epi32(r[6], r[7]);
-  const __m256i s0 = _mm256_unpacklo_epi64(t0, t2), s1 = _mm256_unpackhi_epi64(t0, t2);
-  const __m256i s2 = _mm256_unpacklo_epi64(t1, t3), s3 = _mm256_unpackhi_epi64(t1, t3);
-  const __m256i s4 = _mm256_unpacklo_epi64(t4, t6), s5 = _mm256_unpackhi_epi64(t4, t6);
-  const __m256i s6 = _mm256_unpacklo_epi64(t5, t7), s7 = _mm256_unpackhi_epi64(t5, t7);
-  r[0] = _mm256_permute2x128_si256(s0, s4, 0x20);
-  r[1] = _mm256_permute2x128_si256(s1, s5, 0x20);
-  r[2] = _mm256_permute2x128_si256(s2, s6, 0x20);
-  r[3] = _mm256_permute2x128_si256(s3, s7, 0x20);
-  r[4] = _mm256_permute2x128_si256(s0, s4, 0x31);
-  r[5] = _mm256_permute2x128_si256(s1, s5, 0x31);
-  r[6] = _mm256_permute2x128_si256(s2, s6, 0x31);
-  r[7] = _mm256_permute2x128_si256(s3, s7, 0x31);
-}
-
 // B[k0:k0+kc, j0:j0+nc] -> panels of kNR columns, each kp pair words x kNR, zero-padded.
 void pack_b(const int8_t* B, bool transposed, int64_t N, int64_t K, int64_t k0, int64_t kc,
             int64_t j0, int64_t nc, int32_t* out) {
@@ -182,11 +163,12 @@ void pack_b(const int8_t* B, bool transposed, int64_t N, int64_t K, int64_t k0, 
       // 8 words each, and an 8 x 8 transpose puts them into panel rows.
       for (; k0 + 2 * q + 16 <= K && 2 * q + 16 <= kc; q += 8)
         for (int64_t jj = 0; jj < kNR; jj += 8) {
-          __m256i r[8];
-          for (int t = 0; t < 8; ++t) r[t] = widen16(B + (j + jj + t) * K + k0 + 2 * q, true);
-          transpose8(r);
+          __m256 r[8];
           for (int t = 0; t < 8; ++t)
-            _mm256_store_si256(reinterpret_cast<__m256i*>(dst + (q + t) * kNR + jj), r[t]);
+            r[t] = _mm256_castsi256_ps(widen16(B + (j + jj + t) * K + k0 + 2 * q, true));
+          transpose8x8(r);
+          for (int t = 0; t < 8; ++t)
+            _mm256_store_ps(reinterpret_cast<float*>(dst + (q + t) * kNR + jj), r[t]);
         }
     } else if (!transposed && w == kNR) {
       // Row-major B: rows k and k + 1, 16 columns each, widened and interleaved.

@@ -14,6 +14,7 @@
 #include "gemm_f32.h"  // gemm_thread_grid
 #include "gemm_pack_buffer.h"
 #include "gemm_s8.h"
+#include "transpose_f32_avx2.h"
 
 namespace kiln::cpu {
 
@@ -92,24 +93,9 @@ void pack_b(const int8_t* B, bool transposed, int64_t N, int64_t K, int64_t k0, 
             __m256 r[8];
             for (int i = 0; i < 8; ++i)
               r[i] = _mm256_loadu_ps(reinterpret_cast<const float*>(B + (j + jj + i) * K + k0 + 4 * q_full));
-            const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
-            const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
-            const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
-            const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
-            const __m256 s0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
-            const __m256 s1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
-            const __m256 s2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
-            const __m256 s3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
-            const __m256 s4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
-            const __m256 s5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
-            const __m256 s6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
-            const __m256 s7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
-            const __m256 o[8] = {_mm256_permute2f128_ps(s0, s4, 0x20), _mm256_permute2f128_ps(s1, s5, 0x20),
-                                 _mm256_permute2f128_ps(s2, s6, 0x20), _mm256_permute2f128_ps(s3, s7, 0x20),
-                                 _mm256_permute2f128_ps(s0, s4, 0x31), _mm256_permute2f128_ps(s1, s5, 0x31),
-                                 _mm256_permute2f128_ps(s2, s6, 0x31), _mm256_permute2f128_ps(s3, s7, 0x31)};
+            transpose8x8(r);
             for (int t = 0; t < 8; ++t)
-              _mm256_storeu_ps(reinterpret_cast<float*>(dst + (q_full + t) * kNR + jj), o[t]);
+              _mm256_storeu_ps(reinterpret_cast<float*>(dst + (q_full + t) * kNR + jj), r[t]);
           }
       }
       for (int64_t jj = 0; jj < kNR; ++jj) {
