@@ -1,8 +1,8 @@
 // float32 / bfloat16 -> int64 / int32 conversions of dense tensors (contiguous and
-// channels-last), which take the AVX-512 truncating conversions (decision 0038), against
-// decision 0005's rule written out here independently: truncation toward zero, and the type's
-// minimum for NaN and values outside its range. Vector tails, threaded sizes and the strided
-// (element loop) path are compared too.
+// channels-last), which take the AVX-512 / AVX2 truncating conversions (decisions 0038, 0041),
+// against decision 0005's rule written out here independently: truncation toward zero, and the
+// type's minimum for NaN and values outside its range. Vector tails, threaded sizes and the
+// strided (element loop) path are compared too.
 #include <cmath>
 #include <cstring>
 #include <limits>

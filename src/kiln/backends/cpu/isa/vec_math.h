@@ -96,8 +96,9 @@ using VecBoxMullerF32 = void (*)(const float* u1, const float* u2, float* z0, fl
                                  int64_t n);
 
 // float32 -> int64 / int32 over contiguous arrays, truncating toward zero, NaN and values out
-// of the type's range giving its minimum (decision 0005). AVX-512 only (vcvttps2qq /
-// vcvttps2dq return exactly that); null below, where the element loop converts.
+// of the type's range giving its minimum (decision 0005). AVX-512: vcvttps2qq / vcvttps2dq
+// return exactly that; AVX2: vcvttps2dq, and int32 sign-extended to int64 where in range;
+// null at the baseline level, where the element loop converts.
 using VecToI64F32 = void (*)(const float* in, int64_t* out, int64_t n);
 using VecToI32F32 = void (*)(const float* in, int32_t* out, int64_t n);
 

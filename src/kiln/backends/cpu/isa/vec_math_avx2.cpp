@@ -3,6 +3,7 @@
 #include <cmath>
 #include <sleef.h>
 
+#include "kiln/core/convert.h"
 #include "vec_math.h"
 
 namespace {
@@ -86,4 +87,36 @@ inline void store_bf16_avx2(uint16_t* p, __m256 v) {
 #define SLEEF_LOG2 Sleef_log2f8_u10avx2
 #define SLEEF_LOG1P Sleef_log1pf8_u10avx2
 #define VEC_MATH_NAME vec_math_avx2
+namespace kiln::cpu {
+namespace {
+// Truncating conversions with decision 0005's rule (NaN and values out of the type's range
+// give its minimum). vcvttps2dq returns exactly that for int32. int64 has no AVX2
+// instruction: eight values go through int32 and are sign-extended when none gave the
+// "integer indefinite" INT32_MIN (out of int32's range, NaN, or -2^31 itself); otherwise those
+// eight take the scalar rule (convert_value). The element loop took 1.9x PyTorch's AVX2 time.
+void v_to_i32(const float* in, int32_t* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
+                        _mm256_cvttps_epi32(_mm256_loadu_ps(in + i)));
+  for (; i < n; ++i) out[i] = convert_value<int32_t>(in[i]);
+}
+void v_to_i64(const float* in, int64_t* out, int64_t n) {
+  const __m256i indefinite = _mm256_set1_epi32(INT32_MIN);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i t = _mm256_cvttps_epi32(_mm256_loadu_ps(in + i));
+    if (_mm256_movemask_epi8(_mm256_cmpeq_epi32(t, indefinite)) != 0) {
+      for (int64_t j = i; j < i + 8; ++j) out[j] = convert_value<int64_t>(in[j]);
+      continue;
+    }
+    auto* o = reinterpret_cast<__m256i*>(out + i);
+    _mm256_storeu_si256(o, _mm256_cvtepi32_epi64(_mm256_castsi256_si128(t)));
+    _mm256_storeu_si256(o + 1, _mm256_cvtepi32_epi64(_mm256_extracti128_si256(t, 1)));
+  }
+  for (; i < n; ++i) out[i] = convert_value<int64_t>(in[i]);
+}
+}  // namespace
+}  // namespace kiln::cpu
+#define VEC_MATH_TO_INT
 #include "vec_math_body.inc"
