@@ -67,6 +67,7 @@ bool onednn_int_mm(const Tensor& a, const Tensor& b, const Tensor& c) {
   if (!onednn_takes_product(M, M * N * K, K)) return false;
   // Below VNNI oneDNN multiplies with vpmaddubsw, whose int16 pair sums saturate: not exact.
   if (isa_level() < IsaLevel::Avx512Vnni) return false;
+  if (own_tile_kernels_take_products()) return false;
   const bool b_transposed = !b.is_contiguous();
   try {
     const std::string b_key =

@@ -107,7 +107,8 @@ bool onednn_linear(const Tensor& x, const Tensor& w, const Tensor& bias, LinearA
   const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
   if (!onednn_takes_product(M, M * N * K, K)) return false;
   if (x.dtype() != DType::F32 &&
-      !(x.dtype() == DType::BF16 && isa_level() >= IsaLevel::Avx512Vnni))
+      !(x.dtype() == DType::BF16 && isa_level() >= IsaLevel::Avx512Vnni &&
+        !own_tile_kernels_take_products()))
     return false;
   if (x.stride(0) == 0 || x.stride(1) == 0 || (residual.defined() && residual.stride(0) == 0))
     return false;  // broadcast operands have no oneDNN layout

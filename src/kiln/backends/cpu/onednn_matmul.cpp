@@ -97,7 +97,8 @@ bool onednn_matmul(DType dtype, int64_t M, int64_t N, int64_t K, const void* A, 
                    int64_t a_cs, const void* B, int64_t b_rs, int64_t b_cs, void* C, int64_t c_rs,
                    float alpha, bool out_f32, const void* bias, const Tensor* b_tensor) {
   if (!onednn_takes_product(M, M * N * K, K)) return false;
-  if (dtype != DType::F32 && !(dtype == DType::BF16 && isa_level() >= IsaLevel::Avx512Vnni))
+  if (dtype != DType::F32 && !(dtype == DType::BF16 && isa_level() >= IsaLevel::Avx512Vnni &&
+                               !own_tile_kernels_take_products()))
     return false;
   // A broadcast operand (stride 0) has no oneDNN layout.
   if (a_rs == 0 || a_cs == 0 || b_rs == 0 || b_cs == 0) return false;
@@ -143,7 +144,8 @@ bool onednn_matmul_batched(DType dtype, int64_t batch, int64_t M, int64_t N, int
                            int64_t b_bs, int64_t b_rs, int64_t b_cs, void* C, int64_t c_bs,
                            int64_t c_rs, float alpha) {
   if (batch < 2 || !onednn_takes_product(M, batch * M * N * K, K)) return false;
-  if (dtype != DType::F32 && !(dtype == DType::BF16 && isa_level() >= IsaLevel::Avx512Vnni))
+  if (dtype != DType::F32 && !(dtype == DType::BF16 && isa_level() >= IsaLevel::Avx512Vnni &&
+                               !own_tile_kernels_take_products()))
     return false;
   if (a_rs == 0 || a_cs == 0 || b_rs == 0 || b_cs == 0 || a_bs == 0 || c_bs == 0) return false;
   const auto dt = dtype == DType::BF16 ? memory::data_type::bf16 : memory::data_type::f32;

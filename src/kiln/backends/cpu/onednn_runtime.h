@@ -30,6 +30,9 @@ dnnl::engine& onednn_engine();
 // against 614-666 ms of Linear time per 5 forwards); at the baseline level oneDNN's SSE4.1
 // kernels are 1.4-2.9x faster than kiln's plain loops, and at AVX-512 1.4-1.6x faster than
 // kiln's blocked kernel, so it keeps those.
+// At ISA level amx kiln's own tile kernels (gemm_amx.cpp, decision 0042) take the bfloat16 and
+// int8 products instead: oneDNN 2.6 reached 16-45% of the tile peak there (HARDWARE.md).
+inline bool own_tile_kernels_take_products() { return isa_level() >= IsaLevel::Amx; }
 inline constexpr int64_t kOnednnMinRows = 16;
 inline constexpr int64_t kOnednnMinWork = int64_t(1) << 18;
 inline bool onednn_takes_product(int64_t M, int64_t work, int64_t K) {

@@ -1,7 +1,8 @@
 #pragma once
 // The bfloat16 matrix product with float32 results: C[M, N] = A[M, K] @ B[K, N], where A and
 // B are bfloat16 bit patterns with any element strides and C is row-major float32 (row
-// stride c_rs, overwritten). With AVX-512 BF16 (ISA level avx512_vnni and up) a packed,
+// stride c_rs, overwritten). With AMX (ISA level amx) tile products of 32 x 32 blocks
+// (gemm_amx_body.inc); with AVX-512 BF16 (ISA level avx512_vnni and up) a packed,
 // register-blocked kernel multiplies pairs of bfloat16 with vdpbf16ps; at the AVX2 and AVX-512
 // levels the float32 blocked kernel of that level widens the operands while it packs them
 // (gemm_f32_blocked.inc); at the baseline level both operands are widened whole and the plain
@@ -23,6 +24,10 @@ void gemm_bf16_avx512(int64_t, int64_t, int64_t, const uint16_t*, int64_t, int64
                       const uint16_t*, int64_t, int64_t, float*, int64_t);
 void gemm_bf16_avx512bf16(int64_t, int64_t, int64_t, const uint16_t*, int64_t, int64_t,
                           const uint16_t*, int64_t, int64_t, float*, int64_t);
+// AMX tiles (tdpbf16ps, gemm_amx.cpp) from kAmxMinRows rows; fewer rows: gemm_bf16_avx512bf16.
+void gemm_bf16_amx(int64_t, int64_t, int64_t, const uint16_t*, int64_t, int64_t, const uint16_t*,
+                   int64_t, int64_t, float*, int64_t);
+inline constexpr int64_t kAmxMinRows = 16;
 
 // The variant for the current ISA level (cpu::isa_level()).
 GemmBf16Fn gemm_bf16_kernel();

@@ -15,7 +15,7 @@
 #include "gemm_bf16.h"
 #include "gemm_f32.h"  // gemm_thread_grid
 #include "gemm_pack_buffer.h"
-#include "transpose_f32_avx512.h"
+#include "pack_bf16_pairs.h"
 
 namespace kiln::cpu {
 
@@ -24,14 +24,6 @@ namespace {
 constexpr int64_t kMR = 8, kNR = 32;
 constexpr int64_t kKC = 1024;  // k values per block (512 pairs)
 constexpr int64_t kNC = 256;   // a block: 512 pairs x 256 columns x 4 bytes = 512 KiB
-
-inline uint32_t pair(uint16_t lo, uint16_t hi) { return uint32_t(lo) | (uint32_t(hi) << 16); }
-
-inline uint32_t load_pair(const uint16_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
 
 // C[0:mr, 0:nr] (=|+=) A[0:MR, 0:2 kp] (row stride a_rs elements, read as pairs) * (B panel)
 // over kp pairs. Rows of A at and beyond mr must still be readable (the caller pads them).
@@ -80,58 +72,9 @@ inline void microkernel(int64_t kp, const uint16_t* __restrict a, int64_t a_rs,
       c[r * c_rs + j] = accumulate ? c[r * c_rs + j] + tile[r * kNR + j] : tile[r * kNR + j];
 }
 
-// B[k0:k0+kc, j0:j0+nc] -> panels of kNR columns of (k, k+1) pairs, zero-padded.
-void pack_b(const uint16_t* B, int64_t b_rs, int64_t b_cs, int64_t K, int64_t k0, int64_t kc,
-            int64_t j0, int64_t nc, uint32_t* out) {
-  const int64_t panels = (nc + kNR - 1) / kNR, kp = (kc + 1) / 2;
-  // Lane i of the two results: (row0[i], row1[i]) for columns 0-15, then 16-31.
-  alignas(64) static const uint16_t lo_idx[32] = {0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5,
-                                                  37, 6, 38, 7, 39, 8, 40, 9, 41, 10, 42,
-                                                  11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
-  alignas(64) static const uint16_t hi_idx[32] = {16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21,
-                                                  53, 22, 54, 23, 55, 24, 56, 25, 57, 26, 58,
-                                                  27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
-  const __m512i lo = _mm512_load_si512(lo_idx), hi = _mm512_load_si512(hi_idx);
-  for (int64_t p = 0; p < panels; ++p) {
-    const int64_t j = j0 + p * kNR, w = std::min(kNR, j0 + nc - j);
-    uint32_t* dst = out + p * kp * kNR;
-    int64_t q0 = 0;  // pairs done by a vector path
-    if (b_cs == 1 && w == kNR) {  // row-major B: interleave two rows of 32 columns
-      for (; q0 < kc / 2; ++q0) {
-        const uint16_t* r0 = B + (k0 + 2 * q0) * b_rs + j;
-        const __m512i x0 = _mm512_loadu_si512(r0), x1 = _mm512_loadu_si512(r0 + b_rs);
-        _mm512_storeu_si512(dst + q0 * kNR, _mm512_permutex2var_epi16(x0, lo, x1));
-        _mm512_storeu_si512(dst + q0 * kNR + 16, _mm512_permutex2var_epi16(x0, hi, x1));
-      }
-    } else if (b_rs == 1 && b_cs % 2 == 0 && k0 % 2 == 0) {
-      // A transposed weight (W [N, K] row-major): its rows, read as pairs, are the panel's
-      // columns, so 16 x 16 transposes of 32-bit pairs build the panel.
-      const int64_t full = kc / 2;
-      for (int64_t g = 0; g < kNR; g += 16) {
-        const int cols = int(std::clamp<int64_t>(w - g, 0, 16));
-        for (int64_t q = 0; q < full; q += 16) {
-          const int qq = int(std::min<int64_t>(16, full - q));
-          transpose16_f32(reinterpret_cast<const float*>(B + (j + g) * b_cs + k0 + 2 * q),
-                          b_cs / 2, cols, qq, reinterpret_cast<float*>(dst + q * kNR + g), kNR,
-                          qq, 16);
-        }
-      }
-      q0 = full;
-    }
-    for (int64_t q = q0; q < kp; ++q) {
-      const int64_t k = k0 + 2 * q;
-      const uint16_t* r0 = B + k * b_rs + j * b_cs;
-      const uint16_t* r1 = k + 1 < K ? r0 + b_rs : nullptr;
-      for (int64_t jj = 0; jj < w; ++jj)
-        dst[q * kNR + jj] = pair(r0[jj * b_cs], r1 ? r1[jj * b_cs] : uint16_t(0));
-      for (int64_t jj = w; jj < kNR; ++jj) dst[q * kNR + jj] = 0;
-    }
-  }
-}
-
 // A[i:i+h, k0:k0+kc] -> rows of 2 kp elements (row stride 2 kp; an odd kc gets a zero
 // element), rows h..rows-1 zero.
-void copy_a_rows(const uint16_t* A, int64_t a_rs, int64_t a_cs, int64_t i, int64_t h,
+void copy_a_pairs(const uint16_t* A, int64_t a_rs, int64_t a_cs, int64_t i, int64_t h,
                  int64_t rows, int64_t k0, int64_t kc, uint16_t* out) {
   const int64_t width = 2 * ((kc + 1) / 2);
   for (int64_t r = 0; r < h; ++r) {
@@ -168,13 +111,13 @@ void blocked_part(int64_t M, int64_t N, int64_t K, const uint16_t* A, int64_t a_
       const bool accumulate = k0 > 0;
       // A in place needs contiguous rows and whole pairs (an odd block would read past a row).
       const bool a_in_place = a_cs == 1 && kc % 2 == 0;
-      pack_b(B, b_rs, b_cs, K, k0, kc, j0, nc, pb);
+      pack_b_pairs(B, b_rs, b_cs, K, k0, kc, j0, nc, kp, pb);
       for (int64_t tile = tile_begin; tile < tile_end; ++tile) {
         const int64_t i = tile * kMR, mr = std::min(kMR, M - i);
         const uint16_t* a = A + i * a_rs + k0;
         int64_t lda = a_rs;
         if (!a_in_place || mr < kMR) {
-          copy_a_rows(A, a_rs, a_cs, i, mr, kMR, k0, kc, a_rows.data());
+          copy_a_pairs(A, a_rs, a_cs, i, mr, kMR, k0, kc, a_rows.data());
           a = a_rows.data();
           lda = 2 * kp;
         }
@@ -209,6 +152,10 @@ void gemm_bf16_avx512bf16(int64_t M, int64_t N, int64_t K, const uint16_t* A, in
   }
 }
 
+// GCC 12 reports the placeholder register inside _mm512_reduce_add_ps (`__Y = __Y`) as
+// uninitialized when it inlines differently; the values are all defined.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
 float dot_bf16_avx512bf16(const uint16_t* a, const uint16_t* b, int64_t n) {
   // Four accumulators hide vdpbf16ps's latency; the tail is a masked load (zeros add 0).
   __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps(), acc2 = _mm512_setzero_ps(),
@@ -229,5 +176,6 @@ float dot_bf16_avx512bf16(const uint16_t* a, const uint16_t* b, int64_t n) {
   }
   return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc0, acc1), _mm512_add_ps(acc2, acc3)));
 }
+#pragma GCC diagnostic pop
 
 }  // namespace kiln::cpu

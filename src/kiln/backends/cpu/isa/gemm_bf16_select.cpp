@@ -31,6 +31,7 @@ void gemm_bf16_widening(int64_t M, int64_t N, int64_t K, const uint16_t* A, int6
 
 GemmBf16Fn gemm_bf16_kernel() {
   static const GemmBf16Fn fn = [] {
+    if (isa_level() >= IsaLevel::Amx && cpu_features().amx_bf16) return &gemm_bf16_amx;
     if (isa_level() >= IsaLevel::Avx512Vnni && cpu_features().avx512_bf16)
       return &gemm_bf16_avx512bf16;
     if (isa_level() >= IsaLevel::Avx512) return &gemm_bf16_avx512;

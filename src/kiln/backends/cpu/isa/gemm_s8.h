@@ -22,6 +22,10 @@ void gemm_s8_avx2(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool a_sign
                   const int8_t* B, bool b_transposed, int32_t* C);
 void gemm_s8_avx512vnni(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool a_signed,
                         const int8_t* B, bool b_transposed, int32_t* C);
+// AMX tiles (tdpbssd for a signed A, tdpbusd for an unsigned one: no shift needed;
+// gemm_amx.cpp) from kAmxMinRows rows (gemm_bf16.h); fewer rows: gemm_s8_avx512vnni.
+void gemm_s8_amx(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool a_signed,
+                 const int8_t* B, bool b_transposed, int32_t* C);
 
 GemmS8Fn gemm_s8_kernel();
 

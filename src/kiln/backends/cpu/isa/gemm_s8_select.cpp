@@ -32,6 +32,7 @@ void gemm_s8_reference(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool a
 
 GemmS8Fn gemm_s8_kernel() {
   static const GemmS8Fn fn = [] {
+    if (isa_level() >= IsaLevel::Amx && cpu_features().amx_int8) return &gemm_s8_amx;
     if (isa_level() >= IsaLevel::Avx512Vnni && cpu_features().avx512_vnni)
       return &gemm_s8_avx512vnni;
     if (isa_level() >= IsaLevel::Avx2) return &gemm_s8_avx2;

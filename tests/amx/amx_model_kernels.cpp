@@ -1,0 +1,49 @@
+// The AMX kernels of gemm_amx_body.inc instantiated with the tile model (amx_tile_model.h):
+// compiled with the flags of the library's gemm_amx.cpp (tests/CMakeLists.txt), because the
+// packers they share with the AVX-512 kernels use AVX-512 instructions.
+#include "amx_model_kernels.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "amx_tile_model.h"
+#include "gemm_bf16.h"
+#include "gemm_f32.h"
+#include "gemm_pack_buffer.h"
+#include "gemm_s8.h"
+#include "pack_bf16_pairs.h"
+#include "pack_s8_quads.h"
+
+#include "gemm_amx_body.inc"
+
+namespace kiln::cpu::test {
+
+int64_t model_gemm_bf16(int64_t M, int64_t N, int64_t K, const uint16_t* A, int64_t a_rs,
+                        int64_t a_cs, const uint16_t* B, int64_t b_rs, int64_t b_cs, float* C,
+                        int64_t c_rs) {
+  const int64_t before = model_products();
+  amx_gemm<AmxTileModel, AmxKind::Bf16>(M, N, K, A, a_rs, a_cs, AmxB{B, b_rs, b_cs, false}, C,
+                                        c_rs);
+  return model_products() - before;
+}
+
+int64_t model_gemm_s8(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool a_signed,
+                      const int8_t* B, bool b_transposed, int32_t* C) {
+  const int64_t before = model_products();
+  const AmxB b{B, 0, 0, b_transposed};
+  if (a_signed) amx_gemm<AmxTileModel, AmxKind::S8S8>(M, N, K, A, K, 1, b, C, N);
+  else amx_gemm<AmxTileModel, AmxKind::U8S8>(M, N, K, A, K, 1, b, C, N);
+  return model_products() - before;
+}
+
+int64_t model_products() {
+  int64_t total = 0;
+#pragma omp parallel reduction(+ : total)
+  total += AmxTileModel::state().products;
+  return total;
+}
+
+}  // namespace kiln::cpu::test
