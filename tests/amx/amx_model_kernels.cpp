@@ -13,6 +13,7 @@
 #include "gemm_bf16.h"
 #include "gemm_f32.h"
 #include "gemm_pack_buffer.h"
+#include "gemm_packed_b.h"
 #include "gemm_s8.h"
 #include "pack_bf16_pairs.h"
 #include "pack_s8_quads.h"
@@ -36,6 +37,25 @@ int64_t model_gemm_s8(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool a_
   const AmxB b{B, 0, 0, b_transposed};
   if (a_signed) amx_gemm<AmxTileModel, AmxKind::S8S8>(M, N, K, A, K, 1, b, C, N);
   else amx_gemm<AmxTileModel, AmxKind::U8S8>(M, N, K, A, K, 1, b, C, N);
+  return model_products() - before;
+}
+
+int64_t model_gemm_bf16_prepacked(int64_t M, int64_t N, int64_t K, const uint16_t* A,
+                                  int64_t a_rs, int64_t a_cs, const uint16_t* B, int64_t b_rs,
+                                  int64_t b_cs, float* C, int64_t c_rs) {
+  const GemmPackedB packed =
+      amx_pack_whole<AmxKind::Bf16>(K, N, AmxB{B, b_rs, b_cs, false}, nullptr);
+  const int64_t before = model_products();
+  amx_gemm<AmxTileModel, AmxKind::Bf16>(M, N, K, A, a_rs, a_cs, AmxB{}, C, c_rs, &packed);
+  return model_products() - before;
+}
+
+int64_t model_gemm_s8_prepacked(int64_t M, int64_t N, int64_t K, const uint8_t* A,
+                                bool a_signed, const int8_t* W, int32_t* C) {
+  const GemmPackedB packed = amx_pack_whole<AmxKind::S8S8>(K, N, AmxB{W, 0, 0, true}, nullptr);
+  const int64_t before = model_products();
+  if (a_signed) amx_gemm<AmxTileModel, AmxKind::S8S8>(M, N, K, A, K, 1, AmxB{}, C, N, &packed);
+  else amx_gemm<AmxTileModel, AmxKind::U8S8>(M, N, K, A, K, 1, AmxB{}, C, N, &packed);
   return model_products() - before;
 }
 

@@ -45,7 +45,8 @@ int64_t expected_products(int64_t M, int64_t N, int64_t K, int64_t step, int64_t
 // layout 0: A [M, K] and B [K, N] row-major; 1: B stored as [N, K] (a Linear weight); 2: A
 // column-major; 3: A rows padded (row stride K + 5) and C rows padded (N + 3); 4: B with
 // column stride 2.
-void check_bf16(int64_t M, int64_t N, int64_t K, int layout, uint32_t seed) {
+void check_bf16(int64_t M, int64_t N, int64_t K, int layout, uint32_t seed,
+                bool prepacked = false) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> d(-1, 1);
   int64_t a_rs = K, a_cs = 1, b_rs = N, b_cs = 1, c_rs = N;
@@ -59,7 +60,10 @@ void check_bf16(int64_t M, int64_t N, int64_t K, int layout, uint32_t seed) {
   const float sentinel = 12345.0f;
   std::vector<float> c(size_t(M * c_rs), sentinel);
   const int64_t products =
-      model_gemm_bf16(M, N, K, a.data(), a_rs, a_cs, b.data(), b_rs, b_cs, c.data(), c_rs);
+      prepacked ? model_gemm_bf16_prepacked(M, N, K, a.data(), a_rs, a_cs, b.data(), b_rs, b_cs,
+                                            c.data(), c_rs)
+                : model_gemm_bf16(M, N, K, a.data(), a_rs, a_cs, b.data(), b_rs, b_cs, c.data(),
+                                  c_rs);
   EXPECT_EQ(products, expected_products(M, N, K, 32, 512));
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < c_rs; ++j) {
@@ -75,12 +79,13 @@ void check_bf16(int64_t M, int64_t N, int64_t K, int layout, uint32_t seed) {
         mag += std::fabs(p);
       }
       ASSERT_NEAR(got, ref, (double(K) + 2) * 1.2e-7 * mag + 1e-30)
-          << "M=" << M << " N=" << N << " K=" << K << " layout " << layout << " at " << i << ","
-          << j;
+          << "M=" << M << " N=" << N << " K=" << K << " layout " << layout
+          << (prepacked ? " prepacked" : "") << " at " << i << "," << j;
     }
 }
 
-void check_s8(int64_t M, int64_t N, int64_t K, bool a_signed, bool b_transposed, uint32_t seed) {
+void check_s8(int64_t M, int64_t N, int64_t K, bool a_signed, bool b_transposed, uint32_t seed,
+              bool prepacked = false) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int> d(0, 255);
   std::vector<uint8_t> a(size_t(M * K));
@@ -93,7 +98,9 @@ void check_s8(int64_t M, int64_t N, int64_t K, bool a_signed, bool b_transposed,
     b[size_t(b_transposed ? k : k * N)] = int8_t(-128);
   }
   std::vector<int32_t> c(size_t(M * N), 0x5a5a5a5a);
-  const int64_t products = model_gemm_s8(M, N, K, a.data(), a_signed, b.data(), b_transposed, c.data());
+  const int64_t products =
+      prepacked ? model_gemm_s8_prepacked(M, N, K, a.data(), a_signed, b.data(), c.data())
+                : model_gemm_s8(M, N, K, a.data(), a_signed, b.data(), b_transposed, c.data());
   EXPECT_EQ(products, expected_products(M, N, K, 64, 1024));
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
@@ -105,7 +112,7 @@ void check_s8(int64_t M, int64_t N, int64_t K, bool a_signed, bool b_transposed,
       }
       ASSERT_EQ(c[size_t(i * N + j)], int32_t(ref))
           << "M=" << M << " N=" << N << " K=" << K << " signed " << a_signed << " transposed "
-          << b_transposed << " at " << i << "," << j;
+          << b_transposed << (prepacked ? " prepacked" : "") << " at " << i << "," << j;
     }
 }
 
@@ -134,6 +141,21 @@ TEST(AmxTileModel, Int8SizesSignsAndLayouts) {
   for (const Size& s : sizes)
     for (bool a_signed : {false, true})
       for (bool transposed : {false, true}) check_s8(s.M, s.N, s.K, a_signed, transposed, seed++);
+}
+
+// B packed whole once (a Linear weight's cached copy, decision 0043): the same products.
+TEST(AmxTileModel, PrepackedWeights) {
+  REQUIRE_AVX512();
+  // N = 600: three 256-column blocks; 16 x 1100 x 300 splits the columns between threads.
+  const Size bf16_sizes[] = {{16, 16, 32},    {33, 33, 33},  {31, 300, 511}, {40, 257, 1100},
+                             {100, 300, 600}, {24, 600, 96}, {16, 1100, 300}};
+  uint32_t seed = 300;
+  for (const Size& s : bf16_sizes)
+    for (int layout : {0, 1, 3}) check_bf16(s.M, s.N, s.K, layout, seed++, true);
+  const Size s8_sizes[] = {{16, 16, 64},    {33, 33, 3},    {31, 300, 1023}, {40, 257, 2200},
+                           {100, 300, 700}, {24, 600, 200}, {16, 1100, 300}};
+  for (const Size& s : s8_sizes)
+    for (bool a_signed : {false, true}) check_s8(s.M, s.N, s.K, a_signed, true, seed++, true);
 }
 
 TEST(AmxTileModel, EmptyK) {

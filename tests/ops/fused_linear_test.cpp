@@ -6,6 +6,9 @@
 // sizes, strided and 3-D inputs, broadcast residuals; the packed-weight cache (weights
 // changed in place, new weights at a freed address, views at different offsets); Linear
 // routed through it; argument errors.
+#include "kiln/backends/cpu/cpu_info.h"
+#include "kiln/backends/cpu/onednn.h"
+#include "kiln/backends/cpu/packed_weights.h"
 #include "ops/test_util.h"
 
 namespace kiln::test {
@@ -171,6 +174,36 @@ TEST(LinalgFusedLinearCache, WeightViewsAtDifferentOffsetsAreDistinct) {
   // A weight given transposed-contiguous (unit column stride is needed): copied, still right.
   Tensor wt = f32(random_values(64 * 96, -1, 1, 62), {64, 96}).t();  // [96, 64]
   expect_close(fused_linear(x, wt), {48, 96}, linear_ref(x, wt.contiguous()), kTol, "W.t()");
+}
+
+// kiln's own blocked kernels keep one packed copy per weight (decision 0043) where the level
+// has a packed kernel: float32 from AVX2 up, bfloat16 on AMX. oneDNN is switched off here so
+// that they take the products at every level.
+TEST(LinalgFusedLinearCache, OwnKernelsPackOncePerWeightAndSeeChanges) {
+  const bool onednn_was = cpu::onednn_enabled();
+  cpu::set_onednn_enabled(false);
+  cpu::own_clear_packed_weights();
+  const size_t f32_copy = cpu::isa_level() >= cpu::IsaLevel::Avx2 ? 1 : 0;
+  Tensor x = f32(random_values(64 * 96, -1, 1, 80), {64, 96});
+  Tensor w = f32(random_values(80 * 96, -1, 1, 81), {80, 96});
+  for (int i = 0; i < 3; ++i)
+    expect_close(fused_linear(x, w), {64, 80}, linear_ref(x, w), kTol, "call " + std::to_string(i));
+  EXPECT_EQ(cpu::own_packed_weight_count(), f32_copy);
+  w.mul_(full({1}, -3.0, TensorOptions(DType::F32, kCpu)));
+  expect_close(fused_linear(x, w), {64, 80}, linear_ref(x, w), kTol, "after mul_");
+  EXPECT_EQ(cpu::own_packed_weight_count(), f32_copy);  // the same weight, packed again
+  Tensor w2 = f32(random_values(80 * 96, -1, 1, 82), {80, 96});
+  expect_close(fused_linear(x, w2), {64, 80}, linear_ref(x, w2), kTol, "a second weight");
+  EXPECT_EQ(cpu::own_packed_weight_count(), 2 * f32_copy);
+  // bfloat16: packed on AMX tiles only.
+  Tensor xb = x.to(DType::BF16), wb = w2.to(DType::BF16);
+  Tensor yb = fused_linear(xb, wb, Tensor(), LinearActivation::None, Tensor(), DType::F32);
+  expect_close(yb, {64, 80}, linear_ref(xb, wb), kTol, "bfloat16");
+  const size_t bf16_copy = cpu::isa_level() >= cpu::IsaLevel::Amx ? 1 : 0;
+  EXPECT_EQ(cpu::own_packed_weight_count(), 2 * f32_copy + bf16_copy);
+  cpu::own_clear_packed_weights();
+  EXPECT_EQ(cpu::own_packed_weight_count(), 0u);
+  cpu::set_onednn_enabled(onednn_was);
 }
 
 TEST(LinalgFusedLinear, UnderAutogradRecordsThePlainOps) {

@@ -1,10 +1,12 @@
 // fused_linear on the CPU: out = act(x @ weight.T + bias) + residual, one rounding.
 // Tall float32/bfloat16 products go to oneDNN as one matmul with a packed weight and
 // post-ops (onednn_linear.cpp). Otherwise kiln's kernels write float32 sums (the streaming
-// dot-product kernels for few rows, the blocked GEMM for the rest) and one pass per row adds
+// dot-product kernels for few rows, the blocked GEMM for the rest, with the weight packed once
+// where the level has a packed kernel) and one pass per row adds
 // the bias, applies the activation (vec_math at AVX2 and up), adds the residual and rounds.
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "kiln/core/dtype.h"
@@ -12,11 +14,28 @@
 #include "kiln/ops/linalg.h"
 #include "isa/gemm_bf16.h"
 #include "isa/gemm_f32.h"
+#include "isa/gemm_packed_b.h"
 #include "isa/vec_math.h"
 #include "onednn_linear.h"
+#include "own_packed_weights.h"
 
 namespace kiln::cpu {
 namespace {
+
+// The blocked product with the weight packed once per weight tensor (own_packed_weights.h,
+// decision 0043), where the level has a packed kernel for x's dtype; false where it has none.
+bool packed_weight_sums(const Tensor& x, const Tensor& w, float* sums) {
+  const GemmPackedKernel k =
+      x.dtype() == DType::F32 ? gemm_f32_packed_kernel() : gemm_bf16_packed_kernel();
+  if (!k) return false;
+  const int64_t M = x.size(0), K = x.size(1), N = w.size(0), w_rs = w.stride(0);
+  const std::string key = "linear|" + std::string(dtype_name(x.dtype())) + "|" +
+                          std::to_string(N) + "x" + std::to_string(K) + "|" + std::to_string(w_rs);
+  const auto packed =
+      own_packed_weight(w, key, [&] { return k.pack(K, N, w.raw_data(), 1, w_rs); });
+  k.run(M, x.raw_data(), x.stride(0), x.stride(1), *packed, sums, N, 1.0f);
+  return true;
+}
 
 // sums[i * N + j] = sum_k x[i, k] * w[j, k] in float32 (x any strides, w unit column stride).
 void float_sums(const Tensor& x, const Tensor& w, float* sums) {
@@ -39,6 +58,7 @@ void float_sums(const Tensor& x, const Tensor& w, float* sums) {
       }
       return;
     }
+    if (packed_weight_sums(x, w, sums)) return;
     gemm_f32_kernel()(M, N, K, A, a_rs, a_cs, W, 1, w_rs, sums, N, 1.0f);
     return;
   }
@@ -52,6 +72,7 @@ void float_sums(const Tensor& x, const Tensor& w, float* sums) {
     }
     return;
   }
+  if (packed_weight_sums(x, w, sums)) return;
   gemm_bf16_kernel()(M, N, K, A, a_rs, a_cs, W, 1, w_rs, sums, N);
 }
 

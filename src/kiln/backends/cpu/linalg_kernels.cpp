@@ -6,6 +6,7 @@
 // integers (identical to wrapping in the narrow type); each output is rounded once.
 #include <algorithm>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "kiln/core/convert.h"
@@ -13,10 +14,12 @@
 #include "batched_small_gemm.h"
 #include "isa/gemm_bf16.h"
 #include "isa/gemm_f32.h"
+#include "isa/gemm_packed_b.h"
 #include "isa/gemm_s8.h"
 #include "isa/vec_math.h"
 #include "onednn_int_mm.h"
 #include "onednn_matmul.h"
+#include "own_packed_weights.h"
 #include "reduce_utils.h"
 #include "scalar_math.h"
 
@@ -489,6 +492,18 @@ void int_mm_kernel(OpCall& call) {
   const Tensor& c = call.outs[0];
   if (onednn_int_mm(a, b, c)) return;  // tall products (decision 0022)
   const bool b_transposed = !b.is_contiguous();
+  const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
+  // A Linear weight (B = W.t()) on the AMX tiles: packed once per weight (decision 0043).
+  const GemmS8PackedKernel packed_kernel = gemm_s8_packed_kernel();
+  if (packed_kernel && b_transposed && M >= kAmxMinRows) {
+    const std::string key = "int_mm|" + std::to_string(N) + "x" + std::to_string(K);
+    const auto packed = own_packed_weight(b, key, [&] {
+      return packed_kernel.pack(K, N, static_cast<const int8_t*>(b.raw_data()));
+    });
+    packed_kernel.run(M, static_cast<const uint8_t*>(a.raw_data()), a.dtype() == DType::I8,
+                      *packed, static_cast<int32_t*>(c.raw_data()));
+    return;
+  }
   gemm_s8_kernel()(a.size(0), b.size(1), a.size(1), static_cast<const uint8_t*>(a.raw_data()),
                    a.dtype() == DType::I8, static_cast<const int8_t*>(b.raw_data()), b_transposed,
                    static_cast<int32_t*>(c.raw_data()));

@@ -11,14 +11,14 @@
 #include "kiln/tensor/tensor_impl.h"
 #include "onednn_plan_cache.h"
 #include "onednn_runtime.h"
+#include "weight_identity.h"
 
 namespace kiln::cpu {
 
 namespace {
 
 struct PackedWeight {
-  std::weak_ptr<StorageImpl> storage;
-  uint64_t version = 0;
+  WeightIdentity identity;
   dnnl::memory::desc layout;
   dnnl::memory packed;
 };
@@ -48,20 +48,6 @@ void pack(dnnl::memory& from, dnnl::memory& to, dnnl::stream& stream) {
   dnnl::reorder(direct).execute(stream, from, to);
 }
 
-// A cache key for t's memory under a layout: the storage's address and t's offset in it. A
-// hit must also check the entry's weak storage reference and version (`unchanged`): a freed
-// storage's address may be reused.
-std::string memory_key(const Tensor& t, const std::string& layout_key) {
-  return layout_key + '|' +
-         onednn_key({int64_t(reinterpret_cast<uintptr_t>(t.impl()->storage().get())),
-                     t.storage_offset()});
-}
-
-// Whether an entry recorded for (storage, version) still describes t.
-bool unchanged(const std::weak_ptr<StorageImpl>& storage, uint64_t version, const Tensor& t) {
-  return storage.lock() == t.impl()->storage() && version == t.version();
-}
-
 }  // namespace
 
 dnnl::memory onednn_packed_weight(const Tensor& weight, const std::string& layout_key,
@@ -69,11 +55,11 @@ dnnl::memory onednn_packed_weight(const Tensor& weight, const std::string& layou
                                   const dnnl::memory::desc& packed, dnnl::stream& stream) {
   if (packed == user)
     return dnnl::memory(user, onednn_engine(), const_cast<void*>(weight.raw_data()));
-  const std::string key = memory_key(weight, layout_key);
+  const std::string key = weight_memory_key(weight, layout_key);
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     auto it = g_weights.find(key);
-    if (it != g_weights.end() && unchanged(it->second.storage, it->second.version, weight) &&
+    if (it != g_weights.end() && it->second.identity.describes(weight) &&
         it->second.layout == packed)
       return it->second.packed;
   }
@@ -84,26 +70,22 @@ dnnl::memory onednn_packed_weight(const Tensor& weight, const std::string& layou
   std::lock_guard<std::mutex> lock(g_mutex);
   // Drop the packed copies of weights that no longer exist, so they do not hold memory.
   for (auto it = g_weights.begin(); it != g_weights.end();)
-    it = it->second.storage.expired() ? g_weights.erase(it) : std::next(it);
+    it = it->second.identity.storage.expired() ? g_weights.erase(it) : std::next(it);
   if (g_weights.size() >= kMaxCached) g_weights.clear();
-  g_weights[key] = PackedWeight{weight.impl()->storage(), weight.version(), packed, packed_mem};
+  g_weights[key] = PackedWeight{WeightIdentity::of(weight), packed, packed_mem};
   return packed_mem;
 }
 
 bool onednn_seen_unchanged(const Tensor& operand, const std::string& layout_key) {
-  struct Sighting {
-    std::weak_ptr<StorageImpl> storage;
-    uint64_t version = 0;
-  };
   static std::mutex mutex;
-  static std::unordered_map<std::string, Sighting> seen;
+  static std::unordered_map<std::string, WeightIdentity> seen;
   constexpr size_t kMaxSightings = 256;
-  const std::string key = memory_key(operand, layout_key);
+  const std::string key = weight_memory_key(operand, layout_key);
   std::lock_guard<std::mutex> lock(mutex);
   auto it = seen.find(key);
-  if (it != seen.end() && unchanged(it->second.storage, it->second.version, operand)) return true;
+  if (it != seen.end() && it->second.describes(operand)) return true;
   if (seen.size() >= kMaxSightings) seen.clear();
-  seen[key] = Sighting{operand.impl()->storage(), operand.version()};
+  seen[key] = WeightIdentity::of(operand);
   return false;
 }
 

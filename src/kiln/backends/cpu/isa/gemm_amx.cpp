@@ -12,6 +12,7 @@
 #include "gemm_bf16.h"
 #include "gemm_f32.h"  // gemm_thread_grid
 #include "gemm_pack_buffer.h"
+#include "gemm_packed_b.h"
 #include "gemm_s8.h"
 #include "pack_bf16_pairs.h"
 #include "pack_s8_quads.h"
@@ -42,6 +43,33 @@ void gemm_s8_amx(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool a_signe
     amx_gemm<AmxHardwareTiles, AmxKind::S8S8>(M, N, K, A, K, 1, b, C, N);
   else
     amx_gemm<AmxHardwareTiles, AmxKind::U8S8>(M, N, K, A, K, 1, b, C, N);
+}
+
+// With B packed whole beforehand (gemm_packed_b.h; a Linear weight). A product of fewer than
+// kAmxMinRows rows still runs on the tiles here (the caller chose the packed path).
+void gemm_bf16_amx_packed(int64_t M, const void* A, int64_t a_rs, int64_t a_cs,
+                          const GemmPackedB& B, float* C, int64_t c_rs, float alpha) {
+  amx_gemm<AmxHardwareTiles, AmxKind::Bf16>(M, B.N, B.K, static_cast<const uint16_t*>(A), a_rs,
+                                            a_cs, AmxB{}, C, c_rs, &B);
+  if (alpha != 1.0f)
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < B.N; ++j) C[i * c_rs + j] *= alpha;
+}
+GemmPackedB gemm_bf16_amx_pack(int64_t K, int64_t N, const void* B, int64_t b_rs, int64_t b_cs) {
+  return amx_pack_whole<AmxKind::Bf16>(K, N, AmxB{B, b_rs, b_cs, false},
+                                       reinterpret_cast<const void*>(&gemm_bf16_amx_packed));
+}
+
+void gemm_s8_amx_packed(int64_t M, const uint8_t* A, bool a_signed, const GemmPackedB& B,
+                        int32_t* C) {
+  if (a_signed)
+    amx_gemm<AmxHardwareTiles, AmxKind::S8S8>(M, B.N, B.K, A, B.K, 1, AmxB{}, C, B.N, &B);
+  else
+    amx_gemm<AmxHardwareTiles, AmxKind::U8S8>(M, B.N, B.K, A, B.K, 1, AmxB{}, C, B.N, &B);
+}
+GemmPackedB gemm_s8_amx_pack(int64_t K, int64_t N, const int8_t* W) {
+  return amx_pack_whole<AmxKind::S8S8>(K, N, AmxB{W, 0, 0, true},
+                                       reinterpret_cast<const void*>(&gemm_s8_amx_packed));
 }
 
 }  // namespace kiln::cpu

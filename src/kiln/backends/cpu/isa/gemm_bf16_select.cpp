@@ -5,6 +5,7 @@
 
 #include "gemm_bf16.h"
 #include "gemm_f32.h"
+#include "gemm_packed_b.h"
 #include "kiln/backends/cpu/cpu_info.h"
 
 namespace kiln::cpu {
@@ -39,6 +40,15 @@ GemmBf16Fn gemm_bf16_kernel() {
     return &gemm_bf16_widening;
   }();
   return fn;
+}
+
+GemmPackedKernel gemm_bf16_packed_kernel() {
+  static const GemmPackedKernel k = [] {
+    if (isa_level() >= IsaLevel::Amx && cpu_features().amx_bf16)
+      return GemmPackedKernel{&gemm_bf16_amx_pack, &gemm_bf16_amx_packed};
+    return GemmPackedKernel{};  // see gemm_packed_b.h
+  }();
+  return k;
 }
 
 DotBf16Fn dot_bf16_kernel() {

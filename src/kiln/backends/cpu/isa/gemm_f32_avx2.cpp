@@ -27,6 +27,8 @@
 #define KILN_GEMM_MR 6  // 12 accumulators + 2 B vectors + 1 broadcast of the 16 registers
 #define KILN_GEMM_BLOCKED_NAME gemm_f32_avx2_blocked
 #define KILN_GEMM_BLOCKED_BF16_NAME gemm_bf16_avx2
+#define KILN_GEMM_PACK_NAME gemm_f32_avx2_pack
+#define KILN_GEMM_PACKED_RUN_NAME gemm_f32_avx2_packed
 #include "gemm_f32_blocked.inc"
 #define KILN_DOT_BF16_NAME dot_bf16_avx2
 #include "dot_bf16_widening.inc"

@@ -27,6 +27,8 @@
 #define KILN_GEMM_MR 8  // 16 accumulators of the 32 registers
 #define KILN_GEMM_BLOCKED_NAME gemm_f32_avx512_blocked
 #define KILN_GEMM_BLOCKED_BF16_NAME gemm_bf16_avx512
+#define KILN_GEMM_PACK_NAME gemm_f32_avx512_pack
+#define KILN_GEMM_PACKED_RUN_NAME gemm_f32_avx512_packed
 // GCC 12 reports the intentionally undefined placeholder inside its AVX-512 intrinsics
 // (`__Y = __Y`) as uninitialized once the bfloat16 widening loads are inlined; the values are
 // all defined.

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kiln/backends/cpu/cpu_info.h"
+#include "gemm_packed_b.h"
 
 namespace kiln::cpu {
 
@@ -14,6 +15,16 @@ GemmF32Fn gemm_f32_kernel() {
     return &gemm_f32_baseline;
   }();
   return fn;
+}
+
+GemmPackedKernel gemm_f32_packed_kernel() {
+  static const GemmPackedKernel k = [] {
+    IsaLevel level = isa_level();
+    if (level >= IsaLevel::Avx512) return GemmPackedKernel{&gemm_f32_avx512_pack, &gemm_f32_avx512_packed};
+    if (level >= IsaLevel::Avx2) return GemmPackedKernel{&gemm_f32_avx2_pack, &gemm_f32_avx2_packed};
+    return GemmPackedKernel{};
+  }();
+  return k;
 }
 
 // Splitting the panels costs nothing extra (each thread packs only its own); splitting the
@@ -33,7 +44,9 @@ GemmF32Fn gemm_f32_kernel() {
 GemmGrid gemm_thread_grid(int64_t row_tiles, int64_t panels, int64_t threads, int64_t mr,
                           int64_t block_panels, int64_t b_bytes) {
   const double tile_visit = 2.0 * double(mr);
-  const double pack = (b_bytes > (int64_t(1) << 20) ? 1.5 : 0.25) * double(mr);
+  // b_bytes 0: B was packed beforehand (gemm_packed_b.h), so splitting rows costs no packing.
+  const double pack =
+      b_bytes == 0 ? 0.0 : (b_bytes > (int64_t(1) << 20) ? 1.5 : 0.25) * double(mr);
   const double per_tile = 0.1875 * double(mr);
   GemmGrid best{1, threads};
   double best_cost = -1;

@@ -1,5 +1,6 @@
 // Choice of the 8-bit GEMM variant, and the plain-loop reference used at the baseline level.
 #include "gemm_s8.h"
+#include "gemm_packed_b.h"
 #include "kiln/backends/cpu/cpu_info.h"
 
 namespace kiln::cpu {
@@ -39,6 +40,15 @@ GemmS8Fn gemm_s8_kernel() {
     return &gemm_s8_reference;
   }();
   return fn;
+}
+
+GemmS8PackedKernel gemm_s8_packed_kernel() {
+  static const GemmS8PackedKernel k = [] {
+    if (isa_level() >= IsaLevel::Amx && cpu_features().amx_int8)
+      return GemmS8PackedKernel{&gemm_s8_amx_pack, &gemm_s8_amx_packed};
+    return GemmS8PackedKernel{};
+  }();
+  return k;
 }
 
 }  // namespace kiln::cpu

@@ -1,0 +1,79 @@
+#pragma once
+// B packed whole, once, in the panels of one blocked GEMM kernel, for products that use the
+// same B again (a Linear weight): the kernel then skips its per-call packing (10% of a
+// [128, 768] x [768, 3072] float32 product at the AVX2 level; more where the products
+// themselves are faster, as on AMX tiles). Decision 0043.
+#include <cstdint>
+#include <cstdlib>
+#include <vector>
+
+namespace kiln::cpu {
+
+struct GemmPackedB {
+  const void* kernel = nullptr;  // the run function that reads this layout (a checked tag)
+  int64_t K = 0, N = 0;
+  std::vector<int64_t> block_offset;  // per K block of the kernel: its first word
+
+  // 4-byte words (float32 panels, or bfloat16 pairs / int8 quadruples), 64-byte aligned.
+  const uint32_t* words() const { return storage_.data() + base_; }
+  uint32_t* words() { return storage_.data() + base_; }
+  void allocate(size_t n_words) {
+    storage_.assign(n_words + 16, 0u);
+    base_ = (64 - reinterpret_cast<uintptr_t>(storage_.data()) % 64) % 64 / 4;
+  }
+  size_t bytes() const { return storage_.size() * 4; }
+
+ private:
+  std::vector<uint32_t> storage_;
+  size_t base_ = 0;
+};
+
+// Packs B [K, N] (element strides b_rs, b_cs; elements of the kernel's input type).
+using GemmPackBFn = GemmPackedB (*)(int64_t K, int64_t N, const void* B, int64_t b_rs,
+                                    int64_t b_cs);
+// C[M, N] = alpha * A[M, K] @ B (A of the kernel's input type with element strides a_rs, a_cs;
+// C float32 with row stride c_rs, overwritten).
+using GemmPackedRunFn = void (*)(int64_t M, const void* A, int64_t a_rs, int64_t a_cs,
+                                 const GemmPackedB& B, float* C, int64_t c_rs, float alpha);
+struct GemmPackedKernel {
+  GemmPackBFn pack = nullptr;
+  GemmPackedRunFn run = nullptr;
+  explicit operator bool() const { return pack && run; }
+};
+
+// The variants (gemm_f32_blocked.inc in gemm_f32_avx2.cpp / gemm_f32_avx512.cpp;
+// gemm_amx.cpp).
+GemmPackedB gemm_f32_avx2_pack(int64_t, int64_t, const void*, int64_t, int64_t);
+GemmPackedB gemm_f32_avx512_pack(int64_t, int64_t, const void*, int64_t, int64_t);
+GemmPackedB gemm_bf16_amx_pack(int64_t, int64_t, const void*, int64_t, int64_t);
+void gemm_f32_avx2_packed(int64_t, const void*, int64_t, int64_t, const GemmPackedB&, float*,
+                          int64_t, float);
+void gemm_f32_avx512_packed(int64_t, const void*, int64_t, int64_t, const GemmPackedB&, float*,
+                            int64_t, float);
+void gemm_bf16_amx_packed(int64_t, const void*, int64_t, int64_t, const GemmPackedB&, float*,
+                          int64_t, float);
+
+// The level's kernels for float32 and bfloat16 operands (gemm_f32_select.cpp,
+// gemm_bf16_select.cpp); empty where the level has none: float32 at the baseline level;
+// bfloat16 below AMX (below AVX-512 BF16 the kernels widen B to float32 panels, a packed copy
+// twice the weight's size; at AVX-512 BF16 oneDNN takes the tall products with its own packed
+// weights).
+GemmPackedKernel gemm_f32_packed_kernel();
+GemmPackedKernel gemm_bf16_packed_kernel();
+
+// int8: B stored as [N, K] (a Linear weight; packed_transposed) and an A of M rows x K bytes,
+// signed or not; C int32 [M, N]. AMX only (gemm_amx.cpp); empty elsewhere.
+using GemmS8PackBFn = GemmPackedB (*)(int64_t K, int64_t N, const int8_t* W);
+using GemmS8PackedRunFn = void (*)(int64_t M, const uint8_t* A, bool a_signed,
+                                   const GemmPackedB& B, int32_t* C);
+struct GemmS8PackedKernel {
+  GemmS8PackBFn pack = nullptr;
+  GemmS8PackedRunFn run = nullptr;
+  explicit operator bool() const { return pack && run; }
+};
+GemmPackedB gemm_s8_amx_pack(int64_t K, int64_t N, const int8_t* W);
+void gemm_s8_amx_packed(int64_t M, const uint8_t* A, bool a_signed, const GemmPackedB& B,
+                        int32_t* C);
+GemmS8PackedKernel gemm_s8_packed_kernel();
+
+}  // namespace kiln::cpu

@@ -1,0 +1,55 @@
+// The packed-weight cache of kiln's own GEMM kernels (see own_packed_weights.h).
+#include "own_packed_weights.h"
+
+#include <iterator>
+#include <mutex>
+#include <unordered_map>
+
+#include "weight_identity.h"
+
+namespace kiln::cpu {
+
+namespace {
+
+struct Entry {
+  WeightIdentity identity;
+  std::shared_ptr<const GemmPackedB> packed;
+};
+
+std::mutex g_mutex;
+std::unordered_map<std::string, Entry> g_entries;
+constexpr size_t kMaxCached = 512;
+
+}  // namespace
+
+std::shared_ptr<const GemmPackedB> own_packed_weight(const Tensor& weight,
+                                                     const std::string& layout_key,
+                                                     const std::function<GemmPackedB()>& pack) {
+  const std::string key = weight_memory_key(weight, layout_key);
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    auto it = g_entries.find(key);
+    if (it != g_entries.end() && it->second.identity.describes(weight)) return it->second.packed;
+  }
+  // Packed outside the lock (it runs threads of its own and may take milliseconds); two
+  // threads packing the same weight at once both pack, and the later copy stays.
+  auto packed = std::make_shared<const GemmPackedB>(pack());
+  std::lock_guard<std::mutex> lock(g_mutex);
+  for (auto it = g_entries.begin(); it != g_entries.end();)
+    it = it->second.identity.storage.expired() ? g_entries.erase(it) : std::next(it);
+  if (g_entries.size() >= kMaxCached) g_entries.clear();
+  g_entries[key] = Entry{WeightIdentity::of(weight), packed};
+  return packed;
+}
+
+size_t own_packed_weight_count() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_entries.size();
+}
+
+void own_clear_packed_weights() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_entries.clear();
+}
+
+}  // namespace kiln::cpu

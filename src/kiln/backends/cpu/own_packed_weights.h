@@ -1,0 +1,26 @@
+#pragma once
+// Weights packed once for kiln's own blocked GEMM kernels (isa/gemm_packed_b.h), the
+// counterpart of onednn_packed_weights.h for the products oneDNN does not take (float32 at the
+// AVX2 level, bfloat16 below AVX-512 BF16, bfloat16 and int8 on AMX tiles, any product with
+// oneDNN switched off). Same rules (decision 0043): keyed by the weight's storage, offset and
+// the caller's layout key; a freed or modified weight (version counter) is never served a
+// stale copy; entries of freed weights are dropped; all are dropped beyond kMaxCached.
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "isa/gemm_packed_b.h"
+#include "kiln/backends/cpu/packed_weights.h"
+#include "kiln/tensor/tensor.h"
+
+namespace kiln::cpu {
+
+// The packed copy of `weight` under `layout_key` (which must name the kernel, dtype, shape and
+// strides), made by `pack` when there is none for the weight's current contents.
+std::shared_ptr<const GemmPackedB> own_packed_weight(const Tensor& weight,
+                                                     const std::string& layout_key,
+                                                     const std::function<GemmPackedB()>& pack);
+
+// own_packed_weight_count / own_clear_packed_weights: kiln/backends/cpu/packed_weights.h.
+
+}  // namespace kiln::cpu
