@@ -209,7 +209,9 @@ def build_tables(R):
                     "weights) vs PyTorch vs the unit's peak; kiln's mm packs a B it sees again "
                     "unchanged once (decision 0031), as Linear packs its weight; 'kiln own "
                     "kernels': kiln with oneDNN "
-                    "switched off (its blocked kernels, packing B on every call; 16+ rows only, "
+                    "switched off (its blocked kernels; a reused B packed once where the level has a "
+                    "packed kernel, float32 from AVX2 and bf16 / int8 on AMX, else on every call, "
+                    "decision 0043; 16+ rows only, "
                     "fewer rows run kiln's kernels either way)",
                     table(["case", "kiln", "dnnl sgemm", "dnnl matmul", "torch", "kiln/dnnl", "kiln/torch",
                            "kiln/peak", "dnnl/peak", "M=1 weight GB/s kiln/dnnl/torch", "kiln/DRAM read",

@@ -3,9 +3,11 @@
 // tensor at a freed one's address, views at different offsets, transposed; float32, bfloat16,
 // addmm's bias row and int_mm, against float64 products of the values actually multiplied. The
 // packed-copy count shows the cache at work (one copy per reused B, none for products of
-// fewer than 64 rows); without oneDNN, or with it switched off, nothing is packed.
+// fewer than 64 rows); without oneDNN, or with it switched off, kiln's own kernels keep the
+// copy instead (decision 0043) where the level has a packed kernel.
 #include "kiln/backends/cpu/cpu_info.h"
 #include "kiln/backends/cpu/onednn.h"
+#include "kiln/backends/cpu/packed_weights.h"
 #include "ops/test_util.h"
 
 namespace kiln::test {
@@ -46,11 +48,20 @@ size_t packed_if_onednn(size_t n) {
   return cpu::onednn_enabled() && cpu::isa_level() >= cpu::IsaLevel::Avx512 ? n : 0;
 }
 
+// Where oneDNN does not take the float32 product (switched off, or at the AVX2 level), kiln's
+// own kernel keeps the packed copy (decision 0043), from AVX2 up.
+size_t packed_if_own_kernel(size_t n) {
+  const bool onednn_takes = cpu::onednn_enabled() && cpu::isa_level() != cpu::IsaLevel::Avx2;
+  return !onednn_takes && cpu::isa_level() >= cpu::IsaLevel::Avx2 ? n : 0;
+}
+
 TEST(MatmulReusedOperand, PackedOnceAndInPlaceChangesSeen) {
   cpu::onednn_clear_packed_weights();
+  cpu::own_clear_packed_weights();
   Tensor a = random_matrix(96, 300, 1), b = random_matrix(300, 200, 2);
   for (int i = 0; i < 4; ++i) expect_product(a, b, "call " + std::to_string(i));
   EXPECT_EQ(cpu::onednn_packed_weight_count(), packed_if_onednn(1));
+  EXPECT_EQ(cpu::own_packed_weight_count(), packed_if_own_kernel(1));
   b.mul_(full({1}, -3.0, TensorOptions(DType::F32, kCpu)));
   expect_product(a, b, "after mul_");
   expect_product(a, b, "after mul_, again");
@@ -58,6 +69,7 @@ TEST(MatmulReusedOperand, PackedOnceAndInPlaceChangesSeen) {
   expect_product(a, b, "after copy_");
   expect_product(a, b, "after copy_, again");
   EXPECT_EQ(cpu::onednn_packed_weight_count(), packed_if_onednn(1));  // repacked in place
+  EXPECT_EQ(cpu::own_packed_weight_count(), packed_if_own_kernel(1));
 }
 
 TEST(MatmulReusedOperand, NewTensorsViewsAndTransposesAreDistinct) {
@@ -125,9 +137,11 @@ TEST(MatmulReusedOperand, IntMmContiguousB) {
 
 TEST(MatmulReusedOperand, FewRowsAreNotPacked) {
   cpu::onednn_clear_packed_weights();
+  cpu::own_clear_packed_weights();
   Tensor a = random_matrix(32, 512, 40), b = random_matrix(512, 256, 41);
   for (int i = 0; i < 3; ++i) expect_product(a, b, "32 rows, call " + std::to_string(i));
   EXPECT_EQ(cpu::onednn_packed_weight_count(), 0u);
+  EXPECT_EQ(cpu::own_packed_weight_count(), 0u);
 }
 
 }  // namespace

@@ -2,8 +2,10 @@
 // weights prepacked once) and against the unit's peak measured by the `peak` section.
 //  - square C = A @ B (kiln::mm, which packs a B used again unchanged once: decision 0031) at
 //    opt.gemm_sizes, fp32 / bf16 / int8;
-//  - with 16+ rows, kiln again with oneDNN switched off ("own": kiln's blocked kernels, which
-//    pack B on every call, against the same oneDNN figures);
+//  - with 16+ rows, kiln again with oneDNN switched off ("own": kiln's blocked kernels, against
+//    the same oneDNN figures; they keep a packed copy of a reused B where the level has a
+//    packed kernel — float32 from AVX2 up, bfloat16 / int8 on AMX — and pack B on every call
+//    otherwise: decision 0043);
 //  - LLM shapes y = x @ W^T (kiln::linear, W stored [N, K] as nn.Linear keeps it), M = 1 and
 //    M = 128, (N, K) in {(4096, 4096), (11008, 4096), (4096, 11008)}. At M = 1 the weights
 //    stream from DRAM: every system rotates among copies totalling >= 1 GiB (more than the

@@ -140,6 +140,26 @@ bool run_batched_gemv(const Gemm& g, RunOne&& run_one) {
   return true;
 }
 
+// kiln's own kernel with B packed once (decision 0043), for a product that oneDNN did not
+// take whose B is one whole 2-D tensor used again unchanged, with kPackReusedMinRows or more
+// rows (decision 0031's rule for oneDNN's copies). Writes alpha * A @ B into the float32 C.
+// False (nothing done) where that does not apply or the level has no packed kernel.
+bool own_kernel_with_packed_b(DType dtype, const Gemm& g, const Tensor* b_tensor, const void* A,
+                              const void* B, float* C, int64_t c_rs, float alpha) {
+  if (!b_tensor || g.M < kPackReusedMinRows || b_tensor->raw_data() != B) return false;
+  const GemmPackedKernel k =
+      dtype == DType::F32 ? gemm_f32_packed_kernel() : gemm_bf16_packed_kernel();
+  if (!k) return false;
+  const std::string key = "mm|" + std::string(dtype_name(dtype)) + "|" + std::to_string(g.K) +
+                          "x" + std::to_string(g.N) + "|" + std::to_string(g.b.rs) + "," +
+                          std::to_string(g.b.cs);
+  if (!operand_seen_unchanged(*b_tensor, key)) return false;
+  const auto packed = own_packed_weight(*b_tensor, key,
+                                        [&] { return k.pack(g.K, g.N, B, g.b.rs, g.b.cs); });
+  k.run(g.M, A, g.a.rs, g.a.cs, *packed, C, c_rs, alpha);
+  return true;
+}
+
 // float32 with a unit-stride output: the ISA-specific kernel (float accumulation, as BLAS).
 // Any layout of B goes to it as is: its packing reads a transposed weight directly.
 void run_gemm_f32(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
@@ -183,7 +203,8 @@ void run_gemm_f32(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
                                   g.b.rs, g.b.cs, c, g.c.rs, alpha, false, S + o[3], b_tensor))
       return;  // the bias was added inside oneDNN
     if (!onednn_matmul(DType::F32, g.M, g.N, g.K, A + o[0], g.a.rs, g.a.cs, B + o[1], g.b.rs,
-                       g.b.cs, c, g.c.rs, alpha, false, nullptr, b_tensor))
+                       g.b.cs, c, g.c.rs, alpha, false, nullptr, b_tensor) &&
+        !own_kernel_with_packed_b(DType::F32, g, b_tensor, A + o[0], B + o[1], c, g.c.rs, alpha))
       kernel(g.M, g.N, g.K, A + o[0], g.a.rs, g.a.cs, B + o[1], g.b.rs, g.b.cs, c, g.c.rs, alpha);
     if (use_self)
       for (int64_t i = 0; i < g.M; ++i)
@@ -281,9 +302,10 @@ void run_gemm_bf16(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
         onednn_matmul(DType::BF16, g.M, g.N, g.K, A + o[0], g.a.rs, g.a.cs, B + o[1], g.b.rs,
                       g.b.cs, Cp + o[2], g.c.rs, alpha, false, S + o[3], b_tensor))
       return;
-    if (!use_self || !onednn_matmul(DType::BF16, g.M, g.N, g.K, A + o[0], g.a.rs, g.a.cs,
-                                    B + o[1], g.b.rs, g.b.cs, acc, g.N, 1.0f, true, nullptr,
-                                    b_tensor))
+    if ((!use_self || !onednn_matmul(DType::BF16, g.M, g.N, g.K, A + o[0], g.a.rs, g.a.cs,
+                                     B + o[1], g.b.rs, g.b.cs, acc, g.N, 1.0f, true, nullptr,
+                                     b_tensor)) &&
+        !own_kernel_with_packed_b(DType::BF16, g, b_tensor, A + o[0], B + o[1], acc, g.N, 1.0f))
       kernel(g.M, g.N, g.K, A + o[0], g.a.rs, g.a.cs, B + o[1], g.b.rs, g.b.cs, acc, g.N);
     BFloat16* c = Cp + o[2];
     // The plain product rounds a row at a time with the vector narrowing (a scalar loop here

@@ -73,7 +73,7 @@ bool onednn_int_mm(const Tensor& a, const Tensor& b, const Tensor& c) {
     const std::string b_key =
         "int_mm|" + onednn_key({a.dtype() == DType::I8, N, K, b_transposed});
     const bool packed_b =
-        b_transposed || (M >= kOnednnPackMinRows && onednn_seen_unchanged(b, b_key));
+        b_transposed || (M >= kOnednnPackMinRows && operand_seen_unchanged(b, b_key));
     std::shared_ptr<IntMmPlan> plan =
         plan_for(a.dtype() == DType::I8, M, N, K, b_transposed, packed_b);
     dnnl::stream& s = onednn_stream();

@@ -108,12 +108,12 @@ bool onednn_matmul(DType dtype, int64_t M, int64_t N, int64_t K, const void* A, 
     // A B reused unchanged is packed once (decision 0031): oneDNN's brgemm given a plain B
     // packs its blocks inside every call, 3-5% of a float32 product at 256^3-2048^3 (bfloat16
     // up to 8%). One-off operands (activations) are left alone: B is packed from its second
-    // use with the same storage, offset, layout and version (onednn_seen_unchanged), and only
+    // use with the same storage, offset, layout and version (operand_seen_unchanged), and only
     // for products of kOnednnPackMinRows+ rows.
     const bool reusable = b_tensor && M >= kOnednnPackMinRows && b_tensor->raw_data() == B;
     const std::string layout =
         reusable ? onednn_key({int64_t(dt), K, N, b_rs, b_cs}) : std::string();
-    const bool packed_b = reusable && onednn_seen_unchanged(*b_tensor, layout);
+    const bool packed_b = reusable && operand_seen_unchanged(*b_tensor, layout);
     std::shared_ptr<MatmulPlan> plan = plan_for(dt, out_dt, M, N, K, a_rs, a_cs, b_rs, b_cs, c_rs,
                                                 alpha, bias != nullptr, packed_b);
     dnnl::stream& s = onednn_stream();

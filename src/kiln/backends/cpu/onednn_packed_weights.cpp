@@ -76,19 +76,6 @@ dnnl::memory onednn_packed_weight(const Tensor& weight, const std::string& layou
   return packed_mem;
 }
 
-bool onednn_seen_unchanged(const Tensor& operand, const std::string& layout_key) {
-  static std::mutex mutex;
-  static std::unordered_map<std::string, WeightIdentity> seen;
-  constexpr size_t kMaxSightings = 256;
-  const std::string key = weight_memory_key(operand, layout_key);
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = seen.find(key);
-  if (it != seen.end() && it->second.describes(operand)) return true;
-  if (seen.size() >= kMaxSightings) seen.clear();
-  seen[key] = WeightIdentity::of(operand);
-  return false;
-}
-
 void onednn_clear_packed_weights() {
   std::lock_guard<std::mutex> lock(g_mutex);
   g_weights.clear();

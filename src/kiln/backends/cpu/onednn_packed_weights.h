@@ -10,6 +10,7 @@
 
 #include "kiln/backends/cpu/onednn.h"
 #include "kiln/tensor/tensor.h"
+#include "own_packed_weights.h"
 
 namespace kiln::cpu {
 
@@ -22,12 +23,8 @@ dnnl::memory onednn_packed_weight(const Tensor& weight, const std::string& layou
                                   const dnnl::memory::desc& user,
                                   const dnnl::memory::desc& packed, dnnl::stream& stream);
 
-// Whether `operand` was seen before under `layout_key` (the caller's name for its role, dtype,
-// shape and strides) with the same storage, offset and version; records this sighting. The
-// second use of an unchanged operand marks it as reused (a weight given to a plain matrix
-// product), worth packing once (decision 0031); a one-off operand (an activation) never is.
-// Up to 256 sightings are remembered (weak references), forgotten all at once when full.
-bool onednn_seen_unchanged(const Tensor& operand, const std::string& layout_key);
+// Whether a plain operand was seen before unchanged (worth packing once, decision 0031):
+// operand_seen_unchanged in own_packed_weights.h, shared with kiln's own kernels.
 // Products with fewer rows than this do not pack a reused plain operand (decision 0031).
 inline constexpr int64_t kOnednnPackMinRows = 64;
 

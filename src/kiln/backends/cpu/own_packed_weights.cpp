@@ -42,6 +42,19 @@ std::shared_ptr<const GemmPackedB> own_packed_weight(const Tensor& weight,
   return packed;
 }
 
+bool operand_seen_unchanged(const Tensor& operand, const std::string& layout_key) {
+  static std::mutex mutex;
+  static std::unordered_map<std::string, WeightIdentity> seen;
+  constexpr size_t kMaxSightings = 256;
+  const std::string key = weight_memory_key(operand, layout_key);
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = seen.find(key);
+  if (it != seen.end() && it->second.describes(operand)) return true;
+  if (seen.size() >= kMaxSightings) seen.clear();
+  seen[key] = WeightIdentity::of(operand);
+  return false;
+}
+
 size_t own_packed_weight_count() {
   std::lock_guard<std::mutex> lock(g_mutex);
   return g_entries.size();

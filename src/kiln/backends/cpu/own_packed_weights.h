@@ -21,6 +21,17 @@ std::shared_ptr<const GemmPackedB> own_packed_weight(const Tensor& weight,
                                                      const std::string& layout_key,
                                                      const std::function<GemmPackedB()>& pack);
 
+// Whether `operand` was seen before under `layout_key` (the caller's name for its role, dtype,
+// shape and strides) with the same storage, offset and version; records this sighting. The
+// second use of an unchanged operand marks it as reused (a weight given to a plain matrix
+// product), worth packing once (decision 0031); a one-off operand (an activation) never is.
+// Up to 256 sightings are remembered (weak references), forgotten all at once when full.
+// Used by the oneDNN matmul / int_mm paths and by kiln's own kernels.
+bool operand_seen_unchanged(const Tensor& operand, const std::string& layout_key);
+// Products with fewer rows than this do not pack a reused plain operand for kiln's own kernels
+// (the rule oneDNN's paths follow with kOnednnPackMinRows, decision 0031).
+inline constexpr int64_t kPackReusedMinRows = 64;
+
 // own_packed_weight_count / own_clear_packed_weights: kiln/backends/cpu/packed_weights.h.
 
 }  // namespace kiln::cpu
