@@ -205,6 +205,19 @@ TEST(ReductionLarge, ProductsOfManyRuns) {
     }
     expect_near_all(prod(x, 1, false), want, t == DType::F32 ? 1e-6 : 8e-3, 0,
                     std::string(dtype_name(t)) + " prod");
+    // Two kept dims (the listed-offsets path), with keepdim (output strides of a kept 1), and
+    // a view whose kept dims do not merge (every other row).
+    Tensor x3 = x.reshape({20, 15, cols});
+    expect_near_all(prod(x3, -1, false), want, t == DType::F32 ? 1e-6 : 8e-3, 0,
+                    std::string(dtype_name(t)) + " prod of [20, 15, 517]");
+    expect_near_all(prod(x3, -1, true), want, t == DType::F32 ? 1e-6 : 8e-3, 0,
+                    std::string(dtype_name(t)) + " prod, keepdim");
+    Tensor every_other = x3.slice(1, 0, 15, 2);  // [20, 8, 517]
+    std::vector<double> want_eo;
+    for (int64_t a = 0; a < 20; ++a)
+      for (int64_t b = 0; b < 15; b += 2) want_eo.push_back(want[size_t(a * 15 + b)]);
+    expect_near_all(prod(every_other, -1, false), want_eo, t == DType::F32 ? 1e-6 : 8e-3, 0,
+                    std::string(dtype_name(t)) + " prod of a strided view");
   }
 }
 
