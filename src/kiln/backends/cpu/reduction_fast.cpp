@@ -113,26 +113,6 @@ void kept_offsets(const ReduceGeometry& g, std::vector<int64_t>& in_off,
   });
 }
 
-// The kept dims walked as one: true (with the element strides between consecutive outputs in
-// input and output) when every kept dim of size > 1 steps by the next one's stride times its
-// size, so output o reads its run at o * in_stride.
-bool kept_dims_collapse(const ReduceGeometry& g, int64_t& in_stride, int64_t& out_stride) {
-  in_stride = out_stride = 0;
-  int64_t span_in = 0, span_out = 0;  // stride times size of the inner kept dims so far
-  for (size_t d = g.outer_shape.size(); d-- > 0;) {
-    if (g.outer_shape[d] == 1) continue;
-    if (span_in == 0) {
-      in_stride = g.outer_in[d];
-      out_stride = g.outer_out[0][d];
-    } else if (g.outer_in[d] != span_in || g.outer_out[0][d] != span_out) {
-      return false;
-    }
-    span_in = g.outer_in[d] * g.outer_shape[d];
-    span_out = g.outer_out[0][d] * g.outer_shape[d];
-  }
-  return true;
-}
-
 // Many runs shorter than kGroupedRun, equally spaced (kept_dims_collapse): blocks of outputs
 // per call of the strided-runs functions, with the results reduce_runs' per-run calls give.
 // A call per output plus the offset tables cost 50 us for sum(-1) of [4096, 8] float32

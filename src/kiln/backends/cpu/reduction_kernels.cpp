@@ -98,34 +98,19 @@ bool prod_runs(OpCall& call) {
   ReduceGeometry g = reduce_geometry(in, call.ints_attr(0), call.bool_attr(1), {&out});
   // Runs shorter than 16 stay on the generic loop (faster there: [4096, 8] 20 against 52 us).
   if (g.red_numel < 16 || g.red.shape.size() != 1 || g.red.strides[0] != 1) return false;
-  // Up to one kept dim (the common case) the offsets are a multiple of the output's index;
-  // otherwise they are listed first (building the lists element by element had cost more
-  // than the products: prod(-1) of [4096, 64] 122 us, PyTorch 21).
-  int64_t outputs = 1;
-  for (int64_t d : g.outer_shape) outputs *= d;
-  const bool one_dim = g.outer_shape.size() <= 1;
-  const int64_t in_step = one_dim && !g.outer_shape.empty() ? g.outer_in[0] : 0;
-  const int64_t out_step = one_dim && !g.outer_shape.empty() ? g.outer_out[0][0] : 0;
-  std::vector<int64_t> in_off, out_off;
-  if (!one_dim) {
-    in_off.reserve(size_t(outputs));
-    out_off.reserve(size_t(outputs));
-    for_each_offset2(g.outer_shape, g.outer_in, g.outer_out[0], [&](int64_t i, int64_t o) {
-      in_off.push_back(i);
-      out_off.push_back(o);
-    });
-  }
+  const KeptOffsets offsets(g);
+  const int64_t outputs = offsets.count();
   const int64_t n = g.red_numel;
   const T* src = static_cast<const T*>(in.raw_data());
   T* dst = static_cast<T*>(out.raw_data());
   const VecReduce& vr = reduce_vec();
 #pragma omp parallel for schedule(static) if (outputs > 1 && outputs * n >= (int64_t(1) << 15))
   for (int64_t o = 0; o < outputs; ++o) {
-    const T* x = src + (one_dim ? o * in_step : in_off[size_t(o)]);
+    const T* x = src + offsets.in(o);
     double p;
     if constexpr (std::is_same_v<T, float>) p = vr.prod_f32(x, n);
     else p = vr.prod_bf16(reinterpret_cast<const uint16_t*>(x), n);
-    dst[one_dim ? o * out_step : out_off[size_t(o)]] = convert_value<T>(p);
+    dst[offsets.out(o)] = convert_value<T>(p);
   }
   return true;
 }
@@ -256,12 +241,8 @@ bool logsumexp_rows(OpCall& call) {
     return false;
   ReduceGeometry g = reduce_geometry(in, call.ints_attr(0), call.bool_attr(1), {&out});
   if (g.red_numel == 0 || g.red.shape.size() != 1 || g.red.strides[0] != 1) return false;
-  std::vector<int64_t> in_off, out_off;
-  for_each_offset2(g.outer_shape, g.outer_in, g.outer_out[0], [&](int64_t i, int64_t o) {
-    in_off.push_back(i);
-    out_off.push_back(o);
-  });
-  const int64_t outputs = int64_t(in_off.size()), n = g.red_numel;
+  const KeptOffsets offsets(g);
+  const int64_t outputs = offsets.count(), n = g.red_numel;
   const bool bf16 = in.dtype() == DType::BF16;
 #pragma omp parallel if (outputs > 1 && outputs * n >= (int64_t(1) << 15))
   {
@@ -269,12 +250,12 @@ bool logsumexp_rows(OpCall& call) {
 #pragma omp for schedule(static)
     for (int64_t o = 0; o < outputs; ++o) {
       if (!bf16) {
-        static_cast<float*>(out.raw_data())[out_off[size_t(o)]] =
-            vm.logsumexp_row(static_cast<const float*>(in.raw_data()) + in_off[size_t(o)], n);
+        static_cast<float*>(out.raw_data())[offsets.out(o)] =
+            vm.logsumexp_row(static_cast<const float*>(in.raw_data()) + offsets.in(o), n);
         continue;
       }
-      vm.widen_bf16(static_cast<const uint16_t*>(in.raw_data()) + in_off[size_t(o)], row.data(), n);
-      static_cast<BFloat16*>(out.raw_data())[out_off[size_t(o)]] =
+      vm.widen_bf16(static_cast<const uint16_t*>(in.raw_data()) + offsets.in(o), row.data(), n);
+      static_cast<BFloat16*>(out.raw_data())[offsets.out(o)] =
           BFloat16(vm.logsumexp_row(row.data(), n));
     }
   }
