@@ -104,15 +104,6 @@ struct Ops {
   }
 };
 
-// The element offsets of every kept position in input and output, row-major.
-void kept_offsets(const ReduceGeometry& g, std::vector<int64_t>& in_off,
-                  std::vector<int64_t>& out_off) {
-  for_each_offset2(g.outer_shape, g.outer_in, g.outer_out[0], [&](int64_t i, int64_t o) {
-    in_off.push_back(i);
-    out_off.push_back(o);
-  });
-}
-
 // Many runs shorter than kGroupedRun, equally spaced (kept_dims_collapse): blocks of outputs
 // per call of the strided-runs functions, with the results reduce_runs' per-run calls give.
 // A call per output plus the offset tables cost 50 us for sum(-1) of [4096, 8] float32
@@ -166,9 +157,8 @@ void reduce_runs(const ReduceGeometry& g, const T* src, T* dst, FastReduceKind k
         reduce_short_runs(g, src, dst, kind, parallel ? omp_get_max_threads() : 1))
       return;
   }
-  std::vector<int64_t> in_off, out_off;
-  kept_offsets(g, in_off, out_off);
-  const int64_t outputs = int64_t(in_off.size()), n = g.red_numel;
+  const KeptOffsets offsets(g);
+  const int64_t outputs = offsets.count(), n = g.red_numel;
   const bool extremum = kind == FastReduceKind::Max || kind == FastReduceKind::Min;
   const bool is_max = kind == FastReduceKind::Max;
   const bool parallel = outputs * n >= kParallelElements && omp_get_max_threads() > 1;
@@ -187,7 +177,7 @@ void reduce_runs(const ReduceGeometry& g, const T* src, T* dst, FastReduceKind k
     const int64_t o = u / chunks, c = u % chunks;
     const int64_t begin = c * chunk_len;
     len = std::min(n, begin + chunk_len) - begin;
-    x = src + in_off[size_t(o)] + begin;
+    x = src + offsets.in(o) + begin;
   };
   if (!whole_runs && chunk_len >= kGroupedRun) {
     // Long runs: a thread reads up to kMaxRuns units side by side (VecReduce's *_runs),
@@ -262,7 +252,7 @@ void reduce_runs(const ReduceGeometry& g, const T* src, T* dst, FastReduceKind k
       else r += p[c];
     }
     if (kind == FastReduceKind::Mean) r /= double(n);
-    dst[out_off[size_t(o)]] = extremum ? T(float(r)) : convert_value<T>(r);
+    dst[offsets.out(o)] = extremum ? T(float(r)) : convert_value<T>(r);
   }
 }
 
