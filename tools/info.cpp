@@ -19,6 +19,7 @@ int print_info() {
   std::cout << "\n";
   std::cout << "cpu isa level: " << cpu::isa_level_name(cpu::isa_level()) << " (detected "
             << cpu::isa_level_name(cpu::detected_isa_level()) << ", cap KILN_CPU_ISA)\n";
+  std::cout << "gemm kernels (kiln's own):\n" << cpu::gemm_kernel_summary() << "\n";
   std::cout << "onednn: "
             << (!cpu::onednn_available() ? "not built in"
                 : cpu::onednn_enabled()  ? "in use (KILN_ONEDNN=0 switches it off)"

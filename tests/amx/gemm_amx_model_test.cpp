@@ -74,7 +74,8 @@ void check_bf16(int64_t M, int64_t N, int64_t K, int layout, uint32_t seed,
       }
       double ref = 0, mag = 0;
       for (int64_t k = 0; k < K; ++k) {
-        const double p = widen(a[size_t(i * a_rs + k * a_cs)]) * widen(b[size_t(k * b_rs + j * b_cs)]);
+        const double p =
+            widen(a[size_t(i * a_rs + k * a_cs)]) * widen(b[size_t(k * b_rs + j * b_cs)]);
         ref += p;
         mag += std::fabs(p);
       }

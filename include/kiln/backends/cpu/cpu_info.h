@@ -23,5 +23,8 @@ IsaLevel isa_level();               // detected level capped by KILN_CPU_ISA
 std::string isa_level_name(IsaLevel level);  // "baseline", "avx2", "avx512", "avx512_vnni", "amx"
 // Parses a KILN_CPU_ISA value; throws ValueError listing the accepted names.
 IsaLevel parse_isa_level(const std::string& name);
+// kiln's own matrix-product kernels chosen for the current level, one line per dtype (for
+// `kiln info`; products that oneDNN takes are not counted here).
+std::string gemm_kernel_summary();
 
 }  // namespace kiln::cpu

@@ -20,8 +20,10 @@ GemmF32Fn gemm_f32_kernel() {
 GemmPackedKernel gemm_f32_packed_kernel() {
   static const GemmPackedKernel k = [] {
     IsaLevel level = isa_level();
-    if (level >= IsaLevel::Avx512) return GemmPackedKernel{&gemm_f32_avx512_pack, &gemm_f32_avx512_packed};
-    if (level >= IsaLevel::Avx2) return GemmPackedKernel{&gemm_f32_avx2_pack, &gemm_f32_avx2_packed};
+    if (level >= IsaLevel::Avx512)
+      return GemmPackedKernel{&gemm_f32_avx512_pack, &gemm_f32_avx512_packed};
+    if (level >= IsaLevel::Avx2)
+      return GemmPackedKernel{&gemm_f32_avx2_pack, &gemm_f32_avx2_packed};
     return GemmPackedKernel{};
   }();
   return k;

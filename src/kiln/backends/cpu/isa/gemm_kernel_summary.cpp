@@ -1,0 +1,39 @@
+// gemm_kernel_summary (cpu_info.h): which of kiln's own GEMM kernels the level selected, read
+// off the selected function pointers, so it cannot disagree with the selection itself.
+#include <string>
+
+#include "gemm_bf16.h"
+#include "gemm_f32.h"
+#include "gemm_packed_b.h"
+#include "gemm_s8.h"
+#include "kiln/backends/cpu/cpu_info.h"
+
+namespace kiln::cpu {
+
+std::string gemm_kernel_summary() {
+  const GemmF32Fn f32 = gemm_f32_kernel();
+  const GemmBf16Fn bf16 = gemm_bf16_kernel();
+  const GemmS8Fn s8 = gemm_s8_kernel();
+  auto kept = [](bool packed) { return packed ? ", Linear weights packed once" : ""; };
+  std::string s = "  float32: ";
+  s += f32 == &gemm_f32_avx512 ? "AVX-512 FMA, 8 x 32 register tiles"
+       : f32 == &gemm_f32_avx2 ? "AVX2 FMA, 6 x 16 register tiles"
+                               : "plain loops";
+  s += kept(bool(gemm_f32_packed_kernel()));
+  s += "\n  bfloat16: ";
+  s += bf16 == &gemm_bf16_amx          ? "AMX tiles (tdpbf16ps), 32 x 32 blocks"
+       : bf16 == &gemm_bf16_avx512bf16 ? "AVX-512 BF16 (vdpbf16ps), 8 x 32 register tiles"
+       : bf16 == &gemm_bf16_avx512     ? "AVX-512 FMA on operands widened while packing"
+       : bf16 == &gemm_bf16_avx2       ? "AVX2 FMA on operands widened while packing"
+                                       : "operands widened to float32, plain loops";
+  s += kept(bool(gemm_bf16_packed_kernel()));
+  s += "\n  int8: ";
+  s += s8 == &gemm_s8_amx          ? "AMX tiles (tdpbssd / tdpbusd), 32 x 32 blocks"
+       : s8 == &gemm_s8_avx512vnni ? "AVX-512 VNNI (vpdpbusd), 8 x 32 register tiles"
+       : s8 == &gemm_s8_avx2       ? "int16 pairs (vpmaddwd), 6 x 16 register tiles"
+                                   : "plain loops";
+  s += kept(bool(gemm_s8_packed_kernel()));
+  return s;
+}
+
+}  // namespace kiln::cpu
