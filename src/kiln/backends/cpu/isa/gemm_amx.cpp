@@ -14,6 +14,7 @@
 #include "gemm_pack_buffer.h"
 #include "gemm_packed_b.h"
 #include "gemm_s8.h"
+#include "kiln/core/error.h"
 #include "pack_bf16_pairs.h"
 #include "pack_s8_quads.h"
 
@@ -49,6 +50,8 @@ void gemm_s8_amx(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool a_signe
 // kAmxMinRows rows still runs on the tiles here (the caller chose the packed path).
 void gemm_bf16_amx_packed(int64_t M, const void* A, int64_t a_rs, int64_t a_cs,
                           const GemmPackedB& B, float* C, int64_t c_rs, float alpha) {
+  KILN_CHECK(B.kernel == reinterpret_cast<const void*>(&gemm_bf16_amx_packed), Error,
+             "gemm: a B packed for another kernel was given to the AMX bfloat16 kernel");
   amx_gemm<AmxHardwareTiles, AmxKind::Bf16>(M, B.N, B.K, static_cast<const uint16_t*>(A), a_rs,
                                             a_cs, AmxB{}, C, c_rs, &B);
   if (alpha != 1.0f)
@@ -62,6 +65,8 @@ GemmPackedB gemm_bf16_amx_pack(int64_t K, int64_t N, const void* B, int64_t b_rs
 
 void gemm_s8_amx_packed(int64_t M, const uint8_t* A, bool a_signed, const GemmPackedB& B,
                         int32_t* C) {
+  KILN_CHECK(B.kernel == reinterpret_cast<const void*>(&gemm_s8_amx_packed), Error,
+             "gemm: a B packed for another kernel was given to the AMX int8 kernel");
   if (a_signed)
     amx_gemm<AmxHardwareTiles, AmxKind::S8S8>(M, B.N, B.K, A, B.K, 1, AmxB{}, C, B.N, &B);
   else

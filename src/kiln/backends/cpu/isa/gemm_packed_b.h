@@ -3,6 +3,7 @@
 // same B again (a Linear weight): the kernel then skips its per-call packing (10% of a
 // [128, 768] x [768, 3072] float32 product at the AVX2 level; more where the products
 // themselves are faster, as on AMX tiles). Decision 0043.
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <vector>
@@ -10,7 +11,7 @@
 namespace kiln::cpu {
 
 struct GemmPackedB {
-  const void* kernel = nullptr;  // the run function that reads this layout (a checked tag)
+  const void* kernel = nullptr;  // the run function that reads this layout (it checks the tag)
   int64_t K = 0, N = 0;
   std::vector<int64_t> block_offset;  // per K block of the kernel: its first word
 
@@ -27,6 +28,42 @@ struct GemmPackedB {
   std::vector<uint32_t> storage_;
   size_t base_ = 0;
 };
+
+namespace {  // internal linkage: instantiated in each ISA translation unit with its own flags
+
+// B packed whole for a blocked kernel whose K blocks hold kc_max values and whose panels hold
+// panel_cols columns of 4-byte words: per K block, the panels of all N, panel_rows(kc) rows
+// each, the block's first word in block_offset. Tasks of `chunk` panels of one K block go over
+// the threads; pack_task(k0, kc, j0, nc, out) lays out one task exactly as the kernel packs a
+// block for itself, so the kernel reads either the same way.
+template <typename PanelRows, typename PackTask>
+GemmPackedB pack_whole_b(int64_t K, int64_t N, int64_t kc_max, int64_t panel_cols, int64_t chunk,
+                         PanelRows panel_rows, PackTask pack_task, const void* kernel) {
+  GemmPackedB out;
+  out.kernel = kernel;
+  out.K = K;
+  out.N = N;
+  const int64_t panels = (N + panel_cols - 1) / panel_cols;
+  int64_t words = 0;
+  for (int64_t k0 = 0; k0 < K; k0 += kc_max) {
+    out.block_offset.push_back(words);
+    words += panel_rows(std::min(kc_max, K - k0)) * panel_cols * panels;
+  }
+  out.allocate(size_t(words));
+  const int64_t blocks = int64_t(out.block_offset.size());
+  const int64_t chunks = (panels + chunk - 1) / chunk;
+#pragma omp parallel for schedule(dynamic) if (K * N >= (int64_t(1) << 16))
+  for (int64_t task = 0; task < blocks * chunks; ++task) {
+    const int64_t kb = task / chunks, p0 = task % chunks * chunk;
+    const int64_t k0 = kb * kc_max, kc = std::min(kc_max, K - k0);
+    const int64_t j0 = p0 * panel_cols, nc = std::min(chunk * panel_cols, N - j0);
+    pack_task(k0, kc, j0, nc,
+              out.words() + out.block_offset[size_t(kb)] + p0 * panel_rows(kc) * panel_cols);
+  }
+  return out;
+}
+
+}  // namespace
 
 // Packs B [K, N] (element strides b_rs, b_cs; elements of the kernel's input type).
 using GemmPackBFn = GemmPackedB (*)(int64_t K, int64_t N, const void* B, int64_t b_rs,
