@@ -318,13 +318,15 @@ void avg_pool_channels_last(OpCall& call) {
 #pragma omp parallel if (parallel)
   {
     std::vector<int64_t> offs;
-    std::vector<float> means(std::is_same_v<T, float> ? 0 : size_t(Ch));
+    // bfloat16: a whole output row of means, narrowed in one call.
+    std::vector<float> means(std::is_same_v<T, float> ? 0 : size_t(OW * Ch));
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < N * OH; ++r) {
       const int64_t n = r / OH;
       const DimWindow& wh = rows[size_t(r % OH)];
       const T* image = src + n * H * W * Ch;
-      T* out = dst + r * OW * Ch;
+      T* const out_row = dst + r * OW * Ch;
+      T* out = out_row;
       for (int64_t ow = 0; ow < OW; ++ow, out += Ch) {
         const DimWindow& ww = cols[size_t(ow)];
         offs.clear();
@@ -338,11 +340,7 @@ void avg_pool_channels_last(OpCall& call) {
           vr.window_mean_f32(image, offs.data(), taps, Ch, divisor, out);
         } else if constexpr (std::is_same_v<T, BFloat16>) {
           vr.window_mean_bf16(reinterpret_cast<const uint16_t*>(image), offs.data(), taps, Ch,
-                              divisor, means.data());
-          if (narrow)  // the same rounding as BFloat16(float), in vectors
-            narrow(means.data(), reinterpret_cast<uint16_t*>(out), Ch);
-          else
-            for (int64_t c = 0; c < Ch; ++c) out[c] = T(means[size_t(c)]);
+                              divisor, means.data() + ow * Ch);
         } else {  // float16 / float64: the double loop itself
           for (int64_t c = 0; c < Ch; ++c) {
             double s = 0;
@@ -350,6 +348,12 @@ void avg_pool_channels_last(OpCall& call) {
             out[c] = convert_value<T>(s / divisor);
           }
         }
+      }
+      if constexpr (std::is_same_v<T, BFloat16>) {
+        if (narrow)  // the same rounding as BFloat16(float), in vectors
+          narrow(means.data(), reinterpret_cast<uint16_t*>(out_row), OW * Ch);
+        else
+          for (int64_t c = 0; c < OW * Ch; ++c) out_row[c] = T(means[size_t(c)]);
       }
     }
   }
