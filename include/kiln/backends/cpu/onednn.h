@@ -28,4 +28,9 @@ void set_onednn_winograd_allowed(bool on);
 size_t onednn_packed_weight_count();
 void onednn_clear_packed_weights();
 
+// How many oneDNN plans (a primitive, JIT-compiled when made) kiln has made since it started.
+// A shape's first call makes one, later calls with the same shape and thread count
+// (set_num_threads) reuse it. Always 0 without oneDNN.
+size_t onednn_plans_made();
+
 }  // namespace kiln::cpu

@@ -86,12 +86,15 @@ size_t onednn_packed_weight_count() {
   return g_weights.size();
 }
 
+size_t onednn_plans_made() { return g_onednn_plans_made.load(std::memory_order_relaxed); }
+
 }  // namespace kiln::cpu
 #else  // without oneDNN nothing is ever packed
 
 namespace kiln::cpu {
 void onednn_clear_packed_weights() {}
 size_t onednn_packed_weight_count() { return 0; }
+size_t onednn_plans_made() { return 0; }
 }  // namespace kiln::cpu
 
 #endif  // KILN_HAVE_DNNL
