@@ -48,10 +48,10 @@ Tol product_tol(DType dtype, int64_t K) {
   return {1e-5, 1e-6 * (4.0 + 2.0 * std::sqrt(double(K)))};
 }
 
-// Runs `op` at 1 (twice), 2, 1 and 2 threads. Where oneDNN takes the product (its first call makes a
-// plan: the shape is new to the process) the first 2-thread call must make one more and the
-// later calls none; where it does not (kiln's own kernels at this ISA level), none may be made.
-// Returns whether oneDNN took it.
+// Runs `op` at 1 (twice), 2, 1 and 2 threads. Where oneDNN takes the product (its first call
+// makes a plan: the shape is new to the process) the first 2-thread call must make one more
+// and the later calls none; where it does not (kiln's own kernels at this ISA level), none may
+// be made. Returns whether oneDNN took it.
 template <typename Op>
 bool expect_plan_per_thread_count(const Operands& o, DType dtype, Op op, const char* what) {
   const std::vector<double> want = reference(o);

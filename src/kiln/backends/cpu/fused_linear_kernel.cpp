@@ -1,8 +1,8 @@
 // fused_linear on the CPU: out = act(x @ weight.T + bias) + residual, one rounding.
 // Tall float32/bfloat16 products go to oneDNN as one matmul with a packed weight and
 // post-ops (onednn_linear.cpp). Otherwise kiln's kernels write float32 sums (the streaming
-// dot-product kernels for few rows, the blocked GEMM for the rest, with the weight packed once
-// where the level has a packed kernel) and one pass per row adds
+// dot-product kernels for few rows, few_rows_product.h; the blocked GEMM for the rest, with
+// the weight packed once where the level has a packed kernel) and one pass per row adds
 // the bias, applies the activation (vec_math at AVX2 and up), adds the residual and rounds.
 #include <cmath>
 #include <cstring>
@@ -15,6 +15,7 @@
 #include "isa/gemm_bf16.h"
 #include "isa/gemm_f32.h"
 #include "isa/gemm_packed_b.h"
+#include "few_rows_product.h"
 #include "isa/vec_math.h"
 #include "onednn_linear.h"
 #include "own_packed_weights.h"
@@ -45,17 +46,16 @@ void float_sums(const Tensor& x, const Tensor& w, float* sums) {
     std::fill(sums, sums + M * N, 0.0f);
     return;
   }
-  const bool few_rows = M < kGemmBlockedMinRows && a_cs == 1;
+  const bool few_rows = M < kFewRowsMax && a_cs == 1;
   const bool parallel = N * K >= (int64_t(1) << 16);
   if (x.dtype() == DType::F32) {
     const float* A = static_cast<const float*>(x.raw_data());
     const float* W = static_cast<const float*>(w.raw_data());
     const VecDotF32 dot = vec_math_f32().dot;
-    if (few_rows && dot) {  // each output one dot product of two contiguous rows
-      for (int64_t i = 0; i < M; ++i) {
+    if (few_rows && few_rows_times_weight_f32(M, N, K, A, a_rs, W, w_rs, sums, N)) return;
+    if (M == 1 && a_cs == 1 && dot) {  // each output one dot product of two contiguous rows
 #pragma omp parallel for schedule(static) if (parallel)
-        for (int64_t j = 0; j < N; ++j) sums[i * N + j] = dot(A + i * a_rs, W + j * w_rs, K);
-      }
+      for (int64_t j = 0; j < N; ++j) sums[j] = dot(A, W + j * w_rs, K);
       return;
     }
     if (packed_weight_sums(x, w, sums)) return;
@@ -65,11 +65,10 @@ void float_sums(const Tensor& x, const Tensor& w, float* sums) {
   const uint16_t* A = static_cast<const uint16_t*>(x.raw_data());
   const uint16_t* W = static_cast<const uint16_t*>(w.raw_data());
   const DotBf16Fn dot = dot_bf16_kernel();
-  if (few_rows && dot) {
-    for (int64_t i = 0; i < M; ++i) {
+  if (few_rows && few_rows_times_weight_bf16(M, N, K, A, a_rs, W, w_rs, sums, N)) return;
+  if (M == 1 && a_cs == 1 && dot) {
 #pragma omp parallel for schedule(static) if (parallel)
-      for (int64_t j = 0; j < N; ++j) sums[i * N + j] = dot(A + i * a_rs, W + j * w_rs, K);
-    }
+    for (int64_t j = 0; j < N; ++j) sums[j] = dot(A, W + j * w_rs, K);
     return;
   }
   if (packed_weight_sums(x, w, sums)) return;

@@ -7,11 +7,13 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kiln/core/convert.h"
 #include "kiln/dispatch/registry.h"
 #include "batched_small_gemm.h"
+#include "few_rows_product.h"
 #include "isa/gemm_bf16.h"
 #include "isa/gemm_f32.h"
 #include "isa/gemm_packed_b.h"
@@ -160,11 +162,45 @@ bool own_kernel_with_packed_b(DType dtype, const Gemm& g, const Tensor* b_tensor
   return true;
 }
 
+// Few rows (2 to kFewRowsMax - 1, no batch dims) times a B with contiguous columns (x @ W.T
+// while decoding several sequences): few_rows_product.h's dot tiles into float32 sums, the
+// weight read from memory once, then alpha, self and the output's dtype (T: float or
+// BFloat16). False (nothing written) where that does not apply.
+template <typename T>
+bool run_few_rows_transposed(const Gemm& g, float alpha, float beta, bool use_self) {
+  if (!g.batch.empty() || g.M < 2 || g.M >= kFewRowsMax || g.b.rs != 1 || g.a.cs != 1 ||
+      g.K == 0)
+    return false;
+  std::unique_ptr<float[]> sums(new float[size_t(g.M * g.N)]);
+  bool done;
+  if constexpr (std::is_same_v<T, float>) {
+    done = few_rows_times_weight_f32(g.M, g.N, g.K, reinterpret_cast<const float*>(g.a.data),
+                                     g.a.rs, reinterpret_cast<const float*>(g.b.data), g.b.cs,
+                                     sums.get(), g.N);
+  } else {
+    done = few_rows_times_weight_bf16(g.M, g.N, g.K, reinterpret_cast<const uint16_t*>(g.a.data),
+                                      g.a.rs, reinterpret_cast<const uint16_t*>(g.b.data),
+                                      g.b.cs, sums.get(), g.N);
+  }
+  if (!done) return false;
+  const T* S = reinterpret_cast<const T*>(g.self.data);
+  T* C = const_cast<T*>(reinterpret_cast<const T*>(g.c.data));
+#pragma omp parallel for schedule(static) if (g.M * g.N >= (int64_t(1) << 15))
+  for (int64_t i = 0; i < g.M; ++i)
+    for (int64_t j = 0; j < g.N; ++j) {
+      float r = alpha * sums[size_t(i * g.N + j)];
+      if (use_self) r += beta * float(S[i * g.self.rs + j * g.self.cs]);
+      C[i * g.c.rs + j * g.c.cs] = T(r);
+    }
+  return true;
+}
+
 // float32 with a unit-stride output: the ISA-specific kernel (float accumulation, as BLAS).
 // Any layout of B goes to it as is: its packing reads a transposed weight directly.
 void run_gemm_f32(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
   const float alpha = alpha_s.to<float>(), beta = beta_s.to<float>();
   const bool use_self = g.has_self && beta != 0.0f;
+  if (run_few_rows_transposed<float>(g, alpha, beta, use_self)) return;
   int64_t batches = 1;
   for (int64_t d : g.batch) batches *= d;
   if (batches == 1 && run_gemv_transposed_f32(g, reinterpret_cast<const float*>(g.a.data),
@@ -263,6 +299,7 @@ bool run_gemv_transposed_bf16(const Gemm& g, float alpha, float beta, bool use_s
 void run_gemm_bf16(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
   const float alpha = alpha_s.to<float>(), beta = beta_s.to<float>();
   const bool use_self = g.has_self && beta != 0.0f;
+  if (run_few_rows_transposed<BFloat16>(g, alpha, beta, use_self)) return;
   if (run_gemv_transposed_bf16(g, alpha, beta, use_self)) return;
   if (run_batched_gemv<BFloat16>(
           g, [&](const Gemm& gi) { return run_gemv_transposed_bf16(gi, alpha, beta, use_self); }))

@@ -176,6 +176,53 @@ float dot_bf16_avx512bf16(const uint16_t* a, const uint16_t* b, int64_t n) {
   }
   return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc0, acc1), _mm512_add_ps(acc2, acc3)));
 }
+
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+namespace {
+// A rows x C tile of dot products (vec_math.h, VecDotTileBf16): 32 values of each weight row
+// loaded once per step for all R activation rows, the tail a masked load (zeros add 0).
+template <int R, int C>
+void dot_tile(const uint16_t* a, int64_t a_rs, const uint16_t* w, int64_t w_rs, int64_t n,
+              float* out, int64_t out_rs) {
+  __m512 acc[R][C];
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  int64_t k = 0;
+  for (; k + 32 <= n; k += 32) {
+    __m512bh wv[C];
+    for (int c = 0; c < C; ++c) wv[c] = (__m512bh)_mm512_loadu_si512(w + c * w_rs + k);
+    for (int r = 0; r < R; ++r) {
+      const __m512bh av = (__m512bh)_mm512_loadu_si512(a + r * a_rs + k);
+      for (int c = 0; c < C; ++c) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], av, wv[c]);
+    }
+  }
+  if (k < n) {
+    const __mmask32 m = __mmask32((uint64_t(1) << (n - k)) - 1);
+    __m512bh wv[C];
+    for (int c = 0; c < C; ++c) wv[c] = (__m512bh)_mm512_maskz_loadu_epi16(m, w + c * w_rs + k);
+    for (int r = 0; r < R; ++r) {
+      const __m512bh av = (__m512bh)_mm512_maskz_loadu_epi16(m, a + r * a_rs + k);
+      for (int c = 0; c < C; ++c) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], av, wv[c]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) out[r * out_rs + c] = _mm512_reduce_add_ps(acc[r][c]);
+}
+}  // namespace
+
+void dot_tile_bf16_avx512bf16(const uint16_t* a, int64_t a_rs, int rows, const uint16_t* w,
+                              int64_t w_rs, int cols, int64_t n, float* out, int64_t out_rs) {
+  using Fn = void (*)(const uint16_t*, int64_t, const uint16_t*, int64_t, int64_t, float*,
+                      int64_t);
+  static constexpr Fn kTiles[6][4] = {
+      {dot_tile<1, 1>, dot_tile<1, 2>, dot_tile<1, 3>, dot_tile<1, 4>},
+      {dot_tile<2, 1>, dot_tile<2, 2>, dot_tile<2, 3>, dot_tile<2, 4>},
+      {dot_tile<3, 1>, dot_tile<3, 2>, dot_tile<3, 3>, dot_tile<3, 4>},
+      {dot_tile<4, 1>, dot_tile<4, 2>, dot_tile<4, 3>, dot_tile<4, 4>},
+      {dot_tile<5, 1>, dot_tile<5, 2>, dot_tile<5, 3>, dot_tile<5, 4>},
+      {dot_tile<6, 1>, dot_tile<6, 2>, dot_tile<6, 3>, dot_tile<6, 4>}};
+  kTiles[rows - 1][cols - 1](a, a_rs, w, w_rs, n, out, out_rs);
+}
 #pragma GCC diagnostic pop
 
 }  // namespace kiln::cpu

@@ -6,6 +6,7 @@
 #include "gemm_bf16.h"
 #include "gemm_f32.h"
 #include "gemm_packed_b.h"
+#include "vec_math.h"
 #include "kiln/backends/cpu/cpu_info.h"
 
 namespace kiln::cpu {
@@ -58,6 +59,15 @@ DotBf16Fn dot_bf16_kernel() {
     if (isa_level() >= IsaLevel::Avx512) return &dot_bf16_avx512;
     if (isa_level() >= IsaLevel::Avx2) return &dot_bf16_avx2;
     return nullptr;
+  }();
+  return fn;
+}
+
+DotTileBf16Fn dot_tile_bf16_kernel() {
+  static const DotTileBf16Fn fn = []() -> DotTileBf16Fn {
+    if (isa_level() >= IsaLevel::Avx512Vnni && cpu_features().avx512_bf16)
+      return &dot_tile_bf16_avx512bf16;
+    return vec_math_f32().dot_tile_bf16;
   }();
   return fn;
 }

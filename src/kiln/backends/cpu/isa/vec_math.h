@@ -30,6 +30,16 @@ using VecDotF32 = float (*)(const float* a, const float* b, int64_t n);
 // matrix-vector product streams four weight rows at once (more memory parallelism than one).
 using VecDot4F32 = void (*)(const float* a, const float* b, int64_t ldb, int64_t n, float* out);
 
+// out[r * out_rs + c] = sum_k a[r * a_rs + k] * w[c * w_rs + k] for r < rows (1 to
+// kDotTileRows) and c < cols (1 to kDotTileCols), float32 sums: a tile of dot products that
+// loads each weight vector once for all its activation rows, so a product of a few rows with
+// a row-major weight (x @ W.T while decoding several sequences) streams the weight once.
+inline constexpr int kDotTileRows = 6, kDotTileCols = 4;
+using VecDotTileF32 = void (*)(const float* a, int64_t a_rs, int rows, const float* w,
+                               int64_t w_rs, int cols, int64_t n, float* out, int64_t out_rs);
+using VecDotTileBf16 = void (*)(const uint16_t* a, int64_t a_rs, int rows, const uint16_t* w,
+                                int64_t w_rs, int cols, int64_t n, float* out, int64_t out_rs);
+
 // bfloat16 <-> float32 over contiguous arrays (exact widening; narrowing rounds to nearest
 // even, NaN stays NaN), so bfloat16 tensors can use the float32 vector functions chunk by
 // chunk.
@@ -145,6 +155,8 @@ struct VecMathF32 {
   VecToI32F32 to_i32 = nullptr;
   VecDotF32 dot = nullptr;
   VecDot4F32 dot4 = nullptr;
+  VecDotTileF32 dot_tile = nullptr;
+  VecDotTileBf16 dot_tile_bf16 = nullptr;  // widening; see dot_tile_bf16_kernel (gemm_bf16.h)
   VecWidenBf16 widen_bf16 = nullptr;
   VecNarrowBf16 narrow_bf16 = nullptr;
   VecMulAddBf16 muladd_bf16 = nullptr;

@@ -1,0 +1,41 @@
+#include "few_rows_product.h"
+
+#include <algorithm>
+
+#include "isa/gemm_bf16.h"
+#include "isa/vec_math.h"
+
+namespace kiln::cpu {
+namespace {
+
+template <typename E, typename Tile>
+bool run(Tile tile, int64_t M, int64_t N, int64_t K, const E* A, int64_t a_rs, const E* W,
+         int64_t w_rs, float* out, int64_t out_rs) {
+  if (!tile || M < 2 || M >= kFewRowsMax || N < 1 || K < 1) return false;
+  const int64_t groups = (N + kDotTileCols - 1) / kDotTileCols;
+#pragma omp parallel for schedule(static) if (N * K >= (int64_t(1) << 16))
+  for (int64_t q = 0; q < groups; ++q) {
+    const int64_t j0 = q * kDotTileCols;
+    const int cols = int(std::min<int64_t>(kDotTileCols, N - j0));
+    // The first row group reads the weight rows from memory, the others from the cache.
+    for (int64_t i0 = 0; i0 < M; i0 += kDotTileRows)
+      tile(A + i0 * a_rs, a_rs, int(std::min<int64_t>(kDotTileRows, M - i0)), W + j0 * w_rs,
+           w_rs, cols, K, out + i0 * out_rs + j0, out_rs);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool few_rows_times_weight_f32(int64_t M, int64_t N, int64_t K, const float* A, int64_t a_rs,
+                               const float* W, int64_t w_rs, float* out, int64_t out_rs) {
+  return run(vec_math_f32().dot_tile, M, N, K, A, a_rs, W, w_rs, out, out_rs);
+}
+
+bool few_rows_times_weight_bf16(int64_t M, int64_t N, int64_t K, const uint16_t* A,
+                                int64_t a_rs, const uint16_t* W, int64_t w_rs, float* out,
+                                int64_t out_rs) {
+  return run(dot_tile_bf16_kernel(), M, N, K, A, a_rs, W, w_rs, out, out_rs);
+}
+
+}  // namespace kiln::cpu
