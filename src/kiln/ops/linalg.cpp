@@ -185,9 +185,10 @@ Tensor outer(const Tensor& a, const Tensor& b) {
   return mul(a.unsqueeze(1), b.unsqueeze(0));
 }
 
-// Inference-time Linear layers with enough rows for oneDNN's matmul rule (decision 0017)
-// run as fused_linear, whose packed weight is cached per weight tensor; under autograd, or
-// with few rows (kiln's streaming kernels read the plain weight), the (add)mm path below.
+// Inference-time Linear layers of 4 rows or more run as fused_linear, whose packed weight is
+// cached per weight tensor (oneDNN's matmul from 4 rows: decision 0045); under autograd, or
+// with fewer rows (kiln's matrix-vector kernels and dot tiles read the plain weight once),
+// the (add)mm path below.
 static bool linear_can_fuse(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   if (!x.device().is_cpu() || weight.device() != x.device()) return false;
   if ((x.dtype() != DType::F32 && x.dtype() != DType::BF16) || weight.dtype() != x.dtype())
@@ -195,7 +196,7 @@ static bool linear_can_fuse(const Tensor& x, const Tensor& weight, const Tensor&
   if (bias.defined() && (bias.dim() != 1 || bias.size(0) != weight.size(0) ||
                          bias.dtype() != x.dtype() || bias.device() != x.device()))
     return false;
-  if (x.numel() / std::max<int64_t>(x.shape().back(), 1) < 16) return false;
+  if (x.numel() / std::max<int64_t>(x.shape().back(), 1) < 4) return false;
   if (autograd::is_grad_enabled())
     for (const Tensor* t : {&x, &weight, &bias})
       if (t->defined() && autograd::requires_grad(*t)) return false;

@@ -64,11 +64,15 @@ std::shared_ptr<IntMmPlan> plan_for(bool a_signed, int64_t M, int64_t N, int64_t
 
 bool onednn_int_mm(const Tensor& a, const Tensor& b, const Tensor& c) {
   const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
-  if (!onednn_takes_product(M, M * N * K, K)) return false;
+  const bool b_transposed = !b.is_contiguous();
+  // A Linear weight (B = W.t()) is packed once and kept, so oneDNN takes it from fewer rows,
+  // as fused_linear's (decision 0045).
+  if (!(b_transposed ? onednn_takes_linear(M, M * N * K, K)
+                     : onednn_takes_product(M, M * N * K, K)))
+    return false;
   // Below VNNI oneDNN multiplies with vpmaddubsw, whose int16 pair sums saturate: not exact.
   if (isa_level() < IsaLevel::Avx512Vnni) return false;
   if (own_tile_kernels_take_products()) return false;
-  const bool b_transposed = !b.is_contiguous();
   try {
     const std::string b_key =
         "int_mm|" + onednn_key({a.dtype() == DType::I8, N, K, b_transposed});

@@ -105,7 +105,7 @@ std::string plan_key(const Tensor& x, const Tensor& w, const Tensor& bias, Linea
 bool onednn_linear(const Tensor& x, const Tensor& w, const Tensor& bias, LinearActivation act,
                    const Tensor& residual, const Tensor& out) {
   const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
-  if (!onednn_takes_product(M, M * N * K, K)) return false;
+  if (!onednn_takes_linear(M, M * N * K, K)) return false;
   if (x.dtype() != DType::F32 &&
       !(x.dtype() == DType::BF16 && isa_level() >= IsaLevel::Avx512Vnni &&
         !own_tile_kernels_take_products()))

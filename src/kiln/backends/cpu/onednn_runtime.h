@@ -2,6 +2,7 @@
 // What kiln's oneDNN paths (onednn_conv.cpp, onednn_matmul.cpp) share: the engine, the
 // KILN_ONEDNN switch and the ISA cap. The oneDNN types appear only when kiln is built with
 // it (KILN_HAVE_DNNL); onednn_apply_isa_cap is always declared (`kiln bench` calls it).
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -38,6 +39,15 @@ inline constexpr int64_t kOnednnMinWork = int64_t(1) << 18;
 inline bool onednn_takes_product(int64_t M, int64_t work, int64_t K) {
   return onednn_enabled() && M >= kOnednnMinRows && work >= kOnednnMinWork && K > 0 &&
          isa_level() != IsaLevel::Avx2;
+}
+// Linear layers (fused_linear) keep their weight packed in oneDNN's layout, which from 4 rows
+// streams faster than kiln's dot tiles read the plain weight (decision 0045: [M, 4096] x
+// [11008, 4096]^T bfloat16 at M = 8 3.4-3.5 against 4.0-4.4 ms, float32 6.8-7.0 against
+// 8.9-9.2); at 2 rows the tiles are faster (3.1 against 3.5-4.1 ms).
+inline constexpr int64_t kOnednnLinearMinRows = 4;
+inline bool onednn_takes_linear(int64_t M, int64_t work, int64_t K) {
+  return onednn_takes_product(std::max(M, kOnednnMinRows), work, K) &&
+         M >= kOnednnLinearMinRows;
 }
 // The calling thread's stream on that engine, created once per thread.
 dnnl::stream& onednn_stream();
