@@ -40,10 +40,10 @@ inline bool onednn_takes_product(int64_t M, int64_t work, int64_t K) {
   return onednn_enabled() && M >= kOnednnMinRows && work >= kOnednnMinWork && K > 0 &&
          isa_level() != IsaLevel::Avx2;
 }
-// Linear layers (fused_linear) keep their weight packed in oneDNN's layout, which from 4 rows
-// streams faster than kiln's dot tiles read the plain weight (decision 0045: [M, 4096] x
-// [11008, 4096]^T bfloat16 at M = 8 3.4-3.5 against 4.0-4.4 ms, float32 6.8-7.0 against
-// 8.9-9.2); at 2 rows the tiles are faster (3.1 against 3.5-4.1 ms).
+// Linear layers (fused_linear, int_mm with W.t()) keep their weight packed in oneDNN's layout,
+// which from 4 rows is faster than kiln's dot tiles on the plain weight (decision 0045:
+// [M, 4096] x [11008, 4096]^T float32 at M = 8 6.3-7.0 against 8.9-9.3 ms, bfloat16 at M = 15
+// 4.5-4.6 against 5.8-6.2 ms); at 2 rows the tiles are faster (bfloat16 3.1 against 3.5-4.1).
 inline constexpr int64_t kOnednnLinearMinRows = 4;
 inline bool onednn_takes_linear(int64_t M, int64_t work, int64_t K) {
   return onednn_takes_product(std::max(M, kOnednnMinRows), work, K) &&
