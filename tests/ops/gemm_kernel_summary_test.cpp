@@ -37,6 +37,12 @@ TEST(LinalgKernelSummary, NamesTheKernelsOfTheLevel) {
                    : level >= IsaLevel::Avx2                        ? "int8: int16 pairs"
                                                                     : "int8: plain loops";
   EXPECT_TRUE(contains(s, s8));
+  const char* tiles = level >= IsaLevel::Avx512Vnni && f.avx512_bf16
+                          ? "2-15 rows x weight: dot tiles of 6 x 4 rows (bfloat16 with vdpbf16ps)"
+                      : level >= IsaLevel::Avx2
+                          ? "2-15 rows x weight: dot tiles of 6 x 4 rows (bfloat16 widened"
+                          : "2-15 rows x weight: the kernels above";
+  EXPECT_TRUE(contains(s, tiles));
 }
 
 }  // namespace
