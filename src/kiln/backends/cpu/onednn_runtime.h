@@ -2,7 +2,6 @@
 // What kiln's oneDNN paths (onednn_conv.cpp, onednn_matmul.cpp) share: the engine, the
 // KILN_ONEDNN switch and the ISA cap. The oneDNN types appear only when kiln is built with
 // it (KILN_HAVE_DNNL); onednn_apply_isa_cap is always declared (`kiln bench` calls it).
-#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -36,9 +35,12 @@ dnnl::engine& onednn_engine();
 inline bool own_tile_kernels_take_products() { return isa_level() >= IsaLevel::Amx; }
 inline constexpr int64_t kOnednnMinRows = 16;
 inline constexpr int64_t kOnednnMinWork = int64_t(1) << 18;
+// What every oneDNN product needs: oneDNN switched on, enough work, a level other than AVX2.
+inline bool onednn_takes_work(int64_t work, int64_t K) {
+  return onednn_enabled() && work >= kOnednnMinWork && K > 0 && isa_level() != IsaLevel::Avx2;
+}
 inline bool onednn_takes_product(int64_t M, int64_t work, int64_t K) {
-  return onednn_enabled() && M >= kOnednnMinRows && work >= kOnednnMinWork && K > 0 &&
-         isa_level() != IsaLevel::Avx2;
+  return M >= kOnednnMinRows && onednn_takes_work(work, K);
 }
 // Linear layers (fused_linear, int_mm with W.t()) keep their weight packed in oneDNN's layout,
 // which from 4 rows is faster than kiln's dot tiles on the plain weight (decision 0045:
@@ -46,8 +48,7 @@ inline bool onednn_takes_product(int64_t M, int64_t work, int64_t K) {
 // 4.5-4.6 against 5.8-6.2 ms); at 2 rows the tiles are faster (bfloat16 3.1 against 3.5-4.1).
 inline constexpr int64_t kOnednnLinearMinRows = 4;
 inline bool onednn_takes_linear(int64_t M, int64_t work, int64_t K) {
-  return onednn_takes_product(std::max(M, kOnednnMinRows), work, K) &&
-         M >= kOnednnLinearMinRows;
+  return M >= kOnednnLinearMinRows && onednn_takes_work(work, K);
 }
 // The calling thread's stream on that engine, created once per thread.
 dnnl::stream& onednn_stream();
