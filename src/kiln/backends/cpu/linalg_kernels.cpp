@@ -76,7 +76,9 @@ MatOperand matrix(const Tensor& t, const Shape& batch) {
 // Few rows times a B whose columns are contiguous (x @ W.T with a row-major weight W: every
 // Linear in LLM decoding): each output is a dot product of two contiguous vectors, so the
 // weight streams from memory once, in order, without the transposed copy the general path
-// makes. Columns are split over the threads.
+// makes. Columns are split over the threads. Since decision 0045 products of 2 to 15 rows
+// without batch dims take run_few_rows_transposed first, so this serves one row and the
+// per-batch products of run_batched_gemv.
 bool run_gemv_transposed_f32(const Gemm& g, const float* A, const float* B, float* C,
                              const float* S, float alpha, float beta, bool use_self) {
   const VecDotF32 dot = vec_math_f32().dot;
@@ -253,7 +255,8 @@ void run_gemm_f32(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
 // self and one rounding per output.
 // Few rows times a transposed bfloat16 weight (LLM decoding): per output, the weight row is
 // widened to float32 in a small buffer and dotted with the widened activation row, so the
-// weight streams once instead of being packed per call.
+// weight streams once instead of being packed per call. As for float32, 2 to 15 rows without
+// batch dims take run_few_rows_transposed first (decision 0045).
 bool run_gemv_transposed_bf16(const Gemm& g, float alpha, float beta, bool use_self) {
   const VecMathF32& vm = vec_math_f32();
   int64_t batches = 1;
