@@ -57,50 +57,58 @@ void widen_a_rows(const uint8_t* A, int64_t K, bool a_signed, int64_t i, int64_t
   }
 }
 
-// Few rows times a B stored as [N, K]: per output, 32 products a step from the widened A rows
-// (in a buffer, widened once and zero-padded to whole steps) and 32 bytes of B's row, in two
-// accumulators per row; the row count is a template argument so that the accumulators stay in
-// registers (indexed by a run-time count they were kept on the stack: 17 GB/s for
-// [1, 4096] x [4096, 4096]). The K tail goes through a zero-padded copy of the row's end.
+// Few rows (under kFewRowsMax) times a B stored as [N, K]: per output, 32 products a step
+// from the widened A rows (in a buffer, widened once and zero-padded to whole steps) and 32
+// bytes of B's row, in two accumulators per row; rows in groups of up to four, every group of
+// one B row while that row is in L1, so B streams from memory once. The group's row count is a
+// template argument so that the accumulators stay in registers (indexed by a run-time count
+// they were kept on the stack: 17 GB/s for [1, 4096] x [4096, 4096]). The K tail goes through
+// a zero-padded copy of the row's end. Writes c[r * ldc] for r < kRows.
 template <int kRows>
-void few_rows_transposed(int64_t N, int64_t K, const int16_t* a16, int64_t a_stride,
-                         const int8_t* B, int32_t* C) {
+void dot_rows(const int8_t* b, int64_t K, const int16_t* a16, int64_t a_stride, int32_t* c,
+              int64_t ldc) {
   const int64_t full = K / 32 * 32;
-  const bool parallel = N * K >= (int64_t(1) << 16) && omp_get_max_threads() > 1;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t j = 0; j < N; ++j) {
-    const int8_t* b = B + j * K;
-    __m256i acc0[kRows], acc1[kRows];
-    for (int r = 0; r < kRows; ++r) acc0[r] = acc1[r] = _mm256_setzero_si256();
-    auto step = [&](const int8_t* bytes, int64_t k) {
-      const __m256i b0 = widen16(bytes, true), b1 = widen16(bytes + 16, true);
-      for (int r = 0; r < kRows; ++r) {
-        const auto* a = reinterpret_cast<const __m256i*>(a16 + r * a_stride + k);
-        acc0[r] = _mm256_add_epi32(acc0[r], _mm256_madd_epi16(_mm256_loadu_si256(a), b0));
-        acc1[r] = _mm256_add_epi32(acc1[r], _mm256_madd_epi16(_mm256_loadu_si256(a + 1), b1));
-      }
-    };
-    for (int64_t k = 0; k < full; k += 32) step(b + k, k);
-    if (full < K) {
-      alignas(32) int8_t last[32] = {};
-      std::memcpy(last, b + full, size_t(K - full));
-      step(last, full);
+  __m256i acc0[kRows], acc1[kRows];
+  for (int r = 0; r < kRows; ++r) acc0[r] = acc1[r] = _mm256_setzero_si256();
+  auto step = [&](const int8_t* bytes, int64_t k) {
+    const __m256i b0 = widen16(bytes, true), b1 = widen16(bytes + 16, true);
+    for (int r = 0; r < kRows; ++r) {
+      const auto* a = reinterpret_cast<const __m256i*>(a16 + r * a_stride + k);
+      acc0[r] = _mm256_add_epi32(acc0[r], _mm256_madd_epi16(_mm256_loadu_si256(a), b0));
+      acc1[r] = _mm256_add_epi32(acc1[r], _mm256_madd_epi16(_mm256_loadu_si256(a + 1), b1));
     }
-    for (int r = 0; r < kRows; ++r)
-      C[r * N + j] = horizontal_sum(_mm256_add_epi32(acc0[r], acc1[r]));
+  };
+  for (int64_t k = 0; k < full; k += 32) step(b + k, k);
+  if (full < K) {
+    alignas(32) int8_t last[32] = {};
+    std::memcpy(last, b + full, size_t(K - full));
+    step(last, full);
   }
+  for (int r = 0; r < kRows; ++r) c[r * ldc] = horizontal_sum(_mm256_add_epi32(acc0[r], acc1[r]));
 }
+
+constexpr int64_t kFewRowsMax = 16;  // from here the blocked kernel
 
 void few_rows_transposed(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool a_signed,
                          const int8_t* B, int32_t* C) {
   const int64_t kp = (K + 31) / 32 * 16;  // int16 pairs per widened row: whole 32-byte steps
-  std::vector<int16_t> a16(size_t(M * 2 * kp));
+  const int64_t a_stride = 2 * kp;
+  std::vector<int16_t> a16(size_t(M * a_stride));
   widen_a_rows(A, K, a_signed, 0, M, M, 0, K, kp, a16.data());
-  switch (M) {
-    case 1: return few_rows_transposed<1>(N, K, a16.data(), 2 * kp, B, C);
-    case 2: return few_rows_transposed<2>(N, K, a16.data(), 2 * kp, B, C);
-    case 3: return few_rows_transposed<3>(N, K, a16.data(), 2 * kp, B, C);
-    default: return few_rows_transposed<4>(N, K, a16.data(), 2 * kp, B, C);
+  const bool parallel = N * K >= (int64_t(1) << 16) && omp_get_max_threads() > 1;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t j = 0; j < N; ++j) {
+    const int8_t* b = B + j * K;
+    for (int64_t r0 = 0; r0 < M; r0 += 4) {
+      const int16_t* a = a16.data() + r0 * a_stride;
+      int32_t* c = C + r0 * N + j;
+      switch (std::min<int64_t>(4, M - r0)) {
+        case 1: dot_rows<1>(b, K, a, a_stride, c, N); break;
+        case 2: dot_rows<2>(b, K, a, a_stride, c, N); break;
+        case 3: dot_rows<3>(b, K, a, a_stride, c, N); break;
+        default: dot_rows<4>(b, K, a, a_stride, c, N); break;
+      }
+    }
   }
 }
 
@@ -233,7 +241,7 @@ void gemm_s8_avx2(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool a_sign
     std::fill(C, C + M * N, 0);
     return;
   }
-  if (b_transposed && M <= 4) {
+  if (b_transposed && M < kFewRowsMax) {
     few_rows_transposed(M, N, K, A, a_signed, B, C);
     return;
   }
