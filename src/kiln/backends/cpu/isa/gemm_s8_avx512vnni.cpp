@@ -110,7 +110,8 @@ constexpr int64_t kFewRowsMax = 16;  // from here the blocked kernel (or AMX til
 // Few rows (under kFewRowsMax) times a B stored as [N, K] (LLM decoding with int8 weights):
 // each output is a dot product of two contiguous byte vectors, so B streams from memory once,
 // in order, without packing (the blocked kernel packed it on every call: [8, 4096] x
-// [11008, 4096]^T took 4.1-5.5 ms against 2.9-3.2 ms for 4 rows). vpdpbusd adds 64 u8 x s8 products per instruction; the K tail is a masked load.
+// [11008, 4096]^T took 4.1-5.5 ms against 2.9-3.2 ms for 4 rows). vpdpbusd adds 64 u8 x s8
+// products per instruction; the K tail is a masked load.
 // A signed A (kFlip) is shifted to unsigned and the shift's contribution, 128 * (sum of the B
 // row), taken off; that sum comes from one more vpdpbusd (ones x B) on the bytes already in
 // registers, so B is still read once (a separate scalar pass over B took 4.5x PyTorch's time
