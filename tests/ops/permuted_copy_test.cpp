@@ -112,6 +112,40 @@ TEST(PermutedCopy, BroadcastSlicedAndRandomViews) {
   }
 }
 
+// Source and destination with one layout over a dense block (channels-last, any permutation)
+// are copied and converted as flat arrays; a layout with gaps is not.
+TEST(PermutedCopy, LikeLaidOutDenseTensorsAndGaps) {
+  for (DType dt : {DType::F32, DType::BF16, DType::I64, DType::U8}) {
+    SCOPED_TRACE(dtype_name(dt));
+    Tensor cl = ramp({4, 37, 9, 13}, dt).contiguous(MemoryFormat::ChannelsLast);
+    Tensor twin = cl.clone();
+    EXPECT_EQ(twin.strides(), cl.strides());
+    expect_same_elements(cl, twin);
+    Tensor p = ramp({5, 70, 11, 3}, dt).permute({2, 0, 3, 1});
+    Tensor dst = as_strided(zeros({p.numel()}, TensorOptions(dt)), p.shape(), p.strides());
+    dst.copy_(p);
+    expect_same_elements(p, dst);
+  }
+  // float32 -> bfloat16 and back between permuted layouts: the values of an element loop.
+  Tensor p = randn({6, 40, 7, 5}).permute({3, 1, 0, 2});
+  Tensor narrow = as_strided(zeros({p.numel()}, TensorOptions(DType::BF16)), p.shape(),
+                             p.strides());
+  narrow.copy_(p);
+  expect_same_elements(p.contiguous().to(DType::BF16), narrow.contiguous());
+  Tensor wide = as_strided(zeros({p.numel()}), p.shape(), p.strides());
+  wide.copy_(narrow);
+  expect_same_elements(narrow.contiguous().to(DType::F32), wide.contiguous());
+  // Same strides with a gap after every row: the gaps keep their zeros.
+  Tensor x = ramp({80, 10}, DType::F32).slice(1, 0, 6);
+  Tensor base = zeros({80 * 10});
+  Tensor gappy = as_strided(base, x.shape(), x.strides());
+  gappy.copy_(x);
+  expect_same_elements(x, gappy);
+  const float* b = static_cast<const float*>(base.raw_data());
+  for (int64_t r = 0; r < 80; ++r)
+    for (int64_t c = 6; c < 10; ++c) ASSERT_EQ(b[r * 10 + c], 0.0f) << r << ", " << c;
+}
+
 TEST(PermutedCopy, CopyIntoAViewAndOverlappingSource) {
   // A transposed source into a strided destination (the generic loop).
   Tensor x = ramp({64, 96}, DType::F32);

@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "isa/vec_math.h"
 #include "kiln/core/convert.h"
@@ -13,11 +15,26 @@
 namespace kiln::cpu {
 namespace {
 
-// The two tensors have one layout over one dense block (both contiguous, or both
-// channels-last), so an elementwise conversion can walk them as flat arrays.
+// The two tensors have one layout over one dense block without gaps or overlaps (both
+// contiguous, both channels-last, or both any other permutation of a contiguous tensor), so a
+// copy or an elementwise conversion can walk them as flat arrays: the dims of more than one
+// element, taken by increasing stride, each step over all the smaller ones. (Copies of
+// channels-last tensors went through the permuted-copy walk: clone of a [16, 256, 56, 56]
+// bfloat16 tensor at 15-19 GB/s against 29-42 contiguous.)
 bool dense_alike(const Tensor& src, const Tensor& dst) {
-  return src.shape() == dst.shape() && src.strides() == dst.strides() &&
-         (src.is_contiguous() || src.is_channels_last());
+  if (src.shape() != dst.shape() || src.strides() != dst.strides()) return false;
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size)
+  for (int64_t d = 0; d < src.dim(); ++d) {
+    if (src.size(d) == 0) return false;
+    if (src.size(d) > 1) dims.emplace_back(src.stride(d), src.size(d));
+  }
+  std::sort(dims.begin(), dims.end());
+  int64_t step = 1;
+  for (const auto& [stride, size] : dims) {
+    if (stride != step) return false;
+    step *= size;
+  }
+  return true;
 }
 
 // float32 <-> bfloat16 between two tensors laid out alike in one dense block (contiguous, or
@@ -75,8 +92,7 @@ void copy_kernel(OpCall& call) {
   const Tensor& src = call.inputs[0];
   const Tensor& dst = call.outs[0];
   if (convert_f32_bf16_dense(src, dst) || convert_float_to_int_dense(src, dst)) return;
-  if (src.dtype() == dst.dtype() && src.is_contiguous() && dst.is_contiguous() &&
-      src.shape() == dst.shape()) {
+  if (src.dtype() == dst.dtype() && dense_alike(src, dst)) {
     const char* s = static_cast<const char*>(src.raw_data());
     char* d = static_cast<char*>(dst.raw_data());
     const int64_t n = int64_t(dst.nbytes());
