@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "kiln/backends/cpu/cpu_info.h"
+#include "kiln/backends/cpu/host_memory.h"
 #include "kiln/backends/cpu/onednn.h"
 #include "kiln/kiln.h"
 #include "tools/commands.h"
@@ -25,6 +26,7 @@ int print_info() {
                 : cpu::onednn_enabled()  ? "in use (KILN_ONEDNN=0 switches it off)"
                                          : "built in, switched off (KILN_ONEDNN=0)")
             << "\n";
+  std::cout << "host memory: " << cpu::host_memory_summary() << "\n";
   std::cout << "backends:\n";
   for (DeviceType t : registered_device_types()) {
     Backend& b = get_backend(t);

@@ -9,6 +9,7 @@
 #include <new>
 
 #include "kiln/backends/cpu/cpu_info.h"
+#include "kiln/backends/cpu/host_memory.h"
 #include "kiln/core/error.h"
 #include "kiln/runtime/backend.h"
 #include "kiln/runtime/internal.h"
@@ -16,8 +17,6 @@
 namespace kiln {
 
 namespace {
-
-constexpr std::align_val_t kAlignment{64};  // a cache line; enough for AVX-512 loads
 
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -93,9 +92,9 @@ class CpuBackend final : public Backend {
 
   void* raw_allocate(int device_index, size_t nbytes) override {
     if (device_index != 0) return nullptr;
-    return ::operator new(nbytes == 0 ? 1 : nbytes, kAlignment, std::nothrow);
+    return cpu::host_allocate(nbytes);
   }
-  void raw_free(int, void* ptr) override { ::operator delete(ptr, kAlignment); }
+  void raw_free(int, void* ptr) override { cpu::host_free(ptr); }
 
   void copy_async(void* dst, const void* src, size_t nbytes, CopyKind, const Stream& s) override {
     check_stream(s);

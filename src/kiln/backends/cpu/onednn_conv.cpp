@@ -287,8 +287,9 @@ bool onednn_convolution(OpCall& call) {
       plan->src_in.execute(s, src, blocked);
       src = blocked;
     }
-    memory weights = onednn_packed_weight(call.inputs[1], "conv|" + key, plan->w_plain,
-                                          plan->pd.weights_desc(), s);
+    const PackedWeightMemory packed = onednn_packed_weight(
+        call.inputs[1], "conv|" + key, plan->w_plain, plan->pd.weights_desc(), s);
+    const memory& weights = packed.memory;
     memory dst_user(plan->dst_plain, onednn_engine(), call.outs[0].raw_data());
     Tensor nhwc_out;  // dst_by_copy: the result in nhwc, a kiln tensor for copy_permuted
     if (plan->dst_by_copy) {

@@ -81,8 +81,10 @@ bool onednn_int_mm(const Tensor& a, const Tensor& b, const Tensor& c) {
     std::shared_ptr<IntMmPlan> plan =
         plan_for(a.dtype() == DType::I8, M, N, K, b_transposed, packed_b);
     dnnl::stream& s = onednn_stream();
+    PackedWeightMemory packed;
+    if (packed_b) packed = onednn_packed_weight(b, b_key, plan->b_plain, plan->weights, s);
     const memory weights =
-        packed_b ? onednn_packed_weight(b, b_key, plan->b_plain, plan->weights, s)
+        packed_b ? packed.memory
                  : onednn_bound_memory(plan, OnednnArg::Weights, plan->b_plain, b.raw_data());
     const memory& src = onednn_bound_memory(plan, OnednnArg::Source, plan->a, a.raw_data());
     const memory& dst = onednn_bound_memory(plan, OnednnArg::Destination, plan->c, c.raw_data());

@@ -120,7 +120,9 @@ bool onednn_linear(const Tensor& x, const Tensor& w, const Tensor& bias, LinearA
     // The packed weight is shared by every M: its layout depends on N, K and the dtype.
     const std::string w_key =
         "linear|" + onednn_key({int64_t(w.dtype()), N, K, w.stride(0)});
-    const memory weights = onednn_packed_weight(w, w_key, plan->w_plain, plan->weights, s);
+    const PackedWeightMemory packed =
+        onednn_packed_weight(w, w_key, plan->w_plain, plan->weights, s);
+    const memory& weights = packed.memory;
     const memory& src = onednn_bound_memory(plan, OnednnArg::Source, plan->a, x.raw_data());
     const memory& dst = onednn_bound_memory(plan, OnednnArg::Destination, plan->c, out.raw_data());
     const memory& scratch = onednn_bound_scratchpad(plan, plan->scratchpad);

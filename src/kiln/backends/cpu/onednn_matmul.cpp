@@ -118,8 +118,10 @@ bool onednn_matmul(DType dtype, int64_t M, int64_t N, int64_t K, const void* A, 
                                                 alpha, bias != nullptr, packed_b);
     dnnl::stream& s = onednn_stream();
     const memory& a = onednn_bound_memory(plan, OnednnArg::Source, plan->a, A);
-    const memory b = packed_b ? onednn_packed_weight(*b_tensor, "mm|" + layout, plan->b,
-                                                     plan->weights, s)
+    PackedWeightMemory packed;
+    if (packed_b)
+      packed = onednn_packed_weight(*b_tensor, "mm|" + layout, plan->b, plan->weights, s);
+    const memory b = packed_b ? packed.memory
                               : onednn_bound_memory(plan, OnednnArg::Weights, plan->b, B);
     const memory& c = onednn_bound_memory(plan, OnednnArg::Destination, plan->c, C);
     const memory& scratch = onednn_bound_scratchpad(plan, plan->scratchpad);

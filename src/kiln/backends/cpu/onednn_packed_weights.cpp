@@ -4,10 +4,12 @@
 #ifdef KILN_HAVE_DNNL
 #include <iterator>
 #include <memory>
+#include <new>
 #include <mutex>
 #include <string>
 #include <unordered_map>
 
+#include "kiln/backends/cpu/host_memory.h"
 #include "kiln/tensor/tensor_impl.h"
 #include "onednn_plan_cache.h"
 #include "onednn_runtime.h"
@@ -21,6 +23,7 @@ struct PackedWeight {
   WeightIdentity identity;
   dnnl::memory::desc layout;
   dnnl::memory packed;
+  std::shared_ptr<void> buffer;  // the packed copy's memory (host_memory.h: huge pages)
 };
 
 std::mutex g_mutex;
@@ -50,21 +53,27 @@ void pack(dnnl::memory& from, dnnl::memory& to, dnnl::stream& stream) {
 
 }  // namespace
 
-dnnl::memory onednn_packed_weight(const Tensor& weight, const std::string& layout_key,
-                                  const dnnl::memory::desc& user,
-                                  const dnnl::memory::desc& packed, dnnl::stream& stream) {
+PackedWeightMemory onednn_packed_weight(const Tensor& weight, const std::string& layout_key,
+                                        const dnnl::memory::desc& user,
+                                        const dnnl::memory::desc& packed,
+                                        dnnl::stream& stream) {
   if (packed == user)
-    return dnnl::memory(user, onednn_engine(), const_cast<void*>(weight.raw_data()));
+    return {dnnl::memory(user, onednn_engine(), const_cast<void*>(weight.raw_data())), nullptr};
   const std::string key = weight_memory_key(weight, layout_key);
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     auto it = g_weights.find(key);
     if (it != g_weights.end() && it->second.identity.describes(weight) &&
         it->second.layout == packed)
-      return it->second.packed;
+      return {it->second.packed, it->second.buffer};
   }
   dnnl::memory user_mem(user, onednn_engine(), const_cast<void*>(weight.raw_data()));
-  dnnl::memory packed_mem(packed, onednn_engine());
+  // The packed copy in kiln's host memory, not oneDNN's own allocation: large weights get
+  // huge pages there, which Linear layers streaming their weight every call read faster
+  // (decision 0046).
+  std::shared_ptr<void> buffer(host_allocate(packed.get_size()), host_free);
+  if (!buffer) throw std::bad_alloc();
+  dnnl::memory packed_mem(packed, onednn_engine(), buffer.get());
   pack(user_mem, packed_mem, stream);
   stream.wait();
   std::lock_guard<std::mutex> lock(g_mutex);
@@ -72,8 +81,8 @@ dnnl::memory onednn_packed_weight(const Tensor& weight, const std::string& layou
   for (auto it = g_weights.begin(); it != g_weights.end();)
     it = it->second.identity.storage.expired() ? g_weights.erase(it) : std::next(it);
   if (g_weights.size() >= kMaxCached) g_weights.clear();
-  g_weights[key] = PackedWeight{WeightIdentity::of(weight), packed, packed_mem};
-  return packed_mem;
+  g_weights[key] = PackedWeight{WeightIdentity::of(weight), packed, packed_mem, buffer};
+  return {packed_mem, buffer};
 }
 
 void onednn_clear_packed_weights() {

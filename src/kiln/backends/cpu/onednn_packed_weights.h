@@ -4,6 +4,7 @@
 // plain weights repacks them on every call (1.1-3x slower: ../shared/HARDWARE.md); caching
 // the packed copy with the weight removes that. Built only with KILN_HAVE_DNNL.
 #ifdef KILN_HAVE_DNNL
+#include <memory>
 #include <string>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -14,14 +15,23 @@
 
 namespace kiln::cpu {
 
+// A packed weight's oneDNN memory and the buffer behind it (null when the memory is the
+// weight's own): hold it while the memory is in use, since the cache may drop its entry
+// meanwhile (another thread packing the 513th weight).
+struct PackedWeightMemory {
+  dnnl::memory memory;
+  std::shared_ptr<void> buffer;
+};
+
 // `weight` (its data described by `user`) in the layout `packed`. The cache entry is keyed
 // by the weight's storage, its offset and `layout_key` (the caller's name for the weight's
 // role and shape); it holds a weak reference to the storage and the version counter seen when
 // packing, so a freed or modified weight is never served a stale copy. When `packed` equals
 // `user` the weight's own memory is returned and nothing is cached.
-dnnl::memory onednn_packed_weight(const Tensor& weight, const std::string& layout_key,
-                                  const dnnl::memory::desc& user,
-                                  const dnnl::memory::desc& packed, dnnl::stream& stream);
+PackedWeightMemory onednn_packed_weight(const Tensor& weight, const std::string& layout_key,
+                                        const dnnl::memory::desc& user,
+                                        const dnnl::memory::desc& packed,
+                                        dnnl::stream& stream);
 
 // Whether a plain operand was seen before unchanged (worth packing once, decision 0031):
 // operand_seen_unchanged in own_packed_weights.h, shared with kiln's own kernels.
