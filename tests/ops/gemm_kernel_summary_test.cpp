@@ -40,7 +40,8 @@ TEST(LinalgKernelSummary, NamesTheKernelsOfTheLevel) {
   const char* tiles = level >= IsaLevel::Avx512Vnni && f.avx512_bf16
                           ? "2-15 rows x weight: dot tiles of 6 x 4 rows (bfloat16 with vdpbf16ps)"
                       : level >= IsaLevel::Avx2
-                          ? "2-15 rows x weight: dot tiles of 6 x 4 rows (bfloat16 widened"
+                          ? "2-15 rows x weight: dot tiles of 6 x 4 rows (bfloat16 widened in "
+                            "registers, up to 32 rows)"
                           : "2-15 rows x weight: the kernels above";
   EXPECT_TRUE(contains(s, tiles));
 }

@@ -1,6 +1,6 @@
-// Products of a few rows (2 to 15) with a row-major weight, x @ W.T (decoding several
-// sequences at once): few_rows_product.h's dot tiles of up to 6 rows x 4 weight rows, reached
-// through mm / addmm / linear (under 16 rows) and fused_linear. Every row count against the
+// Products of a few rows (2 to 15; bfloat16 to 32 where its tile widens) with a row-major
+// weight, x @ W.T (decoding several sequences at once): few_rows_product.h's dot tiles of up to
+// 6 rows x 4 weight rows, reached through mm / addmm / linear and fused_linear. Every row count against the
 // tile's edges, weight-row counts around multiples of 4, K around the vector widths (8, 16,
 // 32 values) with tails, row views of wider matrices (row stride > K) and addmm's alpha /
 // beta, in float32 and bfloat16, against float64 sums of the values actually multiplied.
@@ -54,9 +54,11 @@ std::string describe(DType dtype, int64_t M, int64_t N, int64_t K, const char* o
          " N=" + std::to_string(N) + " K=" + std::to_string(K);
 }
 
+// Every row count of the tiles' range (bfloat16 up to 32 rows where the tile widens: the
+// AVX2 and AVX-512 reruns) and a few beyond it (the blocked kernels or oneDNN).
 TEST(LinalgFewRows, EveryRowCountAgainstTileEdges) {
   for (DType dtype : {DType::F32, DType::BF16})
-    for (int64_t M = 2; M < 16; ++M)
+    for (int64_t M = 2; M < 36; M += M < 16 || (M >= 24 && M < 34) ? 1 : 4)
       for (int64_t N : {1, 3, 4, 7, 9}) {
         const int64_t K = 45;  // a vector tail at every width
         const Matrix x = matrix(M, K, K, dtype, uint32_t(M * 31 + N));
@@ -82,25 +84,27 @@ TEST(LinalgFewRows, DepthsAroundVectorWidthsAndRowViews) {
 }
 
 TEST(LinalgFewRows, AddmmBiasAlphaBetaAndFusedLinear) {
-  for (DType dtype : {DType::F32, DType::BF16}) {
-    const int64_t M = 9, N = 130, K = 300;
-    const Matrix x = matrix(M, K, K, dtype, 11);
-    const Matrix w = matrix(N, K, K, dtype, 12);
-    const std::vector<double> bias = rounded(random_values(size_t(N), -1, 1, 13), dtype);
-    const Tensor b = make(bias, {N}, dtype, kCpu);
-    const Tol tol = tolerance(dtype, K);
-    expect_close(addmm(b, x.t, w.t.t(), 0.5, 2.0), {M, N},
-                 reference(x, w, M, N, K, bias, 2.0, 0.5), tol,
-                 describe(dtype, M, N, K, "addmm beta 0.5 alpha 2"));
-    expect_close(linear(x.t, w.t, b), {M, N}, reference(x, w, M, N, K, bias), tol,
-                 describe(dtype, M, N, K, "linear with bias"));
-    // fused_linear with a residual: x @ W.T + bias + residual, one rounding.
-    const std::vector<double> res = rounded(random_values(size_t(M * N), -2, 2, 14), dtype);
-    std::vector<double> want = reference(x, w, M, N, K, bias);
-    for (size_t i = 0; i < want.size(); ++i) want[i] += res[i];
-    expect_close(fused_linear(x.t, w.t, b, LinearActivation::None, make(res, {M, N}, dtype, kCpu)),
-                 {M, N}, want, tol, describe(dtype, M, N, K, "fused_linear with residual"));
-  }
+  for (DType dtype : {DType::F32, DType::BF16})
+    for (int64_t M : {9, 29}) {  // 29: bfloat16's widening tiles, float32's blocked kernel
+      const int64_t N = 130, K = 300;
+      const Matrix x = matrix(M, K, K, dtype, 11);
+      const Matrix w = matrix(N, K, K, dtype, 12);
+      const std::vector<double> bias = rounded(random_values(size_t(N), -1, 1, 13), dtype);
+      const Tensor b = make(bias, {N}, dtype, kCpu);
+      const Tol tol = tolerance(dtype, K);
+      expect_close(addmm(b, x.t, w.t.t(), 0.5, 2.0), {M, N},
+                   reference(x, w, M, N, K, bias, 2.0, 0.5), tol,
+                   describe(dtype, M, N, K, "addmm beta 0.5 alpha 2"));
+      expect_close(linear(x.t, w.t, b), {M, N}, reference(x, w, M, N, K, bias), tol,
+                   describe(dtype, M, N, K, "linear with bias"));
+      // fused_linear with a residual: x @ W.T + bias + residual, one rounding.
+      const std::vector<double> res = rounded(random_values(size_t(M * N), -2, 2, 14), dtype);
+      std::vector<double> want = reference(x, w, M, N, K, bias);
+      for (size_t i = 0; i < want.size(); ++i) want[i] += res[i];
+      const Tensor r = make(res, {M, N}, dtype, kCpu);
+      expect_close(fused_linear(x.t, w.t, b, LinearActivation::None, r), {M, N}, want, tol,
+                   describe(dtype, M, N, K, "fused_linear with residual"));
+    }
 }
 
 // The weight streamed once must still see every element: a large weight whose last rows and

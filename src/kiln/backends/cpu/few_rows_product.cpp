@@ -9,9 +9,9 @@ namespace kiln::cpu {
 namespace {
 
 template <typename E, typename Tile>
-bool run(Tile tile, int64_t M, int64_t N, int64_t K, const E* A, int64_t a_rs, const E* W,
-         int64_t w_rs, float* out, int64_t out_rs) {
-  if (!tile || M < 2 || M >= kFewRowsMax || N < 1 || K < 1) return false;
+bool run(Tile tile, int64_t max_rows, int64_t M, int64_t N, int64_t K, const E* A, int64_t a_rs,
+         const E* W, int64_t w_rs, float* out, int64_t out_rs) {
+  if (!tile || M < 2 || M >= max_rows || N < 1 || K < 1) return false;
   const int64_t groups = (N + kDotTileCols - 1) / kDotTileCols;
 #pragma omp parallel for schedule(static) if (N * K >= (int64_t(1) << 16))
   for (int64_t q = 0; q < groups; ++q) {
@@ -29,13 +29,21 @@ bool run(Tile tile, int64_t M, int64_t N, int64_t K, const E* A, int64_t a_rs, c
 
 bool few_rows_times_weight_f32(int64_t M, int64_t N, int64_t K, const float* A, int64_t a_rs,
                                const float* W, int64_t w_rs, float* out, int64_t out_rs) {
-  return run(vec_math_f32().dot_tile, M, N, K, A, a_rs, W, w_rs, out, out_rs);
+  return run(vec_math_f32().dot_tile, kFewRowsMax, M, N, K, A, a_rs, W, w_rs, out, out_rs);
 }
 
 bool few_rows_times_weight_bf16(int64_t M, int64_t N, int64_t K, const uint16_t* A,
                                 int64_t a_rs, const uint16_t* W, int64_t w_rs, float* out,
                                 int64_t out_rs) {
-  return run(dot_tile_bf16_kernel(), M, N, K, A, a_rs, W, w_rs, out, out_rs);
+  return run(dot_tile_bf16_kernel(), few_rows_max_bf16(), M, N, K, A, a_rs, W, w_rs, out,
+             out_rs);
+}
+
+int64_t few_rows_max_bf16() {
+  static const int64_t rows = dot_tile_bf16_kernel() == vec_math_f32().dot_tile_bf16
+                                  ? kFewRowsMaxWidening
+                                  : kFewRowsMax;
+  return rows;
 }
 
 }  // namespace kiln::cpu

@@ -46,7 +46,8 @@ void float_sums(const Tensor& x, const Tensor& w, float* sums) {
     std::fill(sums, sums + M * N, 0.0f);
     return;
   }
-  const bool few_rows = M < kFewRowsMax && a_cs == 1;
+  const bool few_rows =
+      M < (x.dtype() == DType::BF16 ? few_rows_max_bf16() : kFewRowsMax) && a_cs == 1;
   const bool parallel = N * K >= (int64_t(1) << 16);
   if (x.dtype() == DType::F32) {
     const float* A = static_cast<const float*>(x.raw_data());

@@ -164,14 +164,14 @@ bool own_kernel_with_packed_b(DType dtype, const Gemm& g, const Tensor* b_tensor
   return true;
 }
 
-// Few rows (2 to kFewRowsMax - 1, no batch dims) times a B with contiguous columns (x @ W.T
+// Few rows (2 to kFewRowsMax - 1, bfloat16 to few_rows_max_bf16() - 1; no batch dims) times a B with contiguous columns (x @ W.T
 // while decoding several sequences): few_rows_product.h's dot tiles into float32 sums, the
 // weight read from memory once, then alpha, self and the output's dtype (T: float or
 // BFloat16). False (nothing written) where that does not apply.
 template <typename T>
 bool run_few_rows_transposed(const Gemm& g, float alpha, float beta, bool use_self) {
-  if (!g.batch.empty() || g.M < 2 || g.M >= kFewRowsMax || g.b.rs != 1 || g.a.cs != 1 ||
-      g.K == 0)
+  const int64_t max_rows = std::is_same_v<T, float> ? kFewRowsMax : few_rows_max_bf16();
+  if (!g.batch.empty() || g.M < 2 || g.M >= max_rows || g.b.rs != 1 || g.a.cs != 1 || g.K == 0)
     return false;
   std::unique_ptr<float[]> sums(new float[size_t(g.M * g.N)]);
   bool done;

@@ -34,13 +34,14 @@ std::string gemm_kernel_summary() {
        : s8 == &gemm_s8_avx2       ? "int16 pairs (vpmaddwd), 6 x 16 register tiles"
                                    : "plain loops";
   s += kept(bool(gemm_s8_packed_kernel()));
-  // Products of 2 to 15 rows with a row-major weight (few_rows_product.h).
+  // Products of 2 to 15 rows with a row-major weight (few_rows_product.h; bfloat16 up to 32
+  // rows where its tile widens).
   const DotTileBf16Fn tile_bf16 = dot_tile_bf16_kernel();
   s += "\n  2-15 rows x weight: ";
   s += !vec_math_f32().dot_tile ? "the kernels above"
        : tile_bf16 == &dot_tile_bf16_avx512bf16
            ? "dot tiles of 6 x 4 rows (bfloat16 with vdpbf16ps)"
-           : "dot tiles of 6 x 4 rows (bfloat16 widened in registers)";
+           : "dot tiles of 6 x 4 rows (bfloat16 widened in registers, up to 32 rows)";
   return s;
 }
 
