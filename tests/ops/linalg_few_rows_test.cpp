@@ -1,9 +1,10 @@
 // Products of a few rows (2 to 15; bfloat16 to 32 where its tile widens) with a row-major
 // weight, x @ W.T (decoding several sequences at once): few_rows_product.h's dot tiles of up to
-// 6 rows x 4 weight rows, reached through mm / addmm / linear and fused_linear. Every row count against the
-// tile's edges, weight-row counts around multiples of 4, K around the vector widths (8, 16,
-// 32 values) with tails, row views of wider matrices (row stride > K) and addmm's alpha /
-// beta, in float32 and bfloat16, against float64 sums of the values actually multiplied.
+// 6 rows x 4 weight rows, reached through mm / addmm / linear and fused_linear. Every row
+// count against the tile's edges, weight-row counts around multiples of 4, K around the vector
+// widths (8, 16, 32 values) with tails, row views of wider matrices (row stride > K) and
+// addmm's alpha / beta, in float32 and bfloat16, against float64 sums of the values actually
+// multiplied.
 // The suite's name puts it in CTest's rerun at every ISA level.
 #include "kiln/ops/linalg.h"
 #include "ops/test_util.h"

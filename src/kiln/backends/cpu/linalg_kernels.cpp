@@ -164,10 +164,10 @@ bool own_kernel_with_packed_b(DType dtype, const Gemm& g, const Tensor* b_tensor
   return true;
 }
 
-// Few rows (2 to kFewRowsMax - 1, bfloat16 to few_rows_max_bf16() - 1; no batch dims) times a B with contiguous columns (x @ W.T
-// while decoding several sequences): few_rows_product.h's dot tiles into float32 sums, the
-// weight read from memory once, then alpha, self and the output's dtype (T: float or
-// BFloat16). False (nothing written) where that does not apply.
+// Few rows (2 to kFewRowsMax - 1, bfloat16 to few_rows_max_bf16() - 1; no batch dims) times a
+// B with contiguous columns (x @ W.T while decoding several sequences): few_rows_product.h's
+// dot tiles into float32 sums, the weight read from memory once, then alpha, self and the
+// output's dtype (T: float or BFloat16). False (nothing written) where that does not apply.
 template <typename T>
 bool run_few_rows_transposed(const Gemm& g, float alpha, float beta, bool use_self) {
   const int64_t max_rows = std::is_same_v<T, float> ? kFewRowsMax : few_rows_max_bf16();

@@ -4,8 +4,8 @@
 #ifdef KILN_HAVE_DNNL
 #include <iterator>
 #include <memory>
-#include <new>
 #include <mutex>
+#include <new>
 #include <string>
 #include <unordered_map>
 
