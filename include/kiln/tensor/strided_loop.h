@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kiln/core/half.h"
+#include "kiln/tensor/copy_bytes.h"
 #include "kiln/tensor/streaming_store.h"
 #include "kiln/tensor/tensor.h"
 
@@ -161,14 +162,14 @@ void parallel_chunks(int64_t n, Fn&& fn) {
   if (error) std::rethrow_exception(error);
 }
 
-// dst[0, nbytes) = src[0, nbytes) for buffers that do not overlap: one memcpy for small
+// dst[0, nbytes) = src[0, nbytes) for buffers that do not overlap: one copy_bytes for small
 // copies, threaded pieces from 1 MiB, streaming stores from kStreamingStoreBytes.
 inline void parallel_copy_bytes(void* dst, const void* src, int64_t nbytes) {
   char* d = static_cast<char*>(dst);
   const char* s = static_cast<const char*>(src);
   const int threads = elementwise_threads();
   if (nbytes < (int64_t(1) << 20) || threads <= 1) {
-    std::memcpy(d, s, size_t(nbytes));
+    copy_bytes(d, s, size_t(nbytes));
     return;
   }
   const bool stream = nbytes >= kStreamingStoreBytes;
@@ -176,7 +177,7 @@ inline void parallel_copy_bytes(void* dst, const void* src, int64_t nbytes) {
   parallel_chunks(pieces, [&](int64_t c) {
     const int64_t b = nbytes * c / pieces, e = nbytes * (c + 1) / pieces;
     if (!stream) {
-      std::memcpy(d + b, s + b, size_t(e - b));
+      copy_bytes(d + b, s + b, size_t(e - b));
       return;
     }
     stream_store(d + b, s + b, size_t(e - b));

@@ -9,6 +9,7 @@
 
 #include "dense_gemm.h"
 #include "im2col.h"
+#include "kiln/tensor/copy_bytes.h"
 #include "kiln/tensor/empty.h"
 #include "index_loops.h"
 #include "kiln/core/convert.h"
@@ -106,8 +107,8 @@ void gather_samples(const C* src, int64_t sample_stride, int64_t channels, int64
                     int64_t nb, C* dst) {
   for (int64_t j = 0; j < nb; ++j)
     for (int64_t c = 0; c < channels; ++c)
-      std::copy(src + (n0 + j) * sample_stride + c * P, src + (n0 + j) * sample_stride + (c + 1) * P,
-                dst + c * nb * P + j * P);
+      detail::copy_bytes(dst + c * nb * P + j * P, src + (n0 + j) * sample_stride + c * P,
+                         size_t(P) * sizeof(C));
 }
 
 // The inverse layout change: dst[(n0 + j) * sample_stride + c * P + p] = src[c, j * P + p].
@@ -116,8 +117,8 @@ void scatter_samples(const C* src, int64_t sample_stride, int64_t channels, int6
                      int64_t n0, int64_t nb, C* dst) {
   for (int64_t j = 0; j < nb; ++j)
     for (int64_t c = 0; c < channels; ++c)
-      std::copy(src + c * nb * P + j * P, src + c * nb * P + (j + 1) * P,
-                dst + (n0 + j) * sample_stride + c * P);
+      detail::copy_bytes(dst + (n0 + j) * sample_stride + c * P, src + c * nb * P + j * P,
+                         size_t(P) * sizeof(C));
 }
 
 // inputs {x, w, bias?}; plain: per group, Y_g = W_g @ im2col(X_g) over a chunk of samples;

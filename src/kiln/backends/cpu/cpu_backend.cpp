@@ -13,6 +13,7 @@
 #include "kiln/core/error.h"
 #include "kiln/runtime/backend.h"
 #include "kiln/runtime/internal.h"
+#include "kiln/tensor/copy_bytes.h"
 
 namespace kiln {
 
@@ -98,7 +99,7 @@ class CpuBackend final : public Backend {
 
   void copy_async(void* dst, const void* src, size_t nbytes, CopyKind, const Stream& s) override {
     check_stream(s);
-    if (nbytes > 0) std::memcpy(dst, src, nbytes);
+    if (nbytes > 0) detail::copy_bytes(dst, src, nbytes);
   }
 
   bool host_accessible() const override { return true; }

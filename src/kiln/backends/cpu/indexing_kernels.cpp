@@ -13,6 +13,7 @@
 #include "isa/data_moves.h"
 #include "parallel_pieces.h"
 #include "row_loops.h"
+#include "kiln/tensor/copy_bytes.h"
 #include "kiln/tensor/empty.h"
 #include "kiln/tensor/strided_loop.h"
 
@@ -91,7 +92,7 @@ void gather_rows(const char* x, char* out, const int64_t* idx, int64_t n, const 
   auto copy_pairs = [&](int64_t q0, int64_t q1) {
     int64_t r = q0 / n, j = q0 % n;
     for (int64_t q = q0; q < q1; ++q) {
-      std::memcpy(out + q * block, x + (r * size + idx[j]) * block, size_t(block));
+      detail::copy_bytes(out + q * block, x + (r * size + idx[j]) * block, size_t(block));
       if (++j == n) j = 0, ++r;
     }
   };

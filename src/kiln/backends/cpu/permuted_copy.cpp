@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "isa/data_moves.h"
+#include "kiln/tensor/copy_bytes.h"
 #include "kiln/tensor/strided_loop.h"
 
 namespace kiln::cpu {
@@ -102,7 +103,7 @@ void copy_runs(const E* src, E* dst, const Dim& run, const std::vector<Dim>& out
   for_pieces(count(outer), numel, [&](int64_t b, int64_t e) {
     OuterWalk w(outer, b);
     for (int64_t i = b; i < e; ++i, w.next())
-      std::memcpy(dst + w.dst, src + w.src, size_t(run.size) * sizeof(E));
+      detail::copy_bytes(dst + w.dst, src + w.src, size_t(run.size) * sizeof(E));
   });
 }
 

@@ -1,7 +1,7 @@
 // CPU kernels for the shape-building ops: cat, tril/triu, repeat, repeat_interleave (tensor
 // repeats), flip, roll, pad and one_hot. All move whole elements by bytes, so they work for
 // every dtype without dispatch. Where both last dimensions are contiguous runs, tril / triu,
-// repeat, flip, roll and pad go a row at a time (row_loops.h: memcpy / memset per row piece,
+// repeat, flip, roll and pad go a row at a time (row_loops.h: copy_bytes / memset per row piece,
 // threaded); other layouts take the element loops.
 #include <algorithm>
 #include <cstring>
@@ -9,6 +9,7 @@
 #include "index_loops.h"
 #include "permuted_copy.h"
 #include "row_loops.h"
+#include "kiln/tensor/copy_bytes.h"
 #include "kiln/tensor/empty.h"
 
 namespace kiln::cpu {
@@ -41,7 +42,7 @@ void cat_kernel(OpCall& call) {
       } else {
 #pragma omp parallel for schedule(static) if (outer * block >= (int64_t(1) << 18))
         for (int64_t r = 0; r < outer; ++r)
-          std::memcpy(o + r * out_block + offset, s + r * block, size_t(block));
+          detail::copy_bytes(o + r * out_block + offset, s + r * block, size_t(block));
       }
       start += t.size(d);
     }
@@ -117,7 +118,7 @@ void repeat_kernel(OpCall& call) {
       int64_t src = 0;
       for (size_t i = lead; i + 1 < m; ++i) src += (c[i] % xs[i]) * st[i];
       for (int64_t r = 0; r < reps; ++r)
-        std::memcpy(o + (off + r * n) * int64_t(es), s + src * int64_t(es), size_t(n) * es);
+        detail::copy_bytes(o + (off + r * n) * int64_t(es), s + src * int64_t(es), size_t(n) * es);
     });
     return;
   }
@@ -186,7 +187,7 @@ void flip_kernel(OpCall& call) {
       if (reversed)
         reverse_row(o + off * int64_t(es), s + src * int64_t(es), W, es);
       else
-        std::memcpy(o + off * int64_t(es), s + src * int64_t(es), size_t(W) * es);
+        detail::copy_bytes(o + off * int64_t(es), s + src * int64_t(es), size_t(W) * es);
     });
     return;
   }
@@ -222,8 +223,8 @@ void roll_kernel(OpCall& call) {
       }
       char* row = o + off * int64_t(es);
       const char* in = s + src * int64_t(es);
-      std::memcpy(row, in + (W - sh) * int64_t(es), size_t(sh) * es);
-      std::memcpy(row + sh * int64_t(es), in, size_t(W - sh) * es);
+      detail::copy_bytes(row, in + (W - sh) * int64_t(es), size_t(sh) * es);
+      detail::copy_bytes(row + sh * int64_t(es), in, size_t(W - sh) * es);
     });
     return;
   }
@@ -299,7 +300,7 @@ bool pad_two_dims(const Tensor& x, const Tensor& out, const std::vector<int64_t>
         } else {
           const W* in = src + (plane * A + i) * row_in;
           std::fill(o, o + left_n, v);
-          std::copy(in, in + row_in, o + left_n);
+          detail::copy_bytes(o + left_n, in, size_t(row_in) * sizeof(W));
           std::fill(o + left_n + row_in, o + left_n + row_in + right_n, v);
         }
         if (++a == OA) a = 0, ++plane;
@@ -365,7 +366,7 @@ void pad_kernel(OpCall& call) {
     for_each_row(x.shape(), x.strides(), [&](const int64_t* c, int64_t src) {
       char* dst = o_base;
       for (int64_t d = 0; d + 1 < nd; ++d) dst += c[d] * ob[d];
-      std::memcpy(dst, s + src * int64_t(es), row_bytes);
+      detail::copy_bytes(dst, s + src * int64_t(es), row_bytes);
     });
     return;
   }
@@ -385,14 +386,15 @@ void pad_kernel(OpCall& call) {
       char* r = o + row * int64_t(es);
       if (filled) return fill_row(r, fill.bytes, W, es);
       fill_row(r, fill.bytes, mid_begin, es);
-      std::memcpy(r + mid_begin * int64_t(es), s + (src + mid_begin - l_last) * int64_t(es),
-                  size_t(mid_end - mid_begin) * es);
+      detail::copy_bytes(r + mid_begin * int64_t(es),
+                         s + (src + mid_begin - l_last) * int64_t(es),
+                         size_t(mid_end - mid_begin) * es);
       return fill_row(r + mid_end * int64_t(es), fill.bytes, W - mid_end, es);
     }
     for (int64_t j = 0; j < W; ++j) {
       if (!filled && j == mid_begin && contiguous_rows && mid_end > mid_begin) {
-        std::memcpy(o + (row + j) * int64_t(es), s + (src + j - l_last) * int64_t(es),
-                    size_t(mid_end - mid_begin) * es);
+        detail::copy_bytes(o + (row + j) * int64_t(es), s + (src + j - l_last) * int64_t(es),
+                           size_t(mid_end - mid_begin) * es);
         j = mid_end - 1;
         continue;
       }
