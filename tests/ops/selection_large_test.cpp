@@ -159,6 +159,30 @@ TEST(SelectionLarge, CumsumAndCumprodAlongEveryDim) {
   }
 }
 
+// bfloat16 lines along the last dim, four at a time through float32 chunks (a line longer
+// than the 256-column chunk, a remainder line, threaded): each output is the float64 running
+// value rounded to float32 and then to bfloat16, exactly.
+TEST(SelectionLarge, CumsumAndCumprodOfBfloat16Lines) {
+  const int64_t rows = 61, L = 600, n = rows * L;
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[size_t(i)] = double((i * 37) % 11) - 5.0;
+  Tensor x = tensor_from(v, {rows, L}).to(DType::BF16);
+  for (bool is_prod : {false, true}) {
+    SCOPED_TRACE(is_prod ? "cumprod" : "cumsum");
+    const double scale = is_prod ? 4.0 : 1.0;  // powers of two: x / 4 is exact in bfloat16
+    const std::vector<double> got =
+        (is_prod ? cumprod(x / scale, 1) : cumsum(x, 1)).to_vector<double>();
+    for (int64_t r = 0; r < rows; ++r) {
+      double running = is_prod ? 1.0 : 0.0;
+      for (int64_t j = 0; j < L; ++j) {
+        const double e = v[size_t(r * L + j)] / scale;
+        running = is_prod ? running * e : running + e;
+        ASSERT_EQ(got[size_t(r * L + j)], round_to(running, DType::BF16)) << r << ", " << j;
+      }
+    }
+  }
+}
+
 // max / min with indices and argmax / argmin along a leading dim (the column-block path)
 // and the last dim, with ties (the first extremum wins) and NaN (the first NaN wins), threaded
 // sizes, keepdim, against a scan written here.
