@@ -48,7 +48,7 @@ if [ ${#py_missing[@]} -gt 0 ] && ! python3 -c 'import ensurepip, sysconfig, os;
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${py_missing[@]}"
 fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
-.venv/bin/pip install -q torch==2.13.0 numpy pytest scikit-build-core nanobind safetensors
+.venv/bin/pip install -q torch==2.13.0 numpy pytest hypothesis scikit-build-core nanobind safetensors
 # Non-editable, so the tests run against the installed package. CXX=c++ as the C++ builds
 # above, so ccache serves the library's objects; the build folder persists (pyproject.toml).
 CXX="${CXX:-c++}" .venv/bin/pip install -q --no-build-isolation .

@@ -402,6 +402,34 @@ TEST_P(Reduction, PermutedAndSlicedInputs) {
   expect_close(sum(sl, {0, 3}, true), g.out_shape, map_groups(g, ref_sum));
 }
 
+// Kept dims that were expanded (stride 0) beside ordinary ones, reduced along the last dim:
+// the fast paths walk the kept dims as one stride when they collapse, and a stride-0 dim
+// inside them once passed as "nothing walked yet", so [1031, 3, 2] read 1031 * 3 runs at the
+// outer stride and wrote outputs past the end of the result (heap corruption; found by
+// tests/python/test_random_layouts.py). Many outputs (the threaded short-run path) and few.
+TEST_P(Reduction, ExpandedKeptDims) {
+  for (DType dt : {DType::F32, DType::BF16, DType::F64}) {
+    for (int64_t n : {int64_t(1031), int64_t(3)}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " n " + std::to_string(n));
+      std::vector<double> base = rounded(values_for(DType::F64, size_t(n * 5 * 2), 1200), dt);
+      Tensor x = make(base, {n, 5, 2}, dt, device());
+      Tensor e = x.narrow(1, 0, 1).expand({n, 3, 2});  // strides (10, 0, 1)
+      std::vector<double> ev = values(e);
+      for (const auto& dims : std::vector<Dims>{{2}, {0}, {0, 2}}) {
+        RefGroups g = ref_groups(ev, {n, 3, 2}, dims, false);
+        expect_close(sum(e, dims), g.out_shape, map_groups(g, ref_sum));
+        expect_close(amax(e, dims), g.out_shape, map_groups(g, ref_max));
+        expect_close(amin(e, dims), g.out_shape, map_groups(g, ref_min));
+      }
+      RefGroups g = ref_groups(ev, {n, 3, 2}, {2}, false);
+      expect_close(mean(e, {2}), g.out_shape, map_groups(g, [](const auto& grp) {
+                     double s = 0;
+                     for (double v : grp) s += v;
+                     return s / double(grp.size());
+                   }));
+    }
+  }
+}
 
 TEST_P(Reduction, IntegerSumsAndProductsAreExactInInt64) {
   const int64_t big = int64_t(1) << 60;

@@ -178,9 +178,11 @@ inline LineGeometry line_geometry(const Tensor& in, const Tensor& out, int64_t d
 inline bool kept_dims_collapse(const ReduceGeometry& g, int64_t& in_stride, int64_t& out_stride) {
   in_stride = out_stride = 0;
   int64_t span_in = 0, span_out = 0;  // stride times size of the inner kept dims so far
+  bool first = true;  // not span_in == 0: an expanded (stride 0) kept dim has span 0 too
   for (size_t d = g.outer_shape.size(); d-- > 0;) {
     if (g.outer_shape[d] == 1) continue;
-    if (span_in == 0) {
+    if (first) {
+      first = false;
       in_stride = g.outer_in[d];
       out_stride = g.outer_out[0][d];
     } else if (g.outer_in[d] != span_in || g.outer_out[0][d] != span_out) {

@@ -1,0 +1,240 @@
+"""Data movement and simple arithmetic on randomly laid-out tensors against PyTorch 2.13.
+
+The oracle suites use fixed shapes and a few layouts. Here hypothesis draws the shape (up to
+4 dims, some long enough for the threaded and row-copy paths: rows of 1-8 KB, where the copy
+kernels switch strategies), the dtype, a chain of views (permute, stepped slice with an
+offset, narrow, transpose, expand) applied to both libraries' copies of the same values, and
+one op, then compares values exactly (data movement, integer results) or within the dtype's
+rounding (float arithmetic). Copies into a strided destination view are drawn the same way.
+Derandomized, so CI runs the same examples every time; a failure prints the drawn example.
+A longer random hunt (KILN_LAYOUT_EXAMPLES=3000 KILN_LAYOUT_RANDOM=1) found the reduction
+over expanded kept dims that wrote past its result (Reduction.ExpandedKeptDims).
+"""
+import os
+
+import numpy as np
+import torch
+
+import kiln
+
+from hypothesis import HealthCheck, given, settings  # installed by scripts/test.sh
+from hypothesis import strategies as st
+
+DTYPES = {"float32": (torch.float32, kiln.float32), "bfloat16": (torch.bfloat16, kiln.bfloat16),
+          "int64": (torch.int64, kiln.int64), "uint8": (torch.uint8, kiln.uint8)}
+# KILN_LAYOUT_EXAMPLES=5000 (and a random seed: KILN_LAYOUT_RANDOM=1) for a longer hunt.
+SETTINGS = settings(max_examples=int(os.environ.get("KILN_LAYOUT_EXAMPLES", "120")),
+                    derandomize=os.environ.get("KILN_LAYOUT_RANDOM") != "1",
+                    deadline=None, database=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def to_kiln(t):
+    if t.dtype == torch.bfloat16:
+        return kiln.from_numpy(t.float().numpy().copy()).to(kiln.bfloat16)
+    return kiln.from_numpy(t.numpy().copy())
+
+
+def to_numpy(k):
+    if k.dtype == kiln.bfloat16:
+        k = k.float()
+    return k.contiguous().numpy()
+
+
+@st.composite
+def shapes(draw):
+    nd = draw(st.integers(1, 4))
+    dims = [draw(st.integers(1, 7)) for _ in range(nd)]
+    if draw(st.booleans()):  # one long dim: rows of kilobytes, threaded sizes
+        dims[draw(st.integers(0, nd - 1))] = draw(st.sampled_from([257, 600, 1031, 2050]))
+    return dims
+
+
+def base_tensor(shape, dtype_name, seed):
+    g = torch.Generator().manual_seed(seed)
+    tdt, _ = DTYPES[dtype_name]
+    if tdt.is_floating_point:
+        t = (torch.randn(*shape, generator=g) * 4).to(tdt)
+    else:
+        t = torch.randint(0, 200, tuple(shape), generator=g).to(tdt)
+    return t, to_kiln(t)
+
+
+@st.composite
+def view_chain(draw, nd):
+    """A list of (kind, args) views valid for any tensor of nd dims (sizes checked at apply)."""
+    chain = []
+    for _ in range(draw(st.integers(0, 3))):
+        kind = draw(st.sampled_from(["permute", "slice", "narrow", "transpose", "expand"]))
+        if kind == "permute":
+            chain.append((kind, draw(st.permutations(range(nd)))))
+        elif kind == "transpose":
+            chain.append((kind, (draw(st.integers(0, nd - 1)), draw(st.integers(0, nd - 1)))))
+        elif kind == "slice":
+            chain.append((kind, (draw(st.integers(0, nd - 1)), draw(st.integers(0, 3)),
+                                 draw(st.integers(1, 3)))))
+        elif kind == "narrow":
+            chain.append((kind, (draw(st.integers(0, nd - 1)), draw(st.integers(0, 2)))))
+        else:
+            chain.append((kind, (draw(st.integers(0, nd - 1)), draw(st.integers(2, 3)))))
+    return chain
+
+
+def apply_views(x, chain):
+    for kind, a in chain:
+        if kind == "permute":
+            x = x.permute(*a)
+        elif kind == "transpose":
+            x = x.transpose(*a)
+        elif kind == "slice":
+            d, start, step = a
+            if x.shape[d] > start:
+                idx = [slice(None)] * x.dim()
+                idx[d] = slice(start, None, step)
+                x = x[tuple(idx)]
+        elif kind == "narrow":
+            d, cut = a
+            if x.shape[d] > 2 * cut:
+                x = x.narrow(d, cut, x.shape[d] - 2 * cut)
+        else:  # expand a size-1 dim (made by taking one element along d)
+            d, n = a
+            x = x.narrow(d, 0, 1)
+            sizes = list(x.shape)
+            sizes[d] = n
+            x = x.expand(*sizes)
+    return x
+
+
+def assert_same(k, t, exact):
+    assert tuple(k.shape) == tuple(t.shape)
+    kv = to_numpy(k)
+    tv = (t.float() if t.dtype == torch.bfloat16 else t).contiguous().numpy()
+    if exact:
+        np.testing.assert_array_equal(kv, tv)
+    else:  # one bfloat16 / a few float32 roundings of the result's scale
+        rtol = 1e-2 if t.dtype == torch.bfloat16 else 1e-5
+        scale = max(1.0, float(np.abs(tv).max()) if tv.size else 1.0)
+        np.testing.assert_allclose(kv, tv, rtol=rtol, atol=rtol * scale)
+
+
+MOVES = ["contiguous", "clone", "roll", "flip", "cat", "index_select", "to_float32",
+         "to_int64", "channels_last", "reshape_flat", "pad", "repeat", "tril", "gather",
+         "masked_fill"]
+ARITH = ["add_self_view", "mul_scalar", "sum_dim", "amax_dim", "cumsum_dim", "where",
+         "argmax_dim", "max_dim", "prod_dim", "mean_dim", "softmax_dim", "add_broadcast"]
+FLOAT_ONLY = {"mean_dim", "softmax_dim"}
+
+
+def run_op(L, x, op, d, shift):
+    if op == "contiguous":
+        return x.contiguous()
+    if op == "clone":
+        return x.clone()
+    if op == "roll":
+        return x.roll(shift, d)
+    if op == "flip":
+        return x.flip(d)
+    if op == "cat":
+        return L.cat([x, x.flip(d)], d)
+    if op == "index_select":
+        n = x.shape[d]
+        idx = [(i * 7 + shift) % n for i in range(n + 2)]
+        return x.index_select(d, L.tensor(idx))
+    if op == "to_float32":
+        return x.to(L.float32)
+    if op == "to_int64":
+        return x.to(L.int64)
+    if op == "channels_last":
+        return x.contiguous(memory_format=L.channels_last) if x.dim() == 4 else x.contiguous()
+    if op == "reshape_flat":
+        return x.reshape(-1)
+    if op == "pad":
+        return L.nn.functional.pad(x, (1, 2) if d % 2 else (0, 0, 2, 1) if x.dim() > 1 else (3, 0))
+    if op == "repeat":
+        reps = [1] * x.dim()
+        reps[d] = 2
+        return x.repeat(*reps)
+    if op == "tril":
+        return x.tril(shift) if x.dim() >= 2 else x.clone()
+    if op == "gather":
+        n = x.shape[d]
+        idx = L.tensor([(i * 5 + shift) % n for i in range(x.numel())]).reshape(*x.shape)
+        return x.gather(d, idx)
+    if op == "masked_fill":
+        return x.masked_fill(x > x.flip(d), 7)
+    if op == "add_self_view":
+        return x + x.flip(d)
+    if op == "mul_scalar":
+        return x * 3
+    if op == "sum_dim":
+        return x.sum(d)
+    if op == "amax_dim":
+        return x.amax(d)
+    if op == "cumsum_dim":
+        return x.cumsum(d)
+    if op == "where":
+        return L.where(x > x.flip(d), x, x.flip(d))
+    if op == "argmax_dim":
+        return x.argmax(d)
+    if op == "max_dim":  # values and first indices of the maximum, as one tensor
+        v, i = x.max(d)
+        return L.stack([v.to(L.float32), i.to(L.float32)])
+    if op == "prod_dim":
+        return (x.remainder(3) - 1).prod(d) if x.is_floating_point() else (x % 3).prod(d)
+    if op == "mean_dim":
+        return x.mean(d)
+    if op == "softmax_dim":
+        return x.softmax(d)
+    if op == "add_broadcast":  # a column of x (size 1 along d) broadcast against x
+        return x + x.narrow(d, x.shape[d] - 1, 1)
+    raise AssertionError(op)
+
+
+@SETTINGS
+@given(shape=shapes(), dtype=st.sampled_from(sorted(DTYPES)), data=st.data(),
+       op=st.sampled_from(MOVES + ARITH), seed=st.integers(0, 2**16))
+def test_op_on_random_views_matches_torch(shape, dtype, data, op, seed):
+    t, k = base_tensor(shape, dtype, seed)
+    chain = data.draw(view_chain(len(shape)))
+    tv, kv = apply_views(t, chain), apply_views(k, chain)
+    assert tuple(kv.stride()) == tuple(tv.stride()) and kv.storage_offset() == tv.storage_offset()
+    if tv.numel() == 0:
+        return
+    d = data.draw(st.integers(0, tv.dim() - 1))
+    shift = data.draw(st.integers(-5, 5))
+    if op == "cumsum_dim" and dtype == "bfloat16":
+        # torch accumulates bfloat16 in float32, kiln in float64: compare against float64
+        want = tv.double().cumsum(d).to(torch.bfloat16)
+        assert_same(run_op(kiln, kv, op, d, shift), want, exact=False)
+        return
+    if op in FLOAT_ONLY and dtype in ("int64", "uint8"):
+        return
+    exact = op in MOVES or op in ("amax_dim", "where", "argmax_dim", "max_dim")
+    exact = exact or dtype in ("int64", "uint8")
+    if op == "sum_dim" and dtype == "uint8":
+        exact = True  # both promote to int64
+    assert_same(run_op(kiln, kv, op, d, shift), run_op(torch, tv, op, d, shift), exact)
+
+
+@SETTINGS
+@given(shape=shapes(), dtype=st.sampled_from(sorted(DTYPES)),
+       src_dtype=st.sampled_from(sorted(DTYPES)), data=st.data(), seed=st.integers(0, 2**16))
+def test_copy_into_random_destination_view_matches_torch(shape, dtype, src_dtype, data, seed):
+    """copy_ from a randomly viewed source into a randomly viewed destination of the same
+    shape (a larger buffer's slice, permuted or stepped): the bytes outside the view stay."""
+    dst_t, dst_k = base_tensor(shape, dtype, seed)
+    chain = data.draw(view_chain(len(shape)))
+    chain = [c for c in chain if c[0] != "expand"]  # an expanded destination overlaps itself
+    dv_t, dv_k = apply_views(dst_t, chain), apply_views(dst_k, chain)
+    if dv_t.numel() == 0:
+        return
+    src_shape = list(dv_t.shape)
+    perm = data.draw(st.permutations(range(len(src_shape))))
+    s_t, s_k = base_tensor([src_shape[p] for p in perm], src_dtype, seed + 1)
+    inv = [perm.index(i) for i in range(len(perm))]
+    s_t, s_k = s_t.permute(*inv), s_k.permute(*inv)  # same shape as the view, other layout
+    if DTYPES[dtype][0].is_floating_point is False and DTYPES[src_dtype][0].is_floating_point:
+        s_t, s_k = s_t.abs() % 100, s_k.abs() % 100  # defined float -> int conversions
+    dv_t.copy_(s_t)
+    dv_k.copy_(s_k)
+    assert_same(dst_k, dst_t, exact=True)
