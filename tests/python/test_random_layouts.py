@@ -361,3 +361,95 @@ def test_inplace_ops_on_random_destination_views_match_torch(shape, dtype, data,
     exact = op in ("relu_", "clamp_", "fill_", "zero_", "masked_fill_", "neg_", "abs_",
                    "mul_scalar_", "add_", "sub_", "add_broadcast_")
     assert_same(buf_k, buf_t, exact)
+
+
+GRAD_OPS = ["mul_other", "exp", "tanh", "relu", "softmax", "log_softmax", "layer_norm",
+            "matmul", "index_select", "gather", "cat", "roll", "flip", "mean", "cumsum", "pad",
+            "repeat", "amax", "expand_sum", "reshape", "sigmoid", "gelu", "div_other", "pow"]
+
+
+def run_grad_op(L, x, y, op, d):
+    F = L.nn.functional
+    n = x.shape[d]
+    if op == "mul_other":
+        return x * y
+    if op == "div_other":
+        return x / (y.abs() + 1)
+    if op == "pow":
+        return (x.abs() + 0.5).pow(1.5)
+    if op in ("exp", "tanh", "relu", "sigmoid"):
+        return getattr(x / 4, op)()
+    if op == "gelu":
+        return F.gelu(x)
+    if op == "softmax":
+        return x.softmax(d) * y
+    if op == "log_softmax":
+        return x.log_softmax(d) * y
+    if op == "layer_norm":  # a ramp keeps expanded rows from being constant (0 variance)
+        ramp = L.arange(x.shape[-1]).to(x.dtype) * 0.25
+        return F.layer_norm(x + ramp, (x.shape[-1],)) * y
+    if op == "matmul":
+        return L.matmul(x, y.transpose(-1, -2)) if x.dim() >= 2 else x * y
+    if op == "index_select":
+        return x.index_select(d, L.tensor([(i * 3 + 1) % n for i in range(n + 1)]))
+    if op == "gather":
+        idx = (L.arange(x.numel()).reshape(*x.shape) * 5) % n
+        return x.gather(d, idx) * y
+    if op == "cat":
+        return L.cat([x, x * 2], d)
+    if op == "roll":
+        return x.roll(2, d) * y
+    if op == "flip":
+        return x.flip(d) * y
+    if op == "mean":
+        return x.mean(d)
+    if op == "cumsum":
+        return x.cumsum(d) * y
+    if op == "pad":
+        return F.pad(x, (2, 1))
+    if op == "repeat":
+        reps = [1] * x.dim()
+        reps[d] = 3
+        return x.repeat(*reps)
+    if op == "amax":  # distinct values (x + a ramp), so no ties share the gradient
+        return (x + L.arange(x.numel()).reshape(*x.shape) * 1e-3).amax(d)
+    if op == "expand_sum":
+        return x.narrow(d, 0, 1).expand(*x.shape) * y
+    if op == "reshape":
+        return x.reshape(-1) * y.reshape(-1)
+    raise AssertionError(op)
+
+
+@SETTINGS
+@given(shape=shapes(), data=st.data(), op=st.sampled_from(GRAD_OPS),
+       seed=st.integers(0, 2**16))
+def test_gradients_through_random_views_match_torch(shape, data, op, seed):
+    """float32 gradients of sum(w * op(view(x))) with respect to x (the view's backward too),
+    against torch's."""
+    if op in ("matmul", "layer_norm") and max(shape) > 600:
+        shape = [min(s, 64) for s in shape]
+    t0, k0 = base_tensor(shape, "float32", seed)
+    t = t0.clone().requires_grad_()
+    k = k0.clone().requires_grad_()
+    chain = data.draw(view_chain(len(shape)))
+    tx, kx = apply_views(t, chain), apply_views(k, chain)
+    if tx.numel() == 0:
+        return
+    perm = data.draw(st.permutations(range(tx.dim())))
+    u, ku = base_tensor([tx.shape[p] for p in perm], "float32", seed + 5)
+    inv = [perm.index(i) for i in range(len(perm))]
+    ty, ky = u.permute(*inv), ku.permute(*inv)
+    d = data.draw(st.integers(0, tx.dim() - 1))
+    if op == "layer_norm" and tx.shape[-1] < 3:
+        return  # one or two normalized values do not depend on x: the gradient is rounding noise
+    tout, kout = run_grad_op(torch, tx, ty, op, d), run_grad_op(kiln, kx, ky, op, d)
+    wt = torch.linspace(-1, 1, tout.numel()).reshape(tout.shape)
+    wk = kiln.from_numpy(wt.numpy().copy())
+    (tout * wt).sum().backward()
+    (kout * wk).sum().backward()
+    depth = max(tx.shape) if op in ("matmul", "layer_norm", "softmax", "log_softmax",
+                                    "cumsum", "mean") else 1
+    rtol = 2e-5 * max(1.0, depth ** 0.5)
+    kg, tg = k.grad.numpy(), t.grad.numpy()
+    scale = max(1.0, float(np.abs(tg).max()))
+    np.testing.assert_allclose(kg, tg, rtol=rtol, atol=rtol * scale)
