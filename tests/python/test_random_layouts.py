@@ -13,6 +13,7 @@ over expanded kept dims that wrote past its result (Reduction.ExpandedKeptDims).
 import os
 
 import numpy as np
+import pytest
 import torch
 
 import kiln
@@ -453,3 +454,70 @@ def test_gradients_through_random_views_match_torch(shape, data, op, seed):
     kg, tg = k.grad.numpy(), t.grad.numpy()
     scale = max(1.0, float(np.abs(tg).max()))
     np.testing.assert_allclose(kg, tg, rtol=rtol, atol=rtol * scale)
+
+
+PROMO_DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
+                "float32", "float64"]
+PROMO_OPS = ["add", "sub", "mul", "div", "maximum", "eq", "lt", "where", "add_scalar_int",
+             "mul_scalar_float", "floor_divide", "remainder", "pow_int"]
+
+
+def promo_tensor(shape, name, seed):
+    g = torch.Generator().manual_seed(seed)
+    v = torch.randint(-20, 21, tuple(shape), generator=g)
+    if name == "bool":
+        t = v > 0
+    elif name == "uint8":
+        t = v.abs().to(torch.uint8)
+    else:
+        t = v.to(getattr(torch, name))
+    if t.is_floating_point():
+        t = t / 4  # exact quarters in every float dtype
+    k = kiln.from_numpy(t.float().numpy().copy()).to(getattr(kiln, name)) if name in (
+        "bfloat16", "float16") else kiln.from_numpy(t.numpy().copy())
+    return t, k
+
+
+def run_promo(L, a, b, op):
+    if op == "sub" and (a.dtype == L.bool or b.dtype == L.bool):
+        return a.to(L.int64) - b.to(L.int64)  # bool - bool is an error in both
+    return {"add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b,
+            "div": lambda: a / b, "maximum": lambda: L.maximum(a, b), "eq": lambda: a == b,
+            "lt": lambda: a < b, "where": lambda: L.where(a > 0, a, b),
+            "add_scalar_int": lambda: a + 3, "mul_scalar_float": lambda: a * 1.5,
+            "floor_divide": lambda: L.floor_divide(a, b),
+            "remainder": lambda: L.remainder(a, b), "pow_int": lambda: a.abs() ** 2}[op]()
+
+
+@SETTINGS
+@given(da=st.sampled_from(PROMO_DTYPES), db=st.sampled_from(PROMO_DTYPES),
+       op=st.sampled_from(PROMO_OPS), shape=st.sampled_from([[5], [3, 4], [2, 1, 3], [700]]),
+       broadcast=st.booleans(), seed=st.integers(0, 2**16))
+def test_type_promotion_of_mixed_dtype_ops_matches_torch(da, db, op, shape, broadcast, seed):
+    """Result dtype and values of binary ops between any two dtypes (and Python scalars),
+    broadcasting included, as torch: the dtype exactly; values exactly where both are exact
+    (integer and small quarter-valued float results), else within the result dtype's rounding."""
+    ta, ka = promo_tensor(shape, da, seed)
+    tb, kb = promo_tensor(shape[-1:] if broadcast else shape, db, seed + 1)
+    if op in ("div", "floor_divide", "remainder"):
+        int_div = not (ta.is_floating_point() or tb.is_floating_point())
+        if int_div and op != "div":
+            tb = torch.where(tb == 0, torch.ones_like(tb), tb)  # integer division by zero
+            kb = kiln.from_numpy(tb.numpy().copy()) if db not in ("bfloat16", "float16") else kb
+        if db == "bool" and int_div:
+            return
+    try:
+        want = run_promo(torch, ta, tb, op)
+    except RuntimeError:
+        with pytest.raises((TypeError, RuntimeError, ValueError)):
+            run_promo(kiln, ka, kb, op)
+        return
+    got = run_promo(kiln, ka, kb, op)
+    assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1], (got.dtype, want.dtype)
+    kv = got.float().numpy() if got.dtype in (kiln.bfloat16, kiln.float16) else got.numpy()
+    tv = want.float().numpy() if want.dtype in (torch.bfloat16, torch.float16) else want.numpy()
+    if want.is_floating_point():
+        np.testing.assert_allclose(kv, tv, rtol=1e-2 if want.dtype in (torch.bfloat16,
+                                   torch.float16) else 1e-6, equal_nan=True)
+    else:
+        np.testing.assert_array_equal(kv, tv)
