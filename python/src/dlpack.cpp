@@ -226,6 +226,7 @@ Tensor tensor_over(const DLTensor& dl, void* ctx, void (*deleter)(void*, void*))
   char* ptr = static_cast<char*>(dl.data) + (dl.data ? dl.byte_offset : 0);
   DataPtr dp(ptr, ctx, deleter, Device(DeviceType::CPU, 0));
   auto storage = std::make_shared<StorageImpl>(std::move(dp), nbytes);
+  storage->mark_foreign();  // the producer may write it: no packed copies of it are cached
   return Tensor(std::make_shared<TensorImpl>(std::move(storage), 0, shape, strides, dt));
 }
 

@@ -93,6 +93,7 @@ Tensor from_numpy_array(nb::handle array) {
   Py_INCREF(array.ptr());
   DataPtr dp(ptr, array.ptr(), &release_array, Device(DeviceType::CPU, 0));
   auto storage = std::make_shared<StorageImpl>(std::move(dp), nbytes);
+  storage->mark_foreign();  // NumPy may write it: no packed copies of it are cached
   return Tensor(std::make_shared<TensorImpl>(std::move(storage), 0, shape, strides, dt));
 }
 

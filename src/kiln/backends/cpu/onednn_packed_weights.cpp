@@ -76,6 +76,7 @@ PackedWeightMemory onednn_packed_weight(const Tensor& weight, const std::string&
   dnnl::memory packed_mem(packed, onednn_engine(), buffer.get());
   pack(user_mem, packed_mem, stream);
   stream.wait();
+  if (!WeightIdentity::trackable(weight)) return {packed_mem, buffer};  // foreign: per call
   std::lock_guard<std::mutex> lock(g_mutex);
   // Drop the packed copies of weights that no longer exist, so they do not hold memory.
   for (auto it = g_weights.begin(); it != g_weights.end();)

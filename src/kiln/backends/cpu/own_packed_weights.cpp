@@ -34,6 +34,7 @@ std::shared_ptr<const GemmPackedB> own_packed_weight(const Tensor& weight,
   // Packed outside the lock (it runs threads of its own and may take milliseconds); two
   // threads packing the same weight at once both pack, and the later copy stays.
   auto packed = std::make_shared<const GemmPackedB>(pack());
+  if (!WeightIdentity::trackable(weight)) return packed;  // foreign memory: packed per call
   std::lock_guard<std::mutex> lock(g_mutex);
   for (auto it = g_entries.begin(); it != g_entries.end();)
     it = it->second.identity.storage.expired() ? g_entries.erase(it) : std::next(it);
@@ -46,6 +47,7 @@ bool operand_seen_unchanged(const Tensor& operand, const std::string& layout_key
   static std::mutex mutex;
   static std::unordered_map<std::string, WeightIdentity> seen;
   constexpr size_t kMaxSightings = 256;
+  if (!WeightIdentity::trackable(operand)) return false;  // foreign memory: never "unchanged"
   const std::string key = weight_memory_key(operand, layout_key);
   std::lock_guard<std::mutex> lock(mutex);
   auto it = seen.find(key);

@@ -2,7 +2,8 @@
 // What the packed-weight caches (onednn_packed_weights.cpp, own_packed_weights.cpp) key on: a
 // tensor's storage address and offset under the caller's layout key, and — checked on every
 // hit — the storage itself (a weak reference: a freed storage's address may be reused) and the
-// version counter (an in-place change of the weight).
+// version counter (an in-place change of the weight). Foreign memory (NumPy, DLPack) is never
+// described: writes by its owner change no version counter, so a cached copy could go stale.
 #include <cstring>
 #include <memory>
 #include <string>
@@ -25,9 +26,11 @@ struct WeightIdentity {
   uint64_t version = 0;
 
   static WeightIdentity of(const Tensor& t) { return {t.impl()->storage(), t.version()}; }
+  // Whether t's contents can be tracked at all (by the version counter).
+  static bool trackable(const Tensor& t) { return !t.impl()->storage()->foreign(); }
   // Whether this still describes t's memory and contents.
   bool describes(const Tensor& t) const {
-    return storage.lock() == t.impl()->storage() && version == t.version();
+    return trackable(t) && storage.lock() == t.impl()->storage() && version == t.version();
   }
 };
 
