@@ -89,6 +89,26 @@ void bind_autograd_function(nb::module_& m);
 void bind_io(nb::module_& m);
 void bind_onnx(nb::module_& m);  // kiln._C._onnx
 
+// A tensor handed to another library without a copy (a NumPy array, a DLPack capsule, a
+// buffer view): while this lives its storage counts as foreign (StorageImpl::begin_export), so
+// no packed copy of it is cached or served, and copies cached before the export are never
+// served again (the export epoch moved): the other side may write the memory.
+class ExportedTensor {
+ public:
+  explicit ExportedTensor(Tensor t) : tensor_(std::move(t)) {
+    if (tensor_.defined()) tensor_.impl()->storage()->begin_export();
+  }
+  ~ExportedTensor() {
+    if (tensor_.defined()) tensor_.impl()->storage()->end_export();
+  }
+  ExportedTensor(const ExportedTensor&) = delete;
+  ExportedTensor& operator=(const ExportedTensor&) = delete;
+  const Tensor& tensor() const { return tensor_; }
+
+ private:
+  Tensor tensor_;
+};
+
 }  // namespace kiln::py
 
 // Type casters: kiln.dtype <-> DType; Python numbers <-> Scalar.

@@ -9,6 +9,7 @@
 #include <nanobind/ndarray.h>
 
 #include <cstring>
+#include <memory>
 
 #include "bind.h"
 #include "dlpack.h"
@@ -87,7 +88,7 @@ DType from_dl_dtype(DLDataType d) {
 template <typename Managed>
 struct Export {
   Managed managed{};
-  Tensor tensor;
+  std::unique_ptr<ExportedTensor> tensor;  // the consumer may write it (see ExportedTensor)
   std::vector<int64_t> shape, strides;
 
   static void deleter(Managed* self) { delete static_cast<Export*>(self->manager_ctx); }
@@ -96,7 +97,7 @@ struct Export {
 template <typename Managed>
 Managed* make_managed(const Tensor& t) {
   auto* e = new Export<Managed>();
-  e->tensor = t;
+  e->tensor = std::make_unique<ExportedTensor>(t);
   e->shape.assign(t.shape().begin(), t.shape().end());
   e->strides.assign(t.strides().begin(), t.strides().end());
   DLTensor& dl = e->managed.dl_tensor;
@@ -300,7 +301,7 @@ const char* buffer_format(DType t) {
 }
 
 struct BufferInfo {
-  Tensor tensor;  // keeps the storage alive even if the Python tensor is re-pointed
+  ExportedTensor tensor;  // keeps the storage alive even if the Python tensor is re-pointed
   std::vector<Py_ssize_t> shape, strides;
 };
 
@@ -336,7 +337,7 @@ int tensor_getbuffer(PyObject* self, Py_buffer* view, int flags) {
       throw nb::buffer_error("the tensor is not Fortran-contiguous");
     if ((flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS && !c_contig && !f_contiguous(t))
       throw nb::buffer_error("the tensor is not contiguous");
-    auto* info = new BufferInfo{t, {}, {}};
+    auto* info = new BufferInfo{ExportedTensor(t), {}, {}};
     const Py_ssize_t item = Py_ssize_t(element_size(t.dtype()));
     for (int64_t d = 0; d < t.dim(); ++d) {
       info->shape.push_back(Py_ssize_t(t.size(d)));

@@ -119,8 +119,8 @@ void bind_interop(nb::module_& m, nb::class_<Tensor>& cls) {
     nb::dlpack::dtype dt = dlpack_dtype(t.dtype());
     std::vector<size_t> shape(t.shape().begin(), t.shape().end());
     const Strides& st = t.strides();
-    auto* keep = new Tensor(t);
-    nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<Tensor*>(p); });
+    auto* keep = new ExportedTensor(t);  // NumPy may write it: no cached packed copies
+    nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<ExportedTensor*>(p); });
     nb::ndarray<nb::numpy> arr(t.raw_data(), shape.size(), shape.data(), owner, st.data(), dt,
                                nb::device::cpu::value);
     return arr.cast();

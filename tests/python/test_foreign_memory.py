@@ -73,3 +73,29 @@ def test_own_memory_still_tracks_in_place_writes():
     w.mul_(2)
     want = torch_of(x) @ torch_of(w).t()
     assert (torch_of(KF.linear(x, w)) - want).abs().max().item() < 1e-4
+
+
+@pytest.mark.parametrize("export", ["numpy", "dlpack", "buffer"])
+def test_exported_kiln_memory_written_outside(export):
+    """A kiln weight handed out without a copy (Tensor.numpy(), torch.from_dlpack, the buffer
+    protocol) and written there: products see the new values while the export lives and after
+    it is released; once released and unchanged, the weight is cached again."""
+    w = kiln.randn(96, 64)
+    x = kiln.randn(64, 64)
+    KF.linear(x, w)
+    KF.linear(x, w)  # packed and cached
+    if export == "numpy":
+        outside = w.numpy()
+    elif export == "dlpack":
+        outside = torch.from_dlpack(w)
+    else:
+        outside = np.asarray(memoryview(w))
+    outside *= 2
+    want = torch_of(x) @ torch_of(w).t()
+    assert (torch_of(KF.linear(x, w)) - want).abs().max().item() < 1e-4
+    outside *= -1  # still exported: still not cached
+    want = torch_of(x) @ torch_of(w).t()
+    assert (torch_of(KF.linear(x, w)) - want).abs().max().item() < 1e-4
+    del outside  # released: the version changed, so the copy is packed afresh
+    assert (torch_of(KF.linear(x, w)) - want).abs().max().item() < 1e-4
+    assert (torch_of(KF.linear(x, w)) - want).abs().max().item() < 1e-4

@@ -1,6 +1,8 @@
 #pragma once
 // Storage: a block of device memory shared by a tensor and all its views.
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "kiln/runtime/allocator.h"
@@ -14,17 +16,28 @@ class StorageImpl {
   size_t nbytes() const { return nbytes_; }
   Device device() const { return data_.device(); }
 
-  // Foreign memory: a block that another library owns and may write without going through
-  // kiln (a NumPy array from kiln.from_numpy, a DLPack import). A tensor's version counter
-  // cannot see those writes, so nothing derived from the contents (packed weights) may be
-  // cached for it.
-  void mark_foreign() { foreign_ = true; }
-  bool foreign() const { return foreign_; }
+  // Foreign memory: a block that another library may write without going through kiln, so
+  // that a tensor's version counter cannot see the writes and nothing derived from the
+  // contents (packed weights) may be cached for it. Imported memory (kiln.from_numpy, a DLPack
+  // import) is foreign for good; kiln memory while NumPy arrays or DLPack capsules made from it
+  // are alive. Each export also starts a new export epoch, which the caches compare, so a copy
+  // cached before an export is not served after it. (The version counter is left alone: it
+  // would fail autograd's check of saved tensors after a mere .numpy().)
+  void mark_foreign() { imported_ = true; }
+  void begin_export() {
+    exports_.fetch_add(1, std::memory_order_relaxed);
+    export_epoch_.fetch_add(1, std::memory_order_relaxed);
+  }
+  void end_export() { exports_.fetch_sub(1, std::memory_order_relaxed); }
+  bool foreign() const { return imported_ || exports_.load(std::memory_order_relaxed) > 0; }
+  uint64_t export_epoch() const { return export_epoch_.load(std::memory_order_relaxed); }
 
  private:
   DataPtr data_;
   size_t nbytes_;
-  bool foreign_ = false;
+  bool imported_ = false;
+  std::atomic<int> exports_{0};
+  std::atomic<uint64_t> export_epoch_{0};
 };
 
 using Storage = std::shared_ptr<StorageImpl>;
