@@ -105,6 +105,7 @@ int64_t chunk_samples(int64_t N, int64_t col_rows, int64_t P) {
 template <typename C>
 void gather_samples(const C* src, int64_t sample_stride, int64_t channels, int64_t P, int64_t n0,
                     int64_t nb, C* dst) {
+  if (P <= 0) return;  // nothing to move (and an empty tensor's data pointer may be null)
   for (int64_t j = 0; j < nb; ++j)
     for (int64_t c = 0; c < channels; ++c)
       detail::copy_bytes(dst + c * nb * P + j * P, src + (n0 + j) * sample_stride + c * P,
@@ -115,6 +116,7 @@ void gather_samples(const C* src, int64_t sample_stride, int64_t channels, int64
 template <typename C>
 void scatter_samples(const C* src, int64_t sample_stride, int64_t channels, int64_t P,
                      int64_t n0, int64_t nb, C* dst) {
+  if (P <= 0) return;
   for (int64_t j = 0; j < nb; ++j)
     for (int64_t c = 0; c < channels; ++c)
       detail::copy_bytes(dst + (n0 + j) * sample_stride + c * P, src + c * nb * P + j * P,

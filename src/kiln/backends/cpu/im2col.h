@@ -83,10 +83,11 @@ void im2col(const T* image, int64_t channels, const ConvGeometry& g, T* col, int
     }
     std::fill(dst, dst + lo, T(0));
     // base may point before the image (left padding); only o in [lo, hi) is read.
-    if (s == 1)
-      detail::copy_bytes(dst + lo, image + base + lo, size_t(hi - lo) * sizeof(T));
-    else
+    if (s == 1) {
+      if (hi > lo) detail::copy_bytes(dst + lo, image + base + lo, size_t(hi - lo) * sizeof(T));
+    } else {
       for (int64_t o = lo; o < hi; ++o) dst[o] = image[base + o * s];
+    }
     std::fill(dst + hi, dst + W, T(0));
   });
 }
