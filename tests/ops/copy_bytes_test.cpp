@@ -52,6 +52,16 @@ TEST(CopyBytes, EveryDistanceAndSizeCopiesExactlyItsBytes) {
   for (size_t ahead : {size_t(2048), size_t(4090), size_t(4095)}) check_copy(4000, 3, ahead, false);
 }
 
+// An empty tensor's data pointer is null; memcpy(nullptr, nullptr, 0) is undefined behaviour
+// (UBSan reports it), so copy_bytes must return before it for every caller.
+TEST(CopyBytes, EmptyRangeWithNullPointersIsANoOp) {
+  detail::copy_bytes(nullptr, nullptr, 0);
+  unsigned char byte = 0x5a;
+  detail::copy_bytes(&byte, nullptr, 0);
+  detail::copy_bytes(nullptr, &byte, 0);
+  EXPECT_EQ(byte, 0x5a);
+}
+
 TEST(CopyBytes, VectorLoopAtEveryDestinationAlignment) {
   for (size_t n : {size_t(0), size_t(3), size_t(16), size_t(79), size_t(1000), size_t(4097)})
     for (size_t ahead = 0; ahead < 40; ++ahead) check_copy(n, 7, ahead, true);

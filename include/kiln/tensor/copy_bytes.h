@@ -18,8 +18,10 @@ constexpr size_t kCloseCopyMinBytes = 1024;
 // dst[0, n) = src[0, n) for buffers that do not overlap, by 16-byte vector moves.
 void copy_bytes_by_vectors(void* dst, const void* src, size_t n);
 
-// dst[0, n) = src[0, n) for buffers that do not overlap (memcpy's contract).
+// dst[0, n) = src[0, n) for buffers that do not overlap (memcpy's contract). An empty range
+// is a no-op even when a pointer is null (an empty tensor's data), which memcpy does not allow.
 inline void copy_bytes(void* dst, const void* src, size_t n) {
+  if (n == 0) return;
   const uintptr_t ahead =
       (reinterpret_cast<uintptr_t>(dst) - reinterpret_cast<uintptr_t>(src)) % 4096;
   if (n >= kCloseCopyMinBytes && ahead - 1 < 63) {

@@ -300,8 +300,7 @@ bool pad_two_dims(const Tensor& x, const Tensor& out, const std::vector<int64_t>
         } else {
           const W* in = src + (plane * A + i) * row_in;
           std::fill(o, o + left_n, v);
-          if (row_in > 0)  // an empty input's data pointer is null (memcpy: UB)
-            detail::copy_bytes(o + left_n, in, size_t(row_in) * sizeof(W));
+          detail::copy_bytes(o + left_n, in, size_t(row_in) * sizeof(W));  // null when empty
           std::fill(o + left_n + row_in, o + left_n + row_in + right_n, v);
         }
         if (++a == OA) a = 0, ++plane;
