@@ -216,9 +216,10 @@ TEST(MatmulSizes, TallProductsWithBiasAlphaBetaAndFoldedBatch) {
 
 TEST(MatmulSizes, Int8ProductsAreExact) {
   // Sizes for the blocked kernel and, with B given as W.t() of a [N, K] weight, for the
-  // few-rows streaming kernel (M <= 4; K tails 1, 63, 65, 130 around its 64-byte steps).
+  // few-rows streaming kernel (M < 16, in groups of up to 4 rows; K tails 1, 63, 65, 130 around its 64-byte steps).
   const int64_t sizes[][3] = {{1, 1, 1},   {7, 17, 5},  {8, 33, 301}, {97, 70, 1030}, {13, 513, 64},
                               {1, 40, 63}, {2, 9, 65},  {4, 31, 130}, {3, 5, 64},     {5, 33, 70},
+                              {6, 11, 250},  // groups of 4 and 2 rows; 128-, 64- and 58-byte steps
                               // tall: oneDNN's matmul at the VNNI level (decision 0022)
                               {16, 31, 600}, {40, 257, 31}, {33, 17, 1023},
                               // more than two 1024-deep blocks with a tail of 2, more than one
