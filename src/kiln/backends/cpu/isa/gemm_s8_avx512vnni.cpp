@@ -15,6 +15,7 @@
 #include "gemm_pack_buffer.h"
 #include "gemm_s8.h"
 #include "pack_s8_quads.h"
+#include "vnni_accumulate.h"
 
 namespace kiln::cpu {
 
@@ -40,8 +41,8 @@ inline void microkernel(int64_t kq, const uint32_t* __restrict a, const uint32_t
 #pragma GCC unroll 8
     for (int r = 0; r < kMR; ++r) {
       const __m512i ar = _mm512_set1_epi32(int(a[r * kq + k]));
-      acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], ar, b0);
-      acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], ar, b1);
+      acc[r][0] = dpbusd_accumulate(acc[r][0], ar, b0);
+      acc[r][1] = dpbusd_accumulate(acc[r][1], ar, b1);
     }
     b += kNR;
   }
@@ -144,26 +145,26 @@ inline void dot_rows(const uint8_t* a, int64_t lda, const int8_t* b, int64_t K,
   for (; k + 128 <= K; k += 128) {
     const __m512i b0 = _mm512_loadu_si512(b + k), b1 = _mm512_loadu_si512(b + k + 64);
     if constexpr (kSumB) {
-      bsum[0] = _mm512_dpbusd_epi32(bsum[0], ones, b0);
-      bsum[1] = _mm512_dpbusd_epi32(bsum[1], ones, b1);
+      bsum[0] = dpbusd_accumulate(bsum[0], ones, b0);
+      bsum[1] = dpbusd_accumulate(bsum[1], ones, b1);
     }
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const uint8_t* ar = a + r * lda + k;
-      acc[r][0] = _mm512_dpbusd_epi32(
+      acc[r][0] = dpbusd_accumulate(
           acc[r][0], _mm512_xor_si512(_mm512_loadu_si512(ar), flip_bits), b0);
-      acc[r][1] = _mm512_dpbusd_epi32(
+      acc[r][1] = dpbusd_accumulate(
           acc[r][1], _mm512_xor_si512(_mm512_loadu_si512(ar + 64), flip_bits), b1);
     }
   }
   for (; k < K; k += 64) {  // at most one whole chunk and a tail, by masked loads
     const __mmask64 m = ~__mmask64(0) >> (64 - std::min<int64_t>(64, K - k));
     const __m512i bv = _mm512_maskz_loadu_epi8(m, b + k);
-    if constexpr (kSumB) bsum[0] = _mm512_dpbusd_epi32(bsum[0], ones, bv);
+    if constexpr (kSumB) bsum[0] = dpbusd_accumulate(bsum[0], ones, bv);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const __m512i av = _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, a + r * lda + k), flip_bits);
-      acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], av, bv);  // B's zero tail cancels A's flips
+      acc[r][0] = dpbusd_accumulate(acc[r][0], av, bv);  // B's zero tail cancels A's flips
     }
   }
 #pragma GCC unroll 4
@@ -256,9 +257,9 @@ void blocked_part(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool a_sign
       for (int64_t p = 0; p < np && a_signed; ++p) {
         const uint32_t* panel = pb + p * kq * kNR;
         for (int64_t q = 0; q < kq; ++q) {
-          sums[p][0] = _mm512_dpbusd_epi32(sums[p][0], ones, _mm512_loadu_si512(panel + q * kNR));
+          sums[p][0] = dpbusd_accumulate(sums[p][0], ones, _mm512_loadu_si512(panel + q * kNR));
           sums[p][1] =
-              _mm512_dpbusd_epi32(sums[p][1], ones, _mm512_loadu_si512(panel + q * kNR + 16));
+              dpbusd_accumulate(sums[p][1], ones, _mm512_loadu_si512(panel + q * kNR + 16));
         }
         if (last) {
           _mm512_store_si512(col_shift + p * kNR, _mm512_mullo_epi32(sums[p][0], minus_128));
