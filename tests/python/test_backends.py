@@ -49,6 +49,40 @@ def test_unknown_isa_name_is_a_clear_error():
     assert out.startswith("ValueError:") and "'avx9000'" in out and "avx512_vnni" in out
 
 
+@pytest.mark.parametrize("value", ["0", "9", "four"])
+def test_bad_reduce_streams_value_is_a_clear_error(value):
+    # A long sum reaches the setting (decision 0049); the message names the range and the value.
+    env = dict(os.environ, KILN_REDUCE_STREAMS=value)
+    code = ("import kiln\n"
+            "try:\n"
+            "    kiln.ones([1 << 20]).sum()\n"
+            "except ValueError as e:\n"
+            "    print('ValueError:', e)\n")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout
+    assert out.startswith("ValueError:") and f"'{value}'" in out and "1 to 4" in out
+
+
+@pytest.mark.parametrize("streams", ["1", "4"])
+def test_long_sum_is_the_same_with_one_or_four_read_streams(streams):
+    # Both read orders give every chunk the same sum, so the result matches float64 either way
+    # and is the same bit for bit.
+    env = dict(os.environ, KILN_REDUCE_STREAMS=streams)
+    code = ("import kiln, numpy as np\n"
+            "x = np.random.default_rng(5).uniform(-1, 1, 3 << 20).astype(np.float32)\n"
+            "print(repr(float(kiln.from_numpy(x).sum().item())), "
+            "repr(float(x.astype(np.float64).sum())))\n")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout.split()
+    got, want = float(out[0]), float(out[1])
+    assert abs(got - want) <= 1e-6 * 3 * (1 << 20) ** 0.5
+    if streams == "4":
+        env1 = dict(os.environ, KILN_REDUCE_STREAMS="1")
+        one = subprocess.run([sys.executable, "-c", code], env=env1, capture_output=True,
+                             text=True, check=True).stdout.split()[0]
+        assert out[0] == one
+
+
 def test_onednn_switch_and_products_either_way():
     onednn = kiln.backends.onednn
     before = onednn.enabled

@@ -2,8 +2,9 @@
 //   runs: each output's reduced elements are one contiguous run. Outputs are spread over
 //         the threads; when there are fewer outputs than threads (a full reduction), each run
 //         is cut into chunks whose partial results are combined in a fixed order, so the
-//         result does not depend on the thread count. Long runs (or chunks) are read up to
-//         four side by side by each thread: more memory streams in flight (decision 0020).
+//         result does not depend on the thread count. On Intel CPUs long runs (or chunks)
+//         are read up to four side by side by each thread, more memory streams in flight
+//         (decision 0020); on AMD one sequential stream per thread is faster (decision 0049).
 //   rows: the kept innermost dim is contiguous in input and output; blocks of that dim are
 //         accumulated row by row (one add_row per reduced position), spread over threads.
 #include "reduction_fast.h"
@@ -12,10 +13,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "isa/reduce_vec.h"
+#include "kiln/backends/cpu/cpu_info.h"
+#include "kiln/core/error.h"
 #include "isa/vec_math.h"
 #include "kiln/core/convert.h"
 #include "kiln/core/half.h"
@@ -32,6 +37,23 @@ constexpr int64_t kRunChunk = int64_t(1) << 16;
 constexpr int64_t kGroupedRun = 4096;
 // Columns per block in the rows layout (the accumulators stay in L1).
 constexpr int64_t kRowBlock = VecReduce::kMaxRow;
+
+// Runs a thread reads side by side (1 to VecReduce::kMaxRuns; decision 0049): four on Intel,
+// where interleaved reads measured 35-37 GB/s against 28-29 for one stream per thread, one
+// elsewhere (AMD Zen 4: 45-47 GB/s for one stream, 30 for four). KILN_REDUCE_STREAMS sets it
+// (for measuring and for testing both paths on any CPU); the results are the same bit for bit.
+int read_streams_per_thread() {
+  static const int streams = [] {
+    const char* v = std::getenv("KILN_REDUCE_STREAMS");
+    if (!v || !*v) return cpu_features().vendor == "GenuineIntel" ? VecReduce::kMaxRuns : 1;
+    const std::string s = v;
+    if (s.size() != 1 || s[0] < '1' || s[0] > char('0' + VecReduce::kMaxRuns))
+      throw ValueError("KILN_REDUCE_STREAMS must be 1 to " + std::to_string(VecReduce::kMaxRuns) +
+                       ", got '" + s + "'");
+    return s[0] - '0';
+  }();
+  return streams;
+}
 
 inline float nan_max(float a, float b) { return (b > a || b != b) ? b : a; }
 inline float nan_min(float a, float b) { return (b < a || b != b) ? b : a; }
@@ -184,7 +206,7 @@ void reduce_runs(const ReduceGeometry& g, const T* src, T* dst, FastReduceKind k
     // each with the result it would get alone; groups are kept small enough for every
     // thread to get one.
     constexpr int kMaxGroup = VecReduce::kMaxRuns;
-    const int64_t group = std::clamp<int64_t>(units / threads, 1, kMaxGroup);
+    const int64_t group = std::clamp<int64_t>(units / threads, 1, read_streams_per_thread());
     const int64_t groups = (units + group - 1) / group;
 #pragma omp parallel for schedule(static) if (parallel)
     for (int64_t g = 0; g < groups; ++g) {
