@@ -48,6 +48,42 @@ inline int64_t conv_t_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d
   return (in - 1) * s - 2 * p + d * (k - 1) + op + 1;
 }
 
+// The weight gradient of ref_conv2d: dW[o, ci, kh, kw] = the sum over samples and output
+// pixels of gy[n, o, oh, ow] * x[n, g * C/g + ci, ih, iw] (taps in the padding add nothing);
+// abs, when given, receives the same sums of absolute products (the scale of the rounding).
+inline std::vector<double> ref_conv2d_weight_grad(const Conv2dCase& c,
+                                                  const std::vector<double>& x,
+                                                  const std::vector<double>& gy,
+                                                  std::vector<double>* abs = nullptr) {
+  const int64_t OH = conv_out(c.H, c.KH, c.sh, c.ph, c.dh);
+  const int64_t OW = conv_out(c.W, c.KW, c.sw, c.pw, c.dw);
+  const int64_t cg = c.C / c.groups, og = c.O / c.groups;
+  std::vector<double> dw(size_t(c.O * cg * c.KH * c.KW), 0.0);
+  if (abs) abs->assign(dw.size(), 0.0);
+  for (int64_t o = 0; o < c.O; ++o)
+    for (int64_t ci = 0; ci < cg; ++ci)
+      for (int64_t kh = 0; kh < c.KH; ++kh)
+        for (int64_t kw = 0; kw < c.KW; ++kw) {
+          double s = 0, a = 0;
+          const int64_t g = o / og;
+          for (int64_t n = 0; n < c.N; ++n)
+            for (int64_t oh = 0; oh < OH; ++oh)
+              for (int64_t ow = 0; ow < OW; ++ow) {
+                const int64_t ih = oh * c.sh - c.ph + kh * c.dh;
+                const int64_t iw = ow * c.sw - c.pw + kw * c.dw;
+                if (ih < 0 || ih >= c.H || iw < 0 || iw >= c.W) continue;
+                const double p = gy[size_t(((n * c.O + o) * OH + oh) * OW + ow)] *
+                                 x[size_t(((n * c.C + g * cg + ci) * c.H + ih) * c.W + iw)];
+                s += p;
+                a += std::abs(p);
+              }
+          const size_t at = size_t(((o * cg + ci) * c.KH + kh) * c.KW + kw);
+          dw[at] = s;
+          if (abs) (*abs)[at] = a;
+        }
+  return dw;
+}
+
 // Transposed: x [N, C, H, W], w [C, O/g, KH, KW] -> [N, O, OH, OW], as a scatter of every
 // input element through the kernel.
 inline std::vector<double> ref_conv_transpose2d(const Conv2dCase& c, const std::vector<double>& x,

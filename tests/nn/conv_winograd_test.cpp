@@ -5,6 +5,7 @@
 // oneDNN, or capped below AVX-512, both runs take the direct path.
 #include <cmath>
 
+#include "kiln/autograd/autograd.h"
 #include "kiln/backends/cpu/cpu_info.h"
 #include "kiln/backends/cpu/onednn.h"
 #include "kiln/nn/conv.h"
@@ -151,6 +152,38 @@ TEST(ConvWinograd, SmallLayersAndOtherShapesKeepTheDirectKernel) {
         << "channels " << c.C << ", stride " << c.sh << ", dilation " << c.dh << ", groups "
         << c.groups;
   }
+}
+
+// A weight being trained (requires grad, grad mode on) keeps the direct kernel: each optimizer
+// step changes it, and oneDNN's transform into the Winograd domain would run on every forward
+// (decision 0050). The same weight without grad mode takes Winograd where it can run.
+TEST(ConvWinograd, AWeightBeingTrainedKeepsTheDirectKernel) {
+  WinogradSetting restore;
+  const Conv2dCase& c = kPadded;
+  Tensor x = f64(rand_vals(size_t(c.N * c.C * c.H * c.W), 21), {c.N, c.C, c.H, c.W})
+                 .to(DType::F32);
+  Tensor w = f64(rand_vals(size_t(c.O * c.C * 9), 22), {c.O, c.C, 3, 3}).to(DType::F32);
+  autograd::set_requires_grad(w);
+  auto call = [&] {
+    return F::conv2d(x, w, Tensor(), {1, 1}, std::vector<int64_t>{1, 1}, {1, 1}, 1);
+  };
+  cpu::set_onednn_winograd_allowed(false);
+  const Tensor direct = autograd::detach(call());
+  cpu::set_onednn_winograd_allowed(true);
+  const Tensor training = autograd::detach(call());
+  EXPECT_TRUE(same_bits(training, direct)) << "a trained weight took the Winograd kernel";
+  Tensor inference;
+  {
+    autograd::NoGradGuard no_grad;
+    inference = call();
+  }
+  const std::vector<double> ref = ref_conv2d(c, x.to(DType::F64).to_vector<double>(),
+                                             autograd::detach(w).to(DType::F64).to_vector<double>(), {});
+  const Shape shape{c.N, c.O, c.H, c.W};
+  expect_values(training.to(DType::F64), shape, ref, 2e-5, "grad mode");
+  expect_values(inference.to(DType::F64), shape, ref, 2e-5, "no grad");
+  if (winograd_can_run())
+    EXPECT_FALSE(same_bits(inference, direct)) << "no grad: Winograd expected";
 }
 
 }  // namespace

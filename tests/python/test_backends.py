@@ -112,7 +112,9 @@ def test_onednn_switch_and_products_either_way():
 def test_winograd_switch_against_torch():
     """A ResNet-50 3x3 layer (64 channels at 28 x 28, NCHW and channels-last) with Winograd
     allowed and not: both within float32 tolerance of torch's direct convolution, and, where
-    oneDNN runs Winograd (AVX-512), different bits, so the switch is seen to act."""
+    oneDNN runs Winograd (AVX-512), different bits, so the switch is seen to act. The weight is
+    kiln memory: a weight in NumPy's memory keeps the direct kernel (decision 0050: its
+    Winograd transform could not be cached, so each call would transform it again)."""
     import torch
     onednn = kiln.backends.onednn
     before = onednn.allow_winograd
@@ -125,8 +127,9 @@ def test_winograd_switch_against_torch():
     level = kiln.backends.cpu.get_cpu_capability()
     runs_winograd = onednn.enabled and level in ("avx512", "avx512_vnni", "amx")
     for channels_last in (False, True):
-        kx, kw = kiln.from_numpy(x.numpy()), kiln.from_numpy(w.numpy())
+        kx, kw = kiln.from_numpy(x.numpy()), kiln.from_numpy(w.numpy()).clone()
         kb = kiln.from_numpy(b.numpy())
+        foreign_w = kiln.from_numpy(w.numpy())
         if channels_last:
             kx = kx.contiguous(memory_format=kiln.channels_last)
             kw = kw.contiguous(memory_format=kiln.channels_last)
@@ -138,6 +141,10 @@ def test_winograd_switch_against_torch():
             assert onednn.allow_winograd == before
             np.testing.assert_allclose(got[allow], want.numpy(), rtol=1e-5, atol=1e-4)
         assert (not np.array_equal(got[True], got[False])) == runs_winograd
+        if not channels_last:
+            with onednn.flags(enabled=onednn.enabled, allow_winograd=True):
+                direct = kiln.nn.functional.conv2d(kx, foreign_w, kb, padding=1).numpy()
+            assert np.array_equal(direct, got[False])
     onednn.allow_winograd = False
     try:
         assert onednn.allow_winograd is False

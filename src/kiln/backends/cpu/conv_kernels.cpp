@@ -1,6 +1,7 @@
 // CPU kernels of convolution and convolution_weight_grad: im2col / col2im plus a matrix
 // product per sample and group (dense_gemm: the ISA-selected float32 microkernel). Forward
-// float32/bfloat16 convolutions go to oneDNN first when kiln is built with it (onednn_conv.h).
+// float32/bfloat16 convolutions and their weight gradients go to oneDNN first when kiln is built
+// with it (onednn_conv.h).
 // float16 / bfloat16 are computed in float32 buffers and rounded once at the end; float64
 // in double. Inputs arrive contiguous (the op layer makes them so).
 #include <algorithm>
@@ -267,6 +268,7 @@ void convolution_dispatch(OpCall& call) {
                       [&]<typename T>() { convolution_kernel<T>(call); });
 }
 void convolution_weight_grad_dispatch(OpCall& call) {
+  if (onednn_convolution_weight_grad(call)) return;
   KILN_DISPATCH_FLOAT(call.inputs[0].dtype(), "convolution_weight_grad",
                       [&]<typename T>() { convolution_weight_grad_kernel<T>(call); });
 }

@@ -6,6 +6,8 @@
 // the bias, applies the activation (vec_math at AVX2 and up), adds the residual and rounds.
 #include <cmath>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,7 @@
 #include "isa/gemm_f32.h"
 #include "isa/gemm_packed_b.h"
 #include "few_rows_product.h"
+#include "kiln/backends/cpu/host_memory.h"
 #include "isa/vec_math.h"
 #include "onednn_linear.h"
 #include "own_packed_weights.h"
@@ -126,8 +129,15 @@ void fused_linear_kernel(OpCall& call) {
   if (x.device().is_cpu() && onednn_linear(x, w, bias, act, residual, out)) return;
   const int64_t M = x.size(0), N = w.size(0);
   const bool out_f32 = out.dtype() == DType::F32;
-  std::vector<float> buffer(out_f32 ? 0 : size_t(M * N));
-  float* sums = out_f32 ? static_cast<float*>(out.raw_data()) : buffer.data();
+  // A bfloat16 result is summed in float32 first. The buffer is host memory as a tensor's, not
+  // a zero-filled vector: the product overwrites it, and a [50176, 256] buffer (a 1x1
+  // convolution's) filled on one thread and faulted in 4 KiB pages cost more than the product.
+  std::unique_ptr<float, void (*)(void*)> buffer(nullptr, host_free);
+  if (!out_f32) {
+    buffer.reset(static_cast<float*>(host_allocate(size_t(M * N) * sizeof(float))));
+    if (!buffer) throw std::bad_alloc();
+  }
+  float* sums = out_f32 ? static_cast<float*>(out.raw_data()) : buffer.get();
   float_sums(x, w, sums);
   const VecUnaryF32 vec_act = activation_vector(act);
   const VecNarrowBf16 narrow = vec_math_f32().narrow_bf16;

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "kiln/autograd/autograd.h"
 #include "kiln/backends/cpu/cpu_info.h"
 #include "kiln/tensor/tensor.h"
 #include "kiln/tensor/tensor_impl.h"
@@ -24,6 +25,7 @@
 #include "onednn_plan_cache.h"
 #include "onednn_runtime.h"
 #include "permuted_copy.h"
+#include "weight_identity.h"
 
 namespace kiln::cpu {
 
@@ -61,7 +63,19 @@ memory::format_tag plain_tag(int64_t nd) {  // activations: ncw / nchw / ncdhw
 // kWinogradMinFlop of work per call. ResNet-50's 3x3 layers ran 1.3-2.7x faster than the
 // direct kernel at batch 1 and 16; smaller ones ran slower ([1, 64, 7, 7] -> 64: 0.88x, 3
 // input channels: 0.43x).
+// oneDNN 2.6's transform of the weight into the Winograd domain is slow (Zen 4, two threads:
+// about 8 ms for [256, 256, 3, 3], 70 ms for [512, 512, 3, 3], against 0.5-10 ms for the layer
+// itself), so Winograd only pays when the transformed weight is cached and used again: the
+// weight must be kiln memory (foreign memory is never cached, weight_identity.h) and not a
+// weight being trained (requires grad with grad mode on: each optimizer step moves its version,
+// so every forward would transform it again; a training step of [16, 512, 7, 7] -> 512 took
+// 2.4x PyTorch's time). Decision 0050.
 constexpr double kWinogradMinFlop = 16e6;
+
+bool weight_reused(const Tensor& w) {
+  return WeightIdentity::trackable(w) &&
+         !(autograd::is_grad_enabled() && autograd::requires_grad(w));
+}
 
 bool winograd_candidate(const OpCall& call) {
   const Tensor& x = call.inputs[0];
@@ -74,7 +88,7 @@ bool winograd_candidate(const OpCall& call) {
   for (int64_t v : call.ints_attr(2))
     if (v != 1) return false;  // dilation
   const double flop = 2.0 * double(call.outs[0].numel()) * double(w.size(1)) * 9.0;
-  return flop >= kWinogradMinFlop;
+  return flop >= kWinogradMinFlop && weight_reused(w);
 }
 
 // Activations in nhwc: a 4-D input and output both laid out channels-last and not both plainly

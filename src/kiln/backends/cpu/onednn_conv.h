@@ -12,4 +12,10 @@ namespace kiln::cpu {
 // layout, KILN_ONEDNN=0, no implementation).
 bool onednn_convolution(OpCall& call);
 
+// Runs the convolution_weight_grad op call (inputs x, grad_y, contiguous; attrs weight_shape,
+// stride, padding, dilation, transposed, output_padding, groups) with oneDNN's backward-weights
+// primitive (onednn_conv_weight_grad.cpp) and returns true, or returns false where oneDNN is
+// absent or does not take it (transposed, dtype, KILN_ONEDNN=0, no implementation).
+bool onednn_convolution_weight_grad(OpCall& call);
+
 }  // namespace kiln::cpu

@@ -97,7 +97,7 @@ void* onednn_thread_buffer(size_t need, OnednnBuffer slot) {
     size_t capacity = 0;
     ~Buffer() { std::free(data); }
   };
-  thread_local Buffer buffers[3];
+  thread_local Buffer buffers[int(OnednnBuffer::Count)];
   Buffer& buffer = buffers[int(slot)];
   if (need > buffer.capacity) {
     const size_t bytes = (need + 4095) / 4096 * 4096;  // a multiple of the alignment

@@ -56,7 +56,8 @@ dnnl::stream& onednn_stream();
 // never shrunk): scratchpads (packing buffers of up to megabytes) and the blocked copies of
 // a convolution's activations were allocated per call, paying page faults on every call.
 // A buffer stays valid until the thread's next request for the same slot.
-enum class OnednnBuffer { Scratchpad, Source, Destination };
+// Weights: a weight gradient in oneDNN's blocked layout before its reorder to kiln's.
+enum class OnednnBuffer { Scratchpad, Source, Destination, Weights, Count };
 dnnl::memory onednn_thread_memory(const dnnl::memory::desc& desc, OnednnBuffer slot);
 inline dnnl::memory onednn_scratchpad(const dnnl::memory::desc& desc) {
   return onednn_thread_memory(desc, OnednnBuffer::Scratchpad);
