@@ -177,8 +177,8 @@ TEST(ConvWinograd, AWeightBeingTrainedKeepsTheDirectKernel) {
     autograd::NoGradGuard no_grad;
     inference = call();
   }
-  const std::vector<double> ref = ref_conv2d(c, x.to(DType::F64).to_vector<double>(),
-                                             autograd::detach(w).to(DType::F64).to_vector<double>(), {});
+  const std::vector<double> wv = autograd::detach(w).to(DType::F64).to_vector<double>();
+  const std::vector<double> ref = ref_conv2d(c, x.to(DType::F64).to_vector<double>(), wv, {});
   const Shape shape{c.N, c.O, c.H, c.W};
   expect_values(training.to(DType::F64), shape, ref, 2e-5, "grad mode");
   expect_values(inference.to(DType::F64), shape, ref, 2e-5, "no grad");

@@ -1,5 +1,6 @@
 // Normalisation layers against float64 references computed here: LayerNorm, RMSNorm,
 // GroupNorm, BatchNorm1d/2d (batch statistics, running statistics, eval).
+#include "kiln/ops/normalization.h"
 #include "nn/nn_test_util.h"
 
 namespace kiln::nn {
@@ -191,5 +192,40 @@ TEST(BatchNorm, WithoutRunningStatsAlwaysUsesTheBatch) {
   expect_values(bn.forward(f64(xv, {4, 2})), {4, 2}, ref, 1e-12);
 }
 
+}  // namespace
+}  // namespace kiln::nn
+
+// The fused ops behind training-mode batch norm (decision 0051) reject what they cannot take
+// with messages naming what was expected and what was given.
+namespace kiln::nn {
+namespace {
+TEST(BatchNorm, FusedOpsRejectBadArguments) {
+  Tensor x = ones({2, 3, 4});
+  auto message = [](auto&& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message([&] { native_batch_norm(x.to(DType::F64), Tensor(), Tensor(), 1e-5); })
+                .find("float32 or bfloat16 input, got float64"),
+            std::string::npos);
+  EXPECT_NE(message([&] { native_batch_norm(x, ones({4}), Tensor(), 1e-5); })
+                .find("weight of shape [3], got [4]"),
+            std::string::npos);
+  EXPECT_NE(message([&] { native_batch_norm(x, ones({3}).to(DType::BF16), Tensor(), 1e-5); })
+                .find("got bfloat16"),
+            std::string::npos);
+  EXPECT_NE(message([&] {
+              native_batch_norm_backward(x, x, zeros({2}), ones({3}), Tensor(), 1e-5);
+            }).find("statistics of shape [3]"),
+            std::string::npos);
+  EXPECT_NE(message([&] {
+              native_batch_norm_backward(ones({2, 3, 5}), x, zeros({3}), ones({3}), Tensor(), 1e-5);
+            }).find("grad_y of the input's shape"),
+            std::string::npos);
+}
 }  // namespace
 }  // namespace kiln::nn

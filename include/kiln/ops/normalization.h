@@ -18,4 +18,18 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm(const Tensor& x, int64_t no
 std::tuple<Tensor, Tensor> native_rms_norm(const Tensor& x, int64_t normalized_ndim,
                                            const Tensor& weight, double eps);
 
+// Batch normalization with the batch's statistics (training) over a contiguous [N, C, *]
+// float32 or bfloat16 CPU input (decision 0051): y = (x - mean) / sqrt(var + eps) * weight +
+// bias per channel, and the per-channel mean and biased variance (float32, shape [C]) for the
+// running statistics and the derivative. weight / bias: x's dtype, shape [C], or undefined.
+// nn::functional::batch_norm checks the arguments and calls this where it applies.
+std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& x, const Tensor& weight,
+                                                     const Tensor& bias, double eps);
+// Its gradients from the saved statistics, in one pass for the sums and one for dx:
+// (dx, dweight, dbias), dweight / dbias of shape [C] in x's dtype.
+std::tuple<Tensor, Tensor, Tensor> native_batch_norm_backward(const Tensor& grad_y,
+                                                              const Tensor& x, const Tensor& mean,
+                                                              const Tensor& var,
+                                                              const Tensor& weight, double eps);
+
 }  // namespace kiln

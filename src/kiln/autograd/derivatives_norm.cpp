@@ -10,7 +10,10 @@
 // brackets of the formulas above at the cost of row-sized ops only.
 #include <algorithm>
 
+#include "kiln/autograd/autograd.h"
 #include "kiln/autograd/node.h"
+#include "kiln/ops/factory.h"
+#include "kiln/ops/normalization.h"
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/reduction.h"
 #include "kiln/ops/views.h"
@@ -70,9 +73,54 @@ Grads d_native_rms_norm(const GradContext& ctx, const Grads& go) {
   return r;
 }
 
+// Whether a statistic's gradient holds anything (outputs that receive none arrive as zeros).
+bool any_nonzero(const Tensor& g) { return g.defined() && any(g != zeros_like(g)).item<bool>(); }
+
+// native_batch_norm: per-channel statistics over every dim but 1 (decision 0051). A plain
+// backward runs the fused op (two passes); with create_graph the same formulas in ops, so that
+// double backward works. The statistics' own gradients (from a double backward) add
+// d mean / dx = 1 / n and d var / dx = 2 (x - mean) / n.
+Grads d_native_batch_norm(const GradContext& ctx, const Grads& go) {
+  OpCall c = ctx.as_call();
+  const double eps = c.double_attr(0);
+  const Shape& xs = ctx.input_shapes[0];
+  Tensor x = ctx.input(0);
+  const DType dt = x.dtype();
+  Tensor mean_ = ctx.output(1), var_ = ctx.output(2);
+  const Tensor w = ctx.inputs[1].defined() ? ctx.input(1) : Tensor();
+  Shape cs(xs.size(), 1);
+  cs[1] = xs[1];
+  Dims dims{0};
+  for (int64_t d = 2; d < int64_t(xs.size()); ++d) dims.push_back(d);
+  const double n = double(numel_of(xs) / std::max<int64_t>(1, xs[1]));
+  Grads r(3);
+  Tensor dx;
+  if (!is_grad_enabled()) {
+    auto [fdx, dw, db] = native_batch_norm_backward(go[0], x, mean_, var_, w, eps);
+    dx = fdx;
+    r[1] = dw;
+    r[2] = db;
+  } else {
+    Tensor rstd = reshape(rsqrt(var_ + eps), cs).to(dt);
+    Tensor xhat = (x - reshape(mean_, cs).to(dt)) * rstd;
+    Tensor g = w.defined() ? go[0] * reshape(w, cs) : go[0];
+    dx = rstd * (g - mean(g, dims, true) - xhat * mean(g * xhat, dims, true));
+    r[1] = sum(go[0] * xhat, dims);
+    r[2] = sum(go[0], dims);
+  }
+  if (any_nonzero(go[1])) dx = dx + (reshape(go[1], cs) / n).to(dt);
+  if (any_nonzero(go[2]))
+    dx = dx + (reshape(go[2], cs) * (2.0 / n)).to(dt) * (x - reshape(mean_, cs).to(dt));
+  if (ctx.needs(0)) r[0] = dx;
+  if (!ctx.needs(1)) r[1] = Tensor();
+  if (!ctx.needs(2)) r[2] = Tensor();
+  return r;
+}
+
 }  // namespace
 
 void register_norm_derivatives() {
+  register_derivative("native_batch_norm", d_native_batch_norm);
   register_derivative("native_layer_norm", d_native_layer_norm);
   register_derivative("native_rms_norm", d_native_rms_norm);
 }

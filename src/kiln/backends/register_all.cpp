@@ -33,6 +33,7 @@ void register_random_kernels();
 void register_conv_kernels();
 void register_pooling_kernels();
 void register_normalization_kernels();
+void register_batch_norm_kernels();
 void register_nll_loss_kernels();
 }  // namespace cpu
 namespace testing_backend {
@@ -67,6 +68,7 @@ void ensure_ops_registered() {
     cpu::register_conv_kernels();
     cpu::register_pooling_kernels();
     cpu::register_normalization_kernels();
+    cpu::register_batch_norm_kernels();
     cpu::register_nll_loss_kernels();
     testing_backend::register_testing_kernels();
   });

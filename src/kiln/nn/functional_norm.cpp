@@ -1,4 +1,6 @@
 // nn::functional: layer_norm, rms_norm, group_norm, batch_norm.
+#include <tuple>
+
 #include "kiln/autograd/autograd.h"
 #include "kiln/nn/functional.h"
 #include "kiln/ops/copy.h"
@@ -120,11 +122,21 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
     int64_t count = c == 0 ? 0 : x.numel() / c;
     KILN_CHECK(count > 1, ValueError, "batch_norm: expected more than 1 value per channel when "
                "training, got input size ", shape_str(x.shape()));
-    Tensor mu = mean(x, dims);
-    Tensor v = var(x, dims, 0);
-    Tensor y = (x - reshape(mu, cs)) * rsqrt(reshape(v, cs) + eps);
-    if (weight.defined()) y = y * reshape(weight, cs);
-    if (bias.defined()) y = y + reshape(bias, cs);
+    Tensor mu, v, y;
+    // The fused op (decision 0051): contiguous float32 / bfloat16 CPU inputs with parameters of
+    // their dtype; channels-last inputs keep the composite, which keeps their layout.
+    const bool fused = x.device().is_cpu() && x.is_contiguous() &&
+                       (x.dtype() == DType::F32 || x.dtype() == DType::BF16) &&
+                       fusable(x, weight) && fusable(x, bias);
+    if (fused) {
+      std::tie(y, mu, v) = native_batch_norm(x, weight, bias, eps);
+    } else {
+      mu = mean(x, dims);
+      v = var(x, dims, 0);
+      y = (x - reshape(mu, cs)) * rsqrt(reshape(v, cs) + eps);
+      if (weight.defined()) y = y * reshape(weight, cs);
+      if (bias.defined()) y = y + reshape(bias, cs);
+    }
     autograd::NoGradGuard no_grad;
     if (running_mean.defined()) {
       Tensor rm = autograd::detach(running_mean);

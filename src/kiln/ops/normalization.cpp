@@ -46,6 +46,33 @@ void check(const char* op, const Tensor& x, int64_t k, const Tensor& w) {
 
 Tensor maybe_contiguous(const Tensor& t) { return t.defined() ? t.contiguous() : t; }
 
+// inputs {x, weight?, bias?}; attrs {eps}.
+std::vector<TensorMeta> batch_norm_meta(const OpCall& c) {
+  const Tensor& x = c.inputs[0];
+  const Shape s{x.size(1)};
+  return {{x.shape(), x.dtype()}, {s, DType::F32}, {s, DType::F32}};
+}
+// inputs {grad_y, x, mean, var, weight?}; attrs {eps}.
+std::vector<TensorMeta> batch_norm_backward_meta(const OpCall& c) {
+  const Tensor& x = c.inputs[1];
+  const Shape s{x.size(1)};
+  return {{x.shape(), x.dtype()}, {s, x.dtype()}, {s, x.dtype()}};
+}
+
+void check_batch_norm(const Tensor& x, const Tensor& p, const char* what) {
+  KILN_CHECK(x.dtype() == DType::F32 || x.dtype() == DType::BF16, Error,
+             "native_batch_norm: expected a float32 or bfloat16 input, got ",
+             dtype_name(x.dtype()));
+  KILN_CHECK(x.dim() >= 2, ShapeError, "native_batch_norm: expected an input [N, C, *], got ",
+             shape_str(x.shape()));
+  if (!p.defined()) return;
+  KILN_CHECK(p.dtype() == x.dtype() && p.device() == x.device(), Error, "native_batch_norm: "
+             "expected ", what, " of the input's dtype and device (", dtype_name(x.dtype()), ", ",
+             x.device().str(), "), got ", dtype_name(p.dtype()), ", ", p.device().str());
+  KILN_CHECK(p.shape() == Shape{x.size(1)}, ShapeError, "native_batch_norm: expected ", what,
+             " of shape [", x.size(1), "], got ", shape_str(p.shape()));
+}
+
 }  // namespace
 
 std::tuple<Tensor, Tensor, Tensor> native_layer_norm(const Tensor& x, int64_t k,
@@ -67,8 +94,45 @@ std::tuple<Tensor, Tensor> native_rms_norm(const Tensor& x, int64_t k, const Ten
   return {r[0], r[1]};
 }
 
+std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& x, const Tensor& weight,
+                                                     const Tensor& bias, double eps) {
+  check_batch_norm(x, weight, "a weight");
+  check_batch_norm(x, bias, "a bias");
+  auto r = call_op_multi(KILN_OP("native_batch_norm"),
+                         {x.contiguous(), maybe_contiguous(weight), maybe_contiguous(bias)}, {eps});
+  return {r[0], r[1], r[2]};
+}
+
+std::tuple<Tensor, Tensor, Tensor> native_batch_norm_backward(const Tensor& grad_y,
+                                                              const Tensor& x, const Tensor& mean,
+                                                              const Tensor& var,
+                                                              const Tensor& weight, double eps) {
+  check_batch_norm(x, weight, "a weight");
+  KILN_CHECK(grad_y.shape() == x.shape() && grad_y.dtype() == x.dtype(), ShapeError,
+             "native_batch_norm_backward: expected grad_y of the input's shape and dtype, got ",
+             shape_str(grad_y.shape()));
+  const Shape cs{x.size(1)};
+  KILN_CHECK(mean.shape() == cs && var.shape() == cs && mean.dtype() == DType::F32 &&
+                 var.dtype() == DType::F32,
+             ShapeError, "native_batch_norm_backward: expected float32 statistics of shape ",
+             shape_str(cs));
+  auto r = call_op_multi(KILN_OP("native_batch_norm_backward"),
+                         {grad_y.contiguous(), x.contiguous(), mean.contiguous(),
+                          var.contiguous(), maybe_contiguous(weight)},
+                         {eps});
+  return {r[0], r[1], r[2]};
+}
+
 namespace ops {
 void register_normalization_ops() {
+  register_op("native_batch_norm",
+              "native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, float eps) -> "
+              "(Tensor, Tensor, Tensor)",
+              batch_norm_meta);
+  register_op("native_batch_norm_backward",
+              "native_batch_norm_backward(Tensor grad_y, Tensor input, Tensor mean, Tensor var, "
+              "Tensor? weight, float eps) -> (Tensor, Tensor, Tensor)",
+              batch_norm_backward_meta);
   register_op("native_layer_norm",
               "native_layer_norm(Tensor input, Tensor? weight, Tensor? bias, int normalized_ndim, "
               "float eps) -> (Tensor, Tensor, Tensor)",
