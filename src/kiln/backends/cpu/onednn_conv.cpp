@@ -21,6 +21,7 @@
 
 #include "kiln/tensor/empty.h"
 #include "kiln/tensor/memory_format.h"
+#include "onednn_conv_layouts.h"
 #include "onednn_packed_weights.h"
 #include "onednn_plan_cache.h"
 #include "onednn_runtime.h"
@@ -52,12 +53,6 @@ struct ConvPlan {
 
 OnednnPlanCache<ConvPlan> g_plans;
 
-memory::dims to_dims(const Shape& s) { return memory::dims(s.begin(), s.end()); }
-
-memory::format_tag plain_tag(int64_t nd) {  // activations: ncw / nchw / ncdhw
-  return nd == 3 ? memory::format_tag::ncw
-                 : nd == 4 ? memory::format_tag::nchw : memory::format_tag::ncdhw;
-}
 // Winograd (decision 0030): oneDNN's F(2x2, 3x3) / F(4x4, 3x3) kernels, float32 only, for 3x3
 // stride-1 undilated ungrouped 2-D layers with 16+ channels each way and at least
 // kWinogradMinFlop of work per call. ResNet-50's 3x3 layers ran 1.3-2.7x faster than the
@@ -135,11 +130,12 @@ std::shared_ptr<ConvPlan> make_plan(const OpCall& call, bool rewrite, bool winog
       x.dtype() == DType::BF16 ? memory::data_type::bf16 : memory::data_type::f32;
   auto plan = std::make_shared<ConvPlan>();
   const bool nhwc = activations_nhwc(call);
-  const memory::format_tag act_tag = nhwc ? memory::format_tag::nhwc : plain_tag(nd);
-  plan->src_plain = memory::desc(to_dims(x.shape()), dt, act_tag);
-  plan->dst_plain = memory::desc(to_dims(y.shape()), dt, act_tag);
+  const memory::format_tag act_tag =
+      nhwc ? memory::format_tag::nhwc : plain_activation_tag(nd);
+  plan->src_plain = memory::desc(onednn_dims(x.shape()), dt, act_tag);
+  plan->dst_plain = memory::desc(onednn_dims(y.shape()), dt, act_tag);
   const bool transposed = call.bool_attr(3);
-  memory::dims wdims = to_dims(w.shape());
+  memory::dims wdims = onednn_dims(w.shape());
   memory::dims wstrides(w.strides().begin(), w.strides().end());
   if (transposed) {
     // PyTorch stores a transposed convolution's weight as [in, out / groups, k...]; oneDNN's
@@ -189,14 +185,15 @@ std::shared_ptr<ConvPlan> make_plan(const OpCall& call, bool rewrite, bool winog
   bool strided = false;
   for (int64_t st : strides) strided = strided || st > 1;
   gather = gather && strided;
-  memory::dims src_dims = to_dims(x.shape());
+  memory::dims src_dims = onednn_dims(x.shape());
   memory::desc src_any = plain_act ? plan->src_plain : memory::desc(src_dims, dt, any);
-  memory::desc dst_any = plain_act ? plan->dst_plain : memory::desc(to_dims(y.shape()), dt, any);
+  memory::desc dst_any =
+      plain_act ? plan->dst_plain : memory::desc(onednn_dims(y.shape()), dt, any);
   if (gather) {
     // x[:, :, ::s, ::s] as a strided view of x's memory; the convolution's source is that
     // view made dense. oneDNN 2.6 refuses a view whose extent along a dim (size x stride)
     // passes the next outer stride, which happens for odd sizes: those keep the stride.
-    memory::dims sub = to_dims(y.shape());
+    memory::dims sub = onednn_dims(y.shape());
     sub[1] = x.size(1);
     memory::dims view_strides(static_cast<size_t>(nd), 0);
     int64_t stride = 1;
@@ -209,13 +206,13 @@ std::shared_ptr<ConvPlan> make_plan(const OpCall& call, bool rewrite, bool winog
     if (gather) {
       src_dims = sub;
       plan->src_plain = memory::desc(src_dims, dt, view_strides);
-      src_any = memory::desc(src_dims, dt, plain_tag(nd));
+      src_any = memory::desc(src_dims, dt, plain_activation_tag(nd));
       std::fill(strides.begin(), strides.end(), 1);
     }
   }
   if (via_nhwc) {
     src_any = memory::desc(src_dims, dt, memory::format_tag::nhwc);
-    dst_any = memory::desc(to_dims(y.shape()), dt, memory::format_tag::nhwc);
+    dst_any = memory::desc(onednn_dims(y.shape()), dt, memory::format_tag::nhwc);
   }
   memory::desc w_any(wdims, dt, any);
   memory::dims padding(call.ints_attr(1).begin(), call.ints_attr(1).end());

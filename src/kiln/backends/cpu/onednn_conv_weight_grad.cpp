@@ -14,6 +14,7 @@
 #include "kiln/backends/cpu/cpu_info.h"
 #include "kiln/tensor/tensor.h"
 #include "onednn_conv.h"
+#include "onednn_conv_layouts.h"
 #include "onednn_plan_cache.h"
 #include "onednn_runtime.h"
 
@@ -39,12 +40,6 @@ struct WeightGradPlan {
 
 OnednnPlanCache<WeightGradPlan> g_plans;
 
-memory::dims to_dims(const Shape& s) { return memory::dims(s.begin(), s.end()); }
-
-memory::format_tag plain_tag(int64_t nd) {  // ncw / nchw / ncdhw
-  return nd == 3 ? memory::format_tag::ncw
-                 : nd == 4 ? memory::format_tag::nchw : memory::format_tag::ncdhw;
-}
 
 // inputs {x, grad_y}; outs {dW}; attrs {weight_shape, stride, padding, dilation, transposed,
 // output_padding, groups}.
@@ -69,11 +64,11 @@ std::shared_ptr<WeightGradPlan> make_plan(const OpCall& call) {
   const memory::data_type dt =
       x.dtype() == DType::BF16 ? memory::data_type::bf16 : memory::data_type::f32;
   auto plan = std::make_shared<WeightGradPlan>();
-  plan->src_plain = memory::desc(to_dims(x.shape()), dt, plain_tag(nd));
-  plan->diff_dst_plain = memory::desc(to_dims(gy.shape()), dt, plain_tag(nd));
+  plan->src_plain = memory::desc(onednn_dims(x.shape()), dt, plain_activation_tag(nd));
+  plan->diff_dst_plain = memory::desc(onednn_dims(gy.shape()), dt, plain_activation_tag(nd));
   // dW is contiguous [out, in / groups, k...]; grouped, the same memory as
   // [groups, out / groups, in / groups, k...].
-  memory::dims wdims = to_dims(dw.shape());
+  memory::dims wdims = onednn_dims(dw.shape());
   if (groups > 1) {
     wdims[0] /= groups;
     wdims.insert(wdims.begin(), groups);
@@ -86,7 +81,8 @@ std::shared_ptr<WeightGradPlan> make_plan(const OpCall& call) {
   }
   plan->diff_w_plain = memory::desc(wdims, dt, wstrides);
   const auto any = memory::format_tag::any;
-  const memory::desc src_any(to_dims(x.shape()), dt, any), dst_any(to_dims(gy.shape()), dt, any);
+  const memory::desc src_any(onednn_dims(x.shape()), dt, any);
+  const memory::desc dst_any(onednn_dims(gy.shape()), dt, any);
   const memory::desc w_any(wdims, dt, any);
   const memory::dims strides(call.ints_attr(1).begin(), call.ints_attr(1).end());
   const memory::dims padding(call.ints_attr(2).begin(), call.ints_attr(2).end());
