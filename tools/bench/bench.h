@@ -82,10 +82,18 @@ struct Ceilings {
   double dpbf16_gflops = 0;    // AVX-512 vdpbf16ps
   double amx_int8_gops = 0;    // AMX tdpbusd
   double vnni_int8_gops = 0;   // AVX-512 vpdpbusd
+  double madd_int8_gops = 0;   // AVX2 vpmaddwd + vpaddd (CPUs without VNNI)
   double dram_read_gbs = 0;    // 1 GiB read
-  // The peak a bf16 / int8 GEMM is judged against: AMX where present, else AVX-512.
-  double bf16_peak() const { return amx_bf16_gflops > 0 ? amx_bf16_gflops : dpbf16_gflops; }
-  double int8_peak() const { return amx_int8_gops > 0 ? amx_int8_gops : vnni_int8_gops; }
+  // The peak a bf16 / int8 GEMM is judged against: AMX where present, else AVX-512, else
+  // what kiln's kernels fall back on (bf16 widened to fp32 FMA; int8 as int16 pairs).
+  double bf16_peak() const {
+    if (amx_bf16_gflops > 0) return amx_bf16_gflops;
+    return dpbf16_gflops > 0 ? dpbf16_gflops : fma_gflops;
+  }
+  double int8_peak() const {
+    if (amx_int8_gops > 0) return amx_int8_gops;
+    return vnni_int8_gops > 0 ? vnni_int8_gops : madd_int8_gops;
+  }
 };
 Ceilings& ceilings();
 

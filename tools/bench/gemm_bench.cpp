@@ -298,9 +298,14 @@ void bench_gemm(const Options& opt, Report& rep) {
             << " (sgemm; matmul primitive with prepacked weights) vs the unit's peak\n"
             << "   peaks: fp32 FMA " << fmt(ceilings().fma_gflops, 4) << " GFLOP/s, bf16 "
             << fmt(ceilings().bf16_peak(), 4)
-            << (ceilings().amx_bf16_gflops > 0 ? " (AMX)" : " (AVX-512 BF16, no AMX)")
+            << (ceilings().amx_bf16_gflops > 0  ? " (AMX)"
+                : ceilings().dpbf16_gflops > 0  ? " (AVX-512 BF16, no AMX)"
+                                                : " (fp32 FMA: no bf16 unit)")
             << " GFLOP/s, int8 " << fmt(ceilings().int8_peak(), 4)
-            << (ceilings().amx_int8_gops > 0 ? " (AMX)" : " (VNNI)") << " GOP/s, DRAM read "
+            << (ceilings().amx_int8_gops > 0    ? " (AMX)"
+                : ceilings().vnni_int8_gops > 0 ? " (VNNI)"
+                                                : " (AVX2 vpmaddwd: no VNNI)")
+            << " GOP/s, DRAM read "
             << fmt(ceilings().dram_read_gbs, 3) << " GB/s ('-': peak section not run)\n";
   if (!onednn_available())
     rep.note("gemm", "onednn", "onednn", "oneDNN not built into kiln bench (libdnnl-dev missing)");

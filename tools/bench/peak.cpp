@@ -1,5 +1,6 @@
 // The ceilings of this machine, measured in the same run as the kernels they judge:
-// register-only loops for the fp32 FMA, AVX-512 BF16/VNNI and AMX tile units (no memory
+// register-only loops for the fp32 FMA (AVX-512 or AVX2), AVX-512 BF16/VNNI, AVX2 int16
+// multiply-add and AMX tile units (no memory
 // traffic; each unit only where the CPU has it), and a read of 1 GiB for DRAM bandwidth
 // (larger than any L3 these VMs report, 480 MiB on the AMX hosts, so not served from cache). Each runs on opt.threads OpenMP threads;
 // a unit's figure is the best of 5 repetitions: other tenants of a shared host only ever slow
@@ -45,6 +46,51 @@ __attribute__((target("avx512f"), noinline)) float fma_loop(int64_t iters) {
   return _mm512_reduce_add_ps(s);
 }
 constexpr double kFmaFlopPerIter = kChains * 16 * 2;
+
+// The same on ymm registers for CPUs with AVX2 + FMA but no AVX-512 (Zen 3 and older, Intel
+// client cores): 12 chains, as the register file has 16 and two hold the constants.
+constexpr int kChainsAvx2 = 12;
+__attribute__((target("avx2,fma"), noinline)) float fma_loop_avx2(int64_t iters) {
+  __m256 a[kChainsAvx2];
+  for (int i = 0; i < kChainsAvx2; ++i) a[i] = _mm256_set1_ps(1.0f + 1e-3f * float(i));
+  const __m256 b = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-6f);
+  for (int64_t it = 0; it < iters; ++it) {
+#pragma GCC unroll 12
+    for (int i = 0; i < kChainsAvx2; ++i) a[i] = _mm256_fmadd_ps(a[i], b, c);
+  }
+  __m256 s = a[0];
+  for (int i = 1; i < kChainsAvx2; ++i) s = _mm256_add_ps(s, a[i]);
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, s);
+  return lanes[0] + lanes[7];
+}
+constexpr double kFmaAvx2FlopPerIter = kChainsAvx2 * 8 * 2;
+
+// int8 without VNNI: kiln's AVX2 kernel (gemm_s8_avx2.cpp) widens to int16 pairs and runs
+// vpmaddwd (8 lanes x 2 products) then vpaddd into the accumulator, so its ceiling is that
+// pair of instructions with nothing else in the loop. Inline asm so that the compiler can
+// neither hoist the multiply (its operands are loop-invariant here) nor spill the chains.
+__attribute__((target("avx2"), always_inline)) inline __m256i madd_accumulate(__m256i acc,
+                                                                          __m256i b, __m256i c) {
+  __m256i products;
+  asm("vpmaddwd %3, %2, %1\n\tvpaddd %1, %0, %0"
+      : "+x"(acc), "=&x"(products)
+      : "x"(b), "x"(c));
+  return acc;
+}
+__attribute__((target("avx2"), noinline)) int madd_loop_avx2(int64_t iters) {
+  __m256i a[kChainsAvx2];
+  for (int i = 0; i < kChainsAvx2; ++i) a[i] = _mm256_set1_epi32(i);
+  const __m256i b = _mm256_set1_epi16(3), c = _mm256_set1_epi16(-2);
+  for (int64_t it = 0; it < iters; ++it) {
+#pragma GCC unroll 12
+    for (int i = 0; i < kChainsAvx2; ++i) a[i] = madd_accumulate(a[i], b, c);
+  }
+  __m256i s = a[0];
+  for (int i = 1; i < kChainsAvx2; ++i) s = _mm256_add_epi32(s, a[i]);
+  return _mm256_extract_epi32(s, 0);
+}
+constexpr double kMaddOpPerIter = kChainsAvx2 * 8 * 2 * 2;
 
 // vpdpbusd: 16 lanes x 4 u8*s8 products, 2 ops each. Inline asm with
 // the accumulator in place: GCC 12 lowers the intrinsic with register copies of the
@@ -157,7 +203,9 @@ double peak_rate(int threads, int64_t iters, double ops_per_iter, int reps, Body
   return stats_of(rates).max;
 }
 
-__attribute__((target("avx512f"), noinline)) double read_chunk(const float* p, int64_t n) {
+// The DRAM probe in the widest registers the CPU has: AVX-512, else SSE2 (every x86-64; one
+// core's loads outrun DRAM at either width).
+__attribute__((target("avx512f"), noinline)) double read_chunk_avx512(const float* p, int64_t n) {
   __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
   int64_t i = 0;
   for (; i + 64 <= n; i += 64) {
@@ -169,6 +217,26 @@ __attribute__((target("avx512f"), noinline)) double read_chunk(const float* p, i
   double s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
   for (; i < n; ++i) s += p[i];
   return s;
+}
+
+__attribute__((noinline)) double read_chunk_sse2(const float* p, int64_t n) {
+  __m128 s0 = _mm_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    s0 = _mm_add_ps(s0, _mm_load_ps(p + i));
+    s1 = _mm_add_ps(s1, _mm_load_ps(p + i + 4));
+    s2 = _mm_add_ps(s2, _mm_load_ps(p + i + 8));
+    s3 = _mm_add_ps(s3, _mm_load_ps(p + i + 12));
+  }
+  alignas(16) float lanes[4];
+  _mm_store_ps(lanes, _mm_add_ps(_mm_add_ps(s0, s1), _mm_add_ps(s2, s3)));
+  double s = double(lanes[0]) + lanes[1] + lanes[2] + lanes[3];
+  for (; i < n; ++i) s += p[i];
+  return s;
+}
+
+double read_chunk(const float* p, int64_t n) {
+  return cpu::cpu_features().avx512f ? read_chunk_avx512(p, n) : read_chunk_sse2(p, n);
 }
 
 double dram_read_gbs(int threads, int64_t bytes, int reps) {
@@ -232,6 +300,19 @@ void bench_peak(const Options& opt, Report& rep) {
       line("fp32 FMA (AVX-512)", t, v, "GFLOP/s");
       record("fp32_fma", t, v, "GFLOP/s");
       if (t == opt.threads) ceilings().fma_gflops = v;
+    } else if (f.avx2 && f.fma) {
+      double v = peak_rate(t, 40'000'000 / scale, kFmaAvx2FlopPerIter, reps,
+                           [](int64_t n) { g_sink = g_sink + fma_loop_avx2(n); });
+      line("fp32 FMA (AVX2)", t, v, "GFLOP/s");
+      record("fp32_fma", t, v, "GFLOP/s");
+      if (t == opt.threads) ceilings().fma_gflops = v;
+    }
+    if (!f.avx512_vnni && f.avx2) {
+      double v = peak_rate(t, 20'000'000 / scale, kMaddOpPerIter, reps,
+                           [](int64_t n) { g_sink = g_sink + madd_loop_avx2(n); });
+      line("int8 as int16 vpmaddwd (AVX2)", t, v, "GOP/s");
+      record("int8_madd", t, v, "GOP/s");
+      if (t == opt.threads) ceilings().madd_int8_gops = v;
     }
     if (f.avx512_vnni) {
       double v = peak_rate(t, 20'000'000 / scale, kVnniOpPerIter, reps,
@@ -264,7 +345,8 @@ void bench_peak(const Options& opt, Report& rep) {
     record("dram_read", t, bw, "GB/s");
     if (t == opt.threads) ceilings().dram_read_gbs = bw;
   }
-  if (!f.avx512f) rep.note("peak", "fp32_fma", "machine", "no AVX-512 on this CPU: not measured");
+  if (!f.avx512f && !(f.avx2 && f.fma))
+    rep.note("peak", "fp32_fma", "machine", "no AVX2 + FMA on this CPU: not measured");
   if (!f.amx_bf16) rep.note("peak", "amx_bf16", "machine", "no AMX on this CPU: not measured");
 }
 
