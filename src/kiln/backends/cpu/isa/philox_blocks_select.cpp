@@ -15,8 +15,9 @@ void philox_blocks_scalar(uint64_t key, uint64_t counter, int64_t blocks, uint32
 }  // namespace
 
 PhiloxBlocksFn philox_blocks() {
-  static const PhiloxBlocksFn fn =
-      isa_level() >= IsaLevel::Avx512 ? philox_blocks_avx512() : philox_blocks_scalar;
+  static const PhiloxBlocksFn fn = isa_level() >= IsaLevel::Avx512 ? philox_blocks_avx512()
+                                   : isa_level() >= IsaLevel::Avx2  ? philox_blocks_avx2()
+                                                                    : philox_blocks_scalar;
   return fn;
 }
 
