@@ -3,6 +3,7 @@
 #include <cmath>
 #include <sleef.h>
 
+#include "gelu_table.h"
 #include "kiln/core/convert.h"
 #include "vec_math.h"
 
@@ -75,6 +76,10 @@ inline void store_bf16_avx2(uint16_t* p, __m256 v) {
 #define VSEL_NEG(x, a, b) \
   _mm256_blendv_ps((b), (a), _mm256_cmp_ps((x), _mm256_setzero_ps(), _CMP_LT_OQ))
 #define VROUND(a) _mm256_round_ps((a), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define VTOINT(a) _mm256_cvttps_epi32(a)
+// table[idx] for an 8-entry table (one register) and indices in [0, 8).
+#define VLOOKUP8(idx, table) _mm256_permutevar8x32_ps(_mm256_load_ps(table), (idx))
+#define VZERO_UNLESS_LT(a, b, v) _mm256_and_ps(_mm256_cmp_ps((a), (b), _CMP_LT_OQ), (v))
 #define VPOW2I(n) \
   _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23))
 #define SLEEF_EXP Sleef_expf8_u10avx2
