@@ -43,6 +43,10 @@ KILN_DECLARE_UNARY(logical_not)
 
 // approximate: "none" (erf form) or "tanh".
 Tensor gelu(const Tensor& x, const std::string& approximate = "none");
+// grad_output * d/dx gelu(x) (as torch's gelu_backward): autograd's derivative of gelu on
+// float32 when no graph of the backward is recorded. Same shape and floating dtype.
+Tensor gelu_backward(const Tensor& grad_output, const Tensor& x,
+                     const std::string& approximate = "none");
 Tensor softplus(const Tensor& x, const Scalar& beta = 1, const Scalar& threshold = 20);
 Tensor isnan(const Tensor& x);
 Tensor isinf(const Tensor& x);

@@ -2,6 +2,7 @@
 // themselves (double backward with create_graph).
 #include <cmath>
 
+#include "kiln/autograd/autograd.h"
 #include "kiln/autograd/node.h"
 #include "kiln/ops/copy.h"
 #include "kiln/ops/elementwise.h"
@@ -48,7 +49,15 @@ KILN_UNARY_DERIVATIVE(zero_grad, zeros_like(g))  // floor, ceil, round, trunc, s
 Grads d_gelu(const GradContext& ctx, const Grads& go) {
   Tensor x = ctx.input(0);
   const Tensor& g = go[0];
-  if (ctx.as_call().string_attr(0) == "tanh") {
+  const std::string approximate = ctx.as_call().string_attr(0);
+  // float32 on the CPU (and the testing device, which runs its kernels) when the backward is
+  // not itself recorded: one fused pass. Otherwise the op chain below, which is differentiable
+  // (create_graph) and runs on every device.
+  const DeviceType device = x.device().type;
+  if (!is_grad_enabled() && x.dtype() == DType::F32 && g.dtype() == DType::F32 &&
+      g.shape() == x.shape() && (device == DeviceType::CPU || device == DeviceType::Testing))
+    return {gelu_backward(g, x, approximate)};
+  if (approximate == "tanh") {
     const double k = std::sqrt(2 / kPi);
     Tensor inner = (x + pow(x, 3) * 0.044715) * k;
     Tensor t = tanh(inner);

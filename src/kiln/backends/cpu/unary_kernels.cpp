@@ -410,6 +410,8 @@ void fast_gelu_kernel(OpCall& call) {
 
 }  // namespace
 
+void register_gelu_backward_kernel();  // gelu_backward_kernel.cpp
+
 void register_unary_kernels() {
   auto reg = [](const char* name, KernelFn fn, DTypeMask mask) {
     register_kernel(name, DeviceType::CPU, fn, mask);
@@ -445,6 +447,7 @@ void register_unary_kernels() {
   reg("isinf", bool_unary_kernel<IsInf>, kAllDTypes);
   reg("isfinite", bool_unary_kernel<IsFinite>, kAllDTypes);
   reg("gelu", fast_gelu_kernel, kFloatDTypes);
+  register_gelu_backward_kernel();
   reg("softplus", softplus_kernel, kFloatDTypes);
   reg("leaky_relu", leaky_relu_kernel, kFloatDTypes);
   reg("clamp", clamp_kernel, kAllDTypes);
