@@ -1,6 +1,7 @@
 // Elementwise ops as kiln.fn(input, ...) and Tensor.fn(...), with the in-place Tensor.fn_
 // forms returning self. Ops run with the GIL released.
 #include "bind.h"
+#include "kiln/ops/adam_step.h"
 
 namespace kiln::py {
 
@@ -227,6 +228,16 @@ void bind_elementwise(nb::module_& m, nb::class_<Tensor>& cls) {
     return kiln::lerp(a, b, w); }, nb::arg("end"), nb::arg("weight"), GIL);
   BOTH("lerp", [](const Tensor& a, const Tensor& b, const Scalar& w) {
     return kiln::lerp(a, b, w); }, nb::arg("end"), nb::arg("weight"), GIL);
+  // The fused Adam / AdamW update of python/kiln/optim/adam.py (include/kiln/ops/adam_step.h).
+  m.def("_adam_step_supported", [](const Tensor& p, const Tensor& g, const Tensor& ea,
+                                   const Tensor& eas) { return adam_step_supported(p, g, ea, eas); });
+  m.def("_adam_step_", [](Tensor p, const Tensor& g, Tensor ea, Tensor eas, double decay,
+                          double lerp_weight, double beta2, double one_minus_beta2,
+                          double bias_correction2_sqrt, double eps, double neg_step_size,
+                          bool maximize) {
+    adam_step_(p, g, ea, eas, {decay, lerp_weight, beta2, one_minus_beta2,
+                               bias_correction2_sqrt, eps, neg_step_size, maximize});
+  }, GIL);
   BOTH("addcmul", [](const Tensor& s, const Tensor& a, const Tensor& b, const Scalar& v) {
     return kiln::addcmul(s, a, b, v); }, nb::arg("tensor1"), nb::arg("tensor2"), nb::kw_only(),
     nb::arg("value") = 1, GIL);

@@ -261,3 +261,31 @@ def test_scheduler_state_dict_resume():
     assert s.get_last_lr() == s2.get_last_lr()
     assert math.isclose(s.get_last_lr()[0], 0.5 * (1 + math.cos(math.pi * 7 / 10)), rel_tol=1e-12)
     oracle.record("lr_scheduler.resume")
+
+
+@pytest.mark.parametrize("name,kwargs", [
+    ("AdamW", {"lr": 0.01}),
+    ("AdamW", {"lr": 0.03, "betas": (0.3, 0.99), "weight_decay": 0.1, "maximize": True}),
+    ("Adam", {"lr": 0.02, "eps": 1e-6}),
+])
+def test_fused_adam_step_is_the_op_sequence(name, kwargs):
+    """float32 parameters take the one-pass update (include/kiln/ops/adam_step.h) unless
+    fused=False: both give the same bits, step after step, and stay close to torch's."""
+    rng = np.random.default_rng(5)
+    arrays = [rng.normal(size=s).astype(np.float32) for s in [(257, 31), (1001,)]]
+    fused = [kiln.nn.Parameter(kiln.tensor(a)) for a in arrays]
+    plain = [kiln.nn.Parameter(kiln.tensor(a)) for a in arrays]
+    ref = [torch.nn.Parameter(torch.tensor(a)) for a in arrays]
+    opts = [getattr(kiln.optim, name)(fused, **kwargs),
+            getattr(kiln.optim, name)(plain, fused=False, **kwargs),
+            getattr(torch.optim, name)(ref, **kwargs)]
+    for s in range(4):
+        grads = [rng.normal(size=a.shape).astype(np.float32) for a in arrays]
+        for params, L in ((fused, kiln), (plain, kiln), (ref, torch)):
+            for p, g in zip(params, grads):
+                p.grad = L.tensor(g)
+        for o in opts:
+            o.step()
+        for a, b, c in zip(fused, plain, ref):
+            np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+            _assert_close(a, c, "float32", f"{name}{kwargs} step {s}")

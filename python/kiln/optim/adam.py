@@ -44,9 +44,18 @@ class Adam(Optimizer):
                     state["exp_avg_sq"] = _C.zeros_like(p)
                     if amsgrad:
                         state["max_exp_avg_sq"] = _C.zeros_like(p)
-                grad = p.grad if not maximize else -p.grad
                 exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
                 step_t += 1
+                if (group["fused"] is not False and not amsgrad and (decoupled or wd == 0)
+                        and _C._adam_step_supported(p, p.grad, exp_avg, exp_avg_sq)):
+                    # One pass over the four arrays with the float32 results of the sequence
+                    # below, bit for bit (include/kiln/ops/adam_step.h).
+                    step = _get_value(step_t)
+                    _C._adam_step_(p, p.grad, exp_avg, exp_avg_sq, 1 - lr * wd if wd != 0 else 1.0,
+                                   1 - beta1, beta2, 1 - beta2, (1 - beta2 ** step) ** 0.5, eps,
+                                   -(lr / (1 - beta1 ** step)), bool(maximize))
+                    continue
+                grad = p.grad if not maximize else -p.grad
                 if wd != 0:
                     if decoupled:
                         p.mul_(1 - lr * wd)

@@ -20,6 +20,7 @@ void register_conv_ops();
 void register_pooling_ops();
 void register_normalization_ops();
 void register_nll_loss_ops();
+void register_adam_step_op();
 }  // namespace ops
 namespace cpu {
 void register_copy_kernels();
@@ -35,6 +36,7 @@ void register_pooling_kernels();
 void register_normalization_kernels();
 void register_batch_norm_kernels();
 void register_nll_loss_kernels();
+void register_adam_step_kernel();
 }  // namespace cpu
 namespace testing_backend {
 void register_testing_kernels();
@@ -57,6 +59,7 @@ void ensure_ops_registered() {
     ops::register_pooling_ops();
     ops::register_normalization_ops();
     ops::register_nll_loss_ops();
+    ops::register_adam_step_op();
     cpu::register_copy_kernels();
     cpu::register_unary_kernels();
     cpu::register_binary_kernels();
@@ -70,6 +73,7 @@ void ensure_ops_registered() {
     cpu::register_normalization_kernels();
     cpu::register_batch_norm_kernels();
     cpu::register_nll_loss_kernels();
+    cpu::register_adam_step_kernel();
     testing_backend::register_testing_kernels();
   });
 }
