@@ -47,6 +47,7 @@ class Adam(Optimizer):
                 exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
                 step_t += 1
                 if (group["fused"] is not False and not amsgrad and (decoupled or wd == 0)
+                        and isinstance(lr, (int, float))
                         and _C._adam_step_supported(p, p.grad, exp_avg, exp_avg_sq)):
                     # One pass over the four arrays with the float32 results of the sequence
                     # below, bit for bit (include/kiln/ops/adam_step.h).
