@@ -58,12 +58,13 @@ def solve(m, rhs):
     return x
 
 
-def fit(q, i):
-    """Monomial coefficients c0..c4 of the interpolant at DEGREE + 1 Chebyshev nodes."""
-    nodes = [0.5 - 0.5 * math.cos(math.pi * (2 * k + 1) / (2 * (DEGREE + 1)))
-             for k in range(DEGREE + 1)]
-    m = [[f ** d for d in range(DEGREE + 1)] for f in nodes]
-    return solve(m, [q((i + f) * H) for f in nodes])
+def fit(q, i, degree, h):
+    """Monomial coefficients c0..c_degree of the interpolant of q on interval i (width h) at
+    degree + 1 Chebyshev nodes."""
+    nodes = [0.5 - 0.5 * math.cos(math.pi * (2 * k + 1) / (2 * (degree + 1)))
+             for k in range(degree + 1)]
+    m = [[f ** d for d in range(degree + 1)] for f in nodes]
+    return solve(m, [q((i + f) * h) for f in nodes])
 
 
 def horner_f32(c, f):
@@ -83,20 +84,16 @@ def estrin8_f32(c, f):
 
 def table(q, intervals=INTERVALS, degree=DEGREE, evaluate=horner_f32, bound=6e-8):
     """Coefficients rounded to float32 and the largest error of their float32 evaluation."""
-    global DEGREE, H
-    saved, DEGREE, H = (DEGREE, H), degree, RANGE / intervals
-    try:
-        coeffs = [[f32(v) for v in fit(q, i)] for i in range(intervals)]
-        worst = 0.0
-        for k in range(200001):
-            a = f32(k * RANGE / 200000)
-            if a >= RANGE:
-                break
-            u = f32(a * f32(1.0 / H))
-            i = min(int(u), intervals - 1)
-            worst = max(worst, abs(evaluate(coeffs[i], f32(u - i)) - q(a)))
-    finally:
-        DEGREE, H = saved
+    h = RANGE / intervals
+    coeffs = [[f32(v) for v in fit(q, i, degree, h)] for i in range(intervals)]
+    worst = 0.0
+    for k in range(200001):
+        a = f32(k * RANGE / 200000)
+        if a >= RANGE:
+            break
+        u = f32(a * f32(1.0 / h))
+        i = min(int(u), intervals - 1)
+        worst = max(worst, abs(evaluate(coeffs[i], f32(u - i)) - q(a)))
     assert worst < bound, worst
     return coeffs, worst
 
