@@ -38,6 +38,11 @@ inline void store_bf16_avx2(uint16_t* p, __m256 v) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
                    _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0x08)));
 }
+inline bool any_outside_avx2(__m256 x, float lo, float hi) {
+  const __m256 out = _mm256_or_ps(_mm256_cmp_ps(x, _mm256_set1_ps(lo), _CMP_LT_OQ),
+                                  _mm256_cmp_ps(x, _mm256_set1_ps(hi), _CMP_NLE_UQ));
+  return !_mm256_testz_ps(out, out);
+}
 }  // namespace
 
 #define V __m256
@@ -82,6 +87,17 @@ inline void store_bf16_avx2(uint16_t* p, __m256 v) {
 #define VZERO_UNLESS_LT(a, b, v) _mm256_and_ps(_mm256_cmp_ps((a), (b), _CMP_LT_OQ), (v))
 #define VPOW2I(n) \
   _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23))
+// exp's table step (vec_math_body.inc): t's float bits end in k + 8 * 127 for k = 8 n + j.
+// vpermps reads only the low 3 bits of each index, so the bits index the 8-entry table as they
+// are; (bits >> 3) << 23 is n + 127 in the exponent field, 2^n.
+#define VLOOKUP8_BITS(t, table) \
+  _mm256_permutevar8x32_ps(_mm256_load_ps(table), _mm256_castps_si256(t))
+#define VPOW2_OF_BITS_DIV8(t) \
+  _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_srli_epi32(_mm256_castps_si256(t), 3), 23))
+// Whether any lane of x is below lo, above hi or NaN.
+#define VANY_OUTSIDE(x, lo, hi) any_outside_avx2((x), (lo), (hi))
+// v where a >= b or a is NaN, else 0.
+#define VZERO_WHERE_LT(a, b, v) _mm256_and_ps(_mm256_cmp_ps((a), (b), _CMP_NLT_UQ), (v))
 #define SLEEF_EXP Sleef_expf8_u10avx2
 #define SLEEF_LOG Sleef_logf8_u10avx2
 #define SLEEF_SIN Sleef_sinf8_u10avx2
