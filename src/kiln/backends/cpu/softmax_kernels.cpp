@@ -10,6 +10,7 @@
 #include "isa/vec_math.h"
 #include "kiln/core/convert.h"
 #include "kiln/dispatch/registry.h"
+#include "next_row_prefetch.h"
 #include "reduce_utils.h"
 #include "scalar_math.h"
 
@@ -80,7 +81,10 @@ bool vectorised_softmax(const Tensor& in, const Tensor& out, int64_t dim, bool l
   // 35 against 35-36 GB/s for [65536, 1024] and 29 against 34 for [16384, 4096]: the row's
   // exp, not memory, bounds this loop (2.8 values per ns on one core with the row in cache).
 #pragma omp parallel for schedule(static) if (rows > 1 && in.numel() >= (int64_t(1) << 15))
-  for (int64_t r = 0; r < rows; ++r) row(src + r * len, dst + r * len, len, log);
+  for (int64_t r = 0; r < rows; ++r) {
+    if (r + 1 < rows) prefetch_next_row(src + (r + 1) * len, len * int64_t(sizeof(float)));
+    row(src + r * len, dst + r * len, len, log);
+  }
   return true;
 }
 
