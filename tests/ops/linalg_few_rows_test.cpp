@@ -4,7 +4,9 @@
 // count against the tile's edges, weight-row counts around multiples of 4, K around the vector
 // widths (8, 16, 32 values) with tails, row views of wider matrices (row stride > K) and
 // addmm's alpha / beta, in float32 and bfloat16, against float64 sums of the values actually
-// multiplied.
+// multiplied. One row (LLM decoding's matrix-vector product) takes its own paths: float32
+// dot4, bfloat16 one_row_times_weight_bf16 (the activation widened once, four weight rows at a
+// time) at the AVX2 and AVX-512 levels; it gets the same sweep.
 // The suite's name puts it in CTest's rerun at every ISA level.
 #include "kiln/ops/linalg.h"
 #include "ops/test_util.h"
@@ -108,21 +110,44 @@ TEST(LinalgFewRows, AddmmBiasAlphaBetaAndFusedLinear) {
     }
 }
 
+TEST(LinalgFewRows, OneRowWeightRowsAroundFourAndDepthsAroundVectorWidths) {
+  for (DType dtype : {DType::F32, DType::BF16})
+    for (int64_t K : {1, 7, 8, 15, 16, 17, 31, 32, 33, 257, 1031})
+      for (int64_t N : {1, 3, 4, 5, 7, 9, 130}) {
+        const Matrix x = matrix(1, K, K + 5, dtype, uint32_t(K * 13 + N));
+        const Matrix w = matrix(N, K, K + 3, dtype, uint32_t(K * 13 + N + 1));
+        const Tol tol = tolerance(dtype, K);
+        expect_close(mm(x.t, w.t.t()), {1, N}, reference(x, w, 1, N, K), tol,
+                     describe(dtype, 1, N, K, "mm of views"));
+        expect_close(linear(x.t, w.t), {1, N}, reference(x, w, 1, N, K), tol,
+                     describe(dtype, 1, N, K, "linear of views"));
+        const std::vector<double> bias = rounded(random_values(size_t(N), -1, 1, 5), dtype);
+        const Tensor b = make(bias, {N}, dtype, kCpu);
+        expect_close(addmm(b, x.t, w.t.t(), 0.5, 2.0), {1, N},
+                     reference(x, w, 1, N, K, bias, 2.0, 0.5), tol,
+                     describe(dtype, 1, N, K, "addmm beta 0.5 alpha 2"));
+        expect_close(fused_linear(x.t, w.t, b, LinearActivation::None), {1, N},
+                     reference(x, w, 1, N, K, bias), tol,
+                     describe(dtype, 1, N, K, "fused_linear with bias"));
+      }
+}
+
 // The weight streamed once must still see every element: a large weight whose last rows and
 // columns hold the only non-zero values (a tile that skipped a tail would read zeros).
 TEST(LinalgFewRows, LastRowsAndColumnsOfALargeWeight) {
-  for (DType dtype : {DType::F32, DType::BF16}) {
-    const int64_t M = 5, N = 1027, K = 515;
-    std::vector<double> wv(size_t(N * K), 0.0), xv(size_t(M * K), 1.0);
-    for (int64_t j = N - 3; j < N; ++j)
-      for (int64_t k = 0; k < K; ++k) wv[size_t(j * K + k)] = k == K - 1 ? 2.0 : 0.0;
-    for (int64_t i = 0; i < M; ++i) xv[size_t(i * K + K - 1)] = double(i + 1);
-    std::vector<double> want(size_t(M * N), 0.0);
-    for (int64_t i = 0; i < M; ++i)
-      for (int64_t j = N - 3; j < N; ++j) want[size_t(i * N + j)] = 2.0 * double(i + 1);
-    expect_close(mm(make(xv, {M, K}, dtype, kCpu), make(wv, {N, K}, dtype, kCpu).t()), {M, N},
-                 want, Tol{0, 0}, describe(dtype, M, N, K, "mm, only the tails non-zero"));
-  }
+  for (DType dtype : {DType::F32, DType::BF16})
+    for (int64_t M : {1, 5}) {
+      const int64_t N = 1027, K = 515;
+      std::vector<double> wv(size_t(N * K), 0.0), xv(size_t(M * K), 1.0);
+      for (int64_t j = N - 3; j < N; ++j)
+        for (int64_t k = 0; k < K; ++k) wv[size_t(j * K + k)] = k == K - 1 ? 2.0 : 0.0;
+      for (int64_t i = 0; i < M; ++i) xv[size_t(i * K + K - 1)] = double(i + 1);
+      std::vector<double> want(size_t(M * N), 0.0);
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = N - 3; j < N; ++j) want[size_t(i * N + j)] = 2.0 * double(i + 1);
+      expect_close(mm(make(xv, {M, K}, dtype, kCpu), make(wv, {N, K}, dtype, kCpu).t()), {M, N},
+                   want, Tol{0, 0}, describe(dtype, M, N, K, "mm, only the tails non-zero"));
+    }
 }
 
 }  // namespace

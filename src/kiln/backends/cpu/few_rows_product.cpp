@@ -1,6 +1,7 @@
 #include "few_rows_product.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "isa/gemm_bf16.h"
 #include "isa/vec_math.h"
@@ -37,6 +38,22 @@ bool few_rows_times_weight_bf16(int64_t M, int64_t N, int64_t K, const uint16_t*
                                 int64_t out_rs) {
   return run(dot_tile_bf16_kernel(), few_rows_max_bf16(), M, N, K, A, a_rs, W, w_rs, out,
              out_rs);
+}
+
+bool one_row_times_weight_bf16(int64_t N, int64_t K, const uint16_t* a, const uint16_t* W,
+                               int64_t w_rs, float* out) {
+  const Dot4F32Bf16Fn dot4 = dot4_f32_bf16_kernel();
+  const DotF32Bf16Fn dot = dot_f32_bf16_kernel();
+  if (!dot4 || !dot || N < 1 || K < 1) return false;
+  thread_local std::vector<float> row;
+  row.resize(size_t(K));
+  vec_math_f32().widen_bf16(a, row.data(), K);
+  const float* aw = row.data();
+  const int64_t groups = N / 4;
+#pragma omp parallel for schedule(static) if (N * K >= (int64_t(1) << 16))
+  for (int64_t q = 0; q < groups; ++q) dot4(aw, W + 4 * q * w_rs, w_rs, K, out + 4 * q);
+  for (int64_t j = 4 * groups; j < N; ++j) out[j] = dot(aw, W + j * w_rs, K);
+  return true;
 }
 
 int64_t few_rows_max_bf16() {

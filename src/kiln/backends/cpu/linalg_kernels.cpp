@@ -268,6 +268,20 @@ bool run_gemv_transposed_bf16(const Gemm& g, float alpha, float beta, bool use_s
   const uint16_t* B = reinterpret_cast<const uint16_t*>(g.b.data);
   const BFloat16* S = reinterpret_cast<const BFloat16*>(g.self.data);
   BFloat16* C = const_cast<BFloat16*>(reinterpret_cast<const BFloat16*>(g.c.data));
+  if (dot4_f32_bf16_kernel()) {
+    // AVX2 / AVX-512: the activation row widened once, four weight rows widened in registers
+    // as they stream (few_rows_product.h).
+    std::vector<float> sums(size_t(g.N));
+    for (int64_t i = 0; i < g.M; ++i) {
+      one_row_times_weight_bf16(g.N, g.K, A + i * g.a.rs, B, g.b.cs, sums.data());
+      for (int64_t j = 0; j < g.N; ++j) {
+        float r = alpha * sums[size_t(j)];
+        if (use_self) r += beta * float(S[i * g.self.rs + j * g.self.cs]);
+        C[i * g.c.rs + j * g.c.cs] = BFloat16(r);
+      }
+    }
+    return true;
+  }
   if (const DotBf16Fn dot = dot_bf16_kernel()) {
     // AVX-512 BF16: dot the bfloat16 rows directly, no widening pass.
     for (int64_t i = 0; i < g.M; ++i) {

@@ -41,6 +41,19 @@ float dot_bf16_avx2(const uint16_t* a, const uint16_t* b, int64_t n);
 float dot_bf16_avx512(const uint16_t* a, const uint16_t* b, int64_t n);
 float dot_bf16_avx512bf16(const uint16_t* a, const uint16_t* b, int64_t n);
 DotBf16Fn dot_bf16_kernel();
+// The widening dot with a already float32 (dot_bf16_widening.inc): one widening per pair, bit
+// for bit dot_bf16_kernel()'s result. Null where that kernel does not widen (AVX-512 BF16 reads
+// bfloat16 pairs directly) and at the baseline level.
+using DotF32Bf16Fn = float (*)(const float* a, const uint16_t* b, int64_t n);
+float dot_f32_bf16_avx2(const float* a, const uint16_t* b, int64_t n);
+float dot_f32_bf16_avx512(const float* a, const uint16_t* b, int64_t n);
+DotF32Bf16Fn dot_f32_bf16_kernel();
+// Four such sums against the rows b + j * ldb (j < 4) into out[j]: four weight streams at once.
+using Dot4F32Bf16Fn = void (*)(const float* a, const uint16_t* b, int64_t ldb, int64_t n,
+                               float* out);
+void dot4_f32_bf16_avx2(const float* a, const uint16_t* b, int64_t ldb, int64_t n, float* out);
+void dot4_f32_bf16_avx512(const float* a, const uint16_t* b, int64_t ldb, int64_t n, float* out);
+Dot4F32Bf16Fn dot4_f32_bf16_kernel();  // null where dot_f32_bf16_kernel() is
 
 // A tile of up to 6 activation rows x 4 weight rows of bfloat16 dot products (VecDotTileBf16 in
 // vec_math.h): vdpbf16ps with AVX-512 BF16, else vec_math's widening loop (AVX2, AVX-512);

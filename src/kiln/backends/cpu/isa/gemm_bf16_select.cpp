@@ -63,6 +63,26 @@ DotBf16Fn dot_bf16_kernel() {
   return fn;
 }
 
+DotF32Bf16Fn dot_f32_bf16_kernel() {
+  static const DotF32Bf16Fn fn = []() -> DotF32Bf16Fn {
+    const DotBf16Fn dot = dot_bf16_kernel();
+    if (dot == &dot_bf16_avx512) return &dot_f32_bf16_avx512;
+    if (dot == &dot_bf16_avx2) return &dot_f32_bf16_avx2;
+    return nullptr;
+  }();
+  return fn;
+}
+
+Dot4F32Bf16Fn dot4_f32_bf16_kernel() {
+  static const Dot4F32Bf16Fn fn = []() -> Dot4F32Bf16Fn {
+    const DotF32Bf16Fn dot = dot_f32_bf16_kernel();
+    if (dot == &dot_f32_bf16_avx512) return &dot4_f32_bf16_avx512;
+    if (dot == &dot_f32_bf16_avx2) return &dot4_f32_bf16_avx2;
+    return nullptr;
+  }();
+  return fn;
+}
+
 DotTileBf16Fn dot_tile_bf16_kernel() {
   static const DotTileBf16Fn fn = []() -> DotTileBf16Fn {
     if (isa_level() >= IsaLevel::Avx512Vnni && cpu_features().avx512_bf16)

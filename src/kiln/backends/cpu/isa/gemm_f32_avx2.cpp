@@ -35,6 +35,8 @@
 #define KILN_GEMM_PACKED_RUN_NAME gemm_f32_avx2_packed
 #include "gemm_f32_blocked.inc"
 #define KILN_DOT_BF16_NAME dot_bf16_avx2
+#define KILN_DOT_F32_BF16_NAME dot_f32_bf16_avx2
+#define KILN_DOT4_F32_BF16_NAME dot4_f32_bf16_avx2
 #include "dot_bf16_widening.inc"
 
 namespace kiln::cpu {

@@ -37,6 +37,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include "gemm_f32_blocked.inc"
 #define KILN_DOT_BF16_NAME dot_bf16_avx512
+#define KILN_DOT_F32_BF16_NAME dot_f32_bf16_avx512
+#define KILN_DOT4_F32_BF16_NAME dot4_f32_bf16_avx512
 #include "dot_bf16_widening.inc"
 #pragma GCC diagnostic pop
 
