@@ -220,6 +220,8 @@ TEST(MatmulSizes, Int8ProductsAreExact) {
   const int64_t sizes[][3] = {{1, 1, 1},   {7, 17, 5},  {8, 33, 301}, {97, 70, 1030}, {13, 513, 64},
                               {1, 40, 63}, {2, 9, 65},  {4, 31, 130}, {3, 5, 64},     {5, 33, 70},
                               {6, 11, 250},  // groups of 4 and 2 rows; 128-, 64- and 58-byte steps
+                              // one row: B rows 4 at a time, then the rest one by one
+                              {1, 7, 33}, {1, 9, 64}, {1, 130, 97}, {1, 5, 1},
                               // tall: oneDNN's matmul at the VNNI level (decision 0022)
                               {16, 31, 600}, {40, 257, 31}, {33, 17, 1023},
                               // more than two 1024-deep blocks with a tail of 2, more than one
