@@ -5,8 +5,8 @@
 // widths (8, 16, 32 values) with tails, row views of wider matrices (row stride > K) and
 // addmm's alpha / beta, in float32 and bfloat16, against float64 sums of the values actually
 // multiplied. One row (LLM decoding's matrix-vector product) takes its own paths: float32
-// dot4, bfloat16 one_row_times_weight_bf16 (the activation widened once, four weight rows at a
-// time) at the AVX2 and AVX-512 levels; it gets the same sweep.
+// dot4, bfloat16 one_row_times_weight_bf16 (the activation widened once; from K = 2048 four
+// weight rows at a time) at the AVX2 and AVX-512 levels; it gets the same sweep.
 // The suite's name puts it in CTest's rerun at every ISA level.
 #include "kiln/ops/linalg.h"
 #include "ops/test_util.h"
@@ -112,7 +112,8 @@ TEST(LinalgFewRows, AddmmBiasAlphaBetaAndFusedLinear) {
 
 TEST(LinalgFewRows, OneRowWeightRowsAroundFourAndDepthsAroundVectorWidths) {
   for (DType dtype : {DType::F32, DType::BF16})
-    for (int64_t K : {1, 7, 8, 15, 16, 17, 31, 32, 33, 257, 1031})
+    // 2048 and more: four bfloat16 weight rows at a time (few_rows_product.cpp).
+    for (int64_t K : {1, 7, 8, 15, 16, 17, 31, 32, 33, 257, 1031, 2048, 2071})
       for (int64_t N : {1, 3, 4, 5, 7, 9, 130}) {
         const Matrix x = matrix(1, K, K + 5, dtype, uint32_t(K * 13 + N));
         const Matrix w = matrix(N, K, K + 3, dtype, uint32_t(K * 13 + N + 1));
