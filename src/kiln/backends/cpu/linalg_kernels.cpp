@@ -269,8 +269,8 @@ bool run_gemv_transposed_bf16(const Gemm& g, float alpha, float beta, bool use_s
   const BFloat16* S = reinterpret_cast<const BFloat16*>(g.self.data);
   BFloat16* C = const_cast<BFloat16*>(reinterpret_cast<const BFloat16*>(g.c.data));
   if (dot4_f32_bf16_kernel()) {
-    // AVX2 / AVX-512: the activation row widened once, four weight rows widened in registers
-    // as they stream (few_rows_product.h).
+    // AVX2 / AVX-512: the activation row widened once, the weight rows widened in registers
+    // as they stream, four at a time when long (one_row_times_weight_bf16).
     std::vector<float> sums(size_t(g.N));
     for (int64_t i = 0; i < g.M; ++i) {
       one_row_times_weight_bf16(g.N, g.K, A + i * g.a.rs, B, g.b.cs, sums.data());
