@@ -88,6 +88,17 @@ void check_case(const Case& c, DType dtype, bool with_nan) {
   if (!with_nan) {
     expect_near_all(var(x, {1}, 1.0, false), r.var, dtype == DType::F32 ? 1e-5 : 1e-2, 1e-6,
                     what + " var");
+    // The 2-norm: squares summed from 0 (bfloat16 widened in registers).
+    std::vector<double> norms(size_t(c.outer * c.inner), 0.0);
+    for (int64_t o = 0; o < c.outer; ++o)
+      for (int64_t k = 0; k < c.red; ++k)
+        for (int64_t i = 0; i < c.inner; ++i) {
+          const double v = vals[size_t((o * c.red + k) * c.inner + i)];
+          norms[size_t(o * c.inner + i)] += v * v;
+        }
+    for (double& v : norms) v = std::sqrt(v);
+    expect_near_all(norm(x, 2, {1}), norms, dtype == DType::F32 ? 1e-5 : 8e-3, 1e-6,
+                    what + " norm");
   }
 }
 
@@ -229,6 +240,24 @@ TEST(ReductionLarge, SquaredDeviationsBeyondFloat32) {
   const Device cpu(DeviceType::CPU, 0);
   std::vector<double> vals = random_values(4096, -3e20, 3e20, 21);
   Tensor x = make(vals, {4, 1024}, DType::F32, cpu);
+  {
+    // bfloat16 (float32's range): std and the 2-norm through the double-lane fallback too.
+    const Tensor xb = x.to(DType::BF16);
+    const std::vector<double> vb = values(xb);
+    const std::vector<double> sdb = values(std(xb, {1})), nrmb = values(norm(xb, 2, {1}));
+    for (int64_t r = 0; r < 4; ++r) {
+      double mean = 0, ss = 0, sq = 0;
+      for (int64_t j = 0; j < 1024; ++j) mean += vb[size_t(r * 1024 + j)];
+      mean /= 1024;
+      for (int64_t j = 0; j < 1024; ++j) {
+        const double v = vb[size_t(r * 1024 + j)];
+        ss += (v - mean) * (v - mean);
+        sq += v * v;
+      }
+      EXPECT_NEAR(sdb[size_t(r)], std::sqrt(ss / 1023), 8e-3 * std::sqrt(ss / 1023)) << r;
+      EXPECT_NEAR(nrmb[size_t(r)], std::sqrt(sq), 8e-3 * std::sqrt(sq)) << r;
+    }
+  }
   const std::vector<double> xf = values(x);
   const std::vector<double> sd = values(std(x, {1})), nrm = values(norm(x, 2, {1}));
   const std::vector<double> ln =

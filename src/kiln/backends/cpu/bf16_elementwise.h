@@ -159,6 +159,33 @@ bool bf16_elementwise(const Tensor& out, const std::array<const Tensor*, NIn>& i
         else fast(o, 0, n);
         return;
       }
+      // One operand an invariant buffer (a row broadcast down the rows: x * b[0], x + bias),
+      // the other a bfloat16 array along the run: muladd_bf16 with the buffer as the per-element
+      // scale (Mul) or shift (Add; c - x for Sub). x - c would need the buffer negated: the
+      // generic blocks below.
+      const bool inv_a = !invariant[0].empty(), inv_b = !invariant[1].empty();
+      const bool one_invariant = inv_a != inv_b && s[inv_a ? 2 : 1] == kEs;
+      if (kMulAddForm && vm.muladd_bf16 && one_invariant &&
+          !(kFast == Bf16Fast::Sub && inv_b)) {
+        const size_t ik = inv_a ? 0 : 1;
+        const uint16_t* x = inv_a ? b : a;
+        const float unit = kFast == Bf16Fast::Sub ? -1.0f : 1.0f, minus_zero = -0.0f;
+        auto fast = [&](BFloat16* dst, int64_t j, int64_t len) {
+          for (int64_t k = 0; k < len; k += kBlock) {
+            const int64_t m = std::min(kBlock, len - k);
+            const float* c = invariant[ik].data() +
+                             ((p[ik + 1] - loop.data[ik + 1]) / kEs + j + k) % period;
+            if constexpr (kFast == Bf16Fast::Mul)
+              vm.muladd_bf16(x + j + k, c, 1, &minus_zero, 0,
+                             reinterpret_cast<uint16_t*>(dst + k), m);
+            else
+              vm.muladd_bf16(x + j + k, &unit, 0, c, 1, reinterpret_cast<uint16_t*>(dst + k), m);
+          }
+        };
+        if (stream) detail::run_streamed(o, n, fast);
+        else fast(o, 0, n);
+        return;
+      }
     }
     if constexpr (kFast == Bf16Fast::MulAdd) {
       // Operand k is a "value" when it is one scalar along the run or a periodic invariant

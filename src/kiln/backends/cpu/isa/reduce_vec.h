@@ -20,6 +20,7 @@ struct VecReduce {
   double (*prod_bf16)(const uint16_t* x, int64_t n) = nullptr;
   // sum of (x - mean)^2, for var/std's second pass.
   double (*sum_sq_dev_f32)(const float* x, int64_t n, double mean) = nullptr;
+  double (*sum_sq_dev_bf16)(const uint16_t* x, int64_t n, double mean) = nullptr;
   float (*max_f32)(const float* x, int64_t n) = nullptr;  // n >= 1
   float (*min_f32)(const float* x, int64_t n) = nullptr;
   float (*max_bf16)(const uint16_t* x, int64_t n) = nullptr;

@@ -54,6 +54,7 @@ inline void store_bf16_avx512(uint16_t* p, __m512 v) {
 #define VSTORE(p, v) _mm512_storeu_ps((p), (v))
 #define VLOAD_BF16(p) load_bf16_avx512(p)
 #define VSTORE_BF16(p, v) store_bf16_avx512((p), (v))
+#define VSTORE2_BF16(p, v0, v1) (store_bf16_avx512((p), (v0)), store_bf16_avx512((p) + 16, (v1)))
 #define VSTREAM(p, v) _mm512_stream_ps((p), (v))
 #define VSET1(x) _mm512_set1_ps(x)
 #define VADD(a, b) _mm512_add_ps((a), (b))
