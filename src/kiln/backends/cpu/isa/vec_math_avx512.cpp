@@ -1,6 +1,7 @@
 // Vectorised float32 math, AVX-512 variant (compiler flags set in CMakeLists.txt).
 #include <immintrin.h>
 #include <cmath>
+#include <type_traits>
 #include <sleef.h>
 
 #include "gelu_table.h"
