@@ -87,6 +87,27 @@ TEST(PermutedCopy, AttentionPermutesAndChannelsLast) {
   }
 }
 
+// Runs of exactly one or two cache lines take a fixed-size move per run; runs of a source of
+// 8 MiB and more are prefetched several runs ahead (to the end of each thread's share). Each
+// element is checked wherever it lands.
+TEST(PermutedCopy, RunsOfOneOrTwoLinesAndLargePrefetchedSources) {
+  for (DType dt : {DType::F32, DType::BF16, DType::F64, DType::U8}) {
+    SCOPED_TRACE(dtype_name(dt));
+    const int64_t es = int64_t(Tensor(ramp({1}, dt)).element_size());
+    for (int64_t bytes : {64, 128}) {
+      Tensor q = ramp({3, 29, 5, bytes / es}, dt);  // [B, T, H, D] -> [B, H, T, D]
+      expect_same_elements(q.permute({0, 2, 1, 3}), q.permute({0, 2, 1, 3}).contiguous());
+    }
+  }
+  // float32 runs of 56 values (224 bytes), 12.8 MiB: the prefetched path.
+  Tensor img = ramp({16, 64, 56, 56}, DType::F32);
+  expect_same_elements(img.permute({0, 2, 1, 3}), img.permute({0, 2, 1, 3}).contiguous());
+  // bfloat16 runs of 200 values, 8.4 MiB, a run count no thread's share divides evenly.
+  Tensor heads = ramp({7, 3001, 1, 200}, DType::BF16).expand({7, 3001, 3, 200});
+  Tensor src = heads.contiguous();
+  expect_same_elements(src.permute({0, 2, 1, 3}), src.permute({0, 2, 1, 3}).contiguous());
+}
+
 TEST(PermutedCopy, BroadcastSlicedAndRandomViews) {
   for (DType dt : {DType::F32, DType::BF16, DType::I64, DType::U8}) {
     SCOPED_TRACE(dtype_name(dt));

@@ -96,14 +96,40 @@ void for_pieces(int64_t n, int64_t numel, Fn&& fn) {
   detail::parallel_chunks(pieces, [&](int64_t c) { fn(n * c / pieces, n * (c + 1) / pieces); });
 }
 
-// Contiguous runs on both sides: one copy per run.
+// Contiguous runs on both sides: one copy per run. Short runs (up to 1 KiB) of a source far
+// beyond the L2 (a permute of heads or channels, e.g. [16, 64, 56, 56].permute(0, 2, 1, 3))
+// are read at a large stride from run to run, which the hardware prefetchers do not follow:
+// each run's lines are requested kPrefetchRuns runs ahead. Timed alternately on Zen 3 (kiln's
+// Python API, best of 9, four rounds): [16, 64, 56, 56] float32 2.5 -> 1.35 ms on one thread,
+// 1.43 -> 1.0 on two; [8, 512, 16, 64] 4.7 -> 2.1 and 2.6 -> 1.7 (PyTorch 2.13: 2.3 / 1.6 and
+// 2.9 / 1.9). Sources of a few MiB, served by the L3, ran as fast or slower with it.
+constexpr int64_t kPrefetchRuns = 8;
+constexpr int64_t kPrefetchMaxRunBytes = 1024;
+constexpr int64_t kPrefetchMinBytes = int64_t(8) << 20;
+
 template <typename E>
 void copy_runs(const E* src, E* dst, const Dim& run, const std::vector<Dim>& outer,
                int64_t numel) {
+  const int64_t run_bytes = run.size * int64_t(sizeof(E));
+  const bool prefetch = run_bytes <= kPrefetchMaxRunBytes &&
+                        numel * int64_t(sizeof(E)) >= kPrefetchMinBytes;
   for_pieces(count(outer), numel, [&](int64_t b, int64_t e) {
     OuterWalk w(outer, b);
-    for (int64_t i = b; i < e; ++i, w.next())
-      detail::copy_bytes(dst + w.dst, src + w.src, size_t(run.size) * sizeof(E));
+    if (!prefetch) {
+      for (int64_t i = b; i < e; ++i, w.next())
+        detail::copy_bytes(dst + w.dst, src + w.src, size_t(run_bytes));
+      return;
+    }
+    OuterWalk ahead(outer, std::min(b + kPrefetchRuns, e));
+    for (int64_t i = b; i < e; ++i, w.next()) {
+      if (i + kPrefetchRuns < e) {
+        const char* q = reinterpret_cast<const char*>(src + ahead.src);
+        for (int64_t k = 0; k < run_bytes; k += 64) __builtin_prefetch(q + k);
+        __builtin_prefetch(q + run_bytes - 1);  // the run's last line when it is unaligned
+        ahead.next();
+      }
+      detail::copy_bytes(dst + w.dst, src + w.src, size_t(run_bytes));
+    }
   });
 }
 
@@ -170,6 +196,20 @@ bool copy_as(const Tensor& src, const Tensor& dst, std::vector<Dim> dims) {
   const int64_t numel = dst.numel();
   if (inner.src == 1) {
     const int64_t bytes = inner.size * int64_t(sizeof(E));
+    // Runs of one or two cache lines (attention heads of 32 or 64 values): a fixed-size move
+    // per run instead of a memcpy call, whose checks cost as much as the move
+    // (permute(0, 2, 1, 3).contiguous() of [64, 32, 30, 32] bfloat16, two threads, alternating:
+    // 0.185 -> 0.161 ms, PyTorch 0.163; float32 0.56 -> 0.46, [16, 128, 12, 32] 0.077 -> 0.065).
+    // Large sources keep copy_runs, whose prefetching matters more there.
+    const bool cached = numel * int64_t(sizeof(E)) < kPrefetchMinBytes;
+    if (bytes == 64 && cached) {
+      copy_short_runs<64>(s, d, dims, numel);
+      return true;
+    }
+    if (bytes == 128 && cached) {
+      copy_short_runs<128>(s, d, dims, numel);
+      return true;
+    }
     if (bytes >= 64) {
       copy_runs(s, d, inner, dims, numel);
       return true;
