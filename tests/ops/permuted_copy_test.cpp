@@ -102,7 +102,7 @@ TEST(PermutedCopy, RunsOfOneOrTwoLinesAndLargePrefetchedSources) {
   // float32 runs of 56 values (224 bytes), 12.8 MiB: the prefetched path.
   Tensor img = ramp({16, 64, 56, 56}, DType::F32);
   expect_same_elements(img.permute({0, 2, 1, 3}), img.permute({0, 2, 1, 3}).contiguous());
-  // bfloat16 runs of 200 values, 8.4 MiB, a run count no thread's share divides evenly.
+  // bfloat16 runs of 200 values, 25 MiB, a run count no thread's share divides evenly.
   Tensor heads = ramp({7, 3001, 1, 200}, DType::BF16).expand({7, 3001, 3, 200});
   Tensor src = heads.contiguous();
   expect_same_elements(src.permute({0, 2, 1, 3}), src.permute({0, 2, 1, 3}).contiguous());
