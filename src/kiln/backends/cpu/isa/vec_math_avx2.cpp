@@ -76,6 +76,7 @@ inline bool any_outside_avx2(__m256 x, float lo, float hi) {
 #define VREDUCE_MAX(v) reduce_max_avx2(v)
 #define VANY_NAN(v) (_mm256_movemask_ps(_mm256_cmp_ps((v), (v), _CMP_UNORD_Q)) != 0)
 #define VMIN(a, b) _mm256_min_ps((a), (b))
+#define VSEL_NAN(x, a, b) _mm256_blendv_ps((b), (a), _mm256_cmp_ps((x), (x), _CMP_UNORD_Q))
 #define VRCP(a) _mm256_rcp_ps(a)
 #define VABS(a) _mm256_andnot_ps(_mm256_set1_ps(-0.0f), (a))
 // x where a > b, else y (NaN compares false: y).

@@ -68,6 +68,8 @@ inline void store_bf16_avx512(uint16_t* p, __m512 v) {
 #define VREDUCE_MAX(v) reduce_max_avx512(v)
 #define VANY_NAN(v) (_mm512_cmp_ps_mask((v), (v), _CMP_UNORD_Q) != 0)
 #define VMIN(a, b) _mm512_min_ps((a), (b))
+#define VSEL_NAN(x, a, b) \
+  _mm512_mask_mov_ps((b), _mm512_cmp_ps_mask((x), (x), _CMP_UNORD_Q), (a))
 #define VRCP(a) _mm512_rcp14_ps(a)
 #define VABS(a) _mm512_abs_ps(a)
 // x where a > b, else y (NaN compares false: y).
