@@ -478,6 +478,30 @@ TEST_P(IndexingTest, MaskedFillEveryDtype) {
   }
 }
 
+// Above the threading size, with a random mask (the bit-select path: a mask per element's
+// word, no branch), every dtype, the mask also broadcast from one column.
+TEST_P(IndexingTest, MaskedFillLargeRandomMask) {
+  const Shape s{4096, 9};
+  const size_t n = 4096 * 9;
+  auto m = random_mask(n, 31);
+  std::vector<bool> col(4096);
+  for (size_t i = 0; i < col.size(); ++i) col[i] = m[i * 9];
+  for (DType t : test::all_dtypes()) {
+    auto xv = exact_values(n, t, 32);
+    double fill = t == DType::Bool ? 1 : t == DType::U8 ? 200 : is_floating(t) ? -2.5 : -7;
+    Scalar value = t == DType::Bool ? Scalar(true) : is_floating(t) ? Scalar(fill) : Scalar(int64_t(fill));
+    std::vector<double> e(n), ec(n);
+    for (size_t i = 0; i < n; ++i) {
+      e[i] = m[i] ? fill : xv[i];
+      ec[i] = col[i / 9] ? fill : xv[i];
+    }
+    const Tensor x = make(xv, s, t, device());
+    expect_values(masked_fill(x, bools(m, s, device()), value), s, e, std::string(dtype_name(t)));
+    expect_values(masked_fill(x, bools(col, {4096, 1}, device()), value), s, ec,
+                  std::string(dtype_name(t)) + " column mask");
+  }
+}
+
 TEST_P(IndexingTest, MaskedFillBroadcasting) {
   auto xv = exact_values(12, DType::F32, 24);
   Tensor x = make_layout(xv, {3, 4}, DType::F32, device(), Layout::Transposed);

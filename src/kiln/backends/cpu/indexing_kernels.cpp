@@ -504,6 +504,19 @@ void masked_fill_kernel(OpCall& call) {
   const Tensor& mask = call.inputs[1];
   const Tensor& out = call.outs[0];
   const Scalar& value = call.scalar_attr(0);
+  // The select on the element's bits through a mask, as where_kernel: `m ? v : a` on a
+  // bfloat16 compiled to a branch per element that a random mask mispredicts half the time
+  // ([4096, 8] bfloat16: 117 us against PyTorch's 38).
+  const ElemBytes fill = scalar_bytes(value, out.dtype());
+  auto select = [&]<typename W>() {
+    W v;
+    std::memcpy(&v, fill.bytes, sizeof(W));
+    elementwise_kernel<W, W, bool>(out, {&x, &mask}, [v](W a, bool m) {
+      const W sel = W(W(0) - W(m));
+      return W((v & sel) | (a & W(~sel)));
+    });
+  };
+  if (x.dtype() == out.dtype() && with_word_of_size(out.element_size(), select)) return;
   KILN_DISPATCH_ALL(out.dtype(), "masked_fill", [&]<typename T>() {
     T v;
     ElemBytes b = scalar_bytes(value, out.dtype());
