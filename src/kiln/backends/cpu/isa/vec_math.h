@@ -89,6 +89,10 @@ using VecMulAddF32 = void (*)(const float* x, const float* mul, int64_t mul_step
 // b[i] - (b[i] - a[i]) * (1 - t) (PyTorch's formula, exact at both ends), each product rounded
 // before its sum, as the scalar functor.
 using VecLerpF32 = void (*)(const float* a, const float* b, float t, float* out, int64_t n);
+// The same over bfloat16 arrays, converted in registers: bit for bit the float32 loop on the
+// widened values, rounded once.
+using VecLerpBf16 = void (*)(const uint16_t* a, const uint16_t* b, float t, uint16_t* out,
+                             int64_t n);
 
 // A unary function with up to two float parameters: leaky_relu (p0 = the negative slope),
 // softplus (p0 = beta, p1 = threshold) and clamp (p0 = min, p1 = max: x < min ? min : x, then
@@ -162,6 +166,7 @@ struct VecMathF32 {
   VecMulAddBf16 muladd_bf16 = nullptr;
   VecMulAddF32 muladd_f32 = nullptr;
   VecLerpF32 lerp_f32 = nullptr;
+  VecLerpBf16 lerp_bf16 = nullptr;
   VecBinaryBf16 add_bf16 = nullptr, sub_bf16 = nullptr, mul_bf16 = nullptr, div_bf16 = nullptr,
                 max_bf16 = nullptr, min_bf16 = nullptr;  // max / min: NaN-propagating
   VecBinaryF32 add_f32 = nullptr, sub_f32 = nullptr, mul_f32 = nullptr, div_f32 = nullptr,
