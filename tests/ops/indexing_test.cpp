@@ -489,7 +489,8 @@ TEST_P(IndexingTest, MaskedFillLargeRandomMask) {
   for (DType t : test::all_dtypes()) {
     auto xv = exact_values(n, t, 32);
     double fill = t == DType::Bool ? 1 : t == DType::U8 ? 200 : is_floating(t) ? -2.5 : -7;
-    Scalar value = t == DType::Bool ? Scalar(true) : is_floating(t) ? Scalar(fill) : Scalar(int64_t(fill));
+    Scalar value = t == DType::Bool ? Scalar(true)
+                   : is_floating(t) ? Scalar(fill) : Scalar(int64_t(fill));
     std::vector<double> e(n), ec(n);
     for (size_t i = 0; i < n; ++i) {
       e[i] = m[i] ? fill : xv[i];
