@@ -16,30 +16,17 @@
 #include <string>
 #include <vector>
 
+#include "ops/bf16_bits.h"
 #include "ops/test_util.h"
 
 namespace kiln::test {
 namespace {
-
-uint16_t round_to_bf16_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40u);
-  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
 
 float widen(uint16_t b) {
   const uint32_t u = uint32_t(b) << 16;
   float f;
   std::memcpy(&f, &u, 4);
   return f;
-}
-
-std::vector<uint16_t> bits_of(const Tensor& t) {
-  const Tensor c = t.contiguous();
-  std::vector<uint16_t> b(size_t(c.numel()));
-  std::memcpy(b.data(), c.raw_data(), b.size() * 2);
-  return b;
 }
 
 // bfloat16 values in [-4, 4) with signed zeros, infinities and NaN at a few places.
@@ -85,13 +72,13 @@ TEST(BinaryBf16RowBroadcast, EveryOpRoundsOnceForEveryRowLength) {
         make(values_with_specials(size_t(4 * cols), uint32_t(cols + 1)), {4, cols}, DType::BF16,
              cpu);
     const Tensor row = table.select(0, 2);
-    const std::vector<uint16_t> xb = bits_of(x), rb = bits_of(row);
+    const std::vector<uint16_t> xb = bf16_bits_of(x), rb = bf16_bits_of(row);
     for (const RowOp& op : ops) {
       const std::string what = op.name + " cols " + std::to_string(cols);
       const Tensor got = op.op(x, row);
       ASSERT_EQ(got.dtype(), DType::BF16) << what;
       ASSERT_EQ(got.shape(), (Shape{rows, cols})) << what;
-      const std::vector<uint16_t> g = bits_of(got);
+      const std::vector<uint16_t> g = bf16_bits_of(got);
       for (int64_t i = 0; i < rows; ++i)
         for (int64_t j = 0; j < cols; ++j) {
           const size_t k = size_t(i * cols + j);
@@ -121,7 +108,7 @@ TEST(ConversionBf16, Float32NaNsKeepSignAndPayloadWhenNarrowed) {
     }
     Tensor x = empty({n}, TensorOptions(DType::F32, cpu));
     std::memcpy(x.raw_data(), f.data(), f.size() * 4);
-    const std::vector<uint16_t> g = bits_of(x.to(DType::BF16));
+    const std::vector<uint16_t> g = bf16_bits_of(x.to(DType::BF16));
     for (int64_t i = 0; i < n; ++i) {
       const uint32_t u = nans[size_t(i) % std::size(nans)];
       ASSERT_EQ(g[size_t(i)], uint16_t((u >> 16) | 0x40u))

@@ -15,29 +15,16 @@
 
 #include "kiln/nn/functional.h"
 #include "kiln/tensor/streaming_store.h"
+#include "ops/bf16_bits.h"
 #include "ops/test_util.h"
 
 namespace kiln::test {
 namespace {
 
-uint16_t round_to_bf16_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40u);
-  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-std::vector<uint16_t> bits_of(const Tensor& t) {
-  const Tensor c = t.contiguous();
-  std::vector<uint16_t> b(size_t(c.numel()));
-  std::memcpy(b.data(), c.raw_data(), b.size() * 2);
-  return b;
-}
-
 // Each bfloat16 result against the float32 op's result on the same (widened) values.
 void expect_rounded_float_op(const std::string& name, const Tensor& x_bf16, const Tensor& got,
                              const Tensor& want_f32) {
-  const std::vector<uint16_t> g = bits_of(got), in = bits_of(x_bf16);
+  const std::vector<uint16_t> g = bf16_bits_of(got), in = bf16_bits_of(x_bf16);
   const Tensor w = want_f32.contiguous();
   ASSERT_EQ(int64_t(g.size()), w.numel()) << name;
   const float* wp = w.data_ptr<float>();
