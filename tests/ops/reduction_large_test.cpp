@@ -237,6 +237,21 @@ TEST(ReductionLarge, ProductsOfManyRuns) {
 // float32 for var as for PyTorch). The vector path sums squares in float lanes and must fall
 // back to double lanes there.
 TEST(ReductionLarge, SquaredDeviationsBeyondFloat32) {
+  // Row r of 1024 values in float64: the mean, the squared deviations and the squares.
+  struct RowStats {
+    double mean, ss, sq;
+  };
+  auto row_stats = [](const std::vector<double>& v, int64_t r) {
+    RowStats st{0, 0, 0};
+    for (int64_t j = 0; j < 1024; ++j) st.mean += v[size_t(r * 1024 + j)];
+    st.mean /= 1024;
+    for (int64_t j = 0; j < 1024; ++j) {
+      const double x = v[size_t(r * 1024 + j)];
+      st.ss += (x - st.mean) * (x - st.mean);
+      st.sq += x * x;
+    }
+    return st;
+  };
   const Device cpu(DeviceType::CPU, 0);
   std::vector<double> vals = random_values(4096, -3e20, 3e20, 21);
   Tensor x = make(vals, {4, 1024}, DType::F32, cpu);
@@ -246,14 +261,7 @@ TEST(ReductionLarge, SquaredDeviationsBeyondFloat32) {
     const std::vector<double> vb = values(xb);
     const std::vector<double> sdb = values(std(xb, {1})), nrmb = values(norm(xb, 2, {1}));
     for (int64_t r = 0; r < 4; ++r) {
-      double mean = 0, ss = 0, sq = 0;
-      for (int64_t j = 0; j < 1024; ++j) mean += vb[size_t(r * 1024 + j)];
-      mean /= 1024;
-      for (int64_t j = 0; j < 1024; ++j) {
-        const double v = vb[size_t(r * 1024 + j)];
-        ss += (v - mean) * (v - mean);
-        sq += v * v;
-      }
+      const auto [mean, ss, sq] = row_stats(vb, r);
       EXPECT_NEAR(sdb[size_t(r)], std::sqrt(ss / 1023), 8e-3 * std::sqrt(ss / 1023)) << r;
       EXPECT_NEAR(nrmb[size_t(r)], std::sqrt(sq), 8e-3 * std::sqrt(sq)) << r;
     }
@@ -263,14 +271,7 @@ TEST(ReductionLarge, SquaredDeviationsBeyondFloat32) {
   const std::vector<double> ln =
       values(std::get<0>(native_layer_norm(x, 1, Tensor(), Tensor(), 1e-5)));
   for (int64_t r = 0; r < 4; ++r) {
-    double mean = 0, ss = 0, sq = 0;
-    for (int64_t j = 0; j < 1024; ++j) mean += xf[size_t(r * 1024 + j)];
-    mean /= 1024;
-    for (int64_t j = 0; j < 1024; ++j) {
-      const double v = xf[size_t(r * 1024 + j)];
-      ss += (v - mean) * (v - mean);
-      sq += v * v;
-    }
+    const auto [mean, ss, sq] = row_stats(xf, r);
     EXPECT_NEAR(sd[size_t(r)], std::sqrt(ss / 1023), 1e-5 * std::sqrt(ss / 1023)) << r;
     EXPECT_NEAR(nrm[size_t(r)], std::sqrt(sq), 1e-5 * std::sqrt(sq)) << r;
     const double rstd = 1 / std::sqrt(ss / 1024);
