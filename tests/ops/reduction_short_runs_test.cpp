@@ -1,10 +1,10 @@
-// Reductions over many short runs (sum(-1) / amax(-1) of [R, n] with n up to two lane
+// Reductions over many short runs (sum / amax / prod(-1) of [R, n] with n up to two lane
 // vectors): the CPU reduces them four rows at a time with the rows transposed in registers.
-// Every result must be the one the single-run code gives: float32 sums of fewer than 32
-// values are the float64 sum of the values in order rounded once; maxima / minima are the
-// first value equal to the extremum (-0 / +0 ties keep the earlier one; from 32 values on,
-// either); NaN wherever a row holds one; each row equal to the same row reduced alone; for
-// contiguous and strided rows and any row count.
+// Every result must be the one the single-run code gives: float32 sums and products of fewer
+// than 32 values are the float64 sum / product of the values in order rounded once; maxima /
+// minima are the first value equal to the extremum (-0 / +0 ties keep the earlier one; from 32
+// values on, either); NaN wherever a row holds one; each row equal to the same row reduced
+// alone; for contiguous and strided rows and any row count.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -25,6 +25,7 @@ uint64_t bits_of(double v) {
 struct RowRef {
   double sum = 0;  // float64, in order from +0.0
   double abs_sum = 0;
+  double prod = 1;  // float64, in order from 1.0
   double max = 0, min = 0;
   bool nan = false;
 };
@@ -36,6 +37,7 @@ RowRef row_reference(const std::vector<double>& v, int64_t row, int64_t n) {
     const double x = v[size_t(row * n + j)];
     r.sum += x;
     r.abs_sum += std::fabs(x);
+    r.prod *= x;
     r.nan = r.nan || std::isnan(x);
     if (x > r.max) r.max = x;  // strict: a tie keeps the earlier value (-0 before +0)
     if (x < r.min) r.min = x;
@@ -78,6 +80,7 @@ void check_rows(const Tensor& x, const std::vector<double>& v, int64_t rows, int
   const std::vector<double> m = kiln::mean(x, {1}, false).to_vector<double>();
   const std::vector<double> hi = amax(x, {1}, false).to_vector<double>();
   const std::vector<double> lo = amin(x, {1}, false).to_vector<double>();
+  const std::vector<double> p = prod(x, 1, false).to_vector<double>();
   const double tol = t == DType::F32 ? 0.0 : 1.0 / 128;
   for (int64_t r = 0; r < rows; ++r) {
     const std::string at = what + " row " + std::to_string(r);
@@ -97,6 +100,15 @@ void check_rows(const Tensor& x, const std::vector<double>& v, int64_t rows, int
             << name << " " << at;
       }
     }
+    const double got_prod = p[size_t(r)], want_prod = round_to(ref.prod, t);  // may overflow
+    if (std::isnan(ref.prod)) {
+      EXPECT_TRUE(std::isnan(got_prod)) << "prod " << at;
+    } else if ((t == DType::F32 && n < 32) || std::isinf(want_prod)) {
+      EXPECT_EQ(got_prod, want_prod) << "prod " << at;  // rounded once: exact
+    } else {  // bfloat16, or lane products multiplied in a tree
+      EXPECT_NEAR(got_prod, want_prod, (t == DType::F32 ? 1e-6 : tol) * std::fabs(want_prod))
+          << "prod " << at;
+    }
     if (ref.nan) {
       EXPECT_TRUE(std::isnan(hi[size_t(r)])) << "amax " << at;
       EXPECT_TRUE(std::isnan(lo[size_t(r)])) << "amin " << at;
@@ -115,6 +127,8 @@ void check_rows(const Tensor& x, const std::vector<double>& v, int64_t rows, int
         << "sum alone " << what << " row " << r;
     EXPECT_EQ(bits_of(amax(one, {1}, false).to_vector<double>()[0]), bits_of(hi[size_t(r)]))
         << "amax alone " << what << " row " << r;
+    EXPECT_EQ(bits_of(prod(one, 1, false).to_vector<double>()[0]), bits_of(p[size_t(r)]))
+        << "prod alone " << what << " row " << r;
   }
 }
 

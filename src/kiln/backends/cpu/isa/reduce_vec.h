@@ -18,6 +18,10 @@ struct VecReduce {
   // The product in double (32 independent lane products, combined in a fixed order).
   double (*prod_f32)(const float* x, int64_t n) = nullptr;
   double (*prod_bf16)(const uint16_t* x, int64_t n) = nullptr;
+  // Four runs of n each (x[0..3]): out[r] is the double product of run r in order from 1.0,
+  // the generic loop's bits (for runs too short for prod_*'s lanes).
+  void (*prod_four_runs_f32)(const float* const* x, int64_t n, double* out) = nullptr;
+  void (*prod_four_runs_bf16)(const uint16_t* const* x, int64_t n, double* out) = nullptr;
   // sum of (x - mean)^2, for var/std's second pass.
   double (*sum_sq_dev_f32)(const float* x, int64_t n, double mean) = nullptr;
   double (*sum_sq_dev_bf16)(const uint16_t* x, int64_t n, double mean) = nullptr;
