@@ -116,6 +116,38 @@ TEST_P(Softmax, LongRowsWithNaNAndInfinities) {
   }
 }
 
+// Many rows of at most 32 values (the CPU takes them a vector's width of rows at a time,
+// transposed; the last rows of the input, and rows whose vector loads would pass its end, by
+// the scalar fill): every length, row counts that leave partial groups, specials in the rows
+// of the first group and of the last.
+TEST_P(Softmax, ManyShortRowsWithSpecials) {
+  for (int64_t len = 1; len <= 34; ++len) {
+    for (int64_t rows : {int64_t(16), int64_t(203)}) {
+      std::vector<double> v =
+          random_values(size_t(rows * len), -6, 6, uint32_t(1000 + len * 7 + rows));
+      auto at = [&](int64_t r, int64_t j) -> double& { return v[size_t(r * len + j % len)]; };
+      for (int64_t r : {int64_t(0), rows - 9, rows - 5}) {  // the last ends on the last row
+        at(r, len / 2) = kNaN;
+        at(r + 1, len - 1) = kInf;
+        for (int64_t j = 0; j < len; ++j) at(r + 2, j) = -kInf;
+        for (int64_t j = 0; j < len; j += 3) at(r + 3, j) = -kInf;
+        for (int64_t j = 0; j < len; ++j) at(r + 4, j) = j % 2 ? 1e30 : -1e30;
+      }
+      for (DType t : {DType::F32, DType::BF16}) {
+        Tensor x = make(v, {rows, len}, t, device());
+        const std::vector<double> xv = values(x);
+        for (bool log : {false, true}) {
+          const std::string what = std::string(dtype_name(t)) + (log ? " log_softmax" : " softmax") +
+                                   " of [" + std::to_string(rows) + ", " + std::to_string(len) +
+                                   "]";
+          expect_close(log ? log_softmax(x, 1) : softmax(x, -1), {rows, len},
+                       ref_softmax(xv, {rows, len}, 1, log), what);
+        }
+      }
+    }
+  }
+}
+
 TEST_P(Softmax, DtypeArgument) {
   Tensor i = make({1, 2, 3}, {3}, DType::I64, device());
   Tensor y = softmax(i, 0, DType::F32);

@@ -6,6 +6,7 @@
 
 #include "gelu_table.h"
 #include "kiln/core/convert.h"
+#include "transpose_f32_avx2.h"
 #include "vec_math.h"
 
 namespace {
@@ -49,6 +50,11 @@ inline void store2_bf16_avx2(uint16_t* p, __m256 v0, __m256 v1) {
   // packus per 128-bit half: [v0 0..3, v1 0..3 | v0 4..7, v1 4..7]
   const __m256i packed = _mm256_packus_epi32(round_bf16_avx2(v0), round_bf16_avx2(v1));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm256_permute4x64_epi64(packed, 0xd8));
+}
+// The first k (< 8) lanes of v stored to p, the memory after them untouched.
+inline void store_first_avx2(float* p, int64_t k, __m256 v) {
+  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  _mm256_maskstore_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(int(k)), lanes), v);
 }
 inline bool any_outside_avx2(__m256 x, float lo, float hi) {
   const __m256 out = _mm256_or_ps(_mm256_cmp_ps(x, _mm256_set1_ps(lo), _CMP_LT_OQ),
@@ -122,6 +128,8 @@ inline bool any_outside_avx2(__m256 x, float lo, float hi) {
 #define SLEEF_LOG2 Sleef_log2f8_u10avx2
 #define SLEEF_LOG1P Sleef_log1pf8_u10avx2
 #define VEC_MATH_NAME vec_math_avx2
+#define VTRANSPOSE_VW(r) ::kiln::cpu::transpose8x8(r)
+#define VSTORE_FIRST(p, k, v) store_first_avx2((p), (k), (v))
 namespace kiln::cpu {
 namespace {
 // Truncating conversions with decision 0005's rule (NaN and values out of the type's range
