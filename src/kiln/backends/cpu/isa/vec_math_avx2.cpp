@@ -122,6 +122,8 @@ inline bool any_outside_avx2(__m256 x, float lo, float hi) {
 #define SLEEF_LOG Sleef_logf8_u10avx2
 #define SLEEF_SIN Sleef_sinf8_u10avx2
 #define SLEEF_COS Sleef_cosf8_u10avx2
+#define SLEEF_SIN_U35 Sleef_sinf8_u35avx2
+#define SLEEF_COS_U35 Sleef_cosf8_u35avx2
 #define SLEEF_TAN Sleef_tanf8_u10avx2
 #define SLEEF_EXP2 Sleef_exp2f8_u10avx2
 #define SLEEF_EXPM1 Sleef_expm1f8_u10avx2
