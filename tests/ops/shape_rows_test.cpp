@@ -79,6 +79,25 @@ TEST(ShapeRows, RollAndFlip) {
     }
 }
 
+// Contiguous rows of up to 32 values flipped along the last dim (one typed loop over all
+// rows): every element size, row counts past the threading threshold, and rows of 33 (the
+// row-at-a-time path) beside them.
+TEST(ShapeRows, FlipShortRows) {
+  for (DType dt : {DType::U8, DType::BF16, DType::F32, DType::F64, DType::Bool})
+    for (const Shape& s : {Shape{70000, 1}, Shape{9001, 7}, Shape{3, 700, 32}, Shape{500, 33}}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " " + std::to_string(s.back()));
+      const Tensor x = remainder(arange(numel_of_shape(s), TensorOptions(DType::I64)), 251)
+                           .to(dt)
+                           .reshape(s);
+      const std::vector<double> v = x.to_vector<double>();
+      expect_equal(flip(x, {int64_t(s.size()) - 1}), s, build(s, [&](const Index& i) {
+        Index j = i;
+        j.back() = s.back() - 1 - i.back();
+        return at(v, s, j);
+      }));
+    }
+}
+
 TEST(ShapeRows, RepeatAndTriangles) {
   for (DType dt : kDTypes)
     for (const Tensor& x : inputs(dt)) {

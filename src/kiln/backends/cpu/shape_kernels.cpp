@@ -8,6 +8,7 @@
 
 #include "index_loops.h"
 #include "permuted_copy.h"
+#include "parallel_pieces.h"
 #include "row_loops.h"
 #include "kiln/tensor/copy_bytes.h"
 #include "kiln/tensor/empty.h"
@@ -162,6 +163,24 @@ void repeat_interleave_kernel(OpCall& call) {
   call.outs = {out};
 }
 
+// Contiguous [numel / w, w] flipped along its rows of w <= kShortFlipRow values, by one
+// typed loop over all of them: a row callback and a vector-reversal call per row cost 36 us
+// for [4096, 8] float32 (PyTorch 16). False for element sizes other than 1, 2, 4 and 8.
+constexpr int64_t kShortFlipRow = 32;
+bool flip_short_rows(const char* src, char* dst, int64_t numel, int64_t w, size_t es) {
+  return with_word_of_size(es, [&]<typename W>() {
+    const W* x = reinterpret_cast<const W*>(src);
+    W* out = reinterpret_cast<W*>(dst);
+    parallel_pieces(numel / w, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const W* row = x + r * w + (w - 1);
+        W* o = out + r * w;
+        for (int64_t j = 0; j < w; ++j) o[j] = row[-j];
+      }
+    });
+  });
+}
+
 // attrs: dims (wrapped, unique).
 void flip_kernel(OpCall& call) {
   const Tensor& x = call.inputs[0];
@@ -177,6 +196,11 @@ void flip_kernel(OpCall& call) {
   const char* s = bytes_of(x);
   size_t es = x.element_size();
   const int64_t nd = x.dim();
+  const std::vector<int64_t>& dims = call.ints_attr(0);
+  if (dims.size() == 1 && dims[0] == nd - 1 && x.size(nd - 1) <= kShortFlipRow &&
+      x.is_contiguous() && out.is_contiguous() &&
+      flip_short_rows(s, o, x.numel(), x.size(nd - 1), es))
+    return;
   if (rows_are_dense(x) && rows_are_dense(out)) {
     // A row flipped along the last dimension is read backwards, else copied whole.
     const int64_t W = x.size(nd - 1);
