@@ -1,10 +1,10 @@
-// Reductions over many short runs (sum / amax / prod(-1) of [R, n] with n up to two lane
+// Reductions over many short runs (sum / amax / prod(-1) of [R, n] with n up to four lane
 // vectors): the CPU reduces them four rows at a time with the rows transposed in registers.
-// Every result must be the one the single-run code gives: float32 sums and products of fewer
-// than 32 values are the float64 sum / product of the values in order rounded once; maxima /
-// minima are the first value equal to the extremum (-0 / +0 ties keep the earlier one; from 32
-// values on, either); NaN wherever a row holds one; each row equal to the same row reduced
-// alone; for contiguous and strided rows and any row count.
+// Every result must be the one the single-run code gives: each row equal, bit for bit, to
+// the same row reduced alone; float32 sums and products of fewer than 32 values are the
+// float64 sum / product of the values in order rounded once; maxima / minima of fewer than 32
+// values are the first value equal to the extremum (-0 / +0 ties keep the earlier one); NaN
+// wherever a row holds one; for contiguous and strided rows and any row count.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -121,7 +121,8 @@ void check_rows(const Tensor& x, const std::vector<double>& v, int64_t rows, int
     }
   }
   // Each row alone takes the single-run code: the same bits (bfloat16 included).
-  for (int64_t r : {int64_t(0), int64_t(3), int64_t(22), int64_t(30), int64_t(70), rows - 1}) {
+  for (int64_t r : {int64_t(0), int64_t(3), int64_t(22), int64_t(30), int64_t(45), int64_t(50),
+                    int64_t(70), rows - 1}) {
     const Tensor one = x.slice(0, r, r + 1);
     EXPECT_EQ(bits_of(sum(one, {1}, false).to_vector<double>()[0]), bits_of(s[size_t(r)]))
         << "sum alone " << what << " row " << r;
@@ -132,10 +133,10 @@ void check_rows(const Tensor& x, const std::vector<double>& v, int64_t rows, int
   }
 }
 
-TEST(ReductionShortRuns, EveryLengthUpToTwoVectorsContiguousAndStrided) {
+TEST(ReductionShortRuns, EveryLengthUpToFourVectorsContiguousAndStrided) {
   const Device cpu(DeviceType::CPU, 0);
   for (DType t : {DType::F32, DType::BF16}) {
-    for (int64_t n = 1; n <= 34; ++n) {
+    for (int64_t n = 1; n <= 66; ++n) {
       const int64_t rows = 203;  // not a multiple of four: the last rows go one at a time
       const std::string what = std::string(dtype_name(t)) + " n=" + std::to_string(n);
       const std::vector<double> v = short_rows(rows, n, t, uint32_t(500 + n));
@@ -153,7 +154,7 @@ TEST(ReductionShortRuns, EveryLengthUpToTwoVectorsContiguousAndStrided) {
 TEST(ReductionShortRuns, ManyRowsSplitAcrossThreadsKeepTheBits) {
   const Device cpu(DeviceType::CPU, 0);
   for (DType t : {DType::F32, DType::BF16}) {
-    for (int64_t n : {int64_t(3), int64_t(8), int64_t(16), int64_t(31)}) {
+    for (int64_t n : {int64_t(3), int64_t(8), int64_t(16), int64_t(31), int64_t(32), int64_t(50)}) {
       const int64_t rows = 40001;
       const std::vector<double> v = short_rows(rows, n, t, uint32_t(900 + n));
       const Tensor x = make(v, {rows, n}, t, cpu);
