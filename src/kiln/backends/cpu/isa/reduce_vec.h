@@ -24,6 +24,11 @@ struct VecReduce {
   void (*prod_four_runs_bf16)(const uint16_t* const* x, int64_t n, double* out) = nullptr;
   // sum of (x - mean)^2, for var/std's second pass.
   double (*sum_sq_dev_f32)(const float* x, int64_t n, double mean) = nullptr;
+  // Four runs of n < 64 each (layer_norm / rms_norm rows): mean[r] = the double sum of run r
+  // (sum_f32's bits) / n when centred, else 0; m2[r] = the double sum of (x - mean[r])^2 in
+  // order, / n.
+  void (*norm_stats_four_runs_f32)(const float* const* x, int64_t n, bool centred,
+                                   double* mean, double* m2) = nullptr;
   double (*sum_sq_dev_bf16)(const uint16_t* x, int64_t n, double mean) = nullptr;
   float (*max_f32)(const float* x, int64_t n) = nullptr;  // n >= 1
   float (*min_f32)(const float* x, int64_t n) = nullptr;
