@@ -107,11 +107,10 @@ bool prod_runs(OpCall& call) {
     // Runs too short for prod_*'s lanes (it multiplies them as its tail: in order from 1.0),
     // four at a time transposed in registers: the same bits. The generic loop took 25 us for
     // [4096, 8] and prod_f32 30 us for [4096, 16] (PyTorch 13 and 21).
-    const int64_t quads = outputs / 4;
+    const int64_t quads = (outputs + 3) / 4;
 #pragma omp parallel for schedule(static) if (quads > 1 && outputs * n >= (int64_t(1) << 15))
-    for (int64_t q = 0; q < quads + 1; ++q) {
+    for (int64_t q = 0; q < quads; ++q) {
       const int64_t o0 = q * 4, count = std::min<int64_t>(4, outputs - o0);
-      if (count <= 0) continue;
       const T* x[4];  // a last partial quad repeats its last run
       for (int r = 0; r < 4; ++r) x[r] = src + offsets.in(o0 + std::min<int64_t>(r, count - 1));
       double p[4];
