@@ -137,9 +137,9 @@ TEST_P(Softmax, ManyShortRowsWithSpecials) {
         Tensor x = make(v, {rows, len}, t, device());
         const std::vector<double> xv = values(x);
         for (bool log : {false, true}) {
-          const std::string what = std::string(dtype_name(t)) + (log ? " log_softmax" : " softmax") +
-                                   " of [" + std::to_string(rows) + ", " + std::to_string(len) +
-                                   "]";
+          const std::string what = std::string(dtype_name(t)) +
+                                   (log ? " log_softmax" : " softmax") + " of [" +
+                                   std::to_string(rows) + ", " + std::to_string(len) + "]";
           expect_close(log ? log_softmax(x, 1) : softmax(x, -1), {rows, len},
                        ref_softmax(xv, {rows, len}, 1, log), what);
         }
