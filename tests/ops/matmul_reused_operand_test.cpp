@@ -3,8 +3,9 @@
 // tensor at a freed one's address, views at different offsets, transposed; float32, bfloat16,
 // addmm's bias row and int_mm, against float64 products of the values actually multiplied. The
 // packed-copy count shows the cache at work (one copy per reused B, none for products of
-// fewer than 64 rows); without oneDNN, or with it switched off, kiln's own kernels keep the
-// copy instead (decision 0043) where the level has a packed kernel.
+// fewer than 64 rows in oneDNN, 16 in kiln's own kernels); without oneDNN, or with it switched
+// off, kiln's own kernels keep the copy instead (decision 0043) where the level has a packed
+// kernel.
 #include "kiln/backends/cpu/cpu_info.h"
 #include "kiln/backends/cpu/onednn.h"
 #include "kiln/backends/cpu/packed_weights.h"
@@ -138,10 +139,44 @@ TEST(MatmulReusedOperand, IntMmContiguousB) {
 TEST(MatmulReusedOperand, FewRowsAreNotPacked) {
   cpu::onednn_clear_packed_weights();
   cpu::own_clear_packed_weights();
-  Tensor a = random_matrix(32, 512, 40), b = random_matrix(512, 256, 41);
-  for (int i = 0; i < 3; ++i) expect_product(a, b, "32 rows, call " + std::to_string(i));
+  Tensor a = random_matrix(12, 512, 40), b = random_matrix(512, 256, 41);
+  for (int i = 0; i < 3; ++i) expect_product(a, b, "12 rows, call " + std::to_string(i));
   EXPECT_EQ(cpu::onednn_packed_weight_count(), 0u);
   EXPECT_EQ(cpu::own_packed_weight_count(), 0u);
+  // From 16 rows kiln's own kernel keeps a copy (oneDNN only from 64).
+  Tensor a32 = random_matrix(32, 512, 42);
+  for (int i = 0; i < 3; ++i) expect_product(a32, b, "32 rows, call " + std::to_string(i));
+  EXPECT_EQ(cpu::onednn_packed_weight_count(), 0u);
+  EXPECT_EQ(cpu::own_packed_weight_count(), packed_if_own_kernel(1));
+}
+
+// An activation with batch dims times one 2-D weight (an ONNX MatMul of x[B, T, K] by W[K, N])
+// folds into one product whose B is that weight: packed once like a plain mm's, and every
+// batch's rows still right after the weight changes in place.
+TEST(MatmulReusedOperand, BatchedActivationTimesWeight) {
+  cpu::onednn_clear_packed_weights();
+  cpu::own_clear_packed_weights();
+  const int64_t B = 3, T = 12, K = 200, N = 136;
+  Tensor x = make(random_values(size_t(B * T * K), -1, 1, 60), {B, T, K}, DType::F32, kCpu);
+  Tensor w = random_matrix(K, N, 61);
+  auto check = [&](const Tensor& xs, const std::string& what) {
+    const int64_t rows = xs.numel() / K;
+    Tensor y = matmul(xs, w);
+    Shape shape = xs.shape();
+    shape.back() = N;
+    expect_close(y, shape, product(xs.reshape({rows, K}), w), sum_tol(K, DType::F32), what);
+  };
+  for (int i = 0; i < 3; ++i) check(x, "[3, 12, 200] call " + std::to_string(i));
+  EXPECT_EQ(cpu::onednn_packed_weight_count(), 0u);  // 36 rows: below oneDNN's 64
+  EXPECT_EQ(cpu::own_packed_weight_count(), packed_if_own_kernel(1));
+  w.mul_(full({1}, -2.0, TensorOptions(DType::F32, kCpu)));
+  check(x, "after mul_");
+  check(x, "after mul_, again");
+  // A leading batch dim of 1 is dropped: 96 rows, which oneDNN packs too.
+  Tensor x1 = make(random_values(size_t(96 * K), -1, 1, 62), {1, 96, K}, DType::F32, kCpu);
+  for (int i = 0; i < 3; ++i) check(x1, "[1, 96, 200] call " + std::to_string(i));
+  EXPECT_EQ(cpu::onednn_packed_weight_count(), packed_if_onednn(1));
+  EXPECT_EQ(cpu::own_packed_weight_count(), packed_if_own_kernel(1));
 }
 
 }  // namespace

@@ -37,8 +37,9 @@ struct MatOperand {
   const char* data = nullptr;
   Strides batch;  // aligned with the output's batch dims; 0 where broadcast
   int64_t rs = 0, cs = 0;
-  // The operand's tensor when it is one matrix (2-D, no batch): oneDNN may cache a packed
-  // copy of a B used again (onednn_matmul.h).
+  // The operand's tensor when it is one 2-D matrix, perhaps broadcast over the batch: once
+  // that batch folds into rows (x[B, T, K] @ W[K, N], every ONNX MatMul of a weight), a B used
+  // again may be packed once (onednn_matmul.h, own_packed_weights.h).
   const Tensor* tensor = nullptr;
 };
 
@@ -69,7 +70,7 @@ MatOperand matrix(const Tensor& t, const Shape& batch) {
   op.batch.assign(st.begin(), st.end() - 2);
   op.rs = st[st.size() - 2];
   op.cs = st[st.size() - 1];
-  if (t.dim() == 2 && batch.empty()) op.tensor = &t;
+  if (t.dim() == 2) op.tensor = &t;
   return op;
 }
 

@@ -29,8 +29,11 @@ std::shared_ptr<const GemmPackedB> own_packed_weight(const Tensor& weight,
 // Used by the oneDNN matmul / int_mm paths and by kiln's own kernels.
 bool operand_seen_unchanged(const Tensor& operand, const std::string& layout_key);
 // Products with fewer rows than this do not pack a reused plain operand for kiln's own kernels
-// (the rule oneDNN's paths follow with kOnednnPackMinRows, decision 0031).
-inline constexpr int64_t kPackReusedMinRows = 64;
+// (oneDNN's paths: kOnednnPackMinRows, decision 0031). Below 16 rows the matrix-vector and
+// dot-tile kernels read the plain weight once anyway; from 16 the blocked kernel reads B once
+// per 6-row tile, which from a packed copy is sequential (decision 0056: x[3, 12, 384] @
+// W[384, 1536], weights not in cache, as in all-MiniLM-L6-v2 through ONNX).
+inline constexpr int64_t kPackReusedMinRows = 16;
 
 // own_packed_weight_count / own_clear_packed_weights: kiln/backends/cpu/packed_weights.h.
 
