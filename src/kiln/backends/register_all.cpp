@@ -21,6 +21,7 @@ void register_pooling_ops();
 void register_normalization_ops();
 void register_nll_loss_ops();
 void register_adam_step_op();
+void register_pointwise_program_op();
 }  // namespace ops
 namespace cpu {
 void register_copy_kernels();
@@ -37,6 +38,7 @@ void register_normalization_kernels();
 void register_batch_norm_kernels();
 void register_nll_loss_kernels();
 void register_adam_step_kernel();
+void register_pointwise_program_kernel();
 }  // namespace cpu
 namespace testing_backend {
 void register_testing_kernels();
@@ -60,6 +62,7 @@ void ensure_ops_registered() {
     ops::register_normalization_ops();
     ops::register_nll_loss_ops();
     ops::register_adam_step_op();
+    ops::register_pointwise_program_op();
     cpu::register_copy_kernels();
     cpu::register_unary_kernels();
     cpu::register_binary_kernels();
@@ -74,6 +77,7 @@ void ensure_ops_registered() {
     cpu::register_batch_norm_kernels();
     cpu::register_nll_loss_kernels();
     cpu::register_adam_step_kernel();
+    cpu::register_pointwise_program_kernel();
     testing_backend::register_testing_kernels();
   });
 }

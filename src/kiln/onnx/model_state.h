@@ -9,8 +9,18 @@
 
 #include "kiln/onnx/model.h"
 #include "kiln/onnx/proto.h"
+#include "kiln/ops/pointwise_program.h"
 
 namespace kiln::onnx {
+
+// A group of elementwise nodes run as one PointwiseProgram over one input (the root) at the
+// place of its last node (pointwise_fusion.cpp).
+struct FusedChain {
+  std::string root, output;
+  PointwiseProgram program;
+  int64_t scalar_rank = 0;  // the highest rank of the nodes' one-element constants
+  std::vector<int> nodes;   // the nodes it stands for, in order (the last one runs it)
+};
 
 // How one graph (the main graph or a subgraph) runs: its node order, its own initializers
 // (subgraphs only; the main graph's are State::initializers), and for each value the position
@@ -25,6 +35,9 @@ struct GraphPlan {
   // Outputs of nodes evaluated once at load time (by node index): Constant nodes and nodes
   // whose inputs are all constants (constant_folding.cpp).
   std::map<int, std::vector<Value>> folded;
+  // Fused chains by the index of their last node; the other nodes of each are skipped.
+  std::map<int, FusedChain> fused;
+  std::set<int> absorbed;
 };
 
 struct Model::State {
@@ -60,6 +73,17 @@ std::vector<int> topological_order(const pb::GraphProto& graph,
 // GraphPlan::folded. A malformed Constant is an error; any other node that fails is simply
 // left to run (and report) at run time.
 void fold_constants(Model::State& state);
+
+// Groups the main graph's chains of elementwise nodes with constant operands (Add, Sub, Mul,
+// Div, Clip, Relu, HardSigmoid, HardSwish, inference BatchNormalization) that read one value
+// and hand on one into GraphPlan::fused (after fold_constants).
+void fuse_pointwise_chains(Model::State& state);
+
+// Whether a fused chain can run as its program on root (a float32 tensor with the channels
+// the program expects); otherwise the executor runs the chain's nodes one by one.
+bool fused_chain_applies(const FusedChain& chain, const Value& root);
+// The chain's output from root (fused_chain_applies must hold).
+Tensor run_fused_chain(const FusedChain& chain, const Value& root);
 
 // "node 'name' (OpType)" or "node #i (OpType)" for messages.
 std::string describe_node(const pb::NodeProto& node, int index);

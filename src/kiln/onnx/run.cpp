@@ -119,8 +119,71 @@ class ScopeRunner final : public GraphRunner {
   const Scope& scope_;
 };
 
+// Runs one node through its op-table entry, its outputs into scope.
+void run_node(const Model::State& s, const pb::GraphProto& g, const GraphPlan& plan, int index,
+              Scope& scope, const ScopeRunner& runner) {
+  const pb::NodeProto& node = g.node(index);
+  const bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
+  OpFunction fn =
+      op_table().find(default_domain ? node.op_type() : node.domain() + ":" + node.op_type());
+  KILN_CHECK(fn != nullptr, NotImplementedError, describe_node(node, index),
+             ": operator not supported by kiln");
+  std::vector<Value> inputs;
+  inputs.reserve(size_t(node.input_size()));
+  for (const auto& name : node.input()) {
+    if (name.empty()) {
+      inputs.emplace_back();
+      continue;
+    }
+    const Value* v = scope.find(name);
+    KILN_CHECK(v != nullptr, ValueError, describe_node(node, index), ": input ", quoted(name),
+               " has no value (an optional output that was not produced)");
+    inputs.push_back(*v);
+  }
+  std::vector<Value> outs;
+  try {
+    OpContext ctx(node, s.opset, std::move(inputs), s.device, &runner);
+    std::vector<Tensor> tensors = fn(ctx);
+    outs.assign(tensors.begin(), tensors.end());
+    for (auto& [i, v] : ctx.value_outputs()) {
+      if (outs.size() <= i) outs.resize(i + 1);
+      outs[i] = std::move(v);
+    }
+  } catch (...) {
+    rethrow_for_node(describe_node(node, index));
+  }
+  for (int i = 0; i < node.output_size(); ++i) {
+    const std::string& name = node.output(i);
+    if (name.empty()) continue;
+    if (size_t(i) < outs.size() && outs[size_t(i)].defined()) {
+      scope.values[name] = std::move(outs[size_t(i)]);
+    } else {
+      KILN_CHECK(!plan.outputs.count(name) && !plan.last_use.count(name), NotImplementedError,
+                 describe_node(node, index), ": output ", i, " (", quoted(name),
+                 ") is not produced by kiln's implementation");
+    }
+  }
+}
+
+// A fused chain at its last node: one program over its root when it applies, else its nodes
+// one by one (their intermediate values dropped again).
+void run_chain(const Model::State& s, const pb::GraphProto& g, const GraphPlan& plan,
+               const FusedChain& chain, Scope& scope, const ScopeRunner& runner) {
+  const Value* root = scope.find(chain.root);
+  if (root && fused_chain_applies(chain, *root)) {
+    try {
+      scope.values[chain.output] = run_fused_chain(chain, *root);
+    } catch (...) {
+      rethrow_for_node(describe_node(g.node(chain.nodes.back()), chain.nodes.back()));
+    }
+    return;
+  }
+  for (int i : chain.nodes) run_node(s, g, plan, i, scope, runner);
+  for (int i : chain.nodes)
+    if (i != chain.nodes.back()) scope.values.erase(g.node(i).output(0));
+}
+
 void execute(const Model::State& s, const pb::GraphProto& g, const GraphPlan& plan, Scope& scope) {
-  const OpTable& table = op_table();
   const ScopeRunner runner(s, scope);
   for (size_t pos = 0; pos < plan.order.size(); ++pos) {
     const int index = plan.order[pos];
@@ -131,44 +194,11 @@ void execute(const Model::State& s, const pb::GraphProto& g, const GraphPlan& pl
       }
       continue;
     }
-    const bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
-    OpFunction fn = table.find(default_domain ? node.op_type() : node.domain() + ":" + node.op_type());
-    KILN_CHECK(fn != nullptr, NotImplementedError, describe_node(node, index), ": operator not supported by kiln");
-    std::vector<Value> inputs;
-    inputs.reserve(size_t(node.input_size()));
-    for (const auto& name : node.input()) {
-      if (name.empty()) {
-        inputs.emplace_back();
-        continue;
-      }
-      const Value* v = scope.find(name);
-      KILN_CHECK(v != nullptr, ValueError, describe_node(node, index), ": input ", quoted(name),
-                 " has no value (an optional output that was not produced)");
-      inputs.push_back(*v);
-    }
-    std::vector<Value> outs;
-    try {
-      OpContext ctx(node, s.opset, std::move(inputs), s.device, &runner);
-      std::vector<Tensor> tensors = fn(ctx);
-      outs.assign(tensors.begin(), tensors.end());
-      for (auto& [i, v] : ctx.value_outputs()) {
-        if (outs.size() <= i) outs.resize(i + 1);
-        outs[i] = std::move(v);
-      }
-    } catch (...) {
-      rethrow_for_node(describe_node(node, index));
-    }
-    for (int i = 0; i < node.output_size(); ++i) {
-      const std::string& name = node.output(i);
-      if (name.empty()) continue;
-      if (size_t(i) < outs.size() && outs[size_t(i)].defined()) {
-        scope.values[name] = std::move(outs[size_t(i)]);
-      } else {
-        KILN_CHECK(!plan.outputs.count(name) && !plan.last_use.count(name), NotImplementedError,
-                   describe_node(node, index), ": output ", i, " (", quoted(name),
-                   ") is not produced by kiln's implementation");
-      }
-    }
+    if (plan.absorbed.count(index)) continue;  // its chain runs at the chain's last node
+    if (auto f = plan.fused.find(index); f != plan.fused.end())
+      run_chain(s, g, plan, f->second, scope, runner);
+    else
+      run_node(s, g, plan, index, scope, runner);
     // Drop values (of this scope only) that nothing reads any more.
     for (const auto& name : plan.drops[pos]) scope.values.erase(name);
   }
