@@ -2,8 +2,9 @@
 // ordinary ops (run_pointwise_steps): bit for bit, for random programs over every step kind,
 // operand kind and register reuse, on inputs holding NaN, infinities, signed zeros and
 // subnormals, at sizes around the kernel's block lengths, with and without per-channel
-// constants, on one and two threads; off the CPU (the testing device) the op-by-op path
-// gives the same values. Malformed programs are refused with ValueError.
+// constants, contiguous and channels-last, on one and two threads; off the CPU (the testing
+// device) the op-by-op path gives the same values. Malformed programs are refused with
+// ValueError.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -147,6 +148,27 @@ TEST(PointwiseProgram, HardSwishBlockOnThreadsAndStridedInput) {
   set_num_threads(threads);
   const Tensor xt = x.transpose(0, 2);  // read through contiguous()
   expect_same_bits(pointwise_program(xt, p), run_pointwise_steps(xt, p), "transposed input");
+}
+
+// A channels-last input is read in place and gives a channels-last result, per-channel
+// constants following the channels innermost: the same values as the op sequence (which
+// keeps the layout too), channel counts below, at and above the block length.
+TEST(PointwiseProgram, ChannelsLastKeepsItsLayout) {
+  std::mt19937 gen(13);
+  for (int64_t channels : {1, 3, 24, 700, 2500}) {
+    const Shape shape{2, channels, 5, 7};
+    const Tensor x =
+        float_tensor(special_values(size_t(2 * channels * 35), uint32_t(channels)), shape)
+            .contiguous(MemoryFormat::ChannelsLast);
+    ASSERT_TRUE(channels == 1 || x.is_channels_last());
+    for (int trial = 0; trial < 4; ++trial) {
+      const PointwiseProgram p = random_program(gen, 5, 4, trial % 2 ? channels : 0);
+      const Tensor y = pointwise_program(x, p);
+      EXPECT_EQ(y.strides(), x.strides()) << channels << " channels";
+      expect_same_bits(y, run_pointwise_steps(x.contiguous(), p),
+                       std::to_string(channels) + " channels, trial " + std::to_string(trial));
+    }
+  }
 }
 
 TEST(PointwiseProgram, TestingDeviceRunsTheSameSteps) {

@@ -136,7 +136,10 @@ Tensor pointwise_program(const Tensor& x, const PointwiseProgram& p) {
                                 : " with " + std::to_string(p.channels[0].size()) +
                                       " channels in dim 1",
              ", got ", dtype_name(x.dtype()), " ", shape_str(x.shape()), " on ", x.device().str());
-  return call_op(KILN_OP("pointwise_program"), {x.contiguous()}, {encode_pointwise_program(p)});
+  // A channels-last input is read in place and gives a channels-last result (as the
+  // elementwise ops it stands for); other layouts are made contiguous.
+  return call_op(KILN_OP("pointwise_program"), {x.is_channels_last() ? x : x.contiguous()},
+                 {encode_pointwise_program(p)});
 }
 
 Tensor run_pointwise_steps(const Tensor& x, const PointwiseProgram& p) {
@@ -191,7 +194,8 @@ void register_pointwise_program_op() {
   register_op("pointwise_program", "pointwise_program(Tensor self, int[] program) -> Tensor",
               [](const OpCall& c) -> std::vector<TensorMeta> {
                 return {{c.inputs[0].shape(), DType::F32}};
-              });
+              })
+      .keeps_channels_last = true;
 }
 }  // namespace ops
 

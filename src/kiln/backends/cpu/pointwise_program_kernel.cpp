@@ -1,7 +1,7 @@
-// pointwise_program on the CPU (include/kiln/ops/pointwise_program.h): the input is cut into
-// blocks of kBlock values (one channel plane at a time when the program has per-channel
-// constants); every step runs over the block in registers of kBlock floats, which stay in
-// L1, through the same vector functions as the eager ops (isa/vec_math.h: add_f32 with a
+// pointwise_program on the CPU (include/kiln/ops/pointwise_program.h): the input (contiguous,
+// or channels-last, in memory order) is cut into blocks (one channel plane at a time when a
+// contiguous input meets per-channel constants); every step runs over the block in registers
+// of block floats, which stay in L1, through the same vector functions as the eager ops (isa/vec_math.h: add_f32 with a
 // broadcast operand, clamp, relu, ...), so each step rounds exactly as its op. The input is
 // read once and the result written once. At the baseline level (no vector table) scalar
 // loops with the eager kernels' semantics stand in.
@@ -92,31 +92,47 @@ void pointwise_program_kernel(OpCall& call) {
   const VecMathF32& vm = vec_math_f32();
   const int64_t n = x.numel();
   if (n == 0) return;
-  // Planes of one channel each when there are per-channel constants, else one plane.
+  KILN_CHECK(out.strides() == x.strides(), Error,
+             "pointwise_program: the output must have the input's layout");
   const int64_t channels = p.channels.empty() ? 1 : int64_t(p.channels[0].size());
-  const int64_t plane = p.channels.empty() ? n : n / x.size(0) / channels;
-  const int64_t planes = n / std::max<int64_t>(plane, 1);
+  // Contiguous: planes of one channel each (a constant per plane). Channels-last: channels
+  // innermost, so blocks hold whole pixels and a channel operand is its vector repeated
+  // over one block (`pattern`), the same for every block.
+  const bool interleaved = channels > 1 && x.is_channels_last();
+  int64_t block = block_for(p.registers), plane = n, pattern_len = 0;
+  if (interleaved) {
+    pattern_len = block = std::max<int64_t>(1, block / channels) * channels;
+  } else if (!p.channels.empty()) {
+    plane = n / x.size(0) / channels;
+  }
   if (plane == 0) return;
-  const int64_t kBlock = block_for(p.registers);
-  const int64_t blocks_per_plane = (plane + kBlock - 1) / kBlock;
+  std::vector<std::vector<float>> patterns;
+  for (const auto& c : p.channels) {
+    if (!interleaved) break;
+    std::vector<float> v(static_cast<size_t>(pattern_len));
+    for (int64_t i = 0; i < pattern_len; ++i) v[size_t(i)] = c[size_t(i % channels)];
+    patterns.push_back(std::move(v));
+  }
+  const int64_t planes = n / plane;
+  const int64_t blocks_per_plane = (plane + block - 1) / block;
   const int64_t tasks = planes * blocks_per_plane;
   const float* in = static_cast<const float*>(x.raw_data());
   float* result = static_cast<float*>(out.raw_data());
   const int64_t last = int64_t(p.steps.size()) - 1;
 #pragma omp parallel if (n >= (int64_t(1) << 15) && tasks > 1)
   {
-    std::vector<float> storage(size_t(p.registers * kBlock));
+    std::vector<float> storage(size_t(p.registers * block));
     std::vector<const float*> reg(size_t(p.registers));
 #pragma omp for schedule(static)
     for (int64_t t = 0; t < tasks; ++t) {
-      const int64_t pl = t / blocks_per_plane, b0 = (t % blocks_per_plane) * kBlock;
-      const int64_t len = std::min(kBlock, plane - b0), off = pl * plane + b0;
+      const int64_t pl = t / blocks_per_plane, b0 = (t % blocks_per_plane) * block;
+      const int64_t len = std::min(block, plane - b0), off = pl * plane + b0;
       const int64_t c = pl % channels;
-      for (int64_t r = 0; r < p.registers; ++r) reg[size_t(r)] = storage.data() + r * kBlock;
+      for (int64_t r = 0; r < p.registers; ++r) reg[size_t(r)] = storage.data() + r * block;
       reg[0] = in + off;  // the input is read in place
       for (int64_t i = 0; i <= last; ++i) {
         const PointwiseStep& s = p.steps[size_t(i)];
-        float* dst = i == last ? result + off : storage.data() + s.dst * kBlock;
+        float* dst = i == last ? result + off : storage.data() + s.dst * block;
         const float* b = nullptr;
         int64_t b_step = 0;
         float lo = 0, hi = 0;
@@ -128,6 +144,9 @@ void pointwise_program_kernel(OpCall& call) {
           b_step = 1;
         } else if (s.kind == PointwiseOperand::Scalar) {
           b = &p.scalars[size_t(s.b)];
+        } else if (interleaved) {
+          b = patterns[size_t(s.b)].data();
+          b_step = 1;
         } else {
           b = &p.channels[size_t(s.b)][size_t(c)];
         }
