@@ -50,14 +50,15 @@ void expect_same_bits(const Tensor& got, const Tensor& want, const std::string& 
 // A random program of `steps` steps over up to `registers` registers; channel operands of
 // length `channels` when channels > 0.
 PointwiseProgram random_program(std::mt19937& gen, int steps, int64_t registers,
-                                int64_t channels) {
+                                int64_t channels, bool last_dim = false) {
   PointwiseProgram p;
   p.registers = registers;
+  p.last_dim = last_dim;
   std::uniform_real_distribution<float> c(-4.0f, 4.0f);
   std::vector<int64_t> written{0};
   for (int i = 0; i < steps; ++i) {
     PointwiseStep s;
-    s.op = PointwiseOp(int64_t(gen() % 10));
+    s.op = PointwiseOp(int64_t(gen() % 12));  // every operation, Add to Sqrt
     s.a = written[gen() % written.size()];
     s.dst = int64_t(gen() % uint32_t(registers));
     s.reversed = gen() % 2 == 0;
@@ -97,9 +98,13 @@ TEST(PointwiseProgram, RandomProgramsEqualTheOpsBitForBit) {
     for (int64_t d : shape) n *= d;
     const Tensor x = float_tensor(special_values(size_t(n), uint32_t(n)), shape);
     for (int trial = 0; trial < 12; ++trial) {
-      const int64_t channels = shape.size() >= 2 && trial % 2 ? shape[1] : 0;
-      const PointwiseProgram p =
-          random_program(gen, 1 + int(gen() % 9), 1 + int64_t(gen() % 8), channels);
+      // Vectors along dim 1 (odd trials), along the last dim (every fourth), or none.
+      const bool last_dim = trial % 4 == 2;
+      const int64_t channels = last_dim                                ? shape.back()
+                               : shape.size() >= 2 && trial % 2 ? shape[1]
+                                                                : 0;
+      const PointwiseProgram p = random_program(gen, 1 + int(gen() % 9),
+                                                1 + int64_t(gen() % 8), channels, last_dim);
       ASSERT_TRUE(pointwise_program_supported(x, p));
       const std::string what = shape_str(shape) + " trial " + std::to_string(trial);
       expect_same_bits(pointwise_program(x, p), run_pointwise_steps(x, p), what);
@@ -165,8 +170,15 @@ TEST(PointwiseProgram, ChannelsLastKeepsItsLayout) {
       const PointwiseProgram p = random_program(gen, 5, 4, trial % 2 ? channels : 0);
       const Tensor y = pointwise_program(x, p);
       EXPECT_EQ(y.strides(), x.strides()) << channels << " channels";
+      // Vectors along the last dim (7) read the input as contiguous rows instead.
+      const PointwiseProgram rows = random_program(gen, 5, 4, 7, true);
+      const Tensor yr = pointwise_program(x, rows);
+      expect_same_bits(yr, run_pointwise_steps(x.contiguous(), rows),
+                            std::to_string(channels) + " channels, rows, trial " +
+                                std::to_string(trial));
       expect_same_bits(y, run_pointwise_steps(x.contiguous(), p),
-                       std::to_string(channels) + " channels, trial " + std::to_string(trial));
+                            std::to_string(channels) + " channels, trial " +
+                                std::to_string(trial));
     }
   }
 }

@@ -1,6 +1,6 @@
 """kiln.onnx's pointwise fusion (decision 0056): chains of elementwise nodes with constant
-operands (Add / Sub / Mul / Div by scalars, Clip, Relu, HardSigmoid, HardSwish, inference
-BatchNormalization) that read one tensor run as one `pointwise_program` op. Each fused step
+operands (Add / Sub / Mul / Div by scalars or a bias row, Clip, Relu, Erf, Sqrt, HardSigmoid,
+HardSwish, inference BatchNormalization) that read one tensor run as one `pointwise_program` op. Each fused step
 rounds as its node does, so the outputs equal ONNX Runtime's with its graph optimizations off
 bit for bit (NaN matching NaN) for the exactly rounded steps, and a float32 numpy evaluation of
 batch norm's x * a + b; the profiler shows which ops ran. Chains whose values escape, that
@@ -168,3 +168,34 @@ def test_initializer_that_can_be_fed_is_not_a_constant(tmp_path):
     x = np.arange(4, dtype=np.float32)
     out = km.run({"x": to_kiln(x), "k": to_kiln(np.array([5.0], np.float32))})
     np.testing.assert_array_equal(out["y"].numpy(), x * 5 + 5)
+
+
+def test_bias_row_and_erf_gelu_fuse(tmp_path):
+    """A Linear as exported (MatMul, Add of a bias row) and an exact GELU spelled out (Div by
+    sqrt 2, Erf, Add 1, Mul by x, Mul by 0.5): the bias and the GELU run as one program, bit
+    for bit kiln's own ops applied one by one, and close to ORT (whose erf differs)."""
+    r = np.random.default_rng(5)
+    w = r.standard_normal((16, 24)).astype(np.float32) * 0.3
+    bias = r.standard_normal(24).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]),
+             helper.make_node("Add", ["m", "bias"], ["h"]),
+             helper.make_node("Div", ["h", "sqrt2"], ["d"]),
+             helper.make_node("Erf", ["d"], ["e"]),
+             helper.make_node("Add", ["e", "one"], ["f"]),
+             helper.make_node("Mul", ["h", "f"], ["g"]),
+             helper.make_node("Mul", ["g", "half"], ["y"])]
+    inits = [init("w", w), init("bias", bias), scalar("sqrt2", 1.4142135381698608, ()),
+             scalar("one", 1.0, ()), scalar("half", 0.5, ())]
+    model = make(nodes, [vi("x", F32, [2, 5, 16])], [vi("y", F32, [2, 5, 24])], inits)
+    path = save(model, tmp_path)
+    km = kiln.onnx.load(path)
+    x = special_input((2, 5, 16), seed=6)
+    (got,), names = ops_run(km, {"x": x})
+    assert "pointwise_program" in names and not names & {"add", "div", "erf", "mul"}, names
+    f32 = lambda v: kiln.tensor(np.array(v, np.float32))  # noqa: E731
+    h = kiln.add(kiln.matmul(kiln.tensor(x), kiln.tensor(w)), kiln.tensor(bias))
+    want = kiln.mul(kiln.mul(h, kiln.add(kiln.erf(kiln.div(h, f32(1.4142135381698608))),
+                                         f32(1.0))), f32(0.5)).numpy()
+    np.testing.assert_array_equal(got, want)
+    (ref,) = ort_unoptimized(path, {"x": x})
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)

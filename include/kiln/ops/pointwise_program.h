@@ -15,13 +15,17 @@ namespace kiln {
 enum class PointwiseOp : int64_t {
   Add, Sub, Mul, Div, Max, Min,  // binary: r[dst] = r[a] op b (b op r[a] when reversed)
   Relu, Neg, Abs, Clamp,         // unary on r[a]; Clamp's bounds are scalars lo and hi
+  Erf, Sqrt,  // unary, through the eager ops' vector functions, whose lanes are independent
+  // (exp, sigmoid and tanh are not taken: their vector code branches on all lanes at once, so
+  // a value's result depends on its neighbours and the program's blocks would change it)
 };
 
 // Where a binary step's second operand comes from.
 enum class PointwiseOperand : int64_t {
   Register,  // r[b]
   Scalar,    // scalars[b]
-  Channel,   // channels[b][c] for elements of channel c (dim 1 of the input)
+  Channel,   // channels[b][c] for elements of channel c (dim 1 of the input, or its last
+             // dim when the program's vectors run along it: a bias row)
 };
 
 struct PointwiseStep {
@@ -38,10 +42,11 @@ struct PointwiseProgram {
   int64_t registers = 1;
   std::vector<float> scalars;
   std::vector<std::vector<float>> channels;  // per-channel vectors, all of one length C
+  bool last_dim = false;  // the vectors run along the input's last dim instead of dim 1
 };
 
-// Whether pointwise_program takes x: a float32 tensor on the CPU, with x.size(1) equal to the
-// channel vectors' length when there are any. Otherwise run_pointwise_steps gives the same
+// Whether pointwise_program takes x: a float32 tensor on the CPU, with x.size(1) (x.size(-1)
+// when last_dim) equal to the channel vectors' length when there are any. Otherwise run_pointwise_steps gives the same
 // values through ordinary ops (any device).
 bool pointwise_program_supported(const Tensor& x, const PointwiseProgram& program);
 

@@ -44,7 +44,8 @@ struct NodeSteps {
   };
   std::vector<Step> steps;
   std::vector<std::string> reads;  // the non-constant values the node reads
-  int64_t scalar_rank = 0;         // the highest rank of its scalar constants
+  int64_t scalar_rank = 0;         // the highest rank of its constants
+  int vector_dim = 0;              // its vector constants run along dim 1 (1), the last (-1)
 };
 
 class Fuser {
@@ -139,6 +140,12 @@ class Fuser {
     return float(t.to(Device(DeviceType::CPU, 0)).item().to_double());
   }
 
+  static std::vector<float> floats(const Tensor& t) {
+    const Tensor v = t.to(Device(DeviceType::CPU, 0)).contiguous();
+    const float* d = static_cast<const float*>(v.raw_data());
+    return std::vector<float>(d, d + v.numel());
+  }
+
   const Tensor* constant(const std::string& name) const {
     auto it = constants_.find(name);
     return it == constants_.end() ? nullptr : &it->second;
@@ -198,17 +205,33 @@ class Fuser {
         s.reads = {a, b};
         return true;
       }
-      const auto c = scalar_constant(ca ? a : b, s.scalar_rank);
-      if (!c) return false;
-      s.steps.push_back(with_scalar(op, ca ? b : a, *c, y, ca));
+      const std::string& c_name = ca ? a : b;
       s.reads = {ca ? b : a};
+      if (const auto c = scalar_constant(c_name, s.scalar_rank)) {
+        s.steps.push_back(with_scalar(op, ca ? b : a, *c, y, ca));
+        return true;
+      }
+      // A bias row: [K] or [1, ..., 1, K], along the input's last dim.
+      const Tensor* t = constant(c_name);
+      if (!t || t->dtype() != DType::F32 || t->dim() < 1 || t->numel() != t->size(-1))
+        return false;
+      Step st = unary(op, ca ? b : a, y);
+      st.kind = PointwiseOperand::Channel;
+      st.channel = floats(*t);
+      st.reversed = ca;
+      s.steps.push_back(st);
+      s.scalar_rank = t->dim();
+      s.vector_dim = -1;
       return true;
     }
     if (n.input_size() < 1 || n.input(0).empty() || constants_.count(n.input(0))) return false;
     const std::string& x = n.input(0);
     s.reads = {x};
-    if (type == "Relu") {
-      s.steps.push_back(unary(PointwiseOp::Relu, x, y));
+    static const std::map<std::string, PointwiseOp> kUnary{
+        {"Relu", PointwiseOp::Relu}, {"Erf", PointwiseOp::Erf}, {"Sqrt", PointwiseOp::Sqrt},
+        {"Neg", PointwiseOp::Neg},   {"Abs", PointwiseOp::Abs}};
+    if (auto u = kUnary.find(type); u != kUnary.end()) {
+      s.steps.push_back(unary(u->second, x, y));
       return true;
     }
     if (type == "Clip") {
@@ -273,11 +296,6 @@ class Fuser {
     const double eps = e ? e->f() : 1e-5f;
     Tensor a = div(p[0], sqrt(add(p[3], scalar_like(p[3], eps))));
     Tensor b = sub(p[1], mul(p[2], a));
-    auto floats = [](const Tensor& t) {
-      const Tensor v = t.contiguous();
-      const float* d = static_cast<const float*>(v.raw_data());
-      return std::vector<float>(d, d + v.numel());
-    };
     NodeSteps::Step scale, shift;
     scale.op = PointwiseOp::Mul;
     scale.a = x;
@@ -290,6 +308,7 @@ class Fuser {
     shift.kind = PointwiseOperand::Channel;
     shift.channel = floats(b);
     s.steps = {scale, shift};
+    s.vector_dim = 1;
     return true;
   }
 
@@ -312,9 +331,12 @@ class Fuser {
     std::map<std::string, int64_t> id{{*roots.begin(), 0}};
     std::vector<SymStep> sym;
     int64_t scalar_rank = 0;
+    int vector_dim = 0;
     for (int i : nodes) {
       const NodeSteps& ns = steps.at(i);
       scalar_rank = std::max(scalar_rank, ns.scalar_rank);
+      if (ns.vector_dim != 0 && vector_dim != 0 && ns.vector_dim != vector_dim) return;
+      if (ns.vector_dim != 0) vector_dim = ns.vector_dim;
       for (const auto& st : ns.steps) {
         SymStep s;
         s.op = st.op;
@@ -371,6 +393,7 @@ class Fuser {
       prog.registers = std::max(prog.registers, p.dst + 1);
       prog.steps.push_back(p);
     }
+    prog.last_dim = vector_dim == -1;
     check_pointwise_program(prog);
     FusedChain chain;
     chain.root = *roots.begin();
@@ -416,7 +439,10 @@ bool fused_chain_applies(const FusedChain& chain, const Value& root) {
     return false;
   const Tensor& x = root.tensor;
   const auto& channels = chain.program.channels;
-  return channels.empty() || (x.dim() >= 2 && x.size(1) == int64_t(channels[0].size()));
+  if (channels.empty()) return true;
+  const int64_t c = int64_t(channels[0].size());
+  return chain.program.last_dim ? x.dim() >= 1 && x.size(-1) == c
+                                : x.dim() >= 2 && x.size(1) == c;
 }
 
 Tensor run_fused_chain(const FusedChain& chain, const Value& root) {

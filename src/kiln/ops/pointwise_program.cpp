@@ -48,7 +48,7 @@ void check_pointwise_program(const PointwiseProgram& p) {
   for (size_t i = 0; i < p.steps.size(); ++i) {
     const PointwiseStep& s = p.steps[i];
     const std::string where = "pointwise_program: step " + std::to_string(i);
-    KILN_CHECK(s.op >= PointwiseOp::Add && s.op <= PointwiseOp::Clamp, ValueError, where,
+    KILN_CHECK(s.op >= PointwiseOp::Add && s.op <= PointwiseOp::Sqrt, ValueError, where,
                " has an unknown operation ", int64_t(s.op));
     KILN_CHECK(s.dst >= 0 && s.dst < p.registers && s.a >= 0 && s.a < p.registers, ValueError,
                where, " names register ", s.dst, " / ", s.a, " of ", p.registers);
@@ -78,6 +78,7 @@ std::vector<int64_t> encode_pointwise_program(const PointwiseProgram& p) {
     code.insert(code.end(), {int64_t(s.op), s.dst, s.a, int64_t(s.kind), s.b, int64_t(s.reversed)});
   code.push_back(int64_t(p.scalars.size()));
   for (float f : p.scalars) code.push_back(float_bits(f));
+  code.push_back(int64_t(p.last_dim));
   code.push_back(int64_t(p.channels.size()));
   code.push_back(p.channels.empty() ? 0 : int64_t(p.channels[0].size()));
   for (const auto& c : p.channels)
@@ -110,6 +111,7 @@ PointwiseProgram decode_pointwise_program(const std::vector<int64_t>& code) {
   KILN_CHECK(scalars >= 0 && scalars <= int64_t(code.size()), ValueError,
              "pointwise_program: bad scalar count ", scalars);
   for (int64_t i = 0; i < scalars; ++i) p.scalars.push_back(bits_float(next()));
+  p.last_dim = next() != 0;
   const int64_t vectors = next(), len = next();
   KILN_CHECK(vectors >= 0 && len >= 0 && vectors * len <= int64_t(code.size()), ValueError,
              "pointwise_program: bad channel vectors ", vectors, " x ", len);
@@ -125,7 +127,8 @@ PointwiseProgram decode_pointwise_program(const std::vector<int64_t>& code) {
 bool pointwise_program_supported(const Tensor& x, const PointwiseProgram& p) {
   if (!x.defined() || x.dtype() != DType::F32 || x.device().type != DeviceType::CPU) return false;
   if (p.channels.empty()) return true;
-  return x.dim() >= 2 && x.size(1) == int64_t(p.channels[0].size());
+  const int64_t c = int64_t(p.channels[0].size());
+  return p.last_dim ? x.dim() >= 1 && x.size(-1) == c : x.dim() >= 2 && x.size(1) == c;
 }
 
 Tensor pointwise_program(const Tensor& x, const PointwiseProgram& p) {
@@ -134,11 +137,12 @@ Tensor pointwise_program(const Tensor& x, const PointwiseProgram& p) {
              "pointwise_program: expected a float32 cpu tensor",
              p.channels.empty() ? std::string()
                                 : " with " + std::to_string(p.channels[0].size()) +
-                                      " channels in dim 1",
+                                      (p.last_dim ? " values in its last dim" : " channels in dim 1"),
              ", got ", dtype_name(x.dtype()), " ", shape_str(x.shape()), " on ", x.device().str());
   // A channels-last input is read in place and gives a channels-last result (as the
   // elementwise ops it stands for); other layouts are made contiguous.
-  return call_op(KILN_OP("pointwise_program"), {x.is_channels_last() ? x : x.contiguous()},
+  const bool in_place = x.is_channels_last() && !(p.last_dim && !p.channels.empty());
+  return call_op(KILN_OP("pointwise_program"), {in_place ? x : x.contiguous()},
                  {encode_pointwise_program(p)});
 }
 
@@ -150,6 +154,12 @@ Tensor run_pointwise_steps(const Tensor& x, const PointwiseProgram& p) {
   auto scalar = [&](int64_t i) { return scalar_tensor(Scalar(double(p.scalars[size_t(i)])), f32); };
   auto channel = [&](int64_t i) {
     const std::vector<float>& c = p.channels[size_t(i)];
+    if (p.last_dim) {  // a row broadcast over the leading dims
+      KILN_CHECK(x.dim() >= 1 && x.size(-1) == int64_t(c.size()), ShapeError,
+                 "pointwise_program: expected ", c.size(), " values in the last dim, got shape ",
+                 shape_str(x.shape()));
+      return tensor_from(c, Shape{int64_t(c.size())}, f32);
+    }
     KILN_CHECK(x.dim() >= 2 && x.size(1) == int64_t(c.size()), ShapeError,
                "pointwise_program: expected ", c.size(), " channels in dim 1, got shape ",
                shape_str(x.shape()));
@@ -169,6 +179,10 @@ Tensor run_pointwise_steps(const Tensor& x, const PointwiseProgram& p) {
       out = neg(a);
     } else if (s.op == PointwiseOp::Abs) {
       out = abs(a);
+    } else if (s.op == PointwiseOp::Erf) {
+      out = erf(a);
+    } else if (s.op == PointwiseOp::Sqrt) {
+      out = sqrt(a);
     } else {
       Tensor b = s.kind == PointwiseOperand::Register ? r[size_t(s.b)]
                  : s.kind == PointwiseOperand::Scalar ? scalar(s.b)

@@ -72,6 +72,15 @@ void run_step(const VecMathF32& vm, const PointwiseStep& s, const float* a, cons
       if (vm.abs) return vm.abs(a, out, n);
       for (int64_t i = 0; i < n; ++i) out[i] = std::fabs(a[i]);
       return;
+    // The baseline loops are the eager kernels' scalar expressions (unary_kernels.cpp).
+    case Op::Erf:
+      if (vm.erf) return vm.erf(a, out, n);
+      for (int64_t i = 0; i < n; ++i) out[i] = std::erf(a[i]);
+      return;
+    case Op::Sqrt:
+      if (vm.sqrt) return vm.sqrt(a, out, n);
+      for (int64_t i = 0; i < n; ++i) out[i] = std::sqrt(a[i]);
+      return;
     default:
       break;
   }
@@ -95,10 +104,11 @@ void pointwise_program_kernel(OpCall& call) {
   KILN_CHECK(out.strides() == x.strides(), Error,
              "pointwise_program: the output must have the input's layout");
   const int64_t channels = p.channels.empty() ? 1 : int64_t(p.channels[0].size());
-  // Contiguous: planes of one channel each (a constant per plane). Channels-last: channels
-  // innermost, so blocks hold whole pixels and a channel operand is its vector repeated
-  // over one block (`pattern`), the same for every block.
-  const bool interleaved = channels > 1 && x.is_channels_last();
+  // Contiguous: planes of one channel each (a constant per plane). Channels-last, or vectors
+  // along the last dim (of a contiguous input): the vector's dim innermost, so blocks hold
+  // whole pixels / rows and a vector operand is repeated over one block (`pattern`), the
+  // same for every block.
+  const bool interleaved = channels > 1 && (p.last_dim || x.is_channels_last());
   int64_t block = block_for(p.registers), plane = n, pattern_len = 0;
   if (interleaved) {
     pattern_len = block = std::max<int64_t>(1, block / channels) * channels;
