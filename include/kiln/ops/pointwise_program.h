@@ -46,8 +46,8 @@ struct PointwiseProgram {
 };
 
 // Whether pointwise_program takes x: a float32 tensor on the CPU, with x.size(1) (x.size(-1)
-// when last_dim) equal to the channel vectors' length when there are any. Otherwise run_pointwise_steps gives the same
-// values through ordinary ops (any device).
+// when last_dim) equal to the channel vectors' length when there are any. Otherwise
+// run_pointwise_steps gives the same values through ordinary ops (any device).
 bool pointwise_program_supported(const Tensor& x, const PointwiseProgram& program);
 
 // The program over x in one pass (raises unless pointwise_program_supported).

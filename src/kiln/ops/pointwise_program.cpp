@@ -137,7 +137,8 @@ Tensor pointwise_program(const Tensor& x, const PointwiseProgram& p) {
              "pointwise_program: expected a float32 cpu tensor",
              p.channels.empty() ? std::string()
                                 : " with " + std::to_string(p.channels[0].size()) +
-                                      (p.last_dim ? " values in its last dim" : " channels in dim 1"),
+                                      (p.last_dim ? " values in its last dim"
+                                                  : " channels in dim 1"),
              ", got ", dtype_name(x.dtype()), " ", shape_str(x.shape()), " on ", x.device().str());
   // A channels-last input is read in place and gives a channels-last result (as the
   // elementwise ops it stands for); other layouts are made contiguous.

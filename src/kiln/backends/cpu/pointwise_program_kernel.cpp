@@ -1,10 +1,10 @@
 // pointwise_program on the CPU (include/kiln/ops/pointwise_program.h): the input (contiguous,
 // or channels-last, in memory order) is cut into blocks (one channel plane at a time when a
 // contiguous input meets per-channel constants); every step runs over the block in registers
-// of block floats, which stay in L1, through the same vector functions as the eager ops (isa/vec_math.h: add_f32 with a
-// broadcast operand, clamp, relu, ...), so each step rounds exactly as its op. The input is
-// read once and the result written once. At the baseline level (no vector table) scalar
-// loops with the eager kernels' semantics stand in.
+// of `block` floats, which stay in L1, through the same vector functions as the eager ops
+// (isa/vec_math.h: add_f32 with a broadcast operand, clamp, relu, erf, ...), so each step
+// rounds exactly as its op. The input is read once and the result written once. At the
+// baseline level (no vector table) scalar loops with the eager kernels' semantics stand in.
 #include <algorithm>
 #include <cmath>
 #include <vector>
