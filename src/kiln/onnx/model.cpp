@@ -120,6 +120,7 @@ Model load_from_bytes(const void* data, size_t size, const std::string& base_dir
     plan_graphs(*state, available, base_dir);
     fold_constants(*state);
     fuse_pointwise_chains(*state);
+    assign_value_slots(*state);
   } catch (const ValueError& e) {
     KILN_THROW(ValueError, "ONNX model ", quoted(name), ": ", e.what());
   } catch (const NotImplementedError& e) {

@@ -38,6 +38,17 @@ struct GraphPlan {
   // Fused chains by the index of their last node; the other nodes of each are skipped.
   std::map<int, FusedChain> fused;
   std::set<int> absorbed;
+
+  // Slots (value_slots.cpp): every name this graph defines (its inputs, initializers and node
+  // outputs) gets an index into the running scope's values, so that a run looks values up by
+  // index instead of by string. Per node index: the slot of each input and output (kNoSlot:
+  // an omitted optional input or output, or a name an enclosing graph defines, found by
+  // name); per position: the slots dropped after it.
+  static constexpr int kNoSlot = -1;
+  std::map<std::string, int> slot_of;
+  std::vector<std::vector<int>> input_slots, output_slots;
+  std::vector<std::vector<int>> drop_slots;
+  std::map<int, int> chain_root_slots, chain_output_slots;  // by the chain's last node
 };
 
 struct Model::State {
@@ -73,6 +84,10 @@ std::vector<int> topological_order(const pb::GraphProto& graph,
 // GraphPlan::folded. A malformed Constant is an error; any other node that fails is simply
 // left to run (and report) at run time.
 void fold_constants(Model::State& state);
+
+// Gives every graph's values slots (GraphPlan::slot_of and the per-node slot lists), after
+// planning, folding and fusion have settled the plans.
+void assign_value_slots(Model::State& state);
 
 // Groups the main graph's chains of elementwise nodes with constant operands (Add, Sub, Mul,
 // Div, Clip, Relu, HardSigmoid, HardSwish, inference BatchNormalization) that read one value

@@ -73,17 +73,31 @@ void check_input(const ValueInfo& info, const Value& v, Device device) {
   }
 }
 
-// The values of one running graph; lookups fall back to the enclosing graph's scope.
+// The values of one running graph, by slot (GraphPlan::slot_of); lookups by name fall back
+// to the enclosing graph's scope (ONNX's outer-scope rule).
 struct Scope {
   const Scope* parent = nullptr;
-  std::map<std::string, Value> values;
+  const GraphPlan* plan = nullptr;
+  std::vector<Value> slots;
+
+  Scope(const GraphPlan& p, const Scope* outer)
+      : parent(outer), plan(&p), slots(p.slot_of.size()) {}
+
+  Value& at(const std::string& name) { return slots[size_t(plan->slot_of.at(name))]; }
 
   const Value* find(const std::string& name) const {
     for (const Scope* s = this; s != nullptr; s = s->parent) {
-      auto it = s->values.find(name);
-      if (it != s->values.end()) return &it->second;
+      auto it = s->plan->slot_of.find(name);
+      if (it != s->plan->slot_of.end() && s->slots[size_t(it->second)].defined())
+        return &s->slots[size_t(it->second)];
     }
     return nullptr;
+  }
+
+  // Input `name` at `slot` of this scope (kNoSlot: outer names), else the enclosing scopes'.
+  const Value* find(int slot, const std::string& name) const {
+    if (slot != GraphPlan::kNoSlot && slots[size_t(slot)].defined()) return &slots[size_t(slot)];
+    return parent ? parent->find(name) : nullptr;
   }
 };
 
@@ -99,10 +113,9 @@ class ScopeRunner final : public GraphRunner {
     const GraphPlan& plan = it->second;
     KILN_CHECK(inputs.size() == size_t(g.input_size()), ValueError, "subgraph ", quoted(g.name()),
                " declares ", g.input_size(), " inputs but is given ", inputs.size());
-    Scope inner;
-    inner.parent = &scope_;
-    for (const auto& [n, t] : plan.initializers) inner.values[n] = t;
-    for (int i = 0; i < g.input_size(); ++i) inner.values[g.input(i).name()] = std::move(inputs[size_t(i)]);
+    Scope inner(plan, &scope_);
+    for (const auto& [n, t] : plan.initializers) inner.at(n) = t;
+    for (int i = 0; i < g.input_size(); ++i) inner.at(g.input(i).name()) = std::move(inputs[size_t(i)]);
     execute(s_, g, plan, inner);
     std::vector<Value> outs;
     for (const auto& o : g.output()) {
@@ -130,12 +143,14 @@ void run_node(const Model::State& s, const pb::GraphProto& g, const GraphPlan& p
              ": operator not supported by kiln");
   std::vector<Value> inputs;
   inputs.reserve(size_t(node.input_size()));
-  for (const auto& name : node.input()) {
+  const std::vector<int>& in_slots = plan.input_slots[size_t(index)];
+  for (int k = 0; k < node.input_size(); ++k) {
+    const std::string& name = node.input(k);
     if (name.empty()) {
       inputs.emplace_back();
       continue;
     }
-    const Value* v = scope.find(name);
+    const Value* v = scope.find(in_slots[size_t(k)], name);
     KILN_CHECK(v != nullptr, ValueError, describe_node(node, index), ": input ", quoted(name),
                " has no value (an optional output that was not produced)");
     inputs.push_back(*v);
@@ -156,7 +171,7 @@ void run_node(const Model::State& s, const pb::GraphProto& g, const GraphPlan& p
     const std::string& name = node.output(i);
     if (name.empty()) continue;
     if (size_t(i) < outs.size() && outs[size_t(i)].defined()) {
-      scope.values[name] = std::move(outs[size_t(i)]);
+      scope.slots[size_t(plan.output_slots[size_t(index)][size_t(i)])] = std::move(outs[size_t(i)]);
     } else {
       KILN_CHECK(!plan.outputs.count(name) && !plan.last_use.count(name), NotImplementedError,
                  describe_node(node, index), ": output ", i, " (", quoted(name),
@@ -169,18 +184,19 @@ void run_node(const Model::State& s, const pb::GraphProto& g, const GraphPlan& p
 // one by one (their intermediate values dropped again).
 void run_chain(const Model::State& s, const pb::GraphProto& g, const GraphPlan& plan,
                const FusedChain& chain, Scope& scope, const ScopeRunner& runner) {
-  const Value* root = scope.find(chain.root);
+  const int tail = chain.nodes.back();
+  const Value* root = scope.find(plan.chain_root_slots.at(tail), chain.root);
   if (root && fused_chain_applies(chain, *root)) {
     try {
-      scope.values[chain.output] = run_fused_chain(chain, *root);
+      scope.slots[size_t(plan.chain_output_slots.at(tail))] = run_fused_chain(chain, *root);
     } catch (...) {
-      rethrow_for_node(describe_node(g.node(chain.nodes.back()), chain.nodes.back()));
+      rethrow_for_node(describe_node(g.node(tail), tail));
     }
     return;
   }
   for (int i : chain.nodes) run_node(s, g, plan, i, scope, runner);
   for (int i : chain.nodes)
-    if (i != chain.nodes.back()) scope.values.erase(g.node(i).output(0));
+    if (i != tail) scope.slots[size_t(plan.output_slots[size_t(i)][0])] = Value();
 }
 
 void execute(const Model::State& s, const pb::GraphProto& g, const GraphPlan& plan, Scope& scope) {
@@ -190,7 +206,8 @@ void execute(const Model::State& s, const pb::GraphProto& g, const GraphPlan& pl
     const pb::NodeProto& node = g.node(index);
     if (auto f = plan.folded.find(index); f != plan.folded.end()) {
       for (size_t i = 0; i < f->second.size(); ++i) {
-        if (!node.output(int(i)).empty()) scope.values[node.output(int(i))] = f->second[i];
+        if (!node.output(int(i)).empty())
+          scope.slots[size_t(plan.output_slots[size_t(index)][i])] = f->second[i];
       }
       continue;
     }
@@ -200,7 +217,7 @@ void execute(const Model::State& s, const pb::GraphProto& g, const GraphPlan& pl
     else
       run_node(s, g, plan, index, scope, runner);
     // Drop values (of this scope only) that nothing reads any more.
-    for (const auto& name : plan.drops[pos]) scope.values.erase(name);
+    for (int slot : plan.drop_slots[pos]) scope.slots[size_t(slot)] = Value();
   }
 }
 
@@ -209,13 +226,13 @@ void execute(const Model::State& s, const pb::GraphProto& g, const GraphPlan& pl
 std::map<std::string, Value> Model::run_values(const std::map<std::string, Value>& feeds) const {
   const State& s = state();
   const pb::GraphProto& g = s.proto->graph();
-  Scope scope;
-  for (const auto& [n, t] : s.initializers) scope.values[n] = t;
+  Scope scope(s.main, nullptr);
+  for (const auto& [n, t] : s.initializers) scope.at(n) = t;
   std::set<std::string> declared;
   for (const auto& in : g.input()) declared.insert(in.name());
   for (const auto& [name, v] : feeds) {
     KILN_CHECK(declared.count(name), ValueError, "the model has no input ", quoted(name));
-    scope.values[name] = v;
+    scope.at(name) = v;
   }
   for (const ValueInfo& in : s.inputs) {
     auto it = feeds.find(in.name);
