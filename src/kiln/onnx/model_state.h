@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kiln/onnx/model.h"
+#include "kiln/onnx/op_context.h"
 #include "kiln/onnx/proto.h"
 #include "kiln/ops/pointwise_program.h"
 
@@ -49,6 +50,8 @@ struct GraphPlan {
   std::vector<std::vector<int>> input_slots, output_slots;
   std::vector<std::vector<int>> drop_slots;
   std::map<int, int> chain_root_slots, chain_output_slots;  // by the chain's last node
+  // Per node index: its op-table entry (null: not supported; raised when the node runs).
+  std::vector<OpFunction> functions;
 };
 
 struct Model::State {

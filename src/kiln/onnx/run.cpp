@@ -136,9 +136,7 @@ class ScopeRunner final : public GraphRunner {
 void run_node(const Model::State& s, const pb::GraphProto& g, const GraphPlan& plan, int index,
               Scope& scope, const ScopeRunner& runner) {
   const pb::NodeProto& node = g.node(index);
-  const bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
-  OpFunction fn =
-      op_table().find(default_domain ? node.op_type() : node.domain() + ":" + node.op_type());
+  const OpFunction fn = plan.functions[size_t(index)];
   KILN_CHECK(fn != nullptr, NotImplementedError, describe_node(node, index),
              ": operator not supported by kiln");
   std::vector<Value> inputs;

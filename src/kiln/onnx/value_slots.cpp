@@ -1,8 +1,9 @@
 // Value slots: the executor's scope holds a graph's values in a vector indexed by slots given
-// here once per model, instead of a map from names (string compares and a node allocation per
+// here once per model (and each node's op-table entry is looked up here once), instead of a map from names (string compares and a node allocation per
 // value on every run: half of Silero VAD's run time outside its kernels went to them).
 // Names an enclosing graph defines keep no slot in a subgraph and are found by name.
 #include "kiln/onnx/model_state.h"
+#include "kiln/onnx/op_table.h"
 
 namespace kiln::onnx {
 
@@ -23,6 +24,13 @@ void assign(const pb::GraphProto& g, GraphPlan& plan, const std::map<std::string
     auto it = plan.slot_of.find(name);
     return it == plan.slot_of.end() ? GraphPlan::kNoSlot : it->second;
   };
+  plan.functions.assign(size_t(g.node_size()), nullptr);
+  for (int i = 0; i < g.node_size(); ++i) {
+    const pb::NodeProto& node = g.node(i);
+    const bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
+    plan.functions[size_t(i)] =
+        op_table().find(default_domain ? node.op_type() : node.domain() + ":" + node.op_type());
+  }
   plan.input_slots.assign(size_t(g.node_size()), {});
   plan.output_slots.assign(size_t(g.node_size()), {});
   for (int i = 0; i < g.node_size(); ++i) {
