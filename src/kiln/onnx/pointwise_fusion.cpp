@@ -89,7 +89,9 @@ class Fuser {
     std::map<int, size_t> position;
     for (size_t p = 0; p < plan_.order.size(); ++p) position[plan_.order[p]] = p;
     for (auto& [root, nodes] : groups) {
-      if (nodes.size() < 2) continue;
+      // A lone node gains only when it stands for several ops (a batch norm's five on its
+      // statistics and two passes, a hard swish's four passes).
+      if (nodes.size() < 2 && steps.at(nodes[0]).steps.size() < 2) continue;
       std::sort(nodes.begin(), nodes.end(),
                 [&](int x, int y) { return position[x] < position[y]; });
       compile(nodes, steps, position);
