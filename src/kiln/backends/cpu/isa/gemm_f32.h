@@ -31,12 +31,13 @@ GemmF32Fn gemm_f32_kernel();
 
 // How the blocked kernels (float32, bfloat16, int8) split C between `threads` threads: a grid
 // of {row runs, panel runs} over row_tiles tiles of mr rows and `panels` column panels, B
-// (b_bytes in all) packed per thread in blocks of block_panels panels. Defined in
+// (b_bytes in all) packed per thread in blocks of block_panels panels, or (b_bytes 0) packed
+// beforehand, prepacked_bytes of it, which each thread reads for its panels. Defined in
 // gemm_f32_select.cpp (plain code, compiled once, shared by every ISA variant).
 struct GemmGrid {
   int64_t row_runs, panel_runs;
 };
 GemmGrid gemm_thread_grid(int64_t row_tiles, int64_t panels, int64_t threads, int64_t mr,
-                          int64_t block_panels, int64_t b_bytes);
+                          int64_t block_panels, int64_t b_bytes, int64_t prepacked_bytes = 0);
 
 }  // namespace kiln::cpu

@@ -44,11 +44,17 @@ GemmPackedKernel gemm_f32_packed_kernel() {
 // columns 217 vs rows 211-215, 128 x 768 x 3072 columns 186-206 vs rows 174-189, 128 x 3072 x
 // 768 columns 195-197 vs rows 165-181.
 GemmGrid gemm_thread_grid(int64_t row_tiles, int64_t panels, int64_t threads, int64_t mr,
-                          int64_t block_panels, int64_t b_bytes) {
+                          int64_t block_panels, int64_t b_bytes, int64_t prepacked_bytes) {
   const double tile_visit = 2.0 * double(mr);
-  // b_bytes 0: B was packed beforehand (gemm_packed_b.h), so splitting rows costs no packing.
+  // b_bytes 0: B was packed beforehand (gemm_packed_b.h), so splitting rows costs no packing,
+  // but every thread still reads its panels of the packed copy: a copy beyond the L2 (a
+  // network's weights, cold from memory on each forward) costs about a tile's work per
+  // panel, so few rows split columns (x[36, 384] @ W[384, 1536] on two threads: each thread
+  // reads half of W instead of all of it).
   const double pack =
-      b_bytes == 0 ? 0.0 : (b_bytes > (int64_t(1) << 20) ? 1.5 : 0.25) * double(mr);
+      b_bytes != 0 ? (b_bytes > (int64_t(1) << 20) ? 1.5 : 0.25) * double(mr)
+      : prepacked_bytes > (int64_t(1) << 20) ? 1.0 * double(mr)
+                                             : 0.0;
   const double per_tile = 0.1875 * double(mr);
   GemmGrid best{1, threads};
   double best_cost = -1;
