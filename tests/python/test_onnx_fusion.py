@@ -220,3 +220,18 @@ def test_lone_batch_norm_and_hard_swish_fuse(tmp_path):
     assert not names & {"sqrt", "div", "sub", "add", "mul", "clamp"}, names
     (ref,) = ort_unoptimized(path, {"x": x})
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_gate_of_two_tensors_keeps_its_hard_sigmoid_fused(tmp_path):
+    """x * HardSigmoid(z) (a squeeze-and-excitation gate) reads two tensors: the Mul runs as
+    the mul op, the HardSigmoid alone as one program."""
+    nodes = [helper.make_node("HardSigmoid", ["z"], ["g"], alpha=0.2, beta=0.5),
+             helper.make_node("Mul", ["x", "g"], ["y"])]
+    model = make(nodes, [vi("x", F32, [2, 3, 4, 4]), vi("z", F32, [2, 3, 1, 1])],
+                 [vi("y", F32, [2, 3, 4, 4])])
+    path = save(model, tmp_path)
+    feeds = {"x": special_input((2, 3, 4, 4), 9), "z": special_input((2, 3, 1, 1), 10)}
+    (got,), names = ops_run(kiln.onnx.load(path), feeds)
+    assert "pointwise_program" in names and "mul" in names and "clamp" not in names, names
+    (want,) = ort_unoptimized(path, feeds)
+    np.testing.assert_array_equal(got, want)

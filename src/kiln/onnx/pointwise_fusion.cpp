@@ -94,7 +94,11 @@ class Fuser {
       if (nodes.size() < 2 && steps.at(nodes[0]).steps.size() < 2) continue;
       std::sort(nodes.begin(), nodes.end(),
                 [&](int x, int y) { return position[x] < position[y]; });
-      compile(nodes, steps, position);
+      if (compile(nodes, steps, position) || nodes.size() < 2) continue;
+      // A group that reads two tensors (a squeeze-and-excitation gate x * hard_sigmoid(s))
+      // still runs its multi-step nodes each as one program.
+      for (int i : nodes)
+        if (steps.at(i).steps.size() >= 2) compile({i}, steps, position);
     }
   }
 
@@ -314,7 +318,8 @@ class Fuser {
     return true;
   }
 
-  void compile(const std::vector<int>& nodes, const std::map<int, NodeSteps>& steps,
+  // Whether the group became a chain (false: left to run node by node).
+  bool compile(const std::vector<int>& nodes, const std::map<int, NodeSteps>& steps,
                const std::map<int, size_t>& position) {
     // The group's outside inputs must be one value (the root), its output one value.
     std::set<std::string> produced;
@@ -326,9 +331,9 @@ class Fuser {
         if (!produced.count(v)) roots.insert(v);
     const int tail = nodes.back();
     const std::string& output = g_.node(tail).output(0);
-    if (roots.size() != 1) return;
+    if (roots.size() != 1) return false;
     for (int i : nodes)
-      if (i != tail && !internal_only(g_.node(i).output(0), nodes)) return;
+      if (i != tail && !internal_only(g_.node(i).output(0), nodes)) return false;
     // Number the values, then give each a register from its step to its last use.
     std::map<std::string, int64_t> id{{*roots.begin(), 0}};
     std::vector<SymStep> sym;
@@ -337,7 +342,7 @@ class Fuser {
     for (int i : nodes) {
       const NodeSteps& ns = steps.at(i);
       scalar_rank = std::max(scalar_rank, ns.scalar_rank);
-      if (ns.vector_dim != 0 && vector_dim != 0 && ns.vector_dim != vector_dim) return;
+      if (ns.vector_dim != 0 && vector_dim != 0 && ns.vector_dim != vector_dim) return false;
       if (ns.vector_dim != 0) vector_dim = ns.vector_dim;
       for (const auto& st : ns.steps) {
         SymStep s;
@@ -381,7 +386,7 @@ class Fuser {
         p.b = int64_t(prog.scalars.size());
         prog.scalars.push_back(s.scalar);
       } else {
-        if (!prog.channels.empty() && prog.channels[0].size() != s.channel.size()) return;
+        if (!prog.channels.empty() && prog.channels[0].size() != s.channel.size()) return false;
         p.b = int64_t(prog.channels.size());
         prog.channels.push_back(s.channel);
       }
@@ -389,7 +394,7 @@ class Fuser {
       for (int64_t v : {s.a, s.b_value})
         if (v >= 0 && last_use[size_t(v)] == k) busy[size_t(reg[size_t(v)])] = false;
       auto free = std::find(busy.begin(), busy.end(), false);
-      if (free == busy.end()) return;  // more live values than registers: left unfused
+      if (free == busy.end()) return false;  // more live values than registers
       *free = true;
       p.dst = reg[size_t(s.out)] = int64_t(free - busy.begin());
       prog.registers = std::max(prog.registers, p.dst + 1);
@@ -414,6 +419,7 @@ class Fuser {
       plan_.absorbed.insert(i);
     }
     plan_.fused.emplace(tail, std::move(chain));
+    return true;
   }
 
   // Whether every reader of v is one of nodes.
