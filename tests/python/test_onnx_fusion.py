@@ -1,9 +1,9 @@
 """kiln.onnx's pointwise fusion (decision 0056): chains of elementwise nodes with constant
 operands (Add / Sub / Mul / Div by scalars or a bias row, Clip, Relu, Erf, Sqrt, HardSigmoid,
 HardSwish, inference BatchNormalization) that read one tensor run as one `pointwise_program`
-op. Each fused step rounds as its node does, so the outputs equal ONNX Runtime's with its graph optimizations off
-bit for bit (NaN matching NaN) for the exactly rounded steps, and a float32 numpy evaluation of
-batch norm's x * a + b; the profiler shows which ops ran. Chains whose values escape, that
+op. Each fused step rounds as its node does, so the outputs equal ONNX Runtime's with its graph
+optimizations off bit for bit (NaN matching NaN) for the exactly rounded steps, and a float32
+numpy evaluation of batch norm's x * a + b; the profiler shows which ops ran. Chains whose values escape, that
 read two tensors, or get inputs they cannot take run node by node with the same results."""
 import numpy as np
 import pytest

@@ -115,7 +115,8 @@ class ScopeRunner final : public GraphRunner {
                " declares ", g.input_size(), " inputs but is given ", inputs.size());
     Scope inner(plan, &scope_);
     for (const auto& [n, t] : plan.initializers) inner.at(n) = t;
-    for (int i = 0; i < g.input_size(); ++i) inner.at(g.input(i).name()) = std::move(inputs[size_t(i)]);
+    for (int i = 0; i < g.input_size(); ++i)
+      inner.at(g.input(i).name()) = std::move(inputs[size_t(i)]);
     execute(s_, g, plan, inner);
     std::vector<Value> outs;
     for (const auto& o : g.output()) {
