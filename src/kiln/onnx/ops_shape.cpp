@@ -22,6 +22,14 @@ Tensor int64_vector(const std::vector<int64_t>& v, Device device) {
 // Negative indices count from the end of a dimension of size n.
 Tensor wrap_indices(const Tensor& idx, int64_t n) {
   Tensor i = cast(idx, DType::I64);
+  // Small index tensors on the host (shape arithmetic, a few positions) are checked and
+  // wrapped here: three ops (lt, add, where) per Gather were a tenth of Silero VAD's run.
+  if (i.device().type == DeviceType::CPU && i.numel() <= 4096) {
+    std::vector<int64_t> v = i.to_vector<int64_t>();
+    if (std::none_of(v.begin(), v.end(), [](int64_t k) { return k < 0; })) return i;
+    for (int64_t& k : v) k = k < 0 ? k + n : k;
+    return tensor_from(v, i.shape());
+  }
   return where(lt(i, int64_t(0)), add(i, n), i);
 }
 
