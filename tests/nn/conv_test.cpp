@@ -106,6 +106,37 @@ TEST(Conv1d, SameValidUnbatchedAndDilation) {
   expect_values(one, {4, 5}, batched.select(0, 0).contiguous().to_vector<double>(), 1e-15);
 }
 
+// Float32 1-D layers with 1 to 8 output positions in all (a streaming model's frame, run
+// through the few-rows dot tiles where the level has them): STFT-like (one channel, a long
+// kernel, stride 128), padded kernel-3 layers at stride 1 and 2, two samples, one output
+// position, with and without bias, against a float64 reference of the float32 inputs.
+TEST(Conv1dFewOutputs, MatchTheReference) {
+  struct Case {
+    int64_t N, C, L, O, K, stride, pad;
+    bool bias;
+  };
+  uint32_t seed = 300;
+  for (const Case& k : {Case{1, 1, 640, 258, 256, 128, 0, false},
+                        Case{1, 129, 4, 128, 3, 1, 1, true},
+                        Case{1, 128, 4, 64, 3, 2, 1, true}, Case{1, 64, 2, 64, 3, 2, 1, false},
+                        Case{2, 64, 4, 32, 3, 1, 1, true}, Case{2, 16, 7, 5, 3, 2, 0, true},
+                        Case{3, 8, 3, 4, 3, 1, 0, true}}) {
+    Tensor x = f64v(rand_vals(size_t(k.N * k.C * k.L), seed++), {k.N, k.C, k.L}).to(DType::F32);
+    Tensor w = f64v(rand_vals(size_t(k.O * k.C * k.K), seed++), {k.O, k.C, k.K}).to(DType::F32);
+    Tensor b = k.bias ? f64v(rand_vals(size_t(k.O), seed++), {k.O}).to(DType::F32) : Tensor();
+    Conv2dCase c{k.N, k.C, 1, k.L, k.O, 1, k.K, 1, k.stride, 0, k.pad};
+    const int64_t out = conv_out(k.L, k.K, k.stride, k.pad, 1);
+    ASSERT_LE(k.N * out, 8);
+    auto ref = ref_conv2d(c, x.to(DType::F64).to_vector<double>(),
+                          w.to(DType::F64).to_vector<double>(),
+                          k.bias ? b.to(DType::F64).to_vector<double>() : std::vector<double>{});
+    Tensor y = F::conv1d(x, w, b, {k.stride}, std::vector<int64_t>{k.pad});
+    expect_values(y.to(DType::F64), {k.N, k.O, out}, ref, 1e-4,
+                  "N " + std::to_string(k.N) + " C " + std::to_string(k.C) + " L " +
+                      std::to_string(k.L));
+  }
+}
+
 // Strided 1x1 convolutions without padding in 1, 2 and 3 spatial dims (oneDNN gathers the
 // strided pixels and convolves at stride 1, decision 0028), bfloat16 and float32, with bias,
 // against a float64 sum over the channels of the picked pixels.

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "dense_gemm.h"
+#include "few_rows_product.h"
+#include "isa/vec_math.h"
 #include "im2col.h"
 #include "kiln/tensor/copy_bytes.h"
 #include "kiln/tensor/empty.h"
@@ -124,6 +126,44 @@ void scatter_samples(const C* src, int64_t sample_stride, int64_t channels, int6
                          size_t(P) * sizeof(C));
 }
 
+// A plain ungrouped float32 1-D layer with at most this many output positions in all
+// (samples times positions: a streaming model's frame, Silero VAD's layers give 1-4) runs as
+// im2col^T @ W^T through the few-rows dot tiles (few_rows_product.h), which read the weight
+// once; oneDNN's plan (two reorders, its fixed cost per call) took 12 us a layer there and
+// the blocked kernel pads the few columns to a 16-wide panel. (2-D layers with one-pixel
+// outputs were not measured this way and stay with oneDNN.)
+constexpr int64_t kFewOutputsMax = 8;
+
+bool few_outputs_layer(const OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const Tensor& y = call.outs[0];
+  if (x.dtype() != DType::F32 || call.bool_attr(3) || call.int_attr(5) != 1 || x.dim() != 3)
+    return false;
+  const int64_t positions = y.numel() / std::max<int64_t>(y.size(1), 1);
+  return positions >= 1 && positions <= kFewOutputsMax && vec_math_f32().dot_tile != nullptr;
+}
+
+// y [N, c_out, P] = W [c_out, CK] @ im2col(x) for every sample: false where the level has no
+// dot tile (nothing written).
+bool few_outputs_product(const float* x, int64_t N, int64_t c_in, int64_t I,
+                         const ConvGeometry& g, const float* w, int64_t c_out, int64_t CK,
+                         int64_t P, float* y) {
+  const int64_t ld = N * P, rows = std::max<int64_t>(ld, 2);  // the tiles take 2+ rows
+  std::vector<float> col(size_t(CK * ld)), rows_first(size_t(rows * CK), 0.0f);
+  for (int64_t n = 0; n < N; ++n) im2col(x + n * c_in * I, c_in, g, col.data() + n * P, ld);
+  for (int64_t r = 0; r < CK; ++r)
+    for (int64_t p = 0; p < ld; ++p) rows_first[size_t(p * CK + r)] = col[size_t(r * ld + p)];
+  std::vector<float> sums(size_t(rows * c_out));
+  if (!few_rows_times_weight_f32(rows, c_out, CK, rows_first.data(), CK, w, CK, sums.data(),
+                                 c_out))
+    return false;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t o = 0; o < c_out; ++o)
+      for (int64_t p = 0; p < P; ++p)
+        y[(n * c_out + o) * P + p] = sums[size_t((n * P + p) * c_out + o)];
+  return true;
+}
+
 // inputs {x, w, bias?}; plain: per group, Y_g = W_g @ im2col(X_g) over a chunk of samples;
 // transposed: Y_g = col2im(W_g^T @ X_g). Then bias per output channel.
 template <typename T>
@@ -145,7 +185,13 @@ void convolution_kernel(OpCall& call) {
   const int64_t cg = c_in / G, og = c_out / G;  // channels per group in / out
   GemmScratch scratch;
   std::vector<C> col, act;
-  if (!a.transposed) {
+  bool done = false;
+  if constexpr (std::is_same_v<T, float>) {
+    if (!a.transposed && G == 1 && xt.dim() == 3 && N * P <= kFewOutputsMax)
+      done = few_outputs_product(x.data, N, c_in, I, g, w.data, c_out, c_in * K, P, y.data);
+  }
+  if (done) {
+  } else if (!a.transposed) {
     const int64_t nb_max = chunk_samples(N, cg * K, P);
     for (int64_t n0 = 0; n0 < N; n0 += nb_max) {
       const int64_t nb = std::min(nb_max, N - n0), ld = nb * P;
@@ -244,7 +290,7 @@ void convolution_weight_grad_kernel(OpCall& call) {
 }
 
 void convolution_dispatch(OpCall& call) {
-  if (onednn_convolution(call)) return;
+  if (!few_outputs_layer(call) && onednn_convolution(call)) return;
   const Tensor& x = call.inputs[0];
   const Tensor& out = call.outs[0];
   const Tensor& w = call.inputs[1];
