@@ -54,15 +54,10 @@ class Folder {
     }
     for (int index : plan.order) {
       const pb::NodeProto& node = g.node(index);
-      for (const auto& a : node.attribute()) {
-        std::vector<const pb::GraphProto*> subs;
-        if (a.has_g()) subs.push_back(&a.g());
-        for (const auto& sub : a.graphs()) subs.push_back(&sub);
-        for (const pb::GraphProto* sub : subs) {
-          GraphPlan& sub_plan = state_.subgraphs.at(sub);
-          fold(*sub, sub_plan, known, sub_plan.initializers);
-        }
-      }
+      for_each_subgraph(node, [&](const pb::GraphProto& sub) {
+        GraphPlan& sub_plan = state_.subgraphs.at(&sub);
+        fold(sub, sub_plan, known, sub_plan.initializers);
+      });
       // Until proven constant, this node's outputs hide outer values of the same names.
       for (const auto& o : node.output()) known.erase(o);
       if (!foldable(node)) continue;

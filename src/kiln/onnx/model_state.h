@@ -103,6 +103,15 @@ bool fused_chain_applies(const FusedChain& chain, const Value& root);
 // The chain's output from root (fused_chain_applies must hold).
 Tensor run_fused_chain(const FusedChain& chain, const Value& root);
 
+// Calls f(subgraph) for each GRAPH attribute of node (If branches, Loop and Scan bodies).
+template <typename F>
+void for_each_subgraph(const pb::NodeProto& node, F&& f) {
+  for (const auto& a : node.attribute()) {
+    if (a.has_g()) f(a.g());
+    for (const auto& sub : a.graphs()) f(sub);
+  }
+}
+
 // "node 'name' (OpType)" or "node #i (OpType)" for messages.
 std::string describe_node(const pb::NodeProto& node, int index);
 

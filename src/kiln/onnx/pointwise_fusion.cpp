@@ -121,10 +121,7 @@ class Fuser {
     std::vector<const pb::GraphProto*> todo;
     auto subgraphs_of = [&](const pb::GraphProto& g) {
       for (const auto& node : g.node())
-        for (const auto& a : node.attribute()) {
-          if (a.has_g()) todo.push_back(&a.g());
-          for (const auto& sub : a.graphs()) todo.push_back(&sub);
-        }
+        for_each_subgraph(node, [&](const pb::GraphProto& sub) { todo.push_back(&sub); });
     };
     subgraphs_of(g_);
     while (!todo.empty()) {

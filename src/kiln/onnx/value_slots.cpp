@@ -51,16 +51,11 @@ void assign(const pb::GraphProto& g, GraphPlan& plan, const std::map<std::string
 
 void assign_subgraphs(const pb::GraphProto& g, Model::State& state) {
   for (const auto& node : g.node())
-    for (const auto& a : node.attribute()) {
-      std::vector<const pb::GraphProto*> subs;
-      if (a.has_g()) subs.push_back(&a.g());
-      for (const auto& sub : a.graphs()) subs.push_back(&sub);
-      for (const pb::GraphProto* sub : subs) {
-        GraphPlan& plan = state.subgraphs.at(sub);
-        assign(*sub, plan, plan.initializers);
-        assign_subgraphs(*sub, state);
-      }
-    }
+    for_each_subgraph(node, [&](const pb::GraphProto& sub) {
+      GraphPlan& plan = state.subgraphs.at(&sub);
+      assign(sub, plan, plan.initializers);
+      assign_subgraphs(sub, state);
+    });
 }
 
 }  // namespace
