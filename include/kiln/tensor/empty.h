@@ -6,6 +6,7 @@ namespace kiln {
 
 // Contiguous, uninitialised; device without index means the current device of its type.
 Tensor empty_tensor(const Shape& shape, DType dtype, Device device);
+Tensor empty_tensor(Shape&& shape, DType dtype, Device device);  // the shape moved in
 // Uninitialised with given strides (storage sized for the largest reachable offset).
 Tensor empty_strided_tensor(const Shape& shape, const Strides& strides, DType dtype,
                             Device device);

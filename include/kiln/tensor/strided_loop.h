@@ -14,23 +14,38 @@
 #include <vector>
 
 #include "kiln/core/half.h"
+#include "kiln/core/small_vec.h"
 #include "kiln/tensor/copy_bytes.h"
 #include "kiln/tensor/streaming_store.h"
 #include "kiln/tensor/tensor.h"
 
 namespace kiln {
 
+// Loops of up to kLoopInlineDims merged dims keep their dims inside the object (no malloc
+// per op; decision 0059).
+constexpr size_t kLoopInlineDims = 6;
+using LoopDims = SmallVec<int64_t, kLoopInlineDims>;
+
 template <size_t N>
 struct StridedLoop {
-  Shape shape;                                // merged shape (innermost last)
-  std::vector<std::array<int64_t, N>> strides;  // per dim, byte strides of each operand
+  LoopDims shape;                                                  // merged, innermost last
+  SmallVec<std::array<int64_t, N>, kLoopInlineDims> strides;  // per dim, each operand's bytes
   std::array<char*, N> data{};
   int64_t numel = 0;
 };
 
+// Whether every operand is contiguous at the loop's logical shape (no broadcast): then the
+// loop is one run over all elements.
+template <size_t N>
+bool all_plain_at(const std::array<const Tensor*, N>& ops, const Shape& logical) {
+  for (const Tensor* t : ops)
+    if (!t->is_contiguous() || t->shape() != logical) return false;
+  return true;
+}
+
 // Byte strides of t when viewed at shape (which t broadcasts to).
-inline Strides broadcast_byte_strides(const Tensor& t, const Shape& shape) {
-  Strides out(shape.size(), 0);
+inline LoopDims broadcast_byte_strides(const Tensor& t, const Shape& shape) {
+  LoopDims out(shape.size(), 0);
   size_t offset = shape.size() - t.shape().size();
   int64_t es = int64_t(t.element_size());
   for (size_t i = 0; i < t.shape().size(); ++i)
@@ -47,25 +62,36 @@ StridedLoop<N> make_strided_loop(const std::array<const Tensor*, N>& ops, const 
   StridedLoop<N> loop;
   loop.numel = numel_of(logical);
   for (size_t k = 0; k < N; ++k) loop.data[k] = static_cast<char*>(ops[k]->raw_data());
-  std::vector<Strides> st(N);
+  if (loop.numel >= 1 && all_plain_at(ops, logical)) {
+    // The common case, without the general merge below: one dim (none for one element,
+    // as the merge drops dims of size 1).
+    if (loop.numel > 1) {
+      loop.shape.push_back(loop.numel);
+      std::array<int64_t, N> es;
+      for (size_t k = 0; k < N; ++k) es[k] = int64_t(ops[k]->element_size());
+      loop.strides.push_back(es);
+    }
+    return loop;
+  }
+  std::array<LoopDims, N> st;
   for (size_t k = 0; k < N; ++k) st[k] = broadcast_byte_strides(*ops[k], logical);
-  Shape shape = logical;
+  LoopDims shape(logical.begin(), logical.end());
   if (memory_order && !ops[0]->is_contiguous()) {
     // Outermost first: larger output strides first (stable, so ties keep logical order).
-    std::vector<size_t> order(shape.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    LoopDims order(shape.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = int64_t(i);
     std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return st[0][a] > st[0][b]; });
-    for (size_t i = 0; i < order.size(); ++i) shape[i] = logical[order[i]];
+                     [&](int64_t a, int64_t b) { return st[0][size_t(a)] > st[0][size_t(b)]; });
+    for (size_t i = 0; i < order.size(); ++i) shape[i] = logical[size_t(order[i])];
     for (auto& s : st) {
-      const Strides old = s;
-      for (size_t i = 0; i < order.size(); ++i) s[i] = old[order[i]];
+      const LoopDims old = s;
+      for (size_t i = 0; i < order.size(); ++i) s[i] = old[size_t(order[i])];
     }
   }
   // Merge dims from innermost outwards: dim i-1 folds into dim i when for every operand
   // stride[i-1] == stride[i] * size[i]. Dims of size 1 are dropped.
-  Shape merged;
-  std::vector<std::array<int64_t, N>> mstrides;
+  LoopDims merged;
+  SmallVec<std::array<int64_t, N>, kLoopInlineDims> mstrides;
   for (size_t i = shape.size(); i-- > 0;) {
     if (shape[i] == 1) continue;
     std::array<int64_t, N> s;
@@ -82,8 +108,10 @@ StridedLoop<N> make_strided_loop(const std::array<const Tensor*, N>& ops, const 
     merged.push_back(shape[i]);
     mstrides.push_back(s);
   }
-  loop.shape.assign(merged.rbegin(), merged.rend());
-  loop.strides.assign(mstrides.rbegin(), mstrides.rend());
+  for (size_t i = merged.size(); i-- > 0;) {
+    loop.shape.push_back(merged[i]);
+    loop.strides.push_back(mstrides[i]);
+  }
   return loop;
 }
 
@@ -92,7 +120,7 @@ StridedLoop<N> make_strided_loop(const std::array<const Tensor*, N>& ops, const 
 template <size_t N, typename Body>
 void for_each_run_range(const StridedLoop<N>& loop, int64_t begin, int64_t end, Body&& body) {
   const size_t nd = loop.shape.size();
-  std::vector<int64_t> idx(nd, 0);
+  LoopDims idx(nd, 0);
   std::array<char*, N> ptr = loop.data;
   int64_t rest = begin;
   for (size_t d = nd - 1; d-- > 0;) {

@@ -71,16 +71,17 @@ bool wants_channels_last(const OpCall& call, const Shape& shape) {
   return any;
 }
 
-void prepare_outputs(OpCall& call, const std::vector<TensorMeta>& metas, Device device) {
+// metas' shapes are moved into fresh outputs.
+void prepare_outputs(OpCall& call, std::vector<TensorMeta>& metas, Device device) {
   const OpDef& op = *call.op;
   if (call.outs.empty()) {
     call.outs.reserve(metas.size());
-    for (const auto& m : metas) {
+    for (auto& m : metas) {
       if (op.keeps_channels_last && wants_channels_last(call, m.shape))
         call.outs.push_back(
             empty_strided_tensor(m.shape, channels_last_strides(m.shape), m.dtype, device));
       else
-        call.outs.push_back(empty_tensor(m.shape, m.dtype, device));
+        call.outs.push_back(empty_tensor(std::move(m.shape), m.dtype, device));
     }
     return;
   }
@@ -135,7 +136,7 @@ std::vector<Tensor> run_op(OpCall& call) {
   DeviceGuard guard(device);
   if (!op.dynamic_shape) prepare_outputs(call, metas, device);
   kernel(call);
-  return call.outs;
+  return std::move(call.outs);  // no caller reads call.outs after dispatch
 }
 
 std::vector<Tensor> run_chain(OpCall& call, int slot) {

@@ -266,7 +266,7 @@ void register_binary_ops() {
               broadcast_meta));
   mark(register_op("where", "where(Tensor condition, Tensor self, Tensor other) -> Tensor",
               [](const OpCall& c) -> std::vector<TensorMeta> {
-                return {{broadcast_all(c.inputs), c.inputs[1].dtype()}};
+                return one_meta(broadcast_all(c.inputs), c.inputs[1].dtype());
               }));
   mark(register_op("lerp", "lerp(Tensor self, Tensor end, Tensor weight) -> Tensor", broadcast_meta));
   mark(register_op("addcmul", "addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor",

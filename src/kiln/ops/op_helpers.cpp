@@ -5,30 +5,45 @@
 
 namespace kiln::ops {
 
+std::vector<TensorMeta> one_meta(Shape shape, DType dtype) {
+  std::vector<TensorMeta> metas(1);
+  metas[0].shape = std::move(shape);
+  metas[0].dtype = dtype;
+  return metas;
+}
+
 std::vector<TensorMeta> same_as_first_meta(const OpCall& call) {
-  return {{call.inputs[0].shape(), call.inputs[0].dtype()}};
+  return one_meta(call.inputs[0].shape(), call.inputs[0].dtype());
 }
 
 Shape broadcast_all(const std::vector<Tensor>& ts) {
-  Shape s;
-  bool first = true;
+  // Most calls have equal shapes: one copy of the first, no broadcast_shapes.
+  const Shape* first = nullptr;
+  bool same = true;
   for (const auto& t : ts) {
     if (!t.defined()) continue;
-    s = first ? t.shape() : broadcast_shapes(s, t.shape());
-    first = false;
+    if (!first)
+      first = &t.shape();
+    else
+      same = same && t.shape() == *first;
   }
+  if (!first) return {};
+  if (same) return *first;
+  Shape s = *first;
+  for (const auto& t : ts)
+    if (t.defined() && &t.shape() != first) s = broadcast_shapes(s, t.shape());
   return s;
 }
 
 std::vector<TensorMeta> broadcast_meta(const OpCall& call) {
-  return {{broadcast_all(call.inputs), call.inputs[0].dtype()}};
+  return one_meta(broadcast_all(call.inputs), call.inputs[0].dtype());
 }
 std::vector<TensorMeta> broadcast_bool_meta(const OpCall& call) {
-  return {{broadcast_all(call.inputs), DType::Bool}};
+  return one_meta(broadcast_all(call.inputs), DType::Bool);
 }
 std::vector<TensorMeta> out_meta(const OpCall& call) {
   KILN_INTERNAL_ASSERT(!call.outs.empty(), call.op->name, " needs an output tensor");
-  return {{call.outs[0].shape(), call.outs[0].dtype()}};
+  return one_meta(call.outs[0].shape(), call.outs[0].dtype());
 }
 
 Tensor wrap_scalar(const Scalar& s, DType dtype, Device device) {

@@ -18,6 +18,9 @@ inline const OpDef& op(std::string_view name) { return get_op(name); }
     return def;                                        \
   }())
 
+// One output's meta, its shape moved in (`return {{shape, dtype}}` copies the shape out of
+// the initializer list: a malloc per op call).
+std::vector<TensorMeta> one_meta(Shape shape, DType dtype);
 // Meta: one output with inputs[0]'s shape and dtype.
 std::vector<TensorMeta> same_as_first_meta(const OpCall& call);
 // Meta: one output with the broadcast shape of all defined inputs and inputs[0]'s dtype.

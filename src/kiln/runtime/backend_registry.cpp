@@ -51,13 +51,16 @@ void detail::register_backend_if_absent(std::unique_ptr<Backend> backend) {
 }
 
 Backend* find_backend(DeviceType type) noexcept {
+  auto slot = size_t(type);
+  if (slot >= g_backends.size()) return nullptr;
+  // Every op looks its backend up several times: a filled slot answers without the
+  // call_once of the built-in registration (a slot is never emptied).
+  if (Backend* b = g_backends[slot].load(std::memory_order_acquire)) return b;
   try {
     ensure_builtin_backends();
   } catch (...) {
     // Registration failed (e.g. out of memory); report what is registered.
   }
-  auto slot = size_t(type);
-  if (slot >= g_backends.size()) return nullptr;
   return g_backends[slot].load(std::memory_order_acquire);
 }
 

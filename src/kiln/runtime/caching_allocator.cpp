@@ -46,13 +46,28 @@ struct CachingAllocator::Impl {
     size_t size;
     int64_t stream_id;
   };
-  std::unordered_map<void*, Live> live;
-  // Per stream: free blocks ordered by (size, address) for best-fit lookup.
-  std::map<int64_t, std::set<std::pair<size_t, void*>>> pools;
+  using LiveMap = std::unordered_map<void*, Live>;
+  using Pool = std::set<std::pair<size_t, void*>>;  // free blocks by (size, address)
+  LiveMap live;
+  std::map<int64_t, Pool> pools;  // per stream, for best-fit lookup
+  // Nodes of `live` and of the pools kept for reuse: a block moves between the two on every
+  // allocation and free, which would otherwise cost a malloc and a free of a node each way
+  // (decision 0059). At most kSpareNodes of each kind are kept (the vectors never grow).
+  static constexpr size_t kSpareNodes = 64;
+  std::vector<LiveMap::node_type> spare_live;
+  std::vector<Pool::node_type> spare_pool;
   MemoryStats stats;
   bool owner_alive = true;  // false once the CachingAllocator is destroyed
 
-  Impl(Backend& b, Device d) : backend(b), device(d) {}
+  Impl(Backend& b, Device d) : backend(b), device(d) {
+    spare_live.reserve(kSpareNodes);
+    spare_pool.reserve(kSpareNodes);
+  }
+
+  template <typename Node>
+  static void keep_spare(std::vector<Node>& spares, Node&& node) {
+    if (spares.size() < kSpareNodes) spares.push_back(std::move(node));
+  }
 
   // Takes the best-fitting cached block of the stream: the smallest that is large enough,
   // unless it would waste half or more of itself.
@@ -62,7 +77,7 @@ struct CachingAllocator::Impl {
     auto it = pool->second.lower_bound({size, nullptr});
     if (it == pool->second.end() || it->first >= 2 * size) return false;
     out = {it->second, it->first};
-    pool->second.erase(it);
+    keep_spare(spare_pool, pool->second.extract(it));
     return true;
   }
 
@@ -89,7 +104,15 @@ struct CachingAllocator::Impl {
   }
 
   DataPtr hand_out(void* ptr, size_t size, int64_t stream_id) {
-    live.emplace(ptr, Live{size, stream_id});
+    if (!spare_live.empty()) {
+      LiveMap::node_type node = std::move(spare_live.back());
+      spare_live.pop_back();
+      node.key() = ptr;
+      node.mapped() = Live{size, stream_id};
+      live.insert(std::move(node));
+    } else {
+      live.emplace(ptr, Live{size, stream_id});
+    }
     stats.num_allocs += 1;
     stats.allocated_bytes += int64_t(size);
     if (stats.allocated_bytes > stats.peak_allocated_bytes) {
@@ -126,13 +149,21 @@ struct CachingAllocator::Impl {
     auto it = self->live.find(ptr);
     if (it == self->live.end()) return;  // not ours: ignore rather than corrupt the pool
     Live block = it->second;
-    self->live.erase(it);
+    keep_spare(self->spare_live, self->live.extract(it));
     self->stats.allocated_bytes -= int64_t(block.size);
     self->stats.num_frees += 1;
     bool cached = false;
     if (self->owner_alive) {
       try {
-        self->pools[block.stream_id].insert({block.size, ptr});
+        Pool& pool = self->pools[block.stream_id];
+        if (!self->spare_pool.empty()) {
+          Pool::node_type node = std::move(self->spare_pool.back());
+          self->spare_pool.pop_back();
+          node.value() = {block.size, ptr};
+          pool.insert(std::move(node));
+        } else {
+          pool.insert({block.size, ptr});
+        }
         cached = true;
       } catch (...) {  // no memory for the pool entry: give the block back instead
       }

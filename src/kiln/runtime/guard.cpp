@@ -2,11 +2,18 @@
 // fail in practice; destructors still swallow errors because they run during unwinding.
 #include "kiln/runtime/guard.h"
 
+#include "kiln/runtime/internal.h"
+
 namespace kiln {
 
 DeviceGuard::DeviceGuard(Device device) : type_(device.type), previous_(-1) {
   if (!device.has_index()) return;
   int previous = current_device_index(type_);
+  if (previous == device.index) {
+    // Already current (every op on one device): validate, and nothing to restore.
+    detail::check_device(device);
+    return;
+  }
   set_current_device_index(type_, device.index);  // validates; nothing to undo if it throws
   previous_ = previous;
 }

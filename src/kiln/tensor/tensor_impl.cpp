@@ -50,11 +50,16 @@ Storage make_storage(Device device, size_t nbytes) {
 }
 
 Tensor empty_tensor(const Shape& shape, DType dtype, Device device) {
+  return empty_tensor(Shape(shape), dtype, device);
+}
+
+Tensor empty_tensor(Shape&& shape, DType dtype, Device device) {
   int64_t n = numel_of(shape);
   device = resolve_device(device);
   auto storage = make_storage(device, size_t(n) * element_size(dtype));
-  return Tensor(std::make_shared<TensorImpl>(std::move(storage), 0, shape,
-                                             contiguous_strides(shape), dtype));
+  Strides strides = contiguous_strides(shape);
+  return Tensor(std::make_shared<TensorImpl>(std::move(storage), 0, std::move(shape),
+                                             std::move(strides), dtype));
 }
 
 Tensor empty_strided_tensor(const Shape& shape, const Strides& strides, DType dtype,
