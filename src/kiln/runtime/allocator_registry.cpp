@@ -17,6 +17,13 @@ std::mutex g_create_mutex;
 }  // namespace
 
 CachingAllocator& allocator_for(Device device) {
+  // Every tensor allocation comes here: an existing allocator is found without validating
+  // the device again (it was valid when the allocator was made).
+  if (device.index >= 0 && device.index < detail::kMaxDevicesPerType &&
+      size_t(device.type) < size_t(kNumDeviceTypes)) {
+    auto& slot = g_allocators[size_t(device.type)][size_t(device.index)];
+    if (CachingAllocator* a = slot.load(std::memory_order_acquire)) return *a;
+  }
   auto [backend, d] = detail::check_device(device);
   auto& slot = g_allocators[size_t(d.type)][size_t(d.index)];
   if (CachingAllocator* a = slot.load(std::memory_order_acquire)) return *a;
