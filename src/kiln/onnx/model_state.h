@@ -88,6 +88,12 @@ std::vector<int> topological_order(const pb::GraphProto& graph,
 // left to run (and report) at run time.
 void fold_constants(Model::State& state);
 
+// Rewrites the main graph so that each inference BatchNormalization whose input comes only
+// from a Conv with constant float32 weights is folded into that Conv (new initializers in
+// `initializers`, the batch norm node removed). Runs before planning.
+void fold_batch_norms_into_convs(pb::GraphProto& graph,
+                                 std::map<std::string, Tensor>& initializers, int64_t opset);
+
 // Gives every graph's values slots (GraphPlan::slot_of and the per-node slot lists), after
 // planning, folding and fusion have settled the plans.
 void assign_value_slots(Model::State& state);
