@@ -102,7 +102,7 @@ Model load_from_bytes(const void* data, size_t size, const std::string& base_dir
   }
   KILN_CHECK(g.sparse_initializer_size() == 0, NotImplementedError, "ONNX model ", quoted(name),
              ": sparse initializers are not supported");
-  if (have_default) fold_batch_norms_into_convs(*proto->mutable_graph(), state->initializers,
+  if (have_default) fold_into_convs(*proto->mutable_graph(), state->initializers,
                                                 state->opset);
   std::vector<std::string> available;
   std::set<std::string> input_names;

@@ -88,10 +88,11 @@ std::vector<int> topological_order(const pb::GraphProto& graph,
 // left to run (and report) at run time.
 void fold_constants(Model::State& state);
 
-// Rewrites the main graph so that each inference BatchNormalization whose input comes only
-// from a Conv with constant float32 weights is folded into that Conv (new initializers in
-// `initializers`, the batch norm node removed). Runs before planning.
-void fold_batch_norms_into_convs(pb::GraphProto& graph,
+// Rewrites the main graph so that each inference BatchNormalization, and each Add of a
+// per-channel constant, whose input comes only from a Conv with constant float32 weights is
+// folded into that Conv (new initializers in `initializers`, the folded node removed).
+// Runs before planning (conv_folding.cpp).
+void fold_into_convs(pb::GraphProto& graph,
                                  std::map<std::string, Tensor>& initializers, int64_t opset);
 
 // Gives every graph's values slots (GraphPlan::slot_of and the per-node slot lists), after

@@ -1,5 +1,5 @@
-"""kiln.onnx folds an inference BatchNormalization into the Conv before it at load (decision
-0060), as ONNX Runtime does: the outputs match a float64 numpy evaluation of conv then batch
+"""kiln.onnx folds an inference BatchNormalization, or an Add of a per-channel constant, into
+the Conv before it at load (decision 0060), as ONNX Runtime does: the outputs match a float64 numpy evaluation of conv then batch
 norm, and ORT (optimized and not), within float32 rounding; the profiler shows the
 convolution alone. Batch norms whose Conv output escapes, whose parameters a caller may feed,
 or that train are left as they are and keep their exact results."""
@@ -149,3 +149,50 @@ def test_training_batch_norm_is_not_folded(tmp_path):
                                rtol=1e-4, atol=1e-5)
     y = got["y"].numpy()
     np.testing.assert_allclose(y.mean(axis=(0, 2, 3)), params["bias"], atol=1e-4)
+
+
+def conv_add_model(shift, shift_as, with_bias, seed=1, cout=6):
+    """Conv [2, 3, 7, 8] -> [2, cout, 7, 8], then Add of `shift` given as an initializer, a
+    Constant node, or a Reshape of a Constant [shift.size] by a Constant shape (Paddle's SE
+    blocks)."""
+    r = np.random.default_rng(seed)
+    w = r.standard_normal([cout, 3, 3, 3]).astype(np.float32) * 0.3
+    b = r.standard_normal(cout).astype(np.float32) if with_bias else None
+    nodes, inits = [], [init("w", w)] + ([init("b", b)] if with_bias else [])
+    shift = np.asarray(shift, np.float32)
+    if shift_as == "initializer":
+        inits.append(init("s", shift))
+    elif shift_as == "constant":
+        nodes.append(helper.make_node("Constant", [], ["s"],
+                                      value=numpy_helper.from_array(shift, "s_t")))
+    else:
+        nodes.append(helper.make_node("Constant", [], ["flat"],
+                                      value=numpy_helper.from_array(shift.reshape(-1), "f_t")))
+        nodes.append(helper.make_node("Constant", [], ["shape"], value=numpy_helper.from_array(
+            np.array(shift.shape, np.int64), "shape_t")))
+        nodes.append(helper.make_node("Reshape", ["flat", "shape"], ["s"]))
+    nodes.append(helper.make_node("Conv", ["x", "w"] + (["b"] if with_bias else []), ["c"],
+                                  pads=[1, 1, 1, 1]))
+    nodes.append(helper.make_node("Add", ["s", "c"], ["y"]))  # the constant first
+    model = make(nodes, [vi("x", F32, [2, 3, 7, 8])], [vi("y", F32, [2, cout, 7, 8])], inits)
+    x = r.standard_normal([2, 3, 7, 8]).astype(np.float32)
+    want = conv_reference(x, w, b, 1, [1, 1]) + shift.astype(np.float64)
+    return model, x, want
+
+
+@pytest.mark.parametrize("shape,shift_as,with_bias,folded", [
+    ((1, 6, 1, 1), "reshape", False, True),
+    ((1, 6, 1, 1), "reshape", True, True),
+    ((6, 1, 1), "initializer", True, True),
+    ((1,), "constant", False, True),          # one value for every channel
+    ((1, 1, 1, 8), "initializer", False, False),  # along the width: not a bias
+    ((2, 6, 1, 1), "constant", False, False),     # per image: not a bias
+])
+def test_bias_add_is_folded_into_the_conv(tmp_path, shape, shift_as, with_bias, folded):
+    shift = np.random.default_rng(5).standard_normal(shape).astype(np.float32)
+    model, x, want = conv_add_model(shift, shift_as, with_bias)
+    path = save(model, tmp_path)
+    (got,), names = ops_run(kiln.onnx.load(path), {"x": x})
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
+    np.testing.assert_allclose(got, ort_unoptimized(path, {"x": x})[0], rtol=2e-5, atol=2e-5)
+    assert ("add" not in names) == folded, names

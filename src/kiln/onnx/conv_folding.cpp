@@ -1,0 +1,297 @@
+// Folds an inference BatchNormalization, or an Add of a per-channel constant (a bias), into
+// the Conv before it (decision 0060), as ONNX Runtime does at load: y = (conv(x, W) + B - mean) * a + bias with a = scale / sqrt(var +
+// eps) is conv(x, W * a) + (B - mean) * a + bias, per output channel. Mobile networks (the
+// PaddleOCR classifier: 35 of its 53 convolutions) follow every Conv by one; folded, the batch
+// norm's pass over the activations is gone, and a following activation fuses alone.
+//
+// The main graph's ModelProto is rewritten before planning (the Conv reads new initializers
+// and writes the batch norm's output; the batch norm node is removed), so every later pass
+// sees an ordinary graph. Only constant parameters fold (initializers that are not also graph
+// inputs, which a caller may feed, or Constant nodes' tensors: Paddle's exporter writes
+// every weight as a Constant node), float32, with the Conv's output read by nothing but the
+// batch norm (not a graph output, not read inside a subgraph). Parameters nothing reads
+// any more are dropped (the initializer, or its Constant node).
+#include <map>
+#include <set>
+#include <string>
+
+#include "kiln/onnx/model_state.h"
+#include "kiln/onnx/ops_util.h"
+#include "kiln/onnx/tensor_convert.h"
+#include "kiln/ops/views.h"
+
+namespace kiln::onnx {
+
+namespace {
+
+const pb::AttributeProto* find_attribute(const pb::NodeProto& n, const char* name) {
+  for (const auto& a : n.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+
+bool default_domain(const pb::NodeProto& n) {
+  return n.domain().empty() || n.domain() == "ai.onnx";
+}
+
+// How many times each name is read as a node input, in the graph and every subgraph.
+void count_reads(const pb::GraphProto& g, std::map<std::string, int>& reads) {
+  for (const auto& n : g.node()) {
+    for (const auto& in : n.input()) ++reads[in];
+    for_each_subgraph(n, [&](const pb::GraphProto& sub) { count_reads(sub, reads); });
+  }
+}
+
+class Folder {
+ public:
+  Folder(pb::GraphProto& graph, std::map<std::string, Tensor>& initializers, int64_t opset)
+      : g_(graph), inits_(initializers), opset_(opset) {
+    for (const auto& in : g_.input()) feedable_.insert(in.name());
+    for (const auto& out : g_.output()) outputs_.insert(out.name());
+    count_reads(g_, reads_);
+    for (int i = 0; i < g_.node_size(); ++i)
+      for (const auto& out : g_.node(i).output())
+        if (!out.empty() && !producer_.emplace(out, i).second) well_formed_ = false;
+    for (const auto& [name, t] : inits_)
+      if (producer_.count(name)) well_formed_ = false;
+  }
+
+  void run() {
+    if (!well_formed_) return;  // a value defined twice: left for planning to report
+    for (int i = 0; i < g_.node_size(); ++i)
+      if (fold(i)) removed_.insert(i);
+    for (auto it = removed_.rbegin(); it != removed_.rend(); ++it)
+      g_.mutable_node()->DeleteSubrange(*it, 1);
+  }
+
+ private:
+  // A float32 initializer the caller cannot replace, or a Constant node's float32 tensor;
+  // null otherwise.
+  const Tensor* constant(const std::string& name) {
+    if (name.empty() || feedable_.count(name)) return nullptr;
+    const Tensor* t = nullptr;
+    if (auto it = inits_.find(name); it != inits_.end()) {
+      t = &it->second;
+    } else if (auto c = constant_nodes_.find(name); c != constant_nodes_.end()) {
+      t = &c->second;
+    } else if (auto p = producer_.find(name); p != producer_.end() &&
+                                               g_.node(p->second).op_type() == "Reshape") {
+      t = reshaped_constant(name, g_.node(p->second));
+    } else if (p != producer_.end()) {
+      const pb::NodeProto& n = g_.node(p->second);
+      const auto* v = find_attribute(n, "value");
+      if (n.op_type() != "Constant" || !default_domain(n) || n.attribute_size() != 1 || !v ||
+          !v->has_t() || n.output_size() != 1)
+        return nullptr;
+      try {
+        t = &constant_nodes_.emplace(name, tensor_from_proto(v->t(), "", "Constant " + name))
+                 .first->second;
+      } catch (const Error&) {  // malformed: the Constant op reports it when it runs
+        return nullptr;
+      }
+    }
+    return t && t->dtype() == DType::F32 ? t : nullptr;
+  }
+
+  // The Conv producing x, when x is read only once and the Conv's weights (and bias) are
+  // constant float32: the node and its parameters; conv null otherwise.
+  struct FoldableConv {
+    pb::NodeProto* conv = nullptr;
+    int index = -1;
+    const Tensor* w = nullptr;
+    const Tensor* bias = nullptr;  // null when the Conv has none
+  };
+  FoldableConv conv_producing(const std::string& x) {
+    FoldableConv f;
+    if (reads_[x] != 1 || outputs_.count(x) || feedable_.count(x)) return f;
+    auto p = producer_.find(x);
+    if (p == producer_.end()) return f;
+    pb::NodeProto& conv = *g_.mutable_node(p->second);
+    if (conv.op_type() != "Conv" || !default_domain(conv) || conv.output_size() != 1 ||
+        conv.input_size() < 2)
+      return f;
+    const Tensor* w = constant(conv.input(1));
+    if (!w || w->dim() < 3) return f;
+    if (conv.input_size() >= 3 && !conv.input(2).empty()) {
+      f.bias = constant(conv.input(2));
+      if (!f.bias || f.bias->dim() != 1 || f.bias->numel() != w->size(0)) return f;
+    }
+    f.conv = &conv;
+    f.index = p->second;
+    f.w = w;
+    return f;
+  }
+
+  // Points f's Conv at new parameters (new_w undefined: the weights stay) and makes it write
+  // `output` (the folded node's output).
+  void rewrite_conv(const FoldableConv& f, const Tensor& new_w, const Tensor& new_b,
+                    const std::string& output) {
+    pb::NodeProto& conv = *f.conv;
+    const std::string prefix = "kiln/folded/" + output + "/";
+    if (new_w.defined()) {
+      const std::string w_name = unused_name(prefix + "weight");
+      inits_.emplace(w_name, new_w);
+      release(conv.input(1));
+      conv.set_input(1, w_name);
+    }
+    const std::string b_name = unused_name(prefix + "bias");
+    inits_.emplace(b_name, new_b);
+    if (f.bias) release(conv.input(2));
+    if (conv.input_size() >= 3)
+      conv.set_input(2, b_name);
+    else
+      conv.add_input(b_name);
+    conv.set_output(0, output);
+    producer_[output] = f.index;
+  }
+
+  bool fold(int index) { return fold_batch_norm(index) || fold_bias_add(index); }
+
+  // A batch norm node into the Conv that produces its input.
+  bool fold_batch_norm(int bn_index) {
+    const pb::NodeProto& bn = g_.node(bn_index);
+    if (bn.op_type() != "BatchNormalization" || !default_domain(bn) || opset_ < 9) return false;
+    if (bn.input_size() != 5 || bn.output_size() < 1 || bn.output(0).empty()) return false;
+    for (int o = 1; o < bn.output_size(); ++o)
+      if (!bn.output(o).empty()) return false;  // running statistics asked for: training
+    if (opset_ >= 14) {
+      const auto* t = find_attribute(bn, "training_mode");
+      if (t && t->i() != 0) return false;
+    }
+    const FoldableConv f = conv_producing(bn.input(0));
+    if (!f.conv) return false;
+    const int64_t c = f.w->size(0);
+    std::vector<Tensor> p4;  // scale, bias, mean, var
+    for (int i = 1; i < 5; ++i) {
+      const Tensor* t = constant(bn.input(i));
+      if (!t || t->dim() != 1 || t->numel() != c) return false;
+      p4.push_back(*t);
+    }
+    const auto* e = find_attribute(bn, "epsilon");
+    const double eps = e ? e->f() : 1e-5f;
+    // a and b exactly as op_batch_norm makes them, then W * a and B * a + b.
+    Tensor a = div(p4[0], sqrt(add(p4[3], scalar_like(p4[3], eps))));
+    Tensor b = sub(p4[1], mul(p4[2], a));
+    Shape per_out(size_t(f.w->dim()), 1);
+    per_out[0] = c;
+    Tensor new_w = contiguous(mul(*f.w, reshape(a, per_out)));
+    Tensor new_b = f.bias ? add(mul(*f.bias, a), b) : contiguous(b);
+    for (int i = 1; i < 5; ++i) release(bn.input(i));
+    rewrite_conv(f, new_w, new_b, bn.output(0));
+    return true;
+  }
+
+  // An Add of a Conv's output and a per-channel (or one-element) constant into the Conv's
+  // bias (the squeeze-and-excitation blocks of mobile networks: Conv, then Add of the bias
+  // reshaped to [1, C, 1, 1]).
+  bool fold_bias_add(int add_index) {
+    const pb::NodeProto& n = g_.node(add_index);
+    if (n.op_type() != "Add" || !default_domain(n) || n.input_size() != 2 ||
+        n.output_size() != 1 || n.output(0).empty())
+      return false;
+    for (int side = 0; side < 2; ++side) {
+      const FoldableConv f = conv_producing(n.input(side));
+      if (!f.conv) continue;
+      const Tensor* t = constant(n.input(1 - side));
+      const int64_t c = f.w->size(0), rank = f.w->dim();
+      if (!t || t->dim() > rank || (t->numel() != c && t->numel() != 1)) continue;
+      // Per channel: every dim 1 except, in the output's dim 1, C (or all 1).
+      bool per_channel = true;
+      for (int64_t d = 0; d < t->dim(); ++d) {
+        const int64_t out_dim = rank - t->dim() + d;
+        per_channel = per_channel && (t->size(d) == 1 || (out_dim == 1 && t->size(d) == c));
+      }
+      if (!per_channel) continue;
+      Tensor shift = reshape(*t, Shape{t->numel()});
+      if (t->numel() != c) shift = expand(shift, Shape{c});
+      Tensor new_b = contiguous(f.bias ? add(*f.bias, shift) : shift);
+      release(n.input(1 - side));
+      rewrite_conv(f, Tensor(), new_b, n.output(0));
+      return true;
+    }
+    return false;
+  }
+
+  // A Reshape of a float32 constant by a constant shape of positive sizes (and at most one
+  // -1), or null.
+  const Tensor* reshaped_constant(const std::string& name, const pb::NodeProto& n) {
+    if (!default_domain(n) || n.input_size() != 2 || n.attribute_size() != 0) return nullptr;
+    const std::string& shape_name = n.input(1);
+    if (shape_name.empty() || feedable_.count(shape_name)) return nullptr;
+    const Tensor* data = constant(n.input(0));
+    const Tensor* shape = nullptr;
+    if (auto it = inits_.find(shape_name); it != inits_.end()) {
+      shape = &it->second;
+    } else if (auto p = producer_.find(shape_name); p != producer_.end()) {
+      const pb::NodeProto& c = g_.node(p->second);
+      const auto* v = find_attribute(c, "value");
+      if (c.op_type() != "Constant" || !v || !v->has_t()) return nullptr;
+      try {
+        shape = &constant_nodes_.emplace(shape_name, tensor_from_proto(v->t(), "", shape_name))
+                     .first->second;
+      } catch (const Error&) {
+        return nullptr;
+      }
+    }
+    if (!data || !shape || shape->dtype() != DType::I64 || shape->dim() != 1) return nullptr;
+    const Tensor host = shape->to(Device(DeviceType::CPU, 0));
+    const int64_t* dims = host.data_ptr<int64_t>();
+    Shape target;
+    int64_t known = 1, inferred = -1;
+    for (int64_t i = 0; i < host.numel(); ++i) {
+      if (dims[i] == -1 && inferred < 0) {
+        inferred = i;
+      } else if (dims[i] > 0) {
+        known *= dims[i];
+      } else {
+        return nullptr;
+      }
+      target.push_back(dims[i]);
+    }
+    if (inferred >= 0) {
+      if (data->numel() % known != 0) return nullptr;
+      target[size_t(inferred)] = data->numel() / known;
+    } else if (known != data->numel()) {
+      return nullptr;
+    }
+    return &constant_nodes_.emplace(name, reshape(*data, target)).first->second;
+  }
+
+  std::string unused_name(const std::string& base) const {
+    std::string name = base;
+    for (int k = 1; inits_.count(name) || producer_.count(name) || feedable_.count(name); ++k)
+      name = base + "." + std::to_string(k);
+    return name;
+  }
+
+  // One read of a parameter is gone; it is dropped when nothing else reads it.
+  void release(const std::string& name) {
+    if (--reads_[name] != 0 || outputs_.count(name)) return;
+    if (inits_.erase(name) != 0) return;
+    const int node = producer_.at(name);  // its Constant node, or a Reshape of constants
+    removed_.insert(node);
+    constant_nodes_.erase(name);
+    const pb::NodeProto& n = g_.node(node);
+    if (n.op_type() == "Reshape")
+      for (const auto& in : n.input()) release(in);
+  }
+
+  pb::GraphProto& g_;
+  std::map<std::string, Tensor>& inits_;
+  int64_t opset_;
+  std::set<std::string> feedable_, outputs_;
+  std::map<std::string, int> reads_;
+  std::map<std::string, int> producer_;
+  std::map<std::string, Tensor> constant_nodes_;  // Constant nodes' tensors, as read
+  std::set<int> removed_;                          // nodes to delete
+  bool well_formed_ = true;
+};
+
+}  // namespace
+
+void fold_into_convs(pb::GraphProto& graph,
+                                 std::map<std::string, Tensor>& initializers, int64_t opset) {
+  Folder(graph, initializers, opset).run();
+}
+
+}  // namespace kiln::onnx
