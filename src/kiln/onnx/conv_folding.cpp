@@ -78,19 +78,24 @@ class Folder {
                                                g_.node(p->second).op_type() == "Reshape") {
       t = reshaped_constant(name, g_.node(p->second));
     } else if (p != producer_.end()) {
-      const pb::NodeProto& n = g_.node(p->second);
-      const auto* v = find_attribute(n, "value");
-      if (n.op_type() != "Constant" || !default_domain(n) || n.attribute_size() != 1 || !v ||
-          !v->has_t() || n.output_size() != 1)
-        return nullptr;
-      try {
-        t = &constant_nodes_.emplace(name, tensor_from_proto(v->t(), "", "Constant " + name))
-                 .first->second;
-      } catch (const Error&) {  // malformed: the Constant op reports it when it runs
-        return nullptr;
-      }
+      t = constant_node_value(name, g_.node(p->second));
     }
     return t && t->dtype() == DType::F32 ? t : nullptr;
+  }
+
+  // The tensor of Constant node n (which writes name), read once and kept; null when n is
+  // not a plain Constant or its tensor is malformed (the Constant op reports that when it runs).
+  const Tensor* constant_node_value(const std::string& name, const pb::NodeProto& n) {
+    const auto* v = find_attribute(n, "value");
+    if (n.op_type() != "Constant" || !default_domain(n) || n.attribute_size() != 1 || !v ||
+        !v->has_t() || n.output_size() != 1)
+      return nullptr;
+    try {
+      return &constant_nodes_.emplace(name, tensor_from_proto(v->t(), "", "Constant " + name))
+                  .first->second;
+    } catch (const Error&) {
+      return nullptr;
+    }
   }
 
   // The Conv producing x, when x is read only once and the Conv's weights (and bias) are
@@ -222,16 +227,10 @@ class Folder {
     const Tensor* shape = nullptr;
     if (auto it = inits_.find(shape_name); it != inits_.end()) {
       shape = &it->second;
+    } else if (auto c = constant_nodes_.find(shape_name); c != constant_nodes_.end()) {
+      shape = &c->second;
     } else if (auto p = producer_.find(shape_name); p != producer_.end()) {
-      const pb::NodeProto& c = g_.node(p->second);
-      const auto* v = find_attribute(c, "value");
-      if (c.op_type() != "Constant" || !v || !v->has_t()) return nullptr;
-      try {
-        shape = &constant_nodes_.emplace(shape_name, tensor_from_proto(v->t(), "", shape_name))
-                     .first->second;
-      } catch (const Error&) {
-        return nullptr;
-      }
+      shape = constant_node_value(shape_name, g_.node(p->second));
     }
     if (!data || !shape || shape->dtype() != DType::I64 || shape->dim() != 1) return nullptr;
     const Tensor host = shape->to(Device(DeviceType::CPU, 0));
