@@ -48,6 +48,11 @@ Stats stats_of(std::vector<double> samples);
 std::vector<Stats> time_interleaved(const std::vector<std::function<void()>>& fns,
                                     const Options& opt, int warmup = 2, double* foreign = nullptr);
 
+// Reads [data, data + bytes) once with `threads` threads in the widest vector loads (the DRAM
+// probe's loop; data 64-byte aligned, bytes a multiple of 4): a read of the same bytes timed
+// beside a kernel that streams them.
+void read_in_parallel(const void* data, int64_t bytes, int threads);
+
 // One measured figure. `value` is in `unit`; higher_is_better says which way is good.
 struct Record {
   std::string section, name, system, metric, unit, note;

@@ -250,16 +250,8 @@ double dram_read_gbs(int threads, int64_t bytes, int reps) {
   std::vector<double> rates;
   for (int r = 0; r < reps + 1; ++r) {
     double t0 = now_s();
-    double total = 0;
-#pragma omp parallel num_threads(threads) reduction(+ : total)
-    {
-      int nt = omp_get_num_threads(), id = omp_get_thread_num();
-      int64_t chunk = (n / nt) & ~int64_t(63);
-      int64_t b = chunk * id, e = id == nt - 1 ? n : b + chunk;
-      total += read_chunk(p + b, e - b);
-    }
+    read_in_parallel(p, bytes, threads);
     double dt = now_s() - t0;
-    g_sink = g_sink + total;
     if (r > 0) rates.push_back(double(bytes) / dt / 1e9);  // first pass: warm-up
   }
   cpu::host_free(p);
@@ -274,6 +266,20 @@ void line(const std::string& what, int threads, double v, const std::string& uni
 }
 
 }  // namespace
+
+void read_in_parallel(const void* data, int64_t bytes, int threads) {
+  const float* p = static_cast<const float*>(data);
+  const int64_t n = bytes / 4;
+  double total = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+  {
+    int nt = omp_get_num_threads(), id = omp_get_thread_num();
+    int64_t chunk = (n / nt) & ~int64_t(63);
+    int64_t b = chunk * id, e = id == nt - 1 ? n : b + chunk;
+    total += read_chunk(p + b, e - b);
+  }
+  g_sink = g_sink + total;
+}
 
 void bench_peak(const Options& opt, Report& rep) {
   const auto& f = cpu::cpu_features();
