@@ -107,33 +107,39 @@ TEST(Conv1d, SameValidUnbatchedAndDilation) {
 }
 
 // Float32 1-D layers with 1 to 8 output positions in all (a streaming model's frame, run
-// through the few-rows dot tiles where the level has them): STFT-like (one channel, a long
-// kernel, stride 128), padded kernel-3 layers at stride 1 and 2, two samples, one output
-// position, with and without bias, against a float64 reference of the float32 inputs.
+// through the few-rows dot tiles where the level has them, or as a matrix-vector product for
+// a single position): STFT-like (one channel, a long kernel, stride 128), padded kernel-3
+// layers at stride 1 and 2, dilated ones whose taps fall in the padding, two samples, one
+// output position (output channels a multiple of 4 or not, a weight large enough for the
+// threaded loop), with and without bias, against a float64 reference of the float32 inputs.
 TEST(Conv1dFewOutputs, MatchTheReference) {
   struct Case {
     int64_t N, C, L, O, K, stride, pad;
     bool bias;
+    int64_t dil = 1;
   };
   uint32_t seed = 300;
-  for (const Case& k : {Case{1, 1, 640, 258, 256, 128, 0, false},
-                        Case{1, 129, 4, 128, 3, 1, 1, true},
-                        Case{1, 128, 4, 64, 3, 2, 1, true}, Case{1, 64, 2, 64, 3, 2, 1, false},
-                        Case{2, 64, 4, 32, 3, 1, 1, true}, Case{2, 16, 7, 5, 3, 2, 0, true},
-                        Case{3, 8, 3, 4, 3, 1, 0, true}}) {
+  for (const Case& k :
+       {Case{1, 1, 640, 258, 256, 128, 0, false}, Case{1, 129, 4, 128, 3, 1, 1, true},
+        Case{1, 128, 4, 64, 3, 2, 1, true}, Case{1, 64, 2, 64, 3, 2, 1, false},
+        Case{2, 64, 4, 32, 3, 1, 1, true}, Case{2, 16, 7, 5, 3, 2, 0, true},
+        Case{3, 8, 3, 4, 3, 1, 0, true}, Case{1, 64, 1, 128, 3, 1, 1, true},
+        Case{1, 9, 1, 7, 3, 1, 1, true}, Case{1, 5, 1, 3, 1, 1, 0, false},
+        Case{1, 128, 1, 203, 3, 1, 1, true}, Case{1, 6, 5, 9, 3, 1, 2, true, 2},
+        Case{2, 4, 3, 6, 3, 2, 3, false, 3}}) {
     Tensor x = f64v(rand_vals(size_t(k.N * k.C * k.L), seed++), {k.N, k.C, k.L}).to(DType::F32);
     Tensor w = f64v(rand_vals(size_t(k.O * k.C * k.K), seed++), {k.O, k.C, k.K}).to(DType::F32);
     Tensor b = k.bias ? f64v(rand_vals(size_t(k.O), seed++), {k.O}).to(DType::F32) : Tensor();
-    Conv2dCase c{k.N, k.C, 1, k.L, k.O, 1, k.K, 1, k.stride, 0, k.pad};
-    const int64_t out = conv_out(k.L, k.K, k.stride, k.pad, 1);
+    Conv2dCase c{k.N, k.C, 1, k.L, k.O, 1, k.K, 1, k.stride, 0, k.pad, 1, k.dil};
+    const int64_t out = conv_out(k.L, k.K, k.stride, k.pad, k.dil);
     ASSERT_LE(k.N * out, 8);
     auto ref = ref_conv2d(c, x.to(DType::F64).to_vector<double>(),
                           w.to(DType::F64).to_vector<double>(),
                           k.bias ? b.to(DType::F64).to_vector<double>() : std::vector<double>{});
-    Tensor y = F::conv1d(x, w, b, {k.stride}, std::vector<int64_t>{k.pad});
+    Tensor y = F::conv1d(x, w, b, {k.stride}, std::vector<int64_t>{k.pad}, {k.dil});
     expect_values(y.to(DType::F64), {k.N, k.O, out}, ref, 1e-4,
                   "N " + std::to_string(k.N) + " C " + std::to_string(k.C) + " L " +
-                      std::to_string(k.L));
+                      std::to_string(k.L) + " O " + std::to_string(k.O));
   }
 }
 

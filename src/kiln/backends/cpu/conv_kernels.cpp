@@ -143,20 +143,50 @@ bool few_outputs_layer(const OpCall& call) {
   return positions >= 1 && positions <= kFewOutputsMax && vec_math_f32().dot_tile != nullptr;
 }
 
+// rows[(n * P + p) * CK + c * K + k] = x[n, c, p * s - pad + k * dil], 0 in the padding: the
+// transposed im2col of a 1-D layer, written directly in the row-per-position form the dot
+// tiles read. im2col plus a transpose cost more than the product for Silero VAD's layers
+// (per col line two divisions and three fill / copy calls, for lines of 1-4 positions:
+// 20% of a [1, 64, 1] x [128, 64, 3] layer's time).
+void unfold_positions(const float* x, int64_t N, int64_t c_in, int64_t I, const ConvGeometry& g,
+                      int64_t P, float* rows) {
+  const int64_t K = g.kernel[2], s = g.stride[2], pad = g.pad[2], dil = g.dil[2];
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t p = 0; p < P; ++p) {
+      float* r = rows + (n * P + p) * c_in * K;
+      const int64_t first = p * s - pad;
+      for (int64_t c = 0; c < c_in; ++c) {
+        const float* xc = x + (n * c_in + c) * I;
+        for (int64_t k = 0; k < K; ++k) {
+          const int64_t i = first + k * dil;
+          r[c * K + k] = i >= 0 && i < I ? xc[i] : 0.0f;
+        }
+      }
+    }
+}
+
 // y [N, c_out, P] = W [c_out, CK] @ im2col(x) for every sample: false where the level has no
-// dot tile (nothing written).
+// dot tile (nothing written). One position in all is a matrix-vector product: four weight
+// rows per step against the one unfolded row (the tiles take 2+ rows, and a zero second row
+// doubled the work).
 bool few_outputs_product(const float* x, int64_t N, int64_t c_in, int64_t I,
                          const ConvGeometry& g, const float* w, int64_t c_out, int64_t CK,
                          int64_t P, float* y) {
-  const int64_t ld = N * P, rows = std::max<int64_t>(ld, 2);  // the tiles take 2+ rows
-  std::vector<float> col(size_t(CK * ld)), rows_first(size_t(rows * CK), 0.0f);
-  for (int64_t n = 0; n < N; ++n) im2col(x + n * c_in * I, c_in, g, col.data() + n * P, ld);
-  for (int64_t r = 0; r < CK; ++r)
-    for (int64_t p = 0; p < ld; ++p) rows_first[size_t(p * CK + r)] = col[size_t(r * ld + p)];
-  std::vector<float> sums(size_t(rows * c_out));
-  if (!few_rows_times_weight_f32(rows, c_out, CK, rows_first.data(), CK, w, CK, sums.data(),
-                                 c_out))
+  const int64_t ld = N * P;
+  const VecMathF32& vm = vec_math_f32();
+  std::vector<float> rows_first(size_t(std::max<int64_t>(ld, 2) * CK), 0.0f);
+  unfold_positions(x, N, c_in, I, g, P, rows_first.data());
+  std::vector<float> sums(size_t(std::max<int64_t>(ld, 2) * c_out));
+  if (ld == 1 && vm.dot4 && vm.dot) {
+    const float* a = rows_first.data();
+    const int64_t quads = c_out / 4;
+#pragma omp parallel for schedule(static) if (c_out * CK >= (int64_t(1) << 16))
+    for (int64_t q = 0; q < quads; ++q) vm.dot4(a, w + 4 * q * CK, CK, CK, sums.data() + 4 * q);
+    for (int64_t j = 4 * quads; j < c_out; ++j) sums[size_t(j)] = vm.dot(a, w + j * CK, CK);
+  } else if (!few_rows_times_weight_f32(std::max<int64_t>(ld, 2), c_out, CK, rows_first.data(),
+                                        CK, w, CK, sums.data(), c_out)) {
     return false;
+  }
   for (int64_t n = 0; n < N; ++n)
     for (int64_t o = 0; o < c_out; ++o)
       for (int64_t p = 0; p < P; ++p)
