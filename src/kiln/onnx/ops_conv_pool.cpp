@@ -96,6 +96,12 @@ std::vector<Tensor> op_conv(OpContext& ctx) {
     x = pad(x, pad_pairs(w.pad_begin, w.pad_end), "constant", 0);
     o.padding.assign(w.kernel.size(), 0);
   }
+  // Image layers run on channels-last activations (decision 0062): oneDNN's direct kernels
+  // read and write nhwc as it is, where NCHW costs a reorder to its blocked layout and back
+  // in every layer; the output stays channels-last, so the next layer's input already is.
+  if (x.dim() == 4 && (x.dtype() == DType::F32 || x.dtype() == DType::BF16) && x.size(1) > 1 &&
+      !x.is_channels_last())
+    x = x.contiguous(MemoryFormat::ChannelsLast);
   return one(convolution(x, weight, ctx.has_input(2) ? ctx.input(2) : Tensor(), o));
 }
 

@@ -117,12 +117,20 @@ Tensor resize_axis(const Tensor& x, int64_t axis, int64_t out, double scale, con
 Tensor resize(const Tensor& x, const std::vector<int64_t>& sizes, const std::vector<double>& scales,
               const ResizeMode& m, const std::vector<double>& roi) {
   Tensor y = is_floating(x.dtype()) ? x : to_dtype(x, DType::F32);
+  // A channels-last image (the convolutions' layout, decision 0062) is resized as the
+  // contiguous [N, H, W, C] tensor it is: index_select then gathers whole rows of channels,
+  // where on the NCHW view it moved one element at a time.
+  const bool nhwc = y.is_channels_last();
+  const int64_t nhwc_axis[4] = {0, 3, 1, 2};  // NCHW dim -> its dim in the NHWC view
+  if (nhwc) y = permute(y, {0, 2, 3, 1});
   for (int64_t d = 0; d < x.dim(); ++d) {
     const double roi_start = roi.size() == size_t(2 * x.dim()) ? roi[size_t(d)] : 0.0;
     const double roi_end = roi.size() == size_t(2 * x.dim()) ? roi[size_t(d + x.dim())] : 1.0;
     if (sizes[size_t(d)] == x.size(d) && scales[size_t(d)] == 1.0 && m.coord != "tf_crop_and_resize") continue;
-    y = resize_axis(y, d, sizes[size_t(d)], scales[size_t(d)], m, roi_start, roi_end);
+    y = resize_axis(y, nhwc ? nhwc_axis[d] : d, sizes[size_t(d)], scales[size_t(d)], m,
+                    roi_start, roi_end);
   }
+  if (nhwc) y = permute(y, {0, 3, 1, 2});
   return cast(y, x.dtype());
 }
 
