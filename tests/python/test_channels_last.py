@@ -137,3 +137,31 @@ def test_softmax_of_channels_last_along_every_dim_matches_torch(dtype, fn):
     (getattr(tg, fn)(1) * torch.from_numpy(w)).sum().backward()
     np.testing.assert_allclose(npy(kg.grad.contiguous()), npy(tg.grad.contiguous()), rtol=1e-5,
                                atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("dim", [0, 1, 2, 3, -1])
+@pytest.mark.parametrize("layouts", [("cl", "cl"), ("cl", "plain"), ("plain", "cl"),
+                                     ("plain", "plain"), ("cl", "cl", "cl")])
+def test_cat_of_channels_last_values_and_layout_match_torch(dtype, dim, layouts):
+    # Channels-last inputs concatenate into a channels-last result (the ONNX detector's
+    # feature maps, decision 0062); a mix gives a contiguous one, as in PyTorch.
+    r = np.random.default_rng(5)
+    ks, ts = [], []
+    for i, layout in enumerate(layouts):
+        shape = [2, 3, 4, 5]
+        shape[dim] += i  # unequal sizes along the cat dim
+        a = r.standard_normal(shape).astype(np.float32)
+        k, t = kiln.from_numpy(a), torch.from_numpy(a)
+        if dtype == "bfloat16":
+            k, t = k.to(kiln.bfloat16), t.to(torch.bfloat16)
+        if layout == "cl":
+            k = k.contiguous(memory_format=kiln.channels_last)
+            t = t.contiguous(memory_format=torch.channels_last)
+        ks.append(k)
+        ts.append(t)
+    got, want = kiln.cat(ks, dim), torch.cat(ts, dim)
+    np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
+    assert got.is_contiguous() == want.is_contiguous()
+    assert (got.is_contiguous(memory_format=kiln.channels_last)
+            == want.is_contiguous(memory_format=torch.channels_last))

@@ -98,6 +98,15 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
   std::vector<Tensor> inputs;
   for (const Tensor& t : xs)
     if (!skipped_by_cat(t)) inputs.push_back(to_dtype(t, dtype));
+  // PyTorch's layout rule: the result is channels-last when every input is; a mix gives a
+  // contiguous result, so the channels-last inputs are made contiguous first.
+  bool all_channels_last = true, any_channels_last = false;
+  for (const Tensor& t : inputs) {
+    all_channels_last = all_channels_last && t.is_channels_last();
+    any_channels_last = any_channels_last || t.is_channels_last();
+  }
+  if (any_channels_last && !all_channels_last)
+    for (Tensor& t : inputs) t = t.contiguous();
   return call_op(KILN_OP("cat"), std::move(inputs), {d});
 }
 
@@ -221,7 +230,10 @@ Tensor roll(const Tensor& x, const std::vector<int64_t>& shifts, const std::vect
 
 namespace ops {
 void register_shape_ops() {
-  register_op("cat", "cat(Tensor[] tensors, int dim=0) -> Tensor", cat_meta);
+  // Channels-last inputs give a channels-last result (as PyTorch's cat), so that a network's
+  // concatenated feature maps stay in its convolutions' layout (decision 0062).
+  register_op("cat", "cat(Tensor[] tensors, int dim=0) -> Tensor", cat_meta)
+      .keeps_channels_last = true;
   register_op("tril", "tril(Tensor self, int diagonal=0) -> Tensor", tri_meta);
   register_op("triu", "triu(Tensor self, int diagonal=0) -> Tensor", tri_meta);
   register_op("repeat", "repeat(Tensor self, SymInt[] repeats) -> Tensor", repeat_meta);

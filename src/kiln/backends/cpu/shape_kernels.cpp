@@ -25,13 +25,22 @@ void cat_kernel(OpCall& call) {
   size_t es = out.element_size();
   int64_t start = 0;
   // Contiguous inputs and output: each input is `outer` blocks of t.size(d) * inner elements
-  // landing at a fixed offset in each output block, so a memcpy per block.
-  int64_t outer = 1, inner = 1;
-  for (int64_t i = 0; i < d; ++i) outer *= out.size(i);
-  for (int64_t i = d + 1; i < out.dim(); ++i) inner *= out.size(i);
+  // landing at a fixed offset in each output block, so a memcpy per block. All channels-last:
+  // the same on the [N, H, W, C] order of their memory.
   bool contiguous = out.is_contiguous();
   for (const Tensor& t : call.inputs) contiguous = contiguous && t.is_contiguous();
-  if (contiguous) {
+  bool nhwc = !contiguous && out.dim() == 4 && out.is_contiguous(MemoryFormat::ChannelsLast);
+  for (const Tensor& t : call.inputs)
+    nhwc = nhwc && t.is_contiguous(MemoryFormat::ChannelsLast);
+  static constexpr int64_t kMemoryOrder[4] = {0, 2, 3, 1};  // NHWC dim i is NCHW dim [i]
+  auto size_in_memory_order = [&](const Tensor& t, int64_t i) {
+    return nhwc ? t.size(kMemoryOrder[i]) : t.size(i);
+  };
+  const int64_t dm = nhwc ? (d == 1 ? 3 : d == 0 ? 0 : d - 1) : d;  // d in memory order
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < dm; ++i) outer *= size_in_memory_order(out, i);
+  for (int64_t i = dm + 1; i < out.dim(); ++i) inner *= size_in_memory_order(out, i);
+  if (contiguous || nhwc) {
     const int64_t out_block = out.size(d) * inner * int64_t(es);
     for (const Tensor& t : call.inputs) {
       const char* s = bytes_of(t);
