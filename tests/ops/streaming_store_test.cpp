@@ -126,12 +126,14 @@ TEST(ElementwiseLargeStreaming, InPlaceOpsStillCorrect) {
 }
 
 // softmax, log_softmax, layer_norm and rms_norm on float32 outputs of 24 MiB and up (the norms
-// write their rows with streaming stores, decision 0027): every row against float64 math.
-// Rows of 1024 (aligned), 1031 (each row starts at a different offset within a cache line:
-// the unaligned head and the overlapping tail), 17 (streamed on AVX2, too short on AVX-512)
-// and 5003.
+// write their rows with streaming stores, decision 0027; softmax rows of up to 1024 values too,
+// decision 0063): every row against float64 math. Rows of 1024 (aligned), 1000 and 1031 (each
+// row starts at a different offset within a cache line: the unaligned head and the overlapping
+// tail; 1031 is beyond softmax's streamed rows), 33 (softmax streams it on either level, just
+// past the short-row path), 17 (norms streamed on AVX2, too short on AVX-512) and 5003.
 TEST(ElementwiseLargeStreaming, SoftmaxAndNormRows) {
-  for (int64_t len : {int64_t(1024), int64_t(1031), int64_t(17), int64_t(5003)}) {
+  for (int64_t len : {int64_t(1024), int64_t(1000), int64_t(1031), int64_t(33), int64_t(17),
+                      int64_t(5003)}) {
     const int64_t rows = detail::kStreamingStoreBytes / (4 * len) + 5;
     std::vector<double> xv = random_values(size_t(rows * len), -6, 6, uint32_t(51 + len));
     Tensor x = make(xv, {rows, len}, DType::F32, kCpu);

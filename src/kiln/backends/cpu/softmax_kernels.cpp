@@ -10,6 +10,7 @@
 #include "isa/vec_math.h"
 #include "kiln/core/convert.h"
 #include "kiln/dispatch/registry.h"
+#include "kiln/tensor/streaming_store.h"
 #include "next_row_prefetch.h"
 #include "reduce_utils.h"
 #include "scalar_math.h"
@@ -89,21 +90,29 @@ bool vectorised_softmax(const Tensor& in, const Tensor& out, int64_t dim, bool l
   }
   const float* src = static_cast<const float*>(in.raw_data());
   float* dst = static_cast<float*>(out.raw_data());
-  // Rows are written with ordinary stores even when the output is far beyond the cache:
-  // normalising each row in a buffer and streaming it out (streaming_store.h) measured
-  // slower, 23-27 against 30-33 GB/s for [65536, 1024] (kiln bench, two threads, both
-  // forms in one session), since the row is read from memory and then written in two
-  // separate bursts. Streaming each row during the next row's passes (stores interleaved
-  // with the loads, two row buffers) was tried in session 7 and not kept: against this loop,
-  // alternating in one process, rows of 1024 and 1040 ran 30% faster but 512, 2048 and 4096
-  // 2-6% slower and 256 20% slower. Session 9 (decision 0027): the last pass streaming its
-  // stores directly (the exponentials kept in an L1 scratch row) ran no faster either,
-  // 35 against 35-36 GB/s for [65536, 1024] and 29 against 34 for [16384, 4096]: the row's
-  // exp, not memory, bounds this loop (2.8 values per ns on one core with the row in cache).
-#pragma omp parallel for schedule(static) if (rows > 1 && in.numel() >= (int64_t(1) << 15))
-  for (int64_t r = 0; r < rows; ++r) {
-    if (r + 1 < rows) prefetch_next_row(src + (r + 1) * len, len * int64_t(sizeof(float)));
-    row(src + r * len, dst + r * len, len, log);
+  // Outputs far beyond the cache: rows of up to 1024 values keep their exponentials in an L1
+  // scratch row and write out with non-temporal stores (softmax_row_stream), so out is not
+  // read from memory before it is written. Both forms in one process, alternated, two threads,
+  // Zen 5 (kiln/copy at 56-90 GB/s of copy as the host's memory moved): rows of 128 0.80x
+  // the time, 256 0.78-0.83x, 512 0.84x, 1024 0.92-0.98x; 2048 1.15x, 3072 1.11x, 4096
+  // 1.06-1.08x, 8192 1.13-1.17x, 16384 1.14x (longer rows lose, as session 7 found on
+  // another host: decision 0063). Before that (sessions 7 and 9, decision 0027) ordinary
+  // stores were kept for every row length.
+  const VecSoftmaxRowStreamF32 stream_row = vm.softmax_row_stream;
+  constexpr int64_t kStreamRowMax = 1024;
+  const bool stream = stream_row && len <= kStreamRowMax &&
+                      out.nbytes() >= size_t(detail::kStreamingStoreBytes) &&
+                      (dst + in.numel() <= src || src + in.numel() <= dst);
+#pragma omp parallel if (rows > 1 && in.numel() >= (int64_t(1) << 15))
+  {
+    std::vector<float> scratch(stream ? static_cast<size_t>(len) : 0);
+#pragma omp for schedule(static) nowait
+    for (int64_t r = 0; r < rows; ++r) {
+      if (r + 1 < rows) prefetch_next_row(src + (r + 1) * len, len * int64_t(sizeof(float)));
+      if (stream) stream_row(src + r * len, dst + r * len, scratch.data(), len, log);
+      else row(src + r * len, dst + r * len, len, log);
+    }
+    if (stream) detail::stream_fence();
   }
   return true;
 }
