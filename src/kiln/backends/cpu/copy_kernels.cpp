@@ -37,26 +37,29 @@ bool dense_alike(const Tensor& src, const Tensor& dst) {
   return true;
 }
 
-// float32 <-> bfloat16 between two tensors laid out alike in one dense block (contiguous, or
-// both channels-last): the ISA's vector converters, threaded (the element loop rounded each
-// value on its own in baseline code, 4x slower than a float32 copy). False where it does not
-// apply or at the baseline ISA level.
-bool convert_f32_bf16_dense(const Tensor& src, const Tensor& dst) {
-  const bool narrow = src.dtype() == DType::F32 && dst.dtype() == DType::BF16;
-  const bool widen = src.dtype() == DType::BF16 && dst.dtype() == DType::F32;
+// float32 <-> bfloat16 / float16 between two tensors laid out alike in one dense block
+// (contiguous, or both channels-last): the ISA's vector converters, threaded (the element loop
+// rounded each value on its own in baseline code, 4x slower than a float32 copy for bfloat16,
+// 10x for float16). False where it does not apply or at the baseline ISA level.
+bool convert_f32_half_dense(const Tensor& src, const Tensor& dst) {
+  const DType from = src.dtype(), to = dst.dtype();
+  const bool narrow = from == DType::F32 && (to == DType::BF16 || to == DType::F16);
+  const bool widen = to == DType::F32 && (from == DType::BF16 || from == DType::F16);
   if (!(narrow || widen) || !dense_alike(src, dst)) return false;
   const VecMathF32& vm = vec_math_f32();
-  if (!vm.widen_bf16 || !vm.narrow_bf16) return false;
-  const int64_t n = dst.numel();
+  const bool f16 = from == DType::F16 || to == DType::F16;
+  const VecNarrowBf16 narrow_fn = f16 ? vm.narrow_f16 : vm.narrow_bf16;
+  const VecWidenBf16 widen_fn = f16 ? vm.widen_f16 : vm.widen_bf16;
+  if (!widen_fn || !narrow_fn) return false;
   auto piece = [&](int64_t b, int64_t e) {
     if (narrow)
-      vm.narrow_bf16(static_cast<const float*>(src.raw_data()) + b,
-                     static_cast<uint16_t*>(dst.raw_data()) + b, e - b);
+      narrow_fn(static_cast<const float*>(src.raw_data()) + b,
+                static_cast<uint16_t*>(dst.raw_data()) + b, e - b);
     else
-      vm.widen_bf16(static_cast<const uint16_t*>(src.raw_data()) + b,
-                    static_cast<float*>(dst.raw_data()) + b, e - b);
+      widen_fn(static_cast<const uint16_t*>(src.raw_data()) + b,
+               static_cast<float*>(dst.raw_data()) + b, e - b);
   };
-  parallel_pieces(n, piece);
+  parallel_pieces(dst.numel(), piece);
   return true;
 }
 
@@ -91,7 +94,7 @@ bool convert_float_to_int_dense(const Tensor& src, const Tensor& dst) {
 void copy_kernel(OpCall& call) {
   const Tensor& src = call.inputs[0];
   const Tensor& dst = call.outs[0];
-  if (convert_f32_bf16_dense(src, dst) || convert_float_to_int_dense(src, dst)) return;
+  if (convert_f32_half_dense(src, dst) || convert_float_to_int_dense(src, dst)) return;
   if (src.dtype() == dst.dtype() && dense_alike(src, dst)) {
     const char* s = static_cast<const char*>(src.raw_data());
     char* d = static_cast<char*>(dst.raw_data());

@@ -61,6 +61,10 @@ using VecDotTileBf16 = void (*)(const uint16_t* a, int64_t a_rs, int rows, const
 // chunk.
 using VecWidenBf16 = void (*)(const uint16_t* in, float* out, int64_t n);
 using VecNarrowBf16 = void (*)(const float* in, uint16_t* out, int64_t n);
+// float16 <-> float32 with the F16C instructions, bit for bit as kiln::Half (round to nearest
+// even; subnormals, infinities and NaN payloads kept); null where the CPU lacks F16C.
+using VecWidenF16 = void (*)(const uint16_t* in, float* out, int64_t n);
+using VecNarrowF16 = void (*)(const float* in, uint16_t* out, int64_t n);
 
 // out[i] = bfloat16(add[i * add_step] + x[i] * mul[i * mul_step]) for bfloat16 x and float32
 // mul / add (steps 0: one value, or 1: an array), the product rounded to float32 before the
@@ -182,6 +186,8 @@ struct VecMathF32 {
   VecDotTileBf16 dot_tile_bf16 = nullptr;  // widening; see dot_tile_bf16_kernel (gemm_bf16.h)
   VecWidenBf16 widen_bf16 = nullptr;
   VecNarrowBf16 narrow_bf16 = nullptr;
+  VecWidenF16 widen_f16 = nullptr;
+  VecNarrowF16 narrow_f16 = nullptr;
   VecMulAddBf16 muladd_bf16 = nullptr;
   VecMulAddF32 muladd_f32 = nullptr;
   VecLerpF32 lerp_f32 = nullptr;

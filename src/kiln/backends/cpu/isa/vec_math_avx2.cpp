@@ -7,6 +7,7 @@
 #include "gelu_table.h"
 #include "kiln/core/convert.h"
 #include "transpose_f32_avx2.h"
+#include "kiln/backends/cpu/cpu_info.h"
 #include "vec_math.h"
 
 namespace {
@@ -61,6 +62,20 @@ inline bool any_outside_avx2(__m256 x, float lo, float hi) {
                                   _mm256_cmp_ps(x, _mm256_set1_ps(hi), _CMP_NLE_UQ));
   return !_mm256_testz_ps(out, out);
 }
+// float16 -> float32 with vcvtph2ps, NaN lanes rebuilt from the bits as Half::to_float (the
+// instruction quiets a signalling NaN; see vec_math_avx512.cpp).
+inline __m256 load_f16_avx2(const uint16_t* p) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  const __m256 f = _mm256_cvtph_ps(h);
+  const __m256 nan = _mm256_cmp_ps(f, f, _CMP_UNORD_Q);
+  if (_mm256_testz_ps(nan, nan)) return f;
+  const __m256i x = _mm256_cvtepu16_epi32(h);
+  const __m256i bits = _mm256_or_si256(
+      _mm256_or_si256(_mm256_slli_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x8000)), 16),
+                      _mm256_set1_epi32(0x7f800000)),
+      _mm256_slli_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x3ff)), 13));
+  return _mm256_blendv_ps(f, _mm256_castsi256_ps(bits), nan);
+}
 }  // namespace
 
 #define V __m256
@@ -71,6 +86,10 @@ inline bool any_outside_avx2(__m256 x, float lo, float hi) {
 #define VSTORE_BF16(p, v) store_bf16_avx2((p), (v))
 #define VSTORE2_BF16(p, v0, v1) store2_bf16_avx2((p), (v0), (v1))
 #define VSTREAM(p, v) _mm256_stream_ps((p), (v))
+#define VLOAD_F16(p) load_f16_avx2(p)
+#define VSTORE_F16(p, v)                                   \
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p),          \
+                   _mm256_cvtps_ph((v), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))
 #define VSET1(x) _mm256_set1_ps(x)
 #define VADD(a, b) _mm256_add_ps((a), (b))
 #define VSUB(a, b) _mm256_sub_ps((a), (b))

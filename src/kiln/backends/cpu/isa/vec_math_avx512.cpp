@@ -5,6 +5,7 @@
 #include <sleef.h>
 
 #include "gelu_table.h"
+#include "kiln/backends/cpu/cpu_info.h"
 #include "vec_math.h"
 
 namespace {
@@ -47,6 +48,41 @@ inline void store_bf16_avx512(uint16_t* p, __m512 v) {
   r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(r));
 }
+// Two vectors at once, the same rounding: each rounded value's upper half is gathered into one
+// register by a single word permute (vpermt2w), and NaN lanes, rare, take the path above.
+// Narrowing [4096, 1024] float32 on one thread: 820-840 us with one vpmovdw per vector.
+inline void store2_bf16_avx512(uint16_t* p, __m512 v0, __m512 v1) {
+  if (_mm512_cmp_ps_mask(v0, v0, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(v1, v1, _CMP_UNORD_Q)) {
+    store_bf16_avx512(p, v0);
+    store_bf16_avx512(p + 16, v1);
+    return;
+  }
+  auto round = [](__m512 v) {
+    const __m512i u = _mm512_castps_si512(v);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    return _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb);
+  };
+  // Word j of the result: the upper word of lane j of v0 (j < 16), else of lane j - 16 of v1.
+  const __m512i upper_words = _mm512_set_epi16(
+      63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33,
+      31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+  _mm512_storeu_si512(p, _mm512_permutex2var_epi16(round(v0), upper_words, round(v1)));
+}
+// float16 -> float32 with vcvtph2ps, whose only departure from kiln::Half is a signalling NaN
+// (it sets the quiet bit): NaN lanes are rebuilt from the bits (sign, all-ones exponent, the
+// payload shifted up), as Half::to_float, so contiguous and strided conversions agree.
+inline __m512 load_f16_avx512(const uint16_t* p) {
+  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  const __m512 f = _mm512_cvtph_ps(h);
+  const __mmask16 nan = _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q);
+  if (!nan) return f;
+  const __m512i x = _mm512_cvtepu16_epi32(h);
+  const __m512i bits = _mm512_or_si512(
+      _mm512_or_si512(_mm512_slli_epi32(_mm512_and_si512(x, _mm512_set1_epi32(0x8000)), 16),
+                      _mm512_set1_epi32(0x7f800000)),
+      _mm512_slli_epi32(_mm512_and_si512(x, _mm512_set1_epi32(0x3ff)), 13));
+  return _mm512_mask_mov_ps(f, nan, _mm512_castsi512_ps(bits));
+}
 }  // namespace
 
 #define V __m512
@@ -55,8 +91,12 @@ inline void store_bf16_avx512(uint16_t* p, __m512 v) {
 #define VSTORE(p, v) _mm512_storeu_ps((p), (v))
 #define VLOAD_BF16(p) load_bf16_avx512(p)
 #define VSTORE_BF16(p, v) store_bf16_avx512((p), (v))
-#define VSTORE2_BF16(p, v0, v1) (store_bf16_avx512((p), (v0)), store_bf16_avx512((p) + 16, (v1)))
+#define VSTORE2_BF16(p, v0, v1) store2_bf16_avx512((p), (v0), (v1))
 #define VSTREAM(p, v) _mm512_stream_ps((p), (v))
+#define VLOAD_F16(p) load_f16_avx512(p)
+#define VSTORE_F16(p, v)                                        \
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),            \
+                      _mm512_cvtps_ph((v), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))
 #define VSET1(x) _mm512_set1_ps(x)
 #define VADD(a, b) _mm512_add_ps((a), (b))
 #define VSUB(a, b) _mm512_sub_ps((a), (b))
