@@ -165,13 +165,16 @@ TEST(ConvChannelsLast, AvgPoolInPlaceMatchesThePlanarKernel) {
 
 // Planar inputs with 16+ channels are pooled channels-last and copied back: values and
 // indices against a float64 reference of PyTorch's rule (first maximum; NaN wins, the last
-// one; a window without an in-range tap gives -inf at its first tap stepped into range).
+// one; a window without an in-range tap gives -inf at its first tap stepped into range). 20
+// channels: the ISA's vector form for 16 (8 + 8 on AVX2) and the scalar loop for the rest.
 TEST(ConvChannelsLast, PlanarMaxPoolWithManyChannelsAgainstReference) {
   const int64_t N = 2, C = 20, H = 9, W = 10;
   auto v = rand_vals(size_t(N * C * H * W), 46);
   v[5] = std::nan("");
   v[7] = std::nan("");
   for (size_t i = 300; i < 330; ++i) v[i] = -INFINITY;
+  for (size_t i = 400; i < 460; ++i) v[i] = 0.75;  // ties: the first tap of the maximum wins
+  for (size_t i = 2 * 90 + 3; i < 20 * 90; i += 90) v[i] = std::nan("");  // NaN in every plane
   struct P { F::IntList k, s, p, d; bool ceil; };
   for (DType dt : {DType::F32, DType::BF16}) {
     Tensor x = f64(v, {N, C, H, W}).to(dt);

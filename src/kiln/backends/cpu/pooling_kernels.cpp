@@ -87,10 +87,23 @@ void max_pool_channels_last(OpCall& call) {
   T* dst = static_cast<T*>(call.outs[0].raw_data());
   int64_t* idx = static_cast<int64_t*>(call.outs[1].raw_data());
   const bool parallel = N * OH > 1 && N * OH * OW * Ch >= (int64_t(1) << 14);
+  // The ISA's vector form for float32 / bfloat16 (this file is baseline code: the loops below
+  // ran at SSE2 width, [1, 64, 56, 56] 3x3 stride 2 in 94 us on one thread, PyTorch 64); it
+  // keeps tap positions as floats, exact up to 2^24.
+  const VecMathF32& vm = vec_math_f32();
+  using VecMaxTaps = int64_t (*)(const T*, const int32_t*, int64_t, int64_t, T*, float*);
+  VecMaxTaps max_taps = nullptr;
+  if (H * W <= (int64_t(1) << 24) && vm.to_i64) {
+    if constexpr (std::is_same_v<T, float>) max_taps = vm.max_taps;
+    if constexpr (std::is_same_v<T, BFloat16>)
+      max_taps = reinterpret_cast<VecMaxTaps>(vm.max_taps_bf16);  // BFloat16 is its bits
+  }
 #pragma omp parallel if (parallel)
   {
     std::vector<C> best(static_cast<size_t>(Ch));
     std::vector<int32_t> best_at(static_cast<size_t>(Ch));
+    std::vector<int32_t> flats(static_cast<size_t>(k[0] * k[1]));
+    std::vector<float> at(max_taps ? static_cast<size_t>(Ch) : 0);
 #pragma omp for schedule(static)
     for (int64_t row = 0; row < N * OH; ++row) {
       const int64_t n = row / OH, oh = row % OH;
@@ -114,32 +127,38 @@ void max_pool_channels_last(OpCall& call) {
           }
           continue;
         }
-        // The running maxima and their (32-bit) tap positions stay in per-thread rows, so
-        // the loop over channels is branch-free and vectorisable; the outputs are written once.
+        int64_t taps = 0;
+        for (int64_t jh = hlo; jh < hhi; ++jh)
+          for (int64_t jw = wlo; jw < whi; ++jw)
+            flats[size_t(taps++)] = int32_t((sh + jh * d[0]) * W + sw + jw * d[1]);
+        int64_t c0 = 0;
+        if (max_taps) {
+          c0 = max_taps(image, flats.data(), taps, Ch, out, at.data());
+          vm.to_i64(at.data(), out_i, c0);
+        }
+        // The rest of the channels: the running maxima and their (32-bit) tap positions stay in
+        // per-thread rows, so the loop over channels is branch-free; outputs are written once.
         C* b = best.data();
         int32_t* bi = best_at.data();
-        bool first = true;
-        for (int64_t jh = hlo; jh < hhi; ++jh)
-          for (int64_t jw = wlo; jw < whi; ++jw) {
-            const int32_t flat = int32_t((sh + jh * d[0]) * W + sw + jw * d[1]);
-            const T* tap = image + int64_t(flat) * Ch;
-            if (first) {
-              for (int64_t c = 0; c < Ch; ++c) {
-                b[c] = C(tap[c]);
-                bi[c] = flat;
-              }
-              first = false;
-              continue;
+        for (int64_t t = 0; t < taps; ++t) {
+          const int32_t flat = flats[size_t(t)];
+          const T* tap = image + int64_t(flat) * Ch;
+          if (t == 0) {
+            for (int64_t c = c0; c < Ch; ++c) {
+              b[c] = C(tap[c]);
+              bi[c] = flat;
             }
-            for (int64_t c = 0; c < Ch; ++c) {
-              const C v = C(tap[c]);
-              const bool take = v > b[c] || v != v;
-              b[c] = take ? v : b[c];
-              bi[c] = take ? flat : bi[c];
-            }
+            continue;
           }
-        for (int64_t c = 0; c < Ch; ++c) out_i[c] = bi[c];
-        for (int64_t c = 0; c < Ch; ++c) out[c] = convert_value<T>(best[size_t(c)]);
+          for (int64_t c = c0; c < Ch; ++c) {
+            const C v = C(tap[c]);
+            const bool take = v > b[c] || v != v;
+            b[c] = take ? v : b[c];
+            bi[c] = take ? flat : bi[c];
+          }
+        }
+        for (int64_t c = c0; c < Ch; ++c) out_i[c] = bi[c];
+        for (int64_t c = c0; c < Ch; ++c) out[c] = convert_value<T>(best[size_t(c)]);
       }
     }
   }

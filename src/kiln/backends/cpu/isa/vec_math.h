@@ -134,6 +134,14 @@ using VecBoxMullerF32 = void (*)(const float* u1, const float* u2, float* z0, fl
 // return exactly that; AVX2: vcvttps2dq, and int32 sign-extended to int64 where in range;
 // null at the baseline level, where the element loop converts.
 using VecToI64F32 = void (*)(const float* in, int64_t* out, int64_t n);
+// Max pooling over channels-last taps: for channels [0, done) (whole vectors; returned) of one
+// output position, out[c] = the largest of image[flats[t] * C + c] over the taps t (NaN wins,
+// later taps win ties only when NaN: `v > best || v != v`, the planar kernel's rule) and at[c]
+// = its tap's flat position as a float (exact below 2^24). bfloat16 values stay bfloat16.
+using VecMaxTapsF32 = int64_t (*)(const float* image, const int32_t* flats, int64_t taps,
+                                  int64_t C, float* out, float* at);
+using VecMaxTapsBf16 = int64_t (*)(const uint16_t* image, const int32_t* flats, int64_t taps,
+                                   int64_t C, uint16_t* out, float* at);
 using VecToI32F32 = void (*)(const float* in, int32_t* out, int64_t n);
 
 // The unary functions of the tables below, by name (one list, so the float32 and bfloat16
@@ -179,6 +187,8 @@ struct VecMathF32 {
   VecLogSumExpRowF32 logsumexp_row = nullptr;
   VecBoxMullerF32 box_muller = nullptr;
   VecToI64F32 to_i64 = nullptr;
+  VecMaxTapsF32 max_taps = nullptr;
+  VecMaxTapsBf16 max_taps_bf16 = nullptr;
   VecToI32F32 to_i32 = nullptr;
   VecDotF32 dot = nullptr;
   VecDot4F32 dot4 = nullptr;
