@@ -23,6 +23,21 @@ struct ConvOptions {
 Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias,
                    const ConvOptions& options);
 
+// An activation applied to a convolution's output as it is written (inference: an ONNX Conv
+// followed by one of these is fused at load, as ONNX Runtime does). Relu: max(x, 0); Clip:
+// min(max(x, alpha), beta); HardSigmoid: max(0, min(1, alpha x + beta)); HardSwish:
+// x min(max(x + 3, 0), 6) / 6.
+enum class ConvActivation : int64_t { None = 0, Relu = 1, Clip = 2, HardSigmoid = 3, HardSwish = 4 };
+struct ConvEpilogue {
+  ConvActivation activation = ConvActivation::None;
+  double alpha = 0, beta = 0;
+};
+
+// convolution, then the epilogue's activation, as one op (`convolution_activation`: oneDNN
+// applies it as a post-op; kiln's own kernels after the product). No gradient.
+Tensor convolution_activation(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                              const ConvOptions& options, const ConvEpilogue& epilogue);
+
 // The gradient of convolution with respect to its weight, given the input and the gradient
 // of the output; weight_shape is the weight's shape. Linear in each argument, and itself
 // differentiable (through convolution), so double backward works.

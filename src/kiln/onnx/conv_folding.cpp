@@ -11,13 +11,18 @@
 // every weight as a Constant node), float32, with the Conv's output read by nothing but the
 // batch norm (not a graph output, not read inside a subgraph). Parameters nothing reads
 // any more are dropped (the initializer, or its Constant node).
+#include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "kiln/onnx/model_state.h"
 #include "kiln/onnx/ops_util.h"
 #include "kiln/onnx/tensor_convert.h"
+#include "kiln/ops/conv.h"
 #include "kiln/ops/views.h"
 
 namespace kiln::onnx {
@@ -106,9 +111,9 @@ class Folder {
     const Tensor* w = nullptr;
     const Tensor* bias = nullptr;  // null when the Conv has none
   };
-  FoldableConv conv_producing(const std::string& x) {
+  FoldableConv conv_producing(const std::string& x, int reads = 1) {
     FoldableConv f;
-    if (reads_[x] != 1 || outputs_.count(x) || feedable_.count(x)) return f;
+    if (reads_[x] != reads || outputs_.count(x) || feedable_.count(x)) return f;
     auto p = producer_.find(x);
     if (p == producer_.end()) return f;
     pb::NodeProto& conv = *g_.mutable_node(p->second);
@@ -150,7 +155,162 @@ class Folder {
     producer_[output] = f.index;
   }
 
-  bool fold(int index) { return fold_batch_norm(index) || fold_bias_add(index); }
+  bool fold(int index) {
+    return fold_batch_norm(index) || fold_bias_add(index) || fold_activation(index);
+  }
+
+  // The value of a one-element float32 constant, or nullopt.
+  std::optional<double> constant_scalar(const std::string& name) {
+    const Tensor* t = constant(name);
+    if (!t || t->numel() != 1) return std::nullopt;
+    return t->to(Device(DeviceType::CPU, 0)).item<double>();
+  }
+
+  // The node producing x when it is read `reads` times (not a graph output) and is op `type`
+  // of the default domain with one output; null otherwise.
+  const pb::NodeProto* single_use_producer(const std::string& x, const char* type, int* index) {
+    if (reads_[x] != 1 || outputs_.count(x) || feedable_.count(x)) return nullptr;
+    auto p = producer_.find(x);
+    if (p == producer_.end()) return nullptr;
+    const pb::NodeProto& n = g_.node(p->second);
+    if (n.op_type() != type || !default_domain(n) || n.output_size() != 1) return nullptr;
+    *index = p->second;
+    return &n;
+  }
+
+  // A Clip's bounds when constant (attributes before opset 11, inputs from 11; an omitted
+  // bound is unbounded); nullopt otherwise.
+  std::optional<std::pair<double, double>> clip_bounds(const pb::NodeProto& clip) {
+    double lo = -std::numeric_limits<double>::infinity(), hi = -lo;
+    if (opset_ < 11) {
+      if (const auto* a = find_attribute(clip, "min")) lo = a->f();
+      if (const auto* a = find_attribute(clip, "max")) hi = a->f();
+      return std::make_pair(lo, hi);
+    }
+    for (int i = 1; i < clip.input_size() && i < 3; ++i) {
+      if (clip.input(i).empty()) continue;
+      const std::optional<double> v = constant_scalar(clip.input(i));
+      if (!v) return std::nullopt;
+      (i == 1 ? lo : hi) = *v;
+    }
+    return std::make_pair(lo, hi);
+  }
+
+  // An activation after a Conv into the Conv (attributes kiln_activation / kiln_alpha /
+  // kiln_beta, read by op_conv, kiln/ops/conv.h's convolution_activation), as ONNX Runtime
+  // fuses them: Relu, HardSigmoid, HardSwish, Clip with constant bounds, and the exporters'
+  // hard swish x * (clip(x + 3, 0, 6) / 6) (Add, Clip, Div, Mul: the PaddleOCR classifier's
+  // 18 of them ran as separate pointwise programs).
+  bool fold_activation(int index) {
+    const pb::NodeProto& n = g_.node(index);
+    if (!default_domain(n) || n.output_size() != 1 || n.output(0).empty() || n.input_size() < 1)
+      return false;
+    const std::string& type = n.op_type();
+    const std::string& out = n.output(0);
+    if (type == "Relu" && n.input_size() == 1)
+      return fuse_activation(n.input(0), 1, ConvActivation::Relu, 0, 0, out, {});
+    if (type == "HardSwish" && n.input_size() == 1)
+      return fuse_activation(n.input(0), 1, ConvActivation::HardSwish, 0, 0, out, {});
+    if (type == "HardSigmoid" && n.input_size() == 1) {
+      const auto* a = find_attribute(n, "alpha");
+      const auto* b = find_attribute(n, "beta");
+      return fuse_activation(n.input(0), 1, ConvActivation::HardSigmoid, a ? a->f() : 0.2f,
+                             b ? b->f() : 0.5f, out, {});
+    }
+    if (type == "Clip") {
+      const auto bounds = clip_bounds(n);
+      if (!bounds || !(bounds->first <= bounds->second)) return false;
+      if (!fuse_activation(n.input(0), 1, ConvActivation::Clip, bounds->first, bounds->second,
+                           out, {}))
+        return false;
+      for (int i = 1; i < n.input_size(); ++i)
+        if (!n.input(i).empty()) release(n.input(i));
+      return true;
+    }
+    if ((type == "Mul" || type == "Div") && n.input_size() == 2) return fold_hard_swish(n);
+    return false;
+  }
+
+  // Whether c is Clip(Add(x, 3), 0, 6) (either Add operand order), each step read once: the
+  // Clip and Add nodes go to `nodes`, their constants to `consts`.
+  bool relu6_of_x_plus_3(const std::string& c, const std::string& x, std::vector<int>& nodes,
+                         std::vector<std::string>& consts) {
+    int clip_i = -1, add_i = -1;
+    const pb::NodeProto* clip = single_use_producer(c, "Clip", &clip_i);
+    if (!clip) return false;
+    const auto bounds = clip_bounds(*clip);
+    if (!bounds || bounds->first != 0.0 || bounds->second != 6.0) return false;
+    const pb::NodeProto* add = single_use_producer(clip->input(0), "Add", &add_i);
+    if (!add || add->input_size() != 2) return false;
+    const int x_side = add->input(0) == x ? 0 : add->input(1) == x ? 1 : -1;
+    if (x_side < 0 || constant_scalar(add->input(1 - x_side)) != 3.0) return false;
+    nodes.insert(nodes.end(), {clip_i, add_i});
+    consts.push_back(add->input(1 - x_side));
+    for (int i = 1; i < clip->input_size(); ++i)
+      if (!clip->input(i).empty()) consts.push_back(clip->input(i));
+    return true;
+  }
+
+  // Hard swish as exporters write it, x read by the Add and the Mul only, each step read once:
+  // Mul(x, Div(Clip(Add(x, 3), 0, 6), 6)) (anchored at the Mul) or Div(Mul(x, Clip(Add(x, 3),
+  // 0, 6)), 6) (PaddlePaddle's, anchored at the Div); either operand order.
+  bool fold_hard_swish(const pb::NodeProto& n) {
+    const bool at_div = n.op_type() == "Div";
+    const pb::NodeProto* mul = &n;
+    std::vector<int> nodes;
+    std::vector<std::string> consts;
+    if (at_div) {
+      int mul_i = -1;
+      if (constant_scalar(n.input(1)) != 6.0) return false;
+      mul = single_use_producer(n.input(0), "Mul", &mul_i);
+      if (!mul || mul->input_size() != 2) return false;
+      nodes.push_back(mul_i);
+      consts.push_back(n.input(1));
+    }
+    for (int side = 0; side < 2; ++side) {
+      const std::string& x = mul->input(side);
+      std::vector<int> more = nodes;
+      std::vector<std::string> more_consts = consts;
+      std::string clipped = mul->input(1 - side);
+      if (!at_div) {
+        int div_i = -1;
+        const pb::NodeProto* div = single_use_producer(clipped, "Div", &div_i);
+        if (!div || div->input_size() != 2 || constant_scalar(div->input(1)) != 6.0) continue;
+        more.push_back(div_i);
+        more_consts.push_back(div->input(1));
+        clipped = div->input(0);
+      }
+      if (!relu6_of_x_plus_3(clipped, x, more, more_consts)) continue;
+      if (!fuse_activation(x, 2, ConvActivation::HardSwish, 0, 0, n.output(0), more)) continue;
+      for (const auto& c : more_consts) release(c);
+      return true;
+    }
+    return false;
+  }
+
+  // Makes the Conv producing x (read `reads` times, by the activation's nodes) apply the
+  // activation and write `output`; the activation's other nodes are removed.
+  bool fuse_activation(const std::string& x, int reads, ConvActivation act, double alpha,
+                       double beta, const std::string& output, const std::vector<int>& nodes) {
+    const FoldableConv f = conv_producing(x, reads);
+    if (!f.conv || find_attribute(*f.conv, "kiln_activation")) return false;
+    pb::NodeProto& conv = *f.conv;
+    auto* a = conv.add_attribute();
+    a->set_name("kiln_activation");
+    a->set_type(pb::AttributeProto::INT);
+    a->set_i(int64_t(act));
+    for (const auto& [name, v] : {std::pair<const char*, double>{"kiln_alpha", alpha},
+                                  std::pair<const char*, double>{"kiln_beta", beta}}) {
+      auto* p = conv.add_attribute();
+      p->set_name(name);
+      p->set_type(pb::AttributeProto::FLOAT);
+      p->set_f(float(v));
+    }
+    conv.set_output(0, output);
+    producer_[output] = f.index;
+    for (int i : nodes) removed_.insert(i);
+    return true;
+  }
 
   // A batch norm node into the Conv that produces its input.
   bool fold_batch_norm(int bn_index) {

@@ -102,7 +102,16 @@ std::vector<Tensor> op_conv(OpContext& ctx) {
   if (x.dim() == 4 && (x.dtype() == DType::F32 || x.dtype() == DType::BF16) && x.size(1) > 1 &&
       !x.is_channels_last())
     x = x.contiguous(MemoryFormat::ChannelsLast);
-  return one(convolution(x, weight, ctx.has_input(2) ? ctx.input(2) : Tensor(), o));
+  // An activation folded into this Conv at load (conv_folding.cpp): applied as the
+  // convolution writes its output.
+  ConvEpilogue e;
+  if (ctx.has_attr("kiln_activation")) {
+    e.activation = ConvActivation(ctx.attr_int("kiln_activation"));
+    e.alpha = ctx.attr_float("kiln_alpha", 0.0f);
+    e.beta = ctx.attr_float("kiln_beta", 0.0f);
+  }
+  return one(convolution_activation(x, weight, ctx.has_input(2) ? ctx.input(2) : Tensor(), o,
+                                    e));
 }
 
 std::vector<Tensor> op_conv_transpose(OpContext& ctx) {

@@ -42,6 +42,28 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias
                  a.to_attrs());
 }
 
+Tensor convolution_activation(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                              const ConvOptions& options, const ConvEpilogue& epilogue) {
+  if (epilogue.activation == ConvActivation::None)
+    return convolution(input, weight, bias, options);
+  KILN_CHECK(weight.device() == input.device(), DeviceError, "convolution: expected weight on ",
+             input.device().str(), ", got ", weight.device().str());
+  KILN_CHECK(epilogue.activation >= ConvActivation::Relu &&
+                 epilogue.activation <= ConvActivation::HardSwish,
+             ValueError, "convolution_activation: unknown activation ",
+             int64_t(epilogue.activation));
+  ConvAttrs a = ops::check_convolution(input, weight.shape(), weight.dtype(), bias, options);
+  std::vector<AttrValue> attrs = a.to_attrs();
+  attrs.emplace_back(int64_t(epilogue.activation));
+  attrs.emplace_back(epilogue.alpha);
+  attrs.emplace_back(epilogue.beta);
+  return call_op(KILN_OP("convolution_activation"),
+                 {input.is_channels_last() ? input : input.contiguous(),
+                  weight.is_channels_last() ? weight : weight.contiguous(),
+                  bias.defined() ? bias.contiguous() : Tensor()},
+                 std::move(attrs));
+}
+
 Tensor convolution_weight_grad(const Tensor& input, const Tensor& grad_output,
                                const Shape& weight_shape, const ConvOptions& options) {
   KILN_CHECK(input.dtype() == grad_output.dtype(), Error,
@@ -65,6 +87,12 @@ void register_conv_ops() {
               "convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, "
               "SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, "
               "SymInt groups) -> Tensor",
+              convolution_meta)
+      .keeps_channels_last = true;
+  register_op("convolution_activation",
+              "convolution_activation(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, "
+              "SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, "
+              "SymInt groups, int activation, float alpha, float beta) -> Tensor",
               convolution_meta)
       .keeps_channels_last = true;
   register_op("convolution_weight_grad",

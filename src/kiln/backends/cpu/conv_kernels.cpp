@@ -17,6 +17,7 @@
 #include "index_loops.h"
 #include "kiln/core/convert.h"
 #include "kiln/dispatch/registry.h"
+#include "kiln/ops/conv.h"
 #include "onednn_conv.h"
 
 namespace kiln::cpu {
@@ -343,6 +344,50 @@ void convolution_dispatch(OpCall& call) {
   KILN_DISPATCH_FLOAT(call.inputs[0].dtype(), "convolution",
                       [&]<typename T>() { convolution_kernel<T>(call); });
 }
+// p[i] = f(p[i]) for i in [0, n), computed in float for bfloat16 (threaded when large).
+template <typename T, typename F>
+void map_in_place(T* p, int64_t n, F f) {
+  using C = opmath_t<T>;
+#pragma omp parallel for schedule(static) if (n >= (int64_t(1) << 16))
+  for (int64_t i = 0; i < n; ++i) p[i] = convert_value<T>(f(C(p[i])));
+}
+
+// out = activation(out) in place (a dense tensor: contiguous or channels-last), in the
+// formulas of oneDNN's post-ops (kiln/ops/conv.h).
+template <typename T>
+void apply_activation(const Tensor& out, const ConvEpilogue& e) {
+  using C = opmath_t<T>;
+  T* p = static_cast<T*>(out.raw_data());
+  const int64_t n = out.numel();
+  const C alpha = C(e.alpha), beta = C(e.beta);
+  switch (e.activation) {
+    case ConvActivation::Relu: map_in_place(p, n, [](C x) { return x < C(0) ? C(0) : x; }); break;
+    case ConvActivation::Clip:
+      map_in_place(p, n, [&](C x) { return std::min(std::max(x, alpha), beta); });
+      break;
+    case ConvActivation::HardSigmoid:
+      map_in_place(p, n, [&](C x) { return std::min(std::max(alpha * x + beta, C(0)), C(1)); });
+      break;
+    case ConvActivation::HardSwish:
+      map_in_place(p, n, [](C x) { return x * std::min(std::max(x + C(3), C(0)), C(6)) / C(6); });
+      break;
+    case ConvActivation::None: break;
+  }
+}
+
+// convolution_activation: oneDNN with the activation as a post-op; else the convolution (any
+// path) and the activation over its output.
+void convolution_activation_dispatch(OpCall& call) {
+  if (!few_outputs_layer(call) && onednn_convolution(call)) return;
+  const ConvEpilogue e{ConvActivation(call.int_attr(6)), call.double_attr(7),
+                       call.double_attr(8)};
+  OpCall plain = call;
+  plain.attrs.resize(6);
+  convolution_dispatch(plain);
+  KILN_DISPATCH_FLOAT(call.outs[0].dtype(), "convolution_activation",
+                      [&]<typename T>() { apply_activation<T>(call.outs[0], e); });
+}
+
 void convolution_weight_grad_dispatch(OpCall& call) {
   if (onednn_convolution_weight_grad(call)) return;
   KILN_DISPATCH_FLOAT(call.inputs[0].dtype(), "convolution_weight_grad",
@@ -353,6 +398,8 @@ void convolution_weight_grad_dispatch(OpCall& call) {
 
 void register_conv_kernels() {
   register_kernel("convolution", DeviceType::CPU, convolution_dispatch, kFloatDTypes);
+  register_kernel("convolution_activation", DeviceType::CPU, convolution_activation_dispatch,
+                  kFloatDTypes);
   register_kernel("convolution_weight_grad", DeviceType::CPU, convolution_weight_grad_dispatch,
                   kFloatDTypes);
 }

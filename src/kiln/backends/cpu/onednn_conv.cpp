@@ -16,6 +16,7 @@
 
 #include "kiln/autograd/autograd.h"
 #include "kiln/backends/cpu/cpu_info.h"
+#include "kiln/ops/conv.h"
 #include "kiln/tensor/tensor.h"
 #include "kiln/tensor/tensor_impl.h"
 
@@ -98,6 +99,31 @@ bool activations_nhwc(const OpCall& call) {
          y.is_contiguous(MemoryFormat::ChannelsLast) && !(x.is_contiguous() && y.is_contiguous());
 }
 
+// The activation of a convolution_activation call (attrs 6-8), none for a plain convolution.
+ConvEpilogue epilogue_of(const OpCall& call) {
+  if (call.attrs.size() < 9) return {};
+  return {ConvActivation(call.int_attr(6)), call.double_attr(7), call.double_attr(8)};
+}
+
+// The epilogue as oneDNN post-ops (HardSigmoid: a linear step, then a clip to [0, 1]).
+dnnl::post_ops post_ops_of(const ConvEpilogue& e) {
+  dnnl::post_ops po;
+  const float a = float(e.alpha), b = float(e.beta);
+  switch (e.activation) {
+    case ConvActivation::Relu: po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0, 0); break;
+    case ConvActivation::Clip: po.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, a, b); break;
+    case ConvActivation::HardSigmoid:
+      po.append_eltwise(1.0f, dnnl::algorithm::eltwise_linear, a, b);
+      po.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, 0.0f, 1.0f);
+      break;
+    case ConvActivation::HardSwish:
+      po.append_eltwise(1.0f, dnnl::algorithm::eltwise_hardswish, 0, 0);
+      break;
+    case ConvActivation::None: break;
+  }
+  return po;
+}
+
 std::string plan_key(const OpCall& call, bool winograd) {
   std::string k = std::to_string(int(call.inputs[0].dtype())) +
                   (activations_nhwc(call) ? "nhwc" : "") +
@@ -114,6 +140,10 @@ std::string plan_key(const OpCall& call, bool winograd) {
   k += '|' + std::to_string(call.int_attr(5)) + (call.inputs[2].defined() ? "b" : "-");
   if (call.bool_attr(3)) add(call.ints_attr(4));  // transposed: its output padding
   if (winograd) k += "|winograd";  // the switch may change between calls
+  const ConvEpilogue e = epilogue_of(call);
+  if (e.activation != ConvActivation::None)
+    k += "|act" + std::to_string(int64_t(e.activation)) + ',' + std::to_string(e.alpha) + ',' +
+         std::to_string(e.beta);
   return k;
 }
 
@@ -225,6 +255,8 @@ std::shared_ptr<ConvPlan> make_plan(const OpCall& call, bool rewrite, bool winog
   // from sharing oneDNN's global scratch buffer.
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (epilogue_of(call).activation != ConvActivation::None)
+    attr.set_post_ops(post_ops_of(epilogue_of(call)));
   dnnl::engine& eng = onednn_engine();
   if (transposed) {
     // PyTorch's output = (in - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding
