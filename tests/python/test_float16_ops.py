@@ -106,3 +106,36 @@ def test_layouts_are_kept():
     kt, tt = _pair(40, 30, seed=14)
     got = kiln.exp(kt.t() / 8)  # a transposed input: values in logical order
     _close(got, torch.exp(tt.t() / 8))
+
+
+@pytest.mark.parametrize("m,n,k", [(1, 203, 333), (3, 64, 1024), (7, 9, 40), (1, 4, 8)])
+def test_linear_with_a_float16_weight_reads_it_as_float16(m, n, k):
+    # A few rows times a transposed float16 weight: the CPU's float16 product (F16C), no
+    # widened copy of the weight (the profiler shows no conversion), float32 sums rounded once.
+    kx, tx = _pair(m, k, seed=20, low=-1, high=1)
+    kw, tw = _pair(n, k, seed=21, low=-1, high=1)
+    with kiln.profiler.profile() as prof:
+        got = KF.linear(kx, kw)
+    names = {e.key for e in prof.key_averages()}
+    want = tx.double() @ tw.double().t()
+    assert got.dtype == kiln.float16 and tuple(got.shape) == (m, n)
+    # float32 sums in any order, one rounding to float16: within a unit of float16 (2^-11
+    # relative) plus the float32 sum's error.
+    np.testing.assert_allclose(got.to(kiln.float32).numpy(), want.numpy(),
+                               rtol=1e-3, atol=1e-3 * float(want.abs().max()))
+    if kiln.backends.cpu.get_cpu_capability() != "baseline":
+        assert not names & {"_to_copy", "copy_"}, names
+    np.testing.assert_allclose(got.to(kiln.float32).numpy(),
+                               TF.linear(tx, tw).float().numpy(), rtol=2e-3, atol=2e-3)
+
+
+def test_float16_weight_product_propagates_nan_and_inf():
+    kx, tx = _pair(2, 64, seed=22)
+    w = np.random.default_rng(23).uniform(-1, 1, (10, 64)).astype(np.float16)
+    w[3, 5], w[7, 63] = np.nan, np.inf
+    got = KF.linear(kx, kiln.from_numpy(w.copy())).to(kiln.float32).numpy()
+    want = TF.linear(tx, torch.from_numpy(w.copy())).float().numpy()
+    assert np.isnan(got[:, 3]).all()
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+    finite = np.isfinite(want)
+    np.testing.assert_allclose(got[finite], want[finite], rtol=2e-3, atol=2e-2)

@@ -120,7 +120,7 @@ std::vector<Tensor> run_op(OpCall& call) {
   if (!op.dynamic_shape) metas = op.meta(call);
   DType dtype = key_dtype(call, metas);
   if (dtype == DType::F16 && device.type == DeviceType::CPU && !call.inputs.empty() &&
-      !op.dynamic_shape && computes_float16_in_float32(op.name))
+      !op.dynamic_shape && computes_float16_in_float32(op.name) && !float16_native(call))
     return run_float16_in_float32(call, metas);
   KernelFn kernel = find_kernel(op, device.type, dtype);
   if (!kernel) {

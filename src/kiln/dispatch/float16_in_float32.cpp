@@ -6,6 +6,7 @@
 // memory passes more than a float16 kernel of their own would, and give the same values.
 #include "float16_in_float32.h"
 
+#include <atomic>
 #include <string_view>
 #include <unordered_set>
 
@@ -31,6 +32,16 @@ bool computes_float16_in_float32(std::string_view name) {
       "matmul", "mm", "bmm", "addmm", "baddbmm", "dot", "fused_linear", "convolution",
       "convolution_weight_grad"};
   return ops.count(name) != 0;
+}
+
+namespace {
+std::atomic<Float16Native> g_native{nullptr};
+}  // namespace
+
+void set_float16_native(Float16Native native) { g_native.store(native); }
+bool float16_native(const OpCall& call) {
+  const Float16Native native = g_native.load(std::memory_order_relaxed);
+  return native && native(call);
 }
 
 }  // namespace kiln

@@ -65,6 +65,12 @@ using VecNarrowBf16 = void (*)(const float* in, uint16_t* out, int64_t n);
 // even; subnormals, infinities and NaN payloads kept); null where the CPU lacks F16C.
 using VecWidenF16 = void (*)(const uint16_t* in, float* out, int64_t n);
 using VecNarrowF16 = void (*)(const float* in, uint16_t* out, int64_t n);
+// sum_k a[k] * w[k] for a float32 row and float16 weight rows widened in registers (F16C):
+// one row, and four rows of stride ldw at once (out[0..3]; more loads in flight); null
+// without F16C.
+using VecDotF32F16 = float (*)(const float* a, const uint16_t* w, int64_t n);
+using VecDot4F32F16 = void (*)(const float* a, const uint16_t* w, int64_t ldw, int64_t n,
+                               float* out);
 
 // out[i] = bfloat16(add[i * add_step] + x[i] * mul[i * mul_step]) for bfloat16 x and float32
 // mul / add (steps 0: one value, or 1: an array), the product rounded to float32 before the
@@ -198,6 +204,8 @@ struct VecMathF32 {
   VecNarrowBf16 narrow_bf16 = nullptr;
   VecWidenF16 widen_f16 = nullptr;
   VecNarrowF16 narrow_f16 = nullptr;
+  VecDotF32F16 dot_f16 = nullptr;
+  VecDot4F32F16 dot4_f16 = nullptr;
   VecMulAddBf16 muladd_bf16 = nullptr;
   VecMulAddF32 muladd_f32 = nullptr;
   VecLerpF32 lerp_f32 = nullptr;

@@ -87,6 +87,8 @@ inline __m256 load_f16_avx2(const uint16_t* p) {
 #define VSTORE2_BF16(p, v0, v1) store2_bf16_avx2((p), (v0), (v1))
 #define VSTREAM(p, v) _mm256_stream_ps((p), (v))
 #define VLOAD_F16(p) load_f16_avx2(p)
+// The plain conversion (a signalling NaN quieted): for products, where a NaN's payload is lost.
+#define VLOAD_F16_VALUE(p) _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))
 #define VSTORE_F16(p, v)                                   \
   _mm_storeu_si128(reinterpret_cast<__m128i*>(p),          \
                    _mm256_cvtps_ph((v), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))

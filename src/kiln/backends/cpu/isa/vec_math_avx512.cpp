@@ -6,6 +6,7 @@
 
 #include "gelu_table.h"
 #include "kiln/backends/cpu/cpu_info.h"
+#include "kiln/core/half.h"
 #include "vec_math.h"
 
 namespace {
@@ -94,6 +95,8 @@ inline __m512 load_f16_avx512(const uint16_t* p) {
 #define VSTORE2_BF16(p, v0, v1) store2_bf16_avx512((p), (v0), (v1))
 #define VSTREAM(p, v) _mm512_stream_ps((p), (v))
 #define VLOAD_F16(p) load_f16_avx512(p)
+// The plain conversion (a signalling NaN quieted): for products, where a NaN's payload is lost.
+#define VLOAD_F16_VALUE(p) _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)))
 #define VSTORE_F16(p, v)                                        \
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),            \
                       _mm512_cvtps_ph((v), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))
