@@ -194,10 +194,6 @@ std::vector<Tensor> run_on_cpu_instead(OpCall& call, Device device) {
   return call.outs;
 }
 
-// float16 inputs widened to float32, the float32 kernel, float16 outputs rounded once
-// (computes_float16_in_float32 lists the ops where that is the op's definition). out= and
-// in-place forms: the kernel writes float32 copies of the outputs (holding their values, for
-// kernels that read them), copied back into the caller's tensors.
 // t converted to dtype with t's strides when t is a permutation of a contiguous tensor (a
 // transposed weight), so the conversion walks both as flat arrays (Tensor::to makes a
 // contiguous copy: w.t() of [1024, 1024] float16 took 1.2 ms to widen, w 44 us).
@@ -214,6 +210,10 @@ Tensor to_keeping_layout(const Tensor& t, DType dtype) {
   return view.to(dtype).permute(back);
 }
 
+// float16 inputs widened to float32, the float32 kernel, float16 outputs rounded once
+// (computes_float16_in_float32 lists the ops where that is the op's definition). out= and
+// in-place forms: the kernel writes float32 copies of the outputs (holding their values, for
+// kernels that read them), copied back into the caller's tensors.
 std::vector<Tensor> run_float16_in_float32(OpCall& call, const std::vector<TensorMeta>& metas) {
   auto widen = [](const Tensor& t) {
     return t.defined() && t.dtype() == DType::F16 ? to_keeping_layout(t, DType::F32) : t;

@@ -30,7 +30,7 @@ bool computes_float16_in_float32(std::string_view name) {
       "adaptive_avg_pool", "adaptive_avg_pool_backward", "nll_loss", "nll_loss_backward",
       // products
       "matmul", "mm", "bmm", "addmm", "baddbmm", "dot", "fused_linear", "convolution",
-      "convolution_weight_grad"};
+      "convolution_activation", "convolution_weight_grad"};
   return ops.count(name) != 0;
 }
 
