@@ -635,13 +635,19 @@ void int_mm_kernel(OpCall& call) {
                    static_cast<int32_t*>(c.raw_data()));
 }
 
-// The float16 calls of mm / matmul that run_gemv_transposed_f16 takes: the dispatcher leaves
-// them float16 (dispatch/float16_in_float32.h) instead of widening the weight on every call.
+// The float16 calls of mm / matmul / addmm (a Linear layer with a bias) that
+// run_gemv_transposed_f16 takes: the dispatcher leaves them float16
+// (dispatch/float16_in_float32.h) instead of widening the weight on every call.
 bool float16_gemv_applies(const OpCall& call) {
   const std::string& op = call.op->name;
-  if ((op != "mm" && op != "matmul") || call.inputs.size() < 2) return false;
-  const Tensor& a = call.inputs[0];
-  const Tensor& b = call.inputs[1];
+  const bool addmm = op == "addmm";  // inputs {self, a, b}
+  const size_t first = addmm ? 1 : 0;
+  if ((op != "mm" && op != "matmul" && !addmm) || call.inputs.size() < first + 2) return false;
+  if (addmm && (!call.inputs[0].defined() || call.inputs[0].dtype() != DType::F16 ||
+                call.inputs[first].dim() != 2))
+    return false;
+  const Tensor& a = call.inputs[first];
+  const Tensor& b = call.inputs[first + 1];
   const VecMathF32& vm = vec_math_f32();
   if (!vm.dot4_f16 || !a.defined() || !b.defined() || a.dtype() != DType::F16 ||
       b.dtype() != DType::F16 || (a.dim() != 1 && a.dim() != 2) || b.dim() != 2)
