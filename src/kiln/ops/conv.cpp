@@ -30,34 +30,29 @@ std::vector<TensorMeta> convolution_weight_grad_meta(const OpCall& c) {
 
 Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias,
                    const ConvOptions& options) {
-  KILN_CHECK(weight.device() == input.device(), DeviceError, "convolution: expected weight on ",
-             input.device().str(), ", got ", weight.device().str());
-  ConvAttrs a = ops::check_convolution(input, weight.shape(), weight.dtype(), bias, options);
-  // A channels-last input stays as it is (the kernel reads it in place and writes a
-  // channels-last result, as PyTorch); other layouts are made contiguous.
-  return call_op(KILN_OP("convolution"),
-                 {input.is_channels_last() ? input : input.contiguous(),
-                  weight.is_channels_last() ? weight : weight.contiguous(),
-                  bias.defined() ? bias.contiguous() : Tensor()},
-                 a.to_attrs());
+  return convolution_activation(input, weight, bias, options, {});
 }
 
+// convolution (no activation) or convolution_activation: one argument check and layout rule.
 Tensor convolution_activation(const Tensor& input, const Tensor& weight, const Tensor& bias,
                               const ConvOptions& options, const ConvEpilogue& epilogue) {
-  if (epilogue.activation == ConvActivation::None)
-    return convolution(input, weight, bias, options);
   KILN_CHECK(weight.device() == input.device(), DeviceError, "convolution: expected weight on ",
              input.device().str(), ", got ", weight.device().str());
-  KILN_CHECK(epilogue.activation >= ConvActivation::Relu &&
+  const bool fused = epilogue.activation != ConvActivation::None;
+  KILN_CHECK(epilogue.activation >= ConvActivation::None &&
                  epilogue.activation <= ConvActivation::HardSwish,
              ValueError, "convolution_activation: unknown activation ",
              int64_t(epilogue.activation));
   ConvAttrs a = ops::check_convolution(input, weight.shape(), weight.dtype(), bias, options);
   std::vector<AttrValue> attrs = a.to_attrs();
-  attrs.emplace_back(int64_t(epilogue.activation));
-  attrs.emplace_back(epilogue.alpha);
-  attrs.emplace_back(epilogue.beta);
-  return call_op(KILN_OP("convolution_activation"),
+  if (fused) {
+    attrs.emplace_back(int64_t(epilogue.activation));
+    attrs.emplace_back(epilogue.alpha);
+    attrs.emplace_back(epilogue.beta);
+  }
+  // A channels-last input stays as it is (the kernel reads it in place and writes a
+  // channels-last result, as PyTorch); other layouts are made contiguous.
+  return call_op(fused ? KILN_OP("convolution_activation") : KILN_OP("convolution"),
                  {input.is_channels_last() ? input : input.contiguous(),
                   weight.is_channels_last() ? weight : weight.contiguous(),
                   bias.defined() ? bias.contiguous() : Tensor()},

@@ -255,8 +255,8 @@ std::shared_ptr<ConvPlan> make_plan(const OpCall& call, bool rewrite, bool winog
   // from sharing oneDNN's global scratch buffer.
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  if (epilogue_of(call).activation != ConvActivation::None)
-    attr.set_post_ops(post_ops_of(epilogue_of(call)));
+  if (const ConvEpilogue e = epilogue_of(call); e.activation != ConvActivation::None)
+    attr.set_post_ops(post_ops_of(e));
   dnnl::engine& eng = onednn_engine();
   if (transposed) {
     // PyTorch's output = (in - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding
