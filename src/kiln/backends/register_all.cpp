@@ -39,6 +39,7 @@ void register_batch_norm_kernels();
 void register_nll_loss_kernels();
 void register_adam_step_kernel();
 void register_pointwise_program_kernel();
+void register_float16_native();
 }  // namespace cpu
 namespace testing_backend {
 void register_testing_kernels();
@@ -78,6 +79,7 @@ void ensure_ops_registered() {
     cpu::register_nll_loss_kernels();
     cpu::register_adam_step_kernel();
     cpu::register_pointwise_program_kernel();
+    cpu::register_float16_native();
     testing_backend::register_testing_kernels();
   });
 }

@@ -192,7 +192,8 @@ void register_unary_ops() {
               same_as_first_meta)
       .keeps_channels_last = true;
   register_op("softplus", "softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor",
-              same_as_first_meta);
+              same_as_first_meta)
+      .keeps_channels_last = true;
   register_op("leaky_relu", "leaky_relu(Tensor self, float negative_slope=0.01) -> Tensor",
               same_as_first_meta)
       .keeps_channels_last = true;
@@ -201,7 +202,8 @@ void register_unary_ops() {
       .keeps_channels_last = true;
   register_op("nan_to_num",
               "nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor",
-              same_as_first_meta);
+              same_as_first_meta)
+      .keeps_channels_last = true;
 }
 }  // namespace ops
 

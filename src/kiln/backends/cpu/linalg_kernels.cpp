@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "kiln/core/convert.h"
-#include "kiln/dispatch/float16_in_float32.h"
 #include "kiln/dispatch/registry.h"
 #include "batched_small_gemm.h"
 #include "few_rows_product.h"
@@ -658,7 +657,6 @@ bool float16_gemv_applies(const OpCall& call) {
 }
 
 void register_linalg_kernels() {
-  set_float16_native(float16_gemv_applies);
   register_kernel("int_mm", DeviceType::CPU, int_mm_kernel,
                   dtype_bit(DType::I8) | dtype_bit(DType::U8));
   for (const char* name : {"matmul", "mm", "bmm", "dot"})

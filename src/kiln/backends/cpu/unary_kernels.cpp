@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "bf16_elementwise.h"
+#include "float16_blocks.h"
 #include "isa/vec_math.h"
 #include "kiln/dispatch/registry.h"
 #include "kiln/tensor/strided_loop.h"
@@ -210,7 +211,8 @@ void clamp_kernel(OpCall& call) {
   const Tensor& out = call.outs[0];
   bool has_lo = call.has_attr(0), has_hi = call.has_attr(1);
   const VecMathF32& vm = vec_math_f32();
-  if (vm.clamp && (in.dtype() == DType::F32 || in.dtype() == DType::BF16)) {
+  if (vm.clamp &&
+      (in.dtype() == DType::F32 || in.dtype() == DType::BF16 || in.dtype() == DType::F16)) {
     constexpr float kInf = std::numeric_limits<float>::infinity();
     const float lo = has_lo ? call.scalar_attr(0).to<float>() : -kInf;
     const float hi = has_hi ? call.scalar_attr(1).to<float>() : kInf;
@@ -292,10 +294,10 @@ bool same_dense_layout(const Tensor& in, const Tensor& out) {
          in.is_contiguous(MemoryFormat::ChannelsLast);
 }
 
-// Dense float32 / bfloat16 tensors (the output equal to or disjoint from the input) go
-// through a vector function: fn(in, out, n) over float32 arrays, bf16_fn(in, out, n) over
-// bfloat16 ones (the same function converting in registers, vec_math.h); long arrays are
-// split over the threads.
+// Dense float32 / bfloat16 / float16 tensors (the output equal to or disjoint from the
+// input) go through a vector function: fn(in, out, n) over float32 arrays (float16: over
+// widened blocks, float16_blocks.h), bf16_fn(in, out, n) over bfloat16 ones (the same
+// function converting in registers, vec_math.h); long arrays are split over the threads.
 template <typename Fn, typename Bf16Fn>
 bool run_vectorised_fn(OpCall& call, Fn fn, Bf16Fn bf16_fn) {
   const Tensor& in = call.inputs[0];
@@ -329,6 +331,15 @@ bool run_vectorised_fn(OpCall& call, Fn fn, Bf16Fn bf16_fn) {
       }
       bf16_fn(src + begin, dst + begin, len);
     }
+    return true;
+  }
+  if (in.dtype() == DType::F16) {  // float32 blocks, decision 0066
+    const uint16_t* src = static_cast<const uint16_t*>(in.raw_data());
+    uint16_t* dst = static_cast<uint16_t*>(out.raw_data());
+    const int64_t n = in.numel();
+    if (!float16_blocks_available() || (src != dst && src < dst + n && dst < src + n))
+      return false;
+    float16_unary_blocks(src, dst, n, fn);
     return true;
   }
   if (in.dtype() != DType::F32) return false;

@@ -1,0 +1,68 @@
+// The float16 calls the CPU runs in float16 itself: the dispatcher otherwise runs the ops of
+// dispatch/float16_in_float32.cpp on float32 copies. Claimed here: products of a few rows
+// with a transposed float16 weight (linalg_kernels.cpp), and elementwise ops whose kernels
+// take float16 blocks through the float32 vector functions (float16_blocks.h, decision 0066),
+// which give the float32 kernel's values bit for bit in one pass over memory.
+#include <string_view>
+#include <unordered_set>
+
+#include "float16_blocks.h"
+#include "kiln/dispatch/float16_in_float32.h"
+#include "kiln/dispatch/registry.h"
+
+namespace kiln::cpu {
+
+bool float16_gemv_applies(const OpCall& call);  // linalg_kernels.cpp
+
+namespace {
+
+// Unary ops whose kernels put dense float16 tensors through a float32 vector function
+// (unary_kernels.cpp, run_vectorised_fn).
+bool vector_unary_op(std::string_view name) {
+  static const std::unordered_set<std::string_view> ops = {
+      "exp",  "exp2", "log",     "log2",    "log1p", "expm1",      "sqrt",
+      "rsqrt", "sin", "cos",     "tan",     "tanh",  "sigmoid",    "relu",
+      "silu", "erf",  "reciprocal", "gelu", "softplus", "leaky_relu", "clamp"};
+  return ops.count(name) != 0;
+}
+
+// Both one dense block in the same element order (contiguous, or channels-last alike), the
+// output the input itself or apart from it: the unary vector path's condition.
+bool dense_alike(const Tensor& in, const Tensor& out) {
+  if (in.shape() != out.shape()) return false;
+  const bool layout = (in.is_contiguous() && out.is_contiguous()) ||
+                      (in.strides() == out.strides() &&
+                       in.is_contiguous(MemoryFormat::ChannelsLast));
+  return layout && (in.raw_data() == out.raw_data() || !in.shares_storage_with(out));
+}
+
+bool float16_elementwise_applies(const OpCall& call) {
+  if (!float16_blocks_available()) return false;
+  for (const Tensor& t : call.inputs)
+    if (!t.defined() || t.dtype() != DType::F16) return false;
+  for (const Tensor& t : call.outs)
+    if (!t.defined() || t.dtype() != DType::F16) return false;
+  const std::string& name = call.op->name;
+  if (call.inputs.size() == 1 && vector_unary_op(name)) {
+    const Tensor& in = call.inputs[0];
+    // An output the dispatcher allocates has the input's layout (contiguous or channels-last).
+    if (call.outs.empty())
+      return in.is_contiguous() || in.is_contiguous(MemoryFormat::ChannelsLast);
+    return call.outs.size() == 1 && dense_alike(in, call.outs[0]);
+  }
+  if (call.inputs.size() != 2) return false;
+  // float16_binary_blocks: any layout (runs it cannot block convert element by element).
+  if (name == "add" || name == "sub") return call.scalar_attr(0).to<double>() == 1.0;
+  if (name == "div") return call.string_attr(0).empty();
+  return name == "mul" || name == "maximum" || name == "minimum";
+}
+
+bool cpu_runs_float16(const OpCall& call) {
+  return float16_elementwise_applies(call) || float16_gemv_applies(call);
+}
+
+}  // namespace
+
+void register_float16_native() { set_float16_native(cpu_runs_float16); }
+
+}  // namespace kiln::cpu
