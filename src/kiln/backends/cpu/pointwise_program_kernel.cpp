@@ -111,7 +111,10 @@ void pointwise_program_kernel(OpCall& call) {
   const bool interleaved = channels > 1 && (p.last_dim || x.is_channels_last());
   int64_t block = block_for(p.registers), plane = n, pattern_len = 0;
   if (interleaved) {
-    pattern_len = block = std::max<int64_t>(1, block / channels) * channels;
+    // Whole pixels / rows per block, and no longer than the input (a multiple of channels):
+    // each step's pattern is built on every call (a [1, 4] input through 200 steps of a
+    // 4-vector built 200 patterns of 2048 floats, 1.3 ms, for 4 values).
+    pattern_len = block = std::max<int64_t>(1, std::min(block, n) / channels) * channels;
   } else if (!p.channels.empty()) {
     plane = n / x.size(0) / channels;
   }
