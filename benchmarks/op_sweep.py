@@ -5,7 +5,7 @@ pooling, interpolation, losses and strided copies (transposes, permutes, channel
 Prints each op's best-of-7 time in both libraries and the ratio kiln / torch (below 1: kiln is
 faster). Not part of RESULTS.md; its purpose is to find the ops that lag PyTorch.
 
-    .venv/bin/python benchmarks/op_sweep.py [--dtype f32|bf16] [--threads 2] [substring ...]
+    .venv/bin/python benchmarks/op_sweep.py [--dtype f32|bf16|f16] [--threads 2] [substring ...]
 """
 import argparse
 import time
@@ -28,6 +28,8 @@ def best_ms(f, reps=7):
 def to_kiln(t):
     if t.dtype == torch.bfloat16:
         return kiln.from_numpy(t.float().numpy().copy()).to(kiln.bfloat16)
+    if t.dtype == torch.float16:
+        return kiln.from_numpy(t.numpy().copy())
     return kiln.from_numpy(t.numpy().copy())
 
 
@@ -89,13 +91,13 @@ def cases(L, a, b, img, idx, mask, rm, rv):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--dtype", choices=["f32", "bf16"], default="f32")
+    ap.add_argument("--dtype", choices=["f32", "bf16", "f16"], default="f32")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("only", nargs="*", help="run the ops whose name contains one of these")
     args = ap.parse_args()
     kiln.set_num_threads(args.threads)
     torch.set_num_threads(args.threads)
-    tdt = torch.float32 if args.dtype == "f32" else torch.bfloat16
+    tdt = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}[args.dtype]
     g = torch.Generator().manual_seed(0)
     t = dict(a=torch.randn(2048, 2048, generator=g).to(tdt),
              b=torch.randn(2048, 2048, generator=g).to(tdt),

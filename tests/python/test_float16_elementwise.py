@@ -121,6 +121,56 @@ def test_large_outputs_take_streaming_stores():
     _same_bits(got, TF.relu(ta))
 
 
+# addcmul(shift, x, scale) operand shapes, and whether the scale is read transposed: a
+# per-channel scale and shift on NCHW (eval batch norm), on channels-last rows, full tensors,
+# a one-value shift with a transposed factor
+ADDCMUL_FORMS = [
+    ((8, 1, 1), (2, 8, 5, 7), (8, 1, 1), False),
+    ((8,), (3, 5, 9, 8), (8,), False),
+    ((1000,), (1000,), (1000,), False),
+    ((), (60, 50), (50, 60), True),
+]
+
+
+@pytest.mark.parametrize("form", ADDCMUL_FORMS, ids=["planar", "rows", "dense", "transposed"])
+def test_addcmul_is_the_float32_op_rounded_once(form):
+    s_shape, x_shape, m_shape, transposed = form
+    ks, ts = _pair(s_shape, seed=20)
+    kx, tx = _pair(x_shape, seed=21)
+    km, tm = _pair(m_shape, seed=22, low=-2, high=2)
+    if transposed:
+        km, tm = km.t(), tm.t()
+    got = kiln.addcmul(ks, kx, km)
+    wide = [t.to(kiln.float32) for t in (ks, kx, km)]
+    _same_bits(got, kiln.addcmul(*wide).to(kiln.float16))
+    want = torch.addcmul(ts.float(), tx.float(), tm.float()).half()
+    finite = np.isfinite(want.float().numpy())
+    np.testing.assert_allclose(got.to(kiln.float32).numpy()[finite],
+                               want.float().numpy()[finite], rtol=2e-3, atol=1e-3)
+    # value != 1 takes the float32 copies: the same definition
+    _same_bits(kiln.addcmul(ks, kx, km, value=0.5),
+               kiln.addcmul(*wide, value=0.5).to(kiln.float16))
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_eval_batch_norm_matches_torch(channels_last):
+    kx, tx = _pair((2, 16, 9, 11), seed=23, specials=False)
+    kw, tw = _pair((16,), seed=24, low=0.5, high=2, specials=False)
+    kb, tb = _pair((16,), seed=25, specials=False)
+    km, tm = _pair((16,), seed=26, low=-1, high=1, specials=False)
+    kv, tv = _pair((16,), seed=27, low=0.5, high=3, specials=False)
+    if channels_last:
+        kx = kx.contiguous(memory_format=kiln.channels_last)
+        tx = tx.contiguous(memory_format=torch.channels_last)
+    got = KF.batch_norm(kx, km, kv, kw, kb, training=False, eps=1e-5)
+    want = TF.batch_norm(tx.float(), tm.float(), tv.float(), tw.float(), tb.float(),
+                         training=False, eps=1e-5)
+    assert got.dtype == kiln.float16
+    # kiln rounds the scale and shift to float16 (its ops on float16 vectors) before the
+    # pass: within a few float16 units of the float32 evaluation.
+    np.testing.assert_allclose(got.to(kiln.float32).numpy(), want.numpy(), rtol=4e-3, atol=4e-3)
+
+
 # unary op, kiln function, torch function, input range
 UNARY = [
     ("exp", kiln.exp, torch.exp, (-12, 12)),
@@ -200,7 +250,7 @@ def _peak_extra_bytes(fn):
     return kiln.max_memory_allocated(cpu) - base, result
 
 
-@pytest.mark.parametrize("form", ["exp", "mul bias", "add scalar", "mul in place"])
+@pytest.mark.parametrize("form", ["exp", "mul bias", "add scalar", "mul in place", "addcmul"])
 def test_dense_float16_ops_make_no_float32_copies(form):
     # The peak of allocated memory during the op: its float16 output alone, where float32
     # copies of the input and the output add four times the input's bytes or more (as at
@@ -208,7 +258,8 @@ def test_dense_float16_ops_make_no_float32_copies(form):
     ka, _ = _pair((256, 1000), seed=14)
     kb, _ = _pair((1000,), seed=15)
     fns = {"exp": lambda: kiln.exp(ka), "mul bias": lambda: ka * kb,
-           "add scalar": lambda: ka + 2, "mul in place": lambda: ka.mul_(kb)}
+           "add scalar": lambda: ka + 2, "mul in place": lambda: ka.mul_(kb),
+           "addcmul": lambda: kiln.addcmul(kb, ka, kb)}
     extra, _ = _peak_extra_bytes(fns[form])
     nbytes = ka.numel() * 2
     if kiln.backends.cpu.get_cpu_capability() == "baseline":

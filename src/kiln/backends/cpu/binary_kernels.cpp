@@ -586,6 +586,9 @@ void addc_kernel(OpCall& call) {
       if constexpr (std::is_same_v<T, float> && !kDivide) {
         if (v == 1.0f && addcmul_f32_vectorised(call.outs[0], s, t1, t2)) return;
       }
+      if constexpr (std::is_same_v<T, Half> && !kDivide) {  // decision 0066
+        if (v == 1.0f && float16_muladd_blocks(call.outs[0], s, t1, t2)) return;
+      }
       if constexpr (std::is_same_v<T, BFloat16>) {
         auto f = [v](C a, C b, C c) { return kDivide ? a + v * (b / c) : a + v * (b * c); };
         if constexpr (!kDivide) {

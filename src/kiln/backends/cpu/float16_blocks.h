@@ -119,4 +119,62 @@ bool float16_binary_blocks(const Tensor& out, const Tensor& a, const Tensor& b,
   return true;
 }
 
+// out = shift + t1 * t2 (addcmul with value 1: eval-mode batch norm, a scale and shift) for
+// float16 operands broadcast to out's shape: runs where one factor (x) steps by one element
+// and the other factor and shift step by one or stay on one value go through muladd_f32 in
+// blocks (x * mul + add, two roundings, no fused multiply-add); other runs element by element
+// with the same two roundings (this header is built without FMA contraction: baseline flags).
+// Returns false, having done nothing, when an input overlaps the output other than exactly.
+inline bool float16_muladd_blocks(const Tensor& out, const Tensor& shift, const Tensor& t1,
+                                  const Tensor& t2) {
+  const VecMathF32& vm = vec_math_f32();
+  if (!vm.muladd_f32 || !float16_blocks_available()) return false;
+  for (const Tensor* in : {&shift, &t1, &t2}) {
+    if (in->shares_storage_with(out) &&
+        !(in->raw_data() == out.raw_data() && in->strides() == out.strides() &&
+          in->shape() == out.shape()))
+      return false;
+  }
+  auto loop = make_strided_loop<4>({&out, &shift, &t1, &t2}, out.shape(), /*memory_order=*/true);
+  const bool stream = use_streaming_stores<3>(out, {&shift, &t1, &t2});
+  constexpr int64_t kEs = int64_t(sizeof(uint16_t));
+  using f16_detail::kBlock;
+  auto run = [&](const std::array<char*, 4>& p, const std::array<int64_t, 4>& s, int64_t n) {
+    auto steps = [&](size_t k) { return s[k] == kEs || s[k] == 0; };
+    const size_t xk = s[2] == kEs ? 2 : s[3] == kEs ? 3 : 0;
+    if (s[0] != kEs || xk == 0 || !steps(1) || !steps(2) || !steps(3)) {
+      auto f = [](Half a, Half b, Half c) {
+        const float product = float(b) * float(c);
+        return Half(float(a) + product);
+      };
+      detail::elementwise_run<Half, Half, Half, Half>(p, s, n, f,
+                                                      std::index_sequence<0, 1, 2>{});
+      return;
+    }
+    const size_t mk = xk == 2 ? 3 : 2;
+    const uint16_t* x = reinterpret_cast<const uint16_t*>(p[xk]);
+    const uint16_t* mul = reinterpret_cast<const uint16_t*>(p[mk]);
+    const uint16_t* add = reinterpret_cast<const uint16_t*>(p[1]);
+    const int64_t ms = s[mk] / kEs, as = s[1] / kEs;
+    const float mul_value = float(*reinterpret_cast<const Half*>(mul));
+    const float add_value = float(*reinterpret_cast<const Half*>(add));
+    auto compute = [&](uint16_t* dst, int64_t j, int64_t len) {
+      alignas(64) float bx[kBlock], bm[kBlock], ba[kBlock], res[kBlock];
+      for (int64_t k = 0; k < len; k += kBlock) {
+        const int64_t m = std::min(kBlock, len - k);
+        vm.widen_f16(x + j + k, bx, m);
+        if (ms != 0) vm.widen_f16(mul + j + k, bm, m);
+        if (as != 0) vm.widen_f16(add + j + k, ba, m);
+        vm.muladd_f32(bx, ms != 0 ? bm : &mul_value, ms, as != 0 ? ba : &add_value, as, res, m);
+        vm.narrow_f16(res, dst + k, m);
+      }
+    };
+    uint16_t* o = reinterpret_cast<uint16_t*>(p[0]);
+    if (stream) detail::run_streamed(o, n, compute);
+    else compute(o, 0, n);
+  };
+  parallel_for_each_run(loop, run);
+  return true;
+}
+
 }  // namespace kiln::cpu

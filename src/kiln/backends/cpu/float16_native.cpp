@@ -50,6 +50,8 @@ bool float16_elementwise_applies(const OpCall& call) {
       return in.is_contiguous() || in.is_contiguous(MemoryFormat::ChannelsLast);
     return call.outs.size() == 1 && dense_alike(in, call.outs[0]);
   }
+  // float16_muladd_blocks: value 1 (eval-mode batch norm's shift + x * scale).
+  if (name == "addcmul" && call.inputs.size() == 3) return call.scalar_attr(0).to<double>() == 1.0;
   if (call.inputs.size() != 2) return false;
   // float16_binary_blocks: any layout (runs it cannot block convert element by element).
   if (name == "add" || name == "sub") return call.scalar_attr(0).to<double>() == 1.0;
