@@ -2,11 +2,14 @@
 // dispatch/float16_in_float32.cpp on float32 copies. Claimed here: products of a few rows
 // with a transposed float16 weight (linalg_kernels.cpp), and elementwise ops whose kernels
 // take float16 blocks through the float32 vector functions (float16_blocks.h, decision 0066),
-// which give the float32 kernel's values bit for bit in one pass over memory.
+// and reductions whose fast path reads float16 itself (reduction_fast.cpp, decision 0067):
+// both give the float32 kernel's values bit for bit in one pass over memory.
+#include <set>
 #include <string_view>
 #include <unordered_set>
 
 #include "float16_blocks.h"
+#include "isa/reduce_vec.h"
 #include "kiln/dispatch/float16_in_float32.h"
 #include "kiln/dispatch/registry.h"
 
@@ -59,8 +62,35 @@ bool float16_elementwise_applies(const OpCall& call) {
   return name == "mul" || name == "maximum" || name == "minimum";
 }
 
+// Reductions of a contiguous float16 tensor that reduction_fast.cpp's layouts take: the
+// reduced dims are the last ones (runs), or the last dim is kept (rows; not var / std,
+// which have the runs layout only). Others would take the generic strided loop.
+bool float16_reduction_applies(const OpCall& call) {
+  const std::string& name = call.op->name;
+  const bool stats = name == "var" || name == "std";
+  if (!(stats || name == "sum" || name == "mean" || name == "amax" || name == "amin") ||
+      !reduce_vec().sum_f16 || call.inputs.size() != 1)
+    return false;
+  const Tensor& in = call.inputs[0];
+  if (!in.defined() || in.dtype() != DType::F16 || in.dim() == 0 || !in.is_contiguous())
+    return false;
+  for (const Tensor& t : call.outs)
+    if (!t.defined() || t.dtype() != DType::F16 || !t.is_contiguous()) return false;
+  const int64_t n = in.dim();
+  std::set<int64_t> reduced;
+  for (int64_t d : call.ints_attr(0)) {
+    if (d < -n || d >= n) return false;  // the op reports it
+    reduced.insert(d < 0 ? d + n : d);
+  }
+  if (reduced.empty())
+    for (int64_t d = 0; d < n; ++d) reduced.insert(d);
+  const bool suffix = *reduced.begin() == n - int64_t(reduced.size()) && reduced.count(n - 1);
+  return suffix || (!stats && !reduced.count(n - 1));
+}
+
 bool cpu_runs_float16(const OpCall& call) {
-  return float16_elementwise_applies(call) || float16_gemv_applies(call);
+  return float16_elementwise_applies(call) || float16_reduction_applies(call) ||
+         float16_gemv_applies(call);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// The fast path of the float32/bfloat16 reductions (see reduction_fast.h). Two layouts:
+// The fast path of the float32 / bfloat16 / float16 reductions (see reduction_fast.h). Two layouts:
 //   runs: each output's reduced elements are one contiguous run. Outputs are spread over
 //         the threads; when there are fewer outputs than threads (a full reduction), each run
 //         is cut into chunks whose partial results are combined in a fixed order, so the
@@ -58,71 +58,80 @@ int read_streams_per_thread() {
 inline float nan_max(float a, float b) { return (b > a || b != b) ? b : a; }
 inline float nan_min(float a, float b) { return (b < a || b != b) ? b : a; }
 
-// The input element type as the vector functions see it.
-template <typename T>
-using Raw = std::conditional_t<std::is_same_v<T, float>, float, uint16_t>;
-
+// The vector functions for input type T: float32, bfloat16 or float16 (the 16-bit types as
+// their bits; the float16 entries exist where the CPU has F16C, which fast_reduce checks).
 template <typename T>
 struct Ops {
+  static constexpr bool kF32 = std::is_same_v<T, float>;
+  static constexpr bool kHalf = std::is_same_v<T, Half>;
+  static const uint16_t* bits(const T* x) { return reinterpret_cast<const uint16_t*>(x); }
+  static const uint16_t* const* bits(const T* const* x) {
+    return reinterpret_cast<const uint16_t* const*>(x);
+  }
+
   static double sum(const T* x, int64_t n) {
-    if constexpr (std::is_same_v<T, float>) return reduce_vec().sum_f32(x, n);
-    else return reduce_vec().sum_bf16(reinterpret_cast<const uint16_t*>(x), n);
+    const VecReduce& v = reduce_vec();
+    if constexpr (kF32) return v.sum_f32(x, n);
+    else return (kHalf ? v.sum_f16 : v.sum_bf16)(bits(x), n);
+  }
+  static double sum_sq_dev(const T* x, int64_t n, double mean) {
+    const VecReduce& v = reduce_vec();
+    if constexpr (kF32) return v.sum_sq_dev_f32(x, n, mean);
+    else return (kHalf ? v.sum_sq_dev_f16 : v.sum_sq_dev_bf16)(bits(x), n, mean);
   }
   static float extremum(bool is_max, const T* x, int64_t n) {
     const VecReduce& v = reduce_vec();
-    if constexpr (std::is_same_v<T, float>) return is_max ? v.max_f32(x, n) : v.min_f32(x, n);
-    else {
-      auto p = reinterpret_cast<const uint16_t*>(x);
-      return is_max ? v.max_bf16(p, n) : v.min_bf16(p, n);
-    }
+    if constexpr (kF32) return is_max ? v.max_f32(x, n) : v.min_f32(x, n);
+    else if constexpr (kHalf) return (is_max ? v.max_f16 : v.min_f16)(bits(x), n);
+    else return (is_max ? v.max_bf16 : v.min_bf16)(bits(x), n);
   }
   static void sum_runs(const T* const* x, const int64_t* n, int count, double* out) {
-    if constexpr (std::is_same_v<T, float>) reduce_vec().sum_runs_f32(x, n, count, out);
-    else reduce_vec().sum_runs_bf16(reinterpret_cast<const uint16_t* const*>(x), n, count, out);
+    const VecReduce& v = reduce_vec();
+    if constexpr (kF32) v.sum_runs_f32(x, n, count, out);
+    else (kHalf ? v.sum_runs_f16 : v.sum_runs_bf16)(bits(x), n, count, out);
   }
   static void extremum_runs(bool is_max, const T* const* x, const int64_t* n, int count,
                             float* out) {
     const VecReduce& v = reduce_vec();
-    if constexpr (std::is_same_v<T, float>) {
-      (is_max ? v.max_runs_f32 : v.min_runs_f32)(x, n, count, out);
-    } else {
-      (is_max ? v.max_runs_bf16 : v.min_runs_bf16)(
-          reinterpret_cast<const uint16_t* const*>(x), n, count, out);
-    }
+    if constexpr (kF32) (is_max ? v.max_runs_f32 : v.min_runs_f32)(x, n, count, out);
+    else if constexpr (kHalf) (is_max ? v.max_runs_f16 : v.min_runs_f16)(bits(x), n, count, out);
+    else (is_max ? v.max_runs_bf16 : v.min_runs_bf16)(bits(x), n, count, out);
   }
   static void sum_strided_runs(const T* x, int64_t stride, int64_t n, int64_t count,
                                double* out) {
-    if constexpr (std::is_same_v<T, float>) {
-      reduce_vec().sum_strided_runs_f32(x, stride, n, count, out);
-    } else {
-      reduce_vec().sum_strided_runs_bf16(reinterpret_cast<const uint16_t*>(x), stride, n, count,
-                                         out);
-    }
+    const VecReduce& v = reduce_vec();
+    if constexpr (kF32) v.sum_strided_runs_f32(x, stride, n, count, out);
+    else (kHalf ? v.sum_strided_runs_f16 : v.sum_strided_runs_bf16)(bits(x), stride, n, count, out);
   }
   static void extremum_strided_runs(bool is_max, const T* x, int64_t stride, int64_t n,
                                     int64_t count, float* out) {
     const VecReduce& v = reduce_vec();
-    if constexpr (std::is_same_v<T, float>) {
+    if constexpr (kF32) {
       (is_max ? v.max_strided_runs_f32 : v.min_strided_runs_f32)(x, stride, n, count, out);
+    } else if constexpr (kHalf) {
+      (is_max ? v.max_strided_runs_f16 : v.min_strided_runs_f16)(bits(x), stride, n, count, out);
     } else {
-      (is_max ? v.max_strided_runs_bf16 : v.min_strided_runs_bf16)(
-          reinterpret_cast<const uint16_t*>(x), stride, n, count, out);
+      (is_max ? v.max_strided_runs_bf16 : v.min_strided_runs_bf16)(bits(x), stride, n, count,
+                                                                    out);
     }
   }
   static void sum_rows(double* acc, const T* base, const int64_t* offs, int64_t rows,
                        int64_t n) {
-    if constexpr (std::is_same_v<T, float>) reduce_vec().sum_rows_f32(acc, base, offs, rows, n);
-    else reduce_vec().sum_rows_bf16(acc, reinterpret_cast<const uint16_t*>(base), offs, rows, n);
+    const VecReduce& v = reduce_vec();
+    if constexpr (kF32) v.sum_rows_f32(acc, base, offs, rows, n);
+    else (kHalf ? v.sum_rows_f16 : v.sum_rows_bf16)(acc, bits(base), offs, rows, n);
   }
   static void extremum_rows(bool is_max, float* acc, const T* base, const int64_t* offs,
                             int64_t rows, int64_t n) {
     const VecReduce& v = reduce_vec();
-    if constexpr (std::is_same_v<T, float>) {
-      (is_max ? v.max_rows_f32 : v.min_rows_f32)(acc, base, offs, rows, n);
-    } else {
-      (is_max ? v.max_rows_bf16 : v.min_rows_bf16)(acc, reinterpret_cast<const uint16_t*>(base),
-                                                   offs, rows, n);
-    }
+    if constexpr (kF32) (is_max ? v.max_rows_f32 : v.min_rows_f32)(acc, base, offs, rows, n);
+    else if constexpr (kHalf) (is_max ? v.max_rows_f16 : v.min_rows_f16)(acc, bits(base), offs, rows, n);
+    else (is_max ? v.max_rows_bf16 : v.min_rows_bf16)(acc, bits(base), offs, rows, n);
+  }
+  static void sum_periodic(const T* x, int64_t n, int64_t period, double* out) {
+    const VecReduce& v = reduce_vec();
+    if constexpr (kF32) v.sum_periodic_f32(x, n, period, out);
+    else (kHalf ? v.sum_periodic_f16 : v.sum_periodic_bf16)(bits(x), n, period, out);
   }
 };
 
@@ -235,14 +244,9 @@ void reduce_runs(const ReduceGeometry& g, const T* src, T* dst, FastReduceKind k
         // Var / Std: two passes over the run (mean, then squared deviations), as the generic
         // kernel; Norm2: the squared deviations from 0.
         const double mean = kind == FastReduceKind::Norm2 ? 0.0 : Ops<T>::sum(x, len) / double(len);
-        double ss;
-        if constexpr (std::is_same_v<T, float>) {
-          ss = reduce_vec().sum_sq_dev_f32(x, len, mean);
-        } else {
-          // bfloat16 widened in registers: a pass widening blocks into a buffer first took
-          // norm(dim=1) of [2048, 2048] to 1.5x PyTorch's time on one thread.
-          ss = reduce_vec().sum_sq_dev_bf16(reinterpret_cast<const uint16_t*>(x), len, mean);
-        }
+        // 16-bit floats widened in registers: a pass widening blocks into a buffer first took
+        // bfloat16 norm(dim=1) of [2048, 2048] to 1.5x PyTorch's time on one thread.
+        const double ss = Ops<T>::sum_sq_dev(x, len, mean);
         if (kind == FastReduceKind::Norm2) {
           partial[size_t(u)] = std::sqrt(ss);
           continue;
@@ -312,11 +316,7 @@ void reduce_rows(const ReduceGeometry& g, const T* src, T* dst, FastReduceKind k
       g.red.strides[0] == cols) {
     std::vector<double> acc(static_cast<size_t>(cols), 0.0);
     const int64_t n = g.red_numel * cols;
-    if constexpr (std::is_same_v<T, float>)
-      reduce_vec().sum_periodic_f32(src + in_off[0], n, cols, acc.data());
-    else
-      reduce_vec().sum_periodic_bf16(reinterpret_cast<const uint16_t*>(src + in_off[0]), n, cols,
-                                     acc.data());
+    Ops<T>::sum_periodic(src + in_off[0], n, cols, acc.data());
     const double scale = kind == FastReduceKind::Mean ? 1.0 / double(g.red_numel) : 1.0;
     for (int64_t j = 0; j < cols; ++j)
       dst[out_off[0] + j] = convert_value<T>(acc[size_t(j)] * scale);
@@ -450,6 +450,8 @@ bool fast_reduce(OpCall& call, FastReduceKind kind) {
       return run<float>(call, kind);
     case DType::BF16:
       return run<BFloat16>(call, kind);
+    case DType::F16:  // where the CPU has F16C (decision 0067)
+      return reduce_vec().sum_f16 != nullptr && run<Half>(call, kind);
     default:
       return false;
   }

@@ -87,6 +87,33 @@ struct VecReduce {
                           double divisor, float* out) = nullptr;
   void (*window_mean_bf16)(const uint16_t* x, const int64_t* offs, int64_t taps, int64_t n,
                            double divisor, float* out) = nullptr;
+  // float16 forms of the entries above (input: float16 bits), the same lanes and order on
+  // the exactly widened values, so each result equals the float32 entry's on the widened
+  // input bit for bit. Null where the level or the CPU lacks F16C (decision 0067).
+  double (*sum_f16)(const uint16_t* x, int64_t n) = nullptr;
+  double (*sum_sq_dev_f16)(const uint16_t* x, int64_t n, double mean) = nullptr;
+  float (*max_f16)(const uint16_t* x, int64_t n) = nullptr;
+  float (*min_f16)(const uint16_t* x, int64_t n) = nullptr;
+  void (*sum_runs_f16)(const uint16_t* const* x, const int64_t* n, int count,
+                       double* out) = nullptr;
+  void (*max_runs_f16)(const uint16_t* const* x, const int64_t* n, int count,
+                       float* out) = nullptr;
+  void (*min_runs_f16)(const uint16_t* const* x, const int64_t* n, int count,
+                       float* out) = nullptr;
+  void (*sum_strided_runs_f16)(const uint16_t* x, int64_t stride, int64_t n, int64_t count,
+                               double* out) = nullptr;
+  void (*max_strided_runs_f16)(const uint16_t* x, int64_t stride, int64_t n, int64_t count,
+                               float* out) = nullptr;
+  void (*min_strided_runs_f16)(const uint16_t* x, int64_t stride, int64_t n, int64_t count,
+                               float* out) = nullptr;
+  void (*sum_rows_f16)(double* acc, const uint16_t* base, const int64_t* offs, int64_t rows,
+                       int64_t n) = nullptr;
+  void (*max_rows_f16)(float* acc, const uint16_t* base, const int64_t* offs, int64_t rows,
+                       int64_t n) = nullptr;
+  void (*min_rows_f16)(float* acc, const uint16_t* base, const int64_t* offs, int64_t rows,
+                       int64_t n) = nullptr;
+  void (*sum_periodic_f16)(const uint16_t* x, int64_t n, int64_t period,
+                           double* out) = nullptr;
   // The longest row the rows functions take (their float partials live on the stack).
   static constexpr int64_t kMaxRow = 1024;
   // Rows the rows functions sum in float before carrying in double (groups start at the
@@ -100,7 +127,7 @@ const VecReduce& reduce_vec_baseline();
 const VecReduce& reduce_vec_avx2();
 const VecReduce& reduce_vec_avx512();
 
-// The table for the current ISA level (every entry is set at every level).
+// The table for the current ISA level (every entry but the float16 ones is set at every level).
 const VecReduce& reduce_vec();
 
 }  // namespace kiln::cpu
