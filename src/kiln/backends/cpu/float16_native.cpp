@@ -2,8 +2,9 @@
 // dispatch/float16_in_float32.cpp on float32 copies. Claimed here: products of a few rows
 // with a transposed float16 weight (linalg_kernels.cpp), and elementwise ops whose kernels
 // take float16 blocks through the float32 vector functions (float16_blocks.h, decision 0066),
-// and reductions whose fast path reads float16 itself (reduction_fast.cpp, decision 0067):
-// both give the float32 kernel's values bit for bit in one pass over memory.
+// reductions whose fast path reads float16 itself (reduction_fast.cpp, decision 0067) and
+// softmax rows widened in groups (softmax_kernels.cpp, decision 0068): all give the float32
+// kernel's values bit for bit in one pass over memory.
 #include <set>
 #include <string_view>
 #include <unordered_set>
@@ -88,9 +89,24 @@ bool float16_reduction_applies(const OpCall& call) {
   return suffix || (!stats && !reduced.count(n - 1));
 }
 
+// softmax / log_softmax of a contiguous float16 tensor: groups of rows (or tiles of columns)
+// widened into L1 and put through the float32 path's functions (softmax_kernels.cpp).
+bool float16_softmax_applies(const OpCall& call) {
+  const std::string& name = call.op->name;
+  if ((name != "softmax" && name != "log_softmax") || call.inputs.size() != 1 ||
+      !float16_blocks_available())
+    return false;
+  const Tensor& in = call.inputs[0];
+  if (!in.defined() || in.dtype() != DType::F16 || !in.is_contiguous() || in.dim() == 0)
+    return false;
+  for (const Tensor& t : call.outs)
+    if (!t.defined() || t.dtype() != DType::F16 || !t.is_contiguous()) return false;
+  return true;
+}
+
 bool cpu_runs_float16(const OpCall& call) {
   return float16_elementwise_applies(call) || float16_reduction_applies(call) ||
-         float16_gemv_applies(call);
+         float16_softmax_applies(call) || float16_gemv_applies(call);
 }
 
 }  // namespace

@@ -18,21 +18,53 @@
 namespace kiln::cpu {
 namespace {
 
+constexpr int64_t kShortRowBlock = 256;  // rows per block of the short-row functions
+
+// float16 rows (decision 0068): groups of rows widened into a float32 buffer, the float32
+// path's functions on them (the short-row blocks as its blocks, else row by row), narrowed
+// back: the float32 softmax of the widened rows rounded once, bit for bit, in one pass.
+bool float16_softmax_rows(const Tensor& in, const Tensor& out, int64_t rows, int64_t len,
+                          bool log) {
+  const VecMathF32& vm = vec_math_f32();
+  const uint16_t* src = static_cast<const uint16_t*>(in.raw_data());
+  uint16_t* dst = static_cast<uint16_t*>(out.raw_data());
+  const bool short_rows = len <= kSoftmaxShortRowMax && rows >= 16 && vm.softmax_short_rows;
+  const int64_t group = short_rows ? kShortRowBlock : std::max<int64_t>(1, 2048 / len);
+  const int64_t groups = (rows + group - 1) / group;
+  const bool threaded = groups > 1 && in.numel() >= (int64_t(1) << 15);
+#pragma omp parallel if (threaded)
+  {
+    std::vector<float> a(static_cast<size_t>(std::min(group, rows) * len)), b(a.size());
+#pragma omp for schedule(static)
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t r0 = g * group, count = std::min(group, rows - r0), n = count * len;
+      vm.widen_f16(src + r0 * len, a.data(), n);
+      if (short_rows) vm.softmax_short_rows(a.data(), b.data(), count, len, log);
+      else
+        for (int64_t j = 0; j < n; j += len) vm.softmax_row(a.data() + j, b.data() + j, len, log);
+      vm.narrow_f16(b.data(), dst + r0 * len, n);
+    }
+  }
+  return true;
+}
+
 // Contiguous float32 along the last dim: the ISA-selected vector row (float32 accumulation,
 // as PyTorch), rows split over the threads.
 bool vectorised_softmax(const Tensor& in, const Tensor& out, int64_t dim, bool log) {
   const VecMathF32& vm = vec_math_f32();
   const VecSoftmaxRowF32 row = vm.softmax_row;
   const int64_t d = dim < 0 ? dim + in.dim() : dim;
-  if (!row || (in.dtype() != DType::F32 && in.dtype() != DType::BF16) || in.dim() == 0 ||
+  const bool f16 = in.dtype() == DType::F16 && vm.widen_f16;
+  if (!row || (in.dtype() != DType::F32 && in.dtype() != DType::BF16 && !f16) || in.dim() == 0 ||
       d != in.dim() - 1 || !in.is_contiguous() || !out.is_contiguous() || in.numel() == 0)
     return false;
   const int64_t len = in.size(d), rows = in.numel() / len;
+  if (f16) return float16_softmax_rows(in, out, rows, len, log);
   if (len <= kSoftmaxShortRowMax && rows >= 16 && vm.softmax_short_rows) {
     // Many short rows: blocks of rows over the threads, each transposed a vector's width of
     // rows at a time (vec_math.h). log_softmax(-1) of [4096, 8], two threads, row by row ->
     // transposed: 52-54 -> 19-25 us (PyTorch 33).
-    constexpr int64_t kBlockRows = 256;
+    constexpr int64_t kBlockRows = kShortRowBlock;
     const int64_t blocks = (rows + kBlockRows - 1) / kBlockRows;
     const bool bf16 = in.dtype() == DType::BF16;
 #pragma omp parallel for schedule(static) if (blocks > 1 && in.numel() >= (int64_t(1) << 15))
@@ -117,7 +149,7 @@ bool vectorised_softmax(const Tensor& in, const Tensor& out, int64_t dim, bool l
   return true;
 }
 
-// Contiguous float32 / bfloat16 along a dim that is not the last ([outer, L, inner] with
+// Contiguous float32 / bfloat16 / float16 along a dim that is not the last ([outer, L, inner] with
 // inner > 1, e.g. softmax(dim=0) of a matrix): each unit is a tile of L lines by `block`
 // adjacent columns, loaded into a float32 scratch (one line per row of the tile), so the
 // max, exp (the ISA's vector exp) and sum run along contiguous columns instead of walking
@@ -127,8 +159,9 @@ bool vectorised_softmax(const Tensor& in, const Tensor& out, int64_t dim, bool l
 bool vectorised_softmax_inner(const Tensor& in, const Tensor& out, int64_t dim, bool log) {
   const VecMathF32& vm = vec_math_f32();
   const int64_t d = dim < 0 ? dim + in.dim() : dim;
+  const bool f16 = in.dtype() == DType::F16 && vm.widen_f16;
   if (!vm.softmax_columns || !vm.widen_bf16 ||
-      (in.dtype() != DType::F32 && in.dtype() != DType::BF16) ||
+      (in.dtype() != DType::F32 && in.dtype() != DType::BF16 && !f16) ||
       in.dim() == 0 || d >= in.dim() - 1 || !in.is_contiguous() || !out.is_contiguous() ||
       in.numel() == 0)
     return false;
@@ -160,6 +193,7 @@ bool vectorised_softmax_inner(const Tensor& in, const Tensor& out, int64_t dim, 
       for (int64_t j = 0; j < L; ++j) {
         float* t = tile.data() + j * w;
         if (bf16) vm.widen_bf16(src_h + j * inner, t, w);
+        else if (f16) vm.widen_f16(src_h + j * inner, t, w);
         else std::copy_n(src_f + j * inner, w, t);
       }
       vm.softmax_columns(tile.data(), L, w, log);
@@ -168,6 +202,7 @@ bool vectorised_softmax_inner(const Tensor& in, const Tensor& out, int64_t dim, 
       for (int64_t j = 0; j < L; ++j) {
         const float* t = tile.data() + j * w;
         if (bf16) vm.narrow_bf16(t, dst_h + j * inner, w);
+        else if (f16) vm.narrow_f16(t, dst_h + j * inner, w);
         else std::copy_n(t, w, dst_f + j * inner);
       }
     }
