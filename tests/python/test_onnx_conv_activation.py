@@ -5,6 +5,7 @@ inputs after) and the exporters' hard swish written as Add / Clip / Div / Mul in
 kiln's own kernels then the activation) and must give ONNX Runtime's values (unoptimized);
 a Conv whose output is also read elsewhere is left alone."""
 import numpy as np
+import onnx
 import pytest
 
 import kiln
@@ -107,3 +108,60 @@ def test_conv_output_read_elsewhere_is_not_folded(tmp_path):
     assert "convolution_activation" not in names
     np.testing.assert_allclose(out[0], ort_unoptimized(path, {"x": x})[0],
                                rtol=1e-5, atol=2e-6)
+
+
+def _branch(name, nodes, out, out_shape, inits=()):
+    return helper.make_graph(nodes, name, [], [vi(out, F32, out_shape)], initializer=list(inits))
+
+
+@pytest.mark.parametrize("take_then", [True, False])
+def test_convolutions_inside_if_branches_fold(tmp_path, take_then):
+    # Silero VAD's pattern: the Convs and their activations sit in an If branch, reading the
+    # main graph's input and weights (initializers of the main graph, Constant nodes of the
+    # branch). Each branch folds on its own; the main graph's weight read by both stays.
+    r = np.random.default_rng(5)
+    w = (r.standard_normal([6, 4, 3]) * 0.4).astype(np.float32)
+    b = r.standard_normal(6).astype(np.float32)
+    w2 = (r.standard_normal([6, 4, 3]) * 0.4).astype(np.float32)
+    then_g = _branch("then", [
+        helper.make_node("Conv", ["x", "w", "b"], ["t_c"], pads=[1, 1]),
+        helper.make_node("Relu", ["t_c"], ["t_y"])], "t_y", [2, 6, 10])
+    else_g = _branch("else", [
+        helper.make_node("Constant", [], ["e_w"], value=init("e_w", w2)),
+        helper.make_node("Conv", ["x", "e_w", "b"], ["e_c"], pads=[1, 1]),
+        helper.make_node("HardSwish", ["e_c"], ["e_y"])], "e_y", [2, 6, 10])
+    nodes = [helper.make_node("If", ["cond"], ["y"], then_branch=then_g, else_branch=else_g)]
+    model = make(nodes, [vi("x", F32, [2, 4, 10]), vi("cond", onnx.TensorProto.BOOL, [])],
+                 [vi("y", F32, [2, 6, 10])], [init("w", w), init("b", b)], opset=14)
+    path = save(model, tmp_path)
+    feeds = {"x": (r.standard_normal([2, 4, 10]) * 2).astype(np.float32),
+             "cond": np.array(take_then)}
+    want = ort_unoptimized(path, feeds)[0]
+    out, names = ops_run(kiln.onnx.load(path), feeds)
+    assert "convolution_activation" in names, names
+    assert not names & {"convolution", "relu", "clamp", "hardswish"}, names
+    np.testing.assert_allclose(out[0], want, rtol=1e-5, atol=2e-6)
+
+
+def test_branch_convolution_read_twice_is_not_folded(tmp_path):
+    # The branch's Conv output is also the branch's second output: the Relu stays.
+    r = np.random.default_rng(6)
+    w = (r.standard_normal([3, 2, 1]) * 0.5).astype(np.float32)
+    branch = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Relu", ["c"], ["y"])],
+        "b", [], [vi("y", F32, [1, 3, 5]), vi("c", F32, [1, 3, 5])])
+    other = helper.make_graph(
+        [helper.make_node("Identity", ["z"], ["y2"]), helper.make_node("Identity", ["z"], ["c2"])],
+        "o", [], [vi("y2", F32, [1, 3, 5]), vi("c2", F32, [1, 3, 5])])
+    nodes = [helper.make_node("If", ["cond"], ["y", "c"], then_branch=branch, else_branch=other)]
+    model = make(nodes, [vi("x", F32, [1, 2, 5]), vi("z", F32, [1, 3, 5]),
+                         vi("cond", onnx.TensorProto.BOOL, [])],
+                 [vi("y", F32, [1, 3, 5]), vi("c", F32, [1, 3, 5])], [init("w", w)], opset=13)
+    path = save(model, tmp_path)
+    feeds = {"x": r.standard_normal([1, 2, 5]).astype(np.float32),
+             "z": r.standard_normal([1, 3, 5]).astype(np.float32), "cond": np.array(True)}
+    want = ort_unoptimized(path, feeds)
+    out, names = ops_run(kiln.onnx.load(path), feeds)
+    assert "relu" in names and "convolution" in names, names
+    for o, wnt in zip(out, want):
+        np.testing.assert_allclose(o, wnt, rtol=1e-5, atol=2e-6)

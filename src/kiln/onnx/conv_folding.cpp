@@ -4,9 +4,9 @@
 // PaddleOCR classifier: 35 of its 53 convolutions) follow every Conv by one; folded, the batch
 // norm's pass over the activations is gone, and a following activation fuses alone.
 //
-// The main graph's ModelProto is rewritten before planning (the Conv reads new initializers
-// and writes the batch norm's output; the batch norm node is removed), so every later pass
-// sees an ordinary graph. Only constant parameters fold (initializers that are not also graph
+// The ModelProto is rewritten before planning (the Conv reads new initializers and writes the
+// batch norm's output; the batch norm node is removed), so every later pass sees an ordinary
+// graph; subgraphs (If branches, Loop / Scan bodies) are folded the same way. Only constant parameters fold (initializers that are not also graph
 // inputs, which a caller may feed, or Constant nodes' tensors: Paddle's exporter writes
 // every weight as a Constant node), float32, with the Conv's output read by nothing but the
 // batch norm (not a graph output, not read inside a subgraph). Parameters nothing reads
@@ -47,13 +47,17 @@ void count_reads(const pb::GraphProto& g, std::map<std::string, int>& reads) {
   }
 }
 
+// Folds within one graph (the main graph or a subgraph). reads: every name's reads over the
+// whole model (a subgraph may read the main graph's initializers, which other graphs read
+// too), shared by the graphs' folders so that a parameter is dropped only when no graph
+// reads it any more. outer_feedable: the main graph's inputs (a caller may feed those).
 class Folder {
  public:
-  Folder(pb::GraphProto& graph, std::map<std::string, Tensor>& initializers, int64_t opset)
-      : g_(graph), inits_(initializers), opset_(opset) {
+  Folder(pb::GraphProto& graph, std::map<std::string, Tensor>& initializers, int64_t opset,
+         std::map<std::string, int>& reads, const std::set<std::string>& outer_feedable)
+      : g_(graph), inits_(initializers), opset_(opset), feedable_(outer_feedable), reads_(reads) {
     for (const auto& in : g_.input()) feedable_.insert(in.name());
     for (const auto& out : g_.output()) outputs_.insert(out.name());
-    count_reads(g_, reads_);
     for (int i = 0; i < g_.node_size(); ++i)
       for (const auto& out : g_.node(i).output())
         if (!out.empty() && !producer_.emplace(out, i).second) well_formed_ = false;
@@ -439,7 +443,7 @@ class Folder {
   std::map<std::string, Tensor>& inits_;
   int64_t opset_;
   std::set<std::string> feedable_, outputs_;
-  std::map<std::string, int> reads_;
+  std::map<std::string, int>& reads_;
   std::map<std::string, int> producer_;
   std::map<std::string, Tensor> constant_nodes_;  // Constant nodes' tensors, as read
   std::set<int> removed_;                          // nodes to delete
@@ -448,9 +452,36 @@ class Folder {
 
 }  // namespace
 
-void fold_into_convs(pb::GraphProto& graph,
-                                 std::map<std::string, Tensor>& initializers, int64_t opset) {
-  Folder(graph, initializers, opset).run();
+namespace {
+
+// Folds in every subgraph of graph's nodes, depth first (If branches, Loop and Scan bodies:
+// Silero VAD's convolutions sit in an If branch).
+void fold_in_subgraphs(pb::GraphProto& graph, std::map<std::string, Tensor>& initializers,
+                       int64_t opset, std::map<std::string, int>& reads,
+                       const std::set<std::string>& main_inputs) {
+  for (auto& node : *graph.mutable_node()) {
+    for (auto& a : *node.mutable_attribute()) {
+      std::vector<pb::GraphProto*> subs;
+      if (a.has_g()) subs.push_back(a.mutable_g());
+      for (auto& sub : *a.mutable_graphs()) subs.push_back(&sub);
+      for (pb::GraphProto* sub : subs) {
+        Folder(*sub, initializers, opset, reads, main_inputs).run();
+        fold_in_subgraphs(*sub, initializers, opset, reads, main_inputs);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void fold_into_convs(pb::GraphProto& graph, std::map<std::string, Tensor>& initializers,
+                     int64_t opset) {
+  std::map<std::string, int> reads;
+  count_reads(graph, reads);
+  std::set<std::string> main_inputs;
+  for (const auto& in : graph.input()) main_inputs.insert(in.name());
+  Folder(graph, initializers, opset, reads, {}).run();
+  fold_in_subgraphs(graph, initializers, opset, reads, main_inputs);
 }
 
 }  // namespace kiln::onnx

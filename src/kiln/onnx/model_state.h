@@ -88,12 +88,13 @@ std::vector<int> topological_order(const pb::GraphProto& graph,
 // left to run (and report) at run time.
 void fold_constants(Model::State& state);
 
-// Rewrites the main graph so that each inference BatchNormalization, and each Add of a
-// per-channel constant, whose input comes only from a Conv with constant float32 weights is
-// folded into that Conv (new initializers in `initializers`, the folded node removed).
-// Runs before planning (conv_folding.cpp).
-void fold_into_convs(pb::GraphProto& graph,
-                                 std::map<std::string, Tensor>& initializers, int64_t opset);
+// Rewrites the main graph and its subgraphs so that each inference BatchNormalization, each
+// Add of a per-channel constant and each following activation (Relu, Clip, HardSigmoid,
+// HardSwish) whose input comes only from a Conv with constant float32 weights is folded into
+// that Conv (new initializers in `initializers`, the folded node removed). Runs before
+// planning (conv_folding.cpp).
+void fold_into_convs(pb::GraphProto& graph, std::map<std::string, Tensor>& initializers,
+                     int64_t opset);
 
 // Gives every graph's values slots (GraphPlan::slot_of and the per-node slot lists), after
 // planning, folding and fusion have settled the plans.
