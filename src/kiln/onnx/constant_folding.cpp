@@ -16,8 +16,10 @@ namespace {
 // could otherwise hold a huge tensor in the model).
 constexpr int64_t kMaxFoldedBytes = int64_t(64) << 20;
 
+}  // namespace
+
 // Operators whose result is not a function of their inputs alone, or that run subgraphs.
-bool foldable(const pb::NodeProto& node) {
+bool pure_function_node(const pb::NodeProto& node) {
   static const std::set<std::string> never{"RandomNormal", "RandomUniform", "RandomNormalLike",
                                            "RandomUniformLike", "Bernoulli", "Multinomial", "Dropout",
                                            "If", "Loop", "Scan", "SequenceMap"};
@@ -28,6 +30,8 @@ bool foldable(const pb::NodeProto& node) {
   }
   return true;
 }
+
+namespace {
 
 int64_t bytes_of(const Value& v) {
   int64_t n = v.tensor.defined() ? v.tensor.numel() * int64_t(element_size(v.tensor.dtype())) : 0;
@@ -60,7 +64,7 @@ class Folder {
       });
       // Until proven constant, this node's outputs hide outer values of the same names.
       for (const auto& o : node.output()) known.erase(o);
-      if (!foldable(node)) continue;
+      if (!pure_function_node(node)) continue;
       std::vector<Value> in;
       bool all_known = true;
       for (const auto& name : node.input()) {

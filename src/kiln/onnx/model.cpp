@@ -122,7 +122,9 @@ Model load_from_bytes(const void* data, size_t size, const std::string& base_dir
     plan_graphs(*state, available, base_dir);
     fold_constants(*state);
     fuse_pointwise_chains(*state);
+    plan_shape_caches(*state);
     assign_value_slots(*state);
+    collect_held_storage(*state);
   } catch (const ValueError& e) {
     KILN_THROW(ValueError, "ONNX model ", quoted(name), ": ", e.what());
   } catch (const NotImplementedError& e) {
@@ -169,6 +171,8 @@ Model Model::to(Device device) const {
   s->device = device;
   for (auto& [n, t] : s->initializers) t = to_device(t, device);
   auto move = [&](GraphPlan& plan) {
+    // Kept shape-derived values live on the old device: this copy starts its own.
+    if (plan.shape_cache) plan.shape_cache = std::make_shared<ShapeCache>();
     for (auto& [n, t] : plan.initializers) t = to_device(t, device);
     for (auto& [i, values] : plan.folded) {
       for (Value& v : values) {
@@ -181,6 +185,7 @@ Model Model::to(Device device) const {
   };
   move(s->main);
   for (auto& [g, plan] : s->subgraphs) move(plan);
+  collect_held_storage(*s);
   return Model(std::move(s));
 }
 

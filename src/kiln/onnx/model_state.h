@@ -3,8 +3,10 @@
 // the checked node order, the declared inputs/outputs and the initializers.
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "kiln/onnx/model.h"
@@ -21,6 +23,17 @@ struct FusedChain {
   PointwiseProgram program;
   int64_t scalar_rank = 0;  // the highest rank of the nodes' one-element constants
   std::vector<int> nodes;   // the nodes it stands for, in order (the last one runs it)
+};
+
+// Outputs of shape-derived nodes, kept from one run to the next (shape_cache.cpp): per node
+// index, the source shapes they were computed from and the values.
+struct ShapeCache {
+  struct Entry {
+    std::vector<Shape> key;
+    std::vector<Value> values;
+  };
+  std::mutex mutex;  // runs of one model may overlap on several threads
+  std::map<int, Entry> entries;
 };
 
 // How one graph (the main graph or a subgraph) runs: its node order, its own initializers
@@ -52,6 +65,17 @@ struct GraphPlan {
   std::map<int, int> chain_root_slots, chain_output_slots;  // by the chain's last node
   // Per node index: its op-table entry (null: not supported; raised when the node runs).
   std::vector<OpFunction> functions;
+
+  // Shape-derived values (shape_cache.cpp, decision 0069). shape_tracking: this graph or one
+  // inside it keeps values, so its runs record the input shapes of its sources (per node
+  // index, shape_source: a Shape / Size node that runs) after those of the enclosing graphs.
+  // shape_cached: per node index, computed from sources and constants alone;
+  // sources_before: the sources (enclosing graphs' included) that run before it, whose
+  // shapes key its entry in shape_cache (null when no node here is cached).
+  bool shape_tracking = false;
+  std::vector<char> shape_source, shape_cached;
+  std::vector<int> sources_before;
+  std::shared_ptr<ShapeCache> shape_cache;
 };
 
 struct Model::State {
@@ -64,6 +88,9 @@ struct Model::State {
   GraphPlan main;  // order and last uses of the main graph
   // Every subgraph (GRAPH attributes at any depth), keyed by its place in *proto.
   std::map<const pb::GraphProto*, GraphPlan> subgraphs;
+  // The storage of the initializers and folded values (collect_held_storage): outputs that
+  // share it are returned as copies.
+  std::unordered_set<const void*> held_storage;
   Device device{DeviceType::CPU, 0};
 };
 
@@ -95,6 +122,21 @@ void fold_constants(Model::State& state);
 // planning (conv_folding.cpp).
 void fold_into_convs(pb::GraphProto& graph, std::map<std::string, Tensor>& initializers,
                      int64_t opset);
+
+// Whether node's outputs are a function of its inputs alone (no random draws, no subgraphs):
+// the nodes constant folding may evaluate once.
+bool pure_function_node(const pb::NodeProto& node);
+
+// Marks, in every graph, the nodes computed from tensor shapes (Shape / Size outputs) and
+// constants alone, whose values are kept between runs and reused while the shapes repeat
+// (after fold_constants and fuse_pointwise_chains; shape_cache.cpp).
+void plan_shape_caches(Model::State& state);
+
+// Fills state.held_storage from the initializers and every plan's initializers and folded
+// values (at load, and again when Model::to moves them).
+void collect_held_storage(Model::State& state);
+// Whether t shares memory with the model's own values: held_storage, or a kept shape value.
+bool model_holds_storage(const Model::State& state, const Tensor& t);
 
 // Gives every graph's values slots (GraphPlan::slot_of and the per-node slot lists), after
 // planning, folding and fusion have settled the plans.

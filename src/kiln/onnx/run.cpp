@@ -1,10 +1,12 @@
 // Eager execution: nodes run in the planned order, each through its op-table entry; values
 // are dropped after their last use. Subgraphs run in a scope whose lookups fall back to the
 // enclosing graphs' values (ONNX's outer-scope rule).
+#include <algorithm>
 #include <set>
 
 #include "kiln/onnx/model_state.h"
 #include "kiln/onnx/op_table.h"
+#include "kiln/ops/copy.h"
 
 namespace kiln::onnx {
 
@@ -79,6 +81,9 @@ struct Scope {
   const Scope* parent = nullptr;
   const GraphPlan* plan = nullptr;
   std::vector<Value> slots;
+  // The input shapes of the Shape / Size nodes run so far, the enclosing graphs' first
+  // (shape_cache.cpp; recorded only where GraphPlan::shape_tracking).
+  std::vector<Shape> observed;
 
   Scope(const GraphPlan& p, const Scope* outer)
       : parent(outer), plan(&p), slots(p.slot_of.size()) {}
@@ -198,8 +203,52 @@ void run_chain(const Model::State& s, const pb::GraphProto& g, const GraphPlan& 
     if (i != tail) scope.slots[size_t(plan.output_slots[size_t(i)][0])] = Value();
 }
 
+// The input shape of a Shape / Size node (a source of shape-derived values), read after it ran.
+Shape source_shape(const pb::NodeProto& node, const GraphPlan& plan, int index,
+                   const Scope& scope) {
+  const Value* v = scope.find(plan.input_slots[size_t(index)][0], node.input(0));
+  if (v == nullptr || v->is_sequence() || !v->tensor.defined()) return Shape{-1};
+  return v->tensor.shape();
+}
+
+// A node computed from shapes and constants alone (shape_cache.cpp): its kept values when the
+// sources that ran before it saw the shapes they were kept for, else it runs and is kept.
+void run_shape_cached(const Model::State& s, const pb::GraphProto& g, const GraphPlan& plan,
+                      int index, Scope& scope, const ScopeRunner& runner) {
+  const size_t k = size_t(plan.sources_before[size_t(index)]);
+  const std::vector<Shape>& observed = scope.observed;
+  ShapeCache& cache = *plan.shape_cache;
+  const pb::NodeProto& node = g.node(index);
+  const std::vector<int>& out_slots = plan.output_slots[size_t(index)];
+  {
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    auto it = cache.entries.find(index);
+    if (it != cache.entries.end() && observed.size() >= k && it->second.key.size() == k &&
+        std::equal(it->second.key.begin(), it->second.key.end(), observed.begin())) {
+      for (int i = 0; i < node.output_size(); ++i)
+        if (!node.output(i).empty())
+          scope.slots[size_t(out_slots[size_t(i)])] = it->second.values[size_t(i)];
+      return;
+    }
+  }
+  run_node(s, g, plan, index, scope, runner);
+  if (observed.size() < k) return;  // not reached through the planned path: nothing kept
+  std::vector<Value> values(size_t(node.output_size()));
+  for (int i = 0; i < node.output_size(); ++i) {
+    if (node.output(i).empty()) continue;
+    const Value& v = scope.slots[size_t(out_slots[size_t(i)])];
+    if (v.is_sequence() || v.none || !v.tensor.defined()) return;  // only tensors are kept
+    values[size_t(i)] = v;
+  }
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  cache.entries[index] =
+      ShapeCache::Entry{std::vector<Shape>(observed.begin(), observed.begin() + k), values};
+}
+
 void execute(const Model::State& s, const pb::GraphProto& g, const GraphPlan& plan, Scope& scope) {
   const ScopeRunner runner(s, scope);
+  const bool cached = plan.shape_cache != nullptr, tracking = plan.shape_tracking;
+  if (tracking && scope.parent) scope.observed = scope.parent->observed;
   for (size_t pos = 0; pos < plan.order.size(); ++pos) {
     const int index = plan.order[pos];
     const pb::NodeProto& node = g.node(index);
@@ -211,10 +260,15 @@ void execute(const Model::State& s, const pb::GraphProto& g, const GraphPlan& pl
       continue;
     }
     if (plan.absorbed.count(index)) continue;  // its chain runs at the chain's last node
-    if (auto f = plan.fused.find(index); f != plan.fused.end())
+    if (auto f = plan.fused.find(index); f != plan.fused.end()) {
       run_chain(s, g, plan, f->second, scope, runner);
-    else
+    } else if (cached && plan.shape_cached[size_t(index)]) {
+      run_shape_cached(s, g, plan, index, scope, runner);
+    } else {
       run_node(s, g, plan, index, scope, runner);
+      if (tracking && plan.shape_source[size_t(index)])
+        scope.observed.push_back(source_shape(node, plan, index, scope));
+    }
     // Drop values (of this scope only) that nothing reads any more.
     for (int slot : plan.drop_slots[pos]) scope.slots[size_t(slot)] = Value();
   }
@@ -243,7 +297,15 @@ std::map<std::string, Value> Model::run_values(const std::map<std::string, Value
   for (const auto& out : g.output()) {
     const Value* v = scope.find(out.name());
     KILN_CHECK(v != nullptr, ValueError, "graph output ", quoted(out.name()), " was not produced");
-    result[out.name()] = *v;
+    // An output that is the model's own memory (an initializer, a folded constant, a kept
+    // shape value, or a view of one) goes out as a copy: the caller may write into it.
+    Value copy = *v;
+    if (copy.tensor.defined() && model_holds_storage(s, copy.tensor))
+      copy.tensor = clone(copy.tensor);
+    if (copy.sequence)
+      for (Tensor& t : *copy.sequence)
+        if (t.defined() && model_holds_storage(s, t)) t = clone(t);
+    result[out.name()] = std::move(copy);
   }
   return result;
 }
