@@ -22,6 +22,7 @@ void register_normalization_ops();
 void register_nll_loss_ops();
 void register_adam_step_op();
 void register_pointwise_program_op();
+void register_lstm_cell_op();
 }  // namespace ops
 namespace cpu {
 void register_copy_kernels();
@@ -40,6 +41,7 @@ void register_nll_loss_kernels();
 void register_adam_step_kernel();
 void register_pointwise_program_kernel();
 void register_float16_native();
+void register_lstm_cell_kernel();
 }  // namespace cpu
 namespace testing_backend {
 void register_testing_kernels();
@@ -64,6 +66,7 @@ void ensure_ops_registered() {
     ops::register_nll_loss_ops();
     ops::register_adam_step_op();
     ops::register_pointwise_program_op();
+    ops::register_lstm_cell_op();
     cpu::register_copy_kernels();
     cpu::register_unary_kernels();
     cpu::register_binary_kernels();
@@ -80,6 +83,7 @@ void ensure_ops_registered() {
     cpu::register_adam_step_kernel();
     cpu::register_pointwise_program_kernel();
     cpu::register_float16_native();
+    cpu::register_lstm_cell_kernel();
     testing_backend::register_testing_kernels();
   });
 }

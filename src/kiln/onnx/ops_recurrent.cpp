@@ -10,6 +10,7 @@
 #include "kiln/onnx/ops_util.h"
 #include "kiln/ops/indexing.h"
 #include "kiln/ops/linalg.h"
+#include "kiln/ops/lstm_cell.h"
 #include "kiln/ops/views.h"
 
 namespace kiln::onnx {
@@ -81,6 +82,12 @@ struct Direction {
   bool reverse;
 };
 
+// stack, but one tensor becomes a view with the new dim (one step, one direction: streaming
+// models run the cell a step at a time, and a copy per output was a third of its calls).
+Tensor stack_views(const std::vector<Tensor>& ts, int64_t dim) {
+  return ts.size() == 1 ? unsqueeze(ts[0], dim) : stack(ts, dim);
+}
+
 struct Outputs {
   Tensor y;       // [seq, batch, H]
   Tensor h, c;    // final states [batch, H]
@@ -104,6 +111,12 @@ Outputs run_direction(Cell cell, const Direction& d, const Tensor& x, const Tens
   }
   Tensor rt = transpose(d.r, 0, 1);  // [H, G*H]
   Tensor h = d.h, c = d.c;
+  // The default LSTM (sigmoid, tanh, tanh; no peepholes, clip or coupled forget gate) on the
+  // CPU: each step's gate arithmetic as one lstm_cell op (decision 0070).
+  const bool fused_lstm = cell == Cell::Lstm && x.device().type == DeviceType::CPU &&
+                          x.dtype() == DType::F32 && !d.p.defined() && clip <= 0 &&
+                          !input_forget && d.act[0].name == "sigmoid" &&
+                          d.act[1].name == "tanh" && d.act[2].name == "tanh";
   std::vector<Tensor> ys(static_cast<size_t>(steps));
   for (int64_t i = 0; i < steps; ++i) {
     const int64_t t = d.reverse ? steps - 1 - i : i;
@@ -126,6 +139,10 @@ Outputs run_direction(Cell cell, const Direction& d, const Tensor& x, const Tens
       }
       Tensor cand = activate(d.act[1], clipped(pre));
       h_new = add(mul(rsub(z, 1.0), cand), mul(z, h));
+    } else if (fused_lstm) {
+      std::vector<Tensor> hc = lstm_cell(add(xt, matmul(h, rt)), c);
+      h_new = hc[0];
+      c_new = hc[1];
     } else {
       Tensor g = add(xt, matmul(h, rt));  // gates i, o, f, c
       Tensor gi = narrow(g, 1, 0, hidden), go = narrow(g, 1, hidden, hidden);
@@ -151,7 +168,7 @@ Outputs run_direction(Cell cell, const Direction& d, const Tensor& x, const Tens
       if (c_new.defined()) c = c_new;
     }
   }
-  Tensor y = steps > 0 ? stack(ys, 0) : zeros({0, batch, hidden}, TensorOptions(x.dtype(), x.device()));
+  Tensor y = steps > 0 ? stack_views(ys, 0) : zeros({0, batch, hidden}, TensorOptions(x.dtype(), x.device()));
   return {y, h, c};
 }
 
@@ -198,7 +215,10 @@ std::vector<Tensor> recurrent(OpContext& ctx, Cell cell) {
     return s;
   };
   const Tensor h0 = state(5), c0 = cell == Cell::Lstm ? state(6) : Tensor();
-  const Tensor zero_state = zeros({batch, hidden}, TensorOptions(x.dtype(), x.device()));
+  // Zeros for an initial state not given (made only then: a streaming model gives both).
+  const Tensor zero_state = h0.defined() && (c0.defined() || cell != Cell::Lstm)
+                                ? Tensor()
+                                : zeros({batch, hidden}, TensorOptions(x.dtype(), x.device()));
 
   std::vector<Tensor> ys, hs, cs;
   for (int64_t di = 0; di < dirs; ++di) {
@@ -220,8 +240,8 @@ std::vector<Tensor> recurrent(OpContext& ctx, Cell cell) {
     hs.push_back(o.h);
     cs.push_back(o.c);
   }
-  Tensor y = stack(ys, 1);  // [seq, dirs, batch, H]
-  Tensor yh = stack(hs, 0), yc = cell == Cell::Lstm ? stack(cs, 0) : Tensor();
+  Tensor y = stack_views(ys, 1);  // [seq, dirs, batch, H]
+  Tensor yh = stack_views(hs, 0), yc = cell == Cell::Lstm ? stack_views(cs, 0) : Tensor();
   if (layout == 1) {
     y = permute(y, {2, 0, 1, 3});
     yh = transpose(yh, 0, 1);
