@@ -88,3 +88,24 @@ def test_outputs_that_are_the_models_own_memory_are_copies(tmp_path):
         np.testing.assert_array_equal(out["w_out"].numpy(), w)
         np.testing.assert_array_equal(out["y"].numpy(), x + w)
         out["w_out"].fill_(-1)
+
+
+def test_large_shape_derived_values_are_not_kept(tmp_path):
+    # ConstantOfShape(Shape(x)) is shape-derived but as large as x: it runs every time and
+    # holds no memory between runs.
+    one = helper.make_tensor("one", F32, [1], [1.0])
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("ConstantOfShape", ["shape"], ["ones"], value=one),
+             helper.make_node("Add", ["x", "ones"], ["y"])]
+    model = make(nodes, [vi("x", F32, ["a", "b"])], [vi("y", F32, ["a", "b"])])
+    km = kiln.onnx.load(save(model, tmp_path))
+    cpu = kiln.device("cpu")
+    x = to_kiln(np.zeros((256, 256), np.float32))
+    base = kiln.memory_allocated(cpu)
+    for _ in range(2):
+        y = km.run({"x": x})["y"]
+        np.testing.assert_array_equal(y.numpy(), np.ones((256, 256), np.float32))
+        del y
+        assert kiln.memory_allocated(cpu) == base
+    small = to_kiln(np.zeros((2, 3), np.float32))
+    np.testing.assert_array_equal(km.run({"x": small})["y"].numpy(), np.ones((2, 3)))

@@ -233,11 +233,17 @@ void run_shape_cached(const Model::State& s, const pb::GraphProto& g, const Grap
   }
   run_node(s, g, plan, index, scope, runner);
   if (observed.size() < k) return;  // not reached through the planned path: nothing kept
+  // Shape arithmetic is a few integers; a large value (a ConstantOfShape mask) would hold its
+  // memory between runs for little gain: such nodes run every time.
+  constexpr int64_t kMaxKeptBytes = int64_t(64) << 10;
+  int64_t bytes = 0;
   std::vector<Value> values(size_t(node.output_size()));
   for (int i = 0; i < node.output_size(); ++i) {
     if (node.output(i).empty()) continue;
     const Value& v = scope.slots[size_t(out_slots[size_t(i)])];
     if (v.is_sequence() || v.none || !v.tensor.defined()) return;  // only tensors are kept
+    bytes += v.tensor.numel() * int64_t(element_size(v.tensor.dtype()));
+    if (bytes > kMaxKeptBytes) return;
     values[size_t(i)] = v;
   }
   std::lock_guard<std::mutex> lock(cache.mutex);
