@@ -1,0 +1,13 @@
+// Depthwise convolution for the avx512 level (flags in CMakeLists.txt; depthwise_conv.h).
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "depthwise_conv.h"
+
+namespace kiln::cpu {
+#include "depthwise_conv_body.inc"
+
+DepthwiseConv2d depthwise_conv2d_avx512() { return depthwise_conv2d_impl; }
+
+}  // namespace kiln::cpu

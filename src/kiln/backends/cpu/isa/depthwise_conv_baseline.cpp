@@ -1,0 +1,13 @@
+// Depthwise convolution for the baseline level (flags in CMakeLists.txt; depthwise_conv.h).
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "depthwise_conv.h"
+
+namespace kiln::cpu {
+#include "depthwise_conv_body.inc"
+
+DepthwiseConv2d depthwise_conv2d_baseline() { return depthwise_conv2d_impl; }
+
+}  // namespace kiln::cpu
