@@ -1,5 +1,6 @@
 // Depthwise 2-d convolutions of contiguous float32 NCHW tensors take kiln's direct kernel
-// (isa/depthwise_conv.h, decision 0071) with oneDNN on or off: kernel sizes 1-7, strides 1-3
+// (isa/depthwise_conv.h, decision 0071) with oneDNN on or off, channels-last ones oneDNN's or
+// (oneDNN off) kiln's channels-last kernel: kernel sizes 1-7, strides 1-3
 // on each axis, dilation, padding up to the kernel's reach, widths around every vector width
 // (tails), planes of one row, batches, with and without bias and activation, against the
 // float64 direct convolution of conv_ref.h. The Conv* CTest reruns run it at every ISA level.
@@ -46,6 +47,15 @@ void check_depthwise(Conv2dCase c, bool bias, uint32_t seed) {
   std::vector<double> relu = ref;
   for (double& v : relu) v = v < 0 ? 0 : v;
   expect_values(r.to(DType::F64), out, relu, 2e-5, what + " relu");
+  // Channels-last input: a channels-last result of the same values (oneDNN's kernel, or
+  // kiln's channels-last one where oneDNN is off: the KILN_ONEDNN=0 reruns).
+  const Tensor xcl = x.contiguous(MemoryFormat::ChannelsLast);
+  const Tensor ycl = F::conv2d(xcl, w, b, {c.sh, c.sw}, std::vector<int64_t>{c.ph, c.pw},
+                               {c.dh, c.dw}, c.C);
+  EXPECT_TRUE(ycl.is_contiguous(MemoryFormat::ChannelsLast)) << what;
+  expect_values(ycl.to(DType::F64), out, ref, 2e-5, what + " channels-last");
+  const Tensor rcl = convolution_activation(xcl, w, b, o, {ConvActivation::Relu, 0, 0});
+  expect_values(rcl.to(DType::F64), out, relu, 2e-5, what + " channels-last relu");
 }
 
 TEST(ConvDepthwise, KernelsStridesPaddingsAndTails) {
@@ -65,6 +75,8 @@ TEST(ConvDepthwise, AsymmetricGeometryDilationAndBatches) {
   check_depthwise({1, 6, 10, 21, 6, 3, 3, 3, 2, 4, 1, 1, 3}, false, 105);  // wide padding
   check_depthwise({1, 7, 1, 40, 7, 1, 9, 1, 1, 0, 4}, true, 106);       // one row
   check_depthwise({4, 16, 1, 1, 16, 3, 3, 1, 1, 1, 1}, true, 107);      // one pixel
+  for (int64_t C : {1, 5, 8, 15, 16, 17, 33, 200})  // channel tails of every vector width
+    check_depthwise({2, C, 6, 13, C, 3, 3, 1, 2, 1, 1}, C % 2 == 1, uint32_t(200 + C));
 }
 
 }  // namespace

@@ -223,7 +223,7 @@ void convolution_kernel(OpCall& call) {
                                 wt.size(2), wt.size(3), a.stride[0], a.stride[1],
                                 a.padding[0], a.padding[1], a.dilation[0], a.dilation[1]};
       const float* bias = bt.defined() ? static_cast<const float*>(bt.raw_data()) : nullptr;
-      depthwise_conv2d()(x.data, w.data, bias, y.data, d);
+      depthwise_conv2d().nchw(x.data, w.data, bias, y.data, d);
       y.finish();
       return;
     }
@@ -334,23 +334,56 @@ void convolution_weight_grad_kernel(OpCall& call) {
   dw.finish();
 }
 
-// A float32 depthwise 2-d convolution of contiguous NCHW operands (one input and one output
-// channel per group): kiln's direct kernel (isa/depthwise_conv.h) before oneDNN, which it
-// beats there (one thread, 3 x 3 and 5 x 5 layers of 24-200 channels: 0.48-0.81x oneDNN's
-// time, two shapes even; decision 0071). Channels-last operands keep oneDNN, which reads
-// them in place.
-bool own_depthwise(const OpCall& call) {
+// A float32 depthwise 2-d convolution (one input and one output channel per group) of
+// contiguous NCHW operands, or of channels-last input and output: kiln's direct kernels
+// (isa/depthwise_conv.h, decision 0071). The planar one runs before oneDNN, which it beats;
+// the channels-last one, about even with oneDNN's, where oneDNN is off or declines (it
+// replaced contiguous copies and a product per channel).
+enum class OwnDepthwise { No, Planar, ChannelsLast };
+OwnDepthwise own_depthwise(const OpCall& call) {
   const Tensor& x = call.inputs[0];
   const Tensor& w = call.inputs[1];
   const Tensor& out = call.outs[0];
   const int64_t groups = call.int_attr(5);
-  return x.dtype() == DType::F32 && x.dim() == 4 && !call.bool_attr(3) && groups > 1 &&
-         groups == x.size(1) && groups == out.size(1) && x.is_contiguous() &&
-         w.is_contiguous() && out.is_contiguous();
+  if (x.dtype() != DType::F32 || x.dim() != 4 || call.bool_attr(3) || groups <= 1 ||
+      groups != x.size(1) || groups != out.size(1) || !w.is_contiguous() ||
+      (call.inputs.size() > 2 && call.inputs[2].defined() && !call.inputs[2].is_contiguous()))
+    return OwnDepthwise::No;
+  if (x.is_contiguous() && out.is_contiguous()) return OwnDepthwise::Planar;
+  if (x.is_contiguous(MemoryFormat::ChannelsLast) && out.is_contiguous(MemoryFormat::ChannelsLast))
+    return OwnDepthwise::ChannelsLast;
+  return OwnDepthwise::No;
+}
+
+// The channels-last form: the weight [C, 1, kh, kw] transposed to [kh * kw, C] per call (a
+// few thousand values).
+void depthwise_channels_last(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const Tensor& wt = call.inputs[1];
+  const Tensor& out = call.outs[0];
+  const ConvCall a(call, 0);
+  const int64_t C = x.size(1), kh = wt.size(2), kw = wt.size(3), taps = kh * kw;
+  const float* w = static_cast<const float*>(wt.raw_data());
+  std::vector<float> w_taps(static_cast<size_t>(taps * C));
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t t = 0; t < taps; ++t) w_taps[size_t(t * C + c)] = w[c * taps + t];
+  const DepthwiseGeometry d{x.size(0), C, x.size(2), x.size(3), out.size(2), out.size(3),
+                            kh, kw, a.stride[0], a.stride[1], a.padding[0], a.padding[1],
+                            a.dilation[0], a.dilation[1]};
+  const bool bias = call.inputs.size() > 2 && call.inputs[2].defined();
+  depthwise_conv2d().nhwc(static_cast<const float*>(x.raw_data()), w_taps.data(),
+                          bias ? static_cast<const float*>(call.inputs[2].raw_data()) : nullptr,
+                          static_cast<float*>(out.raw_data()), d);
 }
 
 void convolution_dispatch(OpCall& call) {
-  if (!own_depthwise(call) && !few_outputs_layer(call) && onednn_convolution(call)) return;
+  const OwnDepthwise own = own_depthwise(call);
+  if (own != OwnDepthwise::Planar && !few_outputs_layer(call) && onednn_convolution(call))
+    return;
+  if (own == OwnDepthwise::ChannelsLast) {
+    if (call.outs[0].numel() > 0) depthwise_channels_last(call);
+    return;
+  }
   const Tensor& x = call.inputs[0];
   const Tensor& out = call.outs[0];
   const Tensor& w = call.inputs[1];
@@ -407,7 +440,9 @@ void apply_activation(const Tensor& out, const ConvEpilogue& e) {
 // convolution_activation: oneDNN with the activation as a post-op; else the convolution (any
 // path) and the activation over its output.
 void convolution_activation_dispatch(OpCall& call) {
-  if (!own_depthwise(call) && !few_outputs_layer(call) && onednn_convolution(call)) return;
+  if (own_depthwise(call) != OwnDepthwise::Planar && !few_outputs_layer(call) &&
+      onednn_convolution(call))
+    return;
   const ConvEpilogue e{ConvActivation(call.int_attr(6)), call.double_attr(7),
                        call.double_attr(8)};
   OpCall plain = call;

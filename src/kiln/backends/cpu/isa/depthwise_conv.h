@@ -17,9 +17,19 @@ struct DepthwiseGeometry {
 using DepthwiseConv2d = void (*)(const float* x, const float* w, const float* bias, float* y,
                                  const DepthwiseGeometry& g);
 
-DepthwiseConv2d depthwise_conv2d_baseline();
-DepthwiseConv2d depthwise_conv2d_avx2();
-DepthwiseConv2d depthwise_conv2d_avx512();
-DepthwiseConv2d depthwise_conv2d();  // the current ISA level's
+// The same for channels-last x and y ([N, H, W, C] in memory) with the weight given per tap,
+// w_taps [kh * kw, C]: each output pixel's channels a few vectors at a time, the taps that
+// fall inside the input accumulated in registers.
+using DepthwiseConv2dNhwc = void (*)(const float* x, const float* w_taps, const float* bias,
+                                     float* y, const DepthwiseGeometry& g);
+
+struct DepthwiseKernels {
+  DepthwiseConv2d nchw;
+  DepthwiseConv2dNhwc nhwc;
+};
+DepthwiseKernels depthwise_conv2d_baseline();
+DepthwiseKernels depthwise_conv2d_avx2();
+DepthwiseKernels depthwise_conv2d_avx512();
+const DepthwiseKernels& depthwise_conv2d();  // the current ISA level's
 
 }  // namespace kiln::cpu

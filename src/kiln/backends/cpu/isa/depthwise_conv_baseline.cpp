@@ -8,6 +8,8 @@
 namespace kiln::cpu {
 #include "depthwise_conv_body.inc"
 
-DepthwiseConv2d depthwise_conv2d_baseline() { return depthwise_conv2d_impl; }
+DepthwiseKernels depthwise_conv2d_baseline() {
+  return {depthwise_conv2d_impl, depthwise_conv2d_nhwc_impl};
+}
 
 }  // namespace kiln::cpu
