@@ -56,3 +56,34 @@ def test_float32_to_bfloat16_matches_torch(n):
     # kiln keeps a NaN's sign and high payload bits (quiet); PyTorch gives its canonical NaN.
     u = f.view(np.uint32)[nan]
     np.testing.assert_array_equal(got[nan], ((u >> 16) | 0x40).astype(np.uint16))
+
+
+def _bits16(x):
+    """The 16-bit patterns of a kiln or torch float16 / bfloat16 tensor, flat (via DLPack)."""
+    t = torch.from_dlpack(x.contiguous()) if isinstance(x, kiln.Tensor) else x.contiguous()
+    return t.reshape(-1).view(torch.int16).numpy().view(np.uint16)
+
+
+@pytest.mark.parametrize("layout", ["dense", "channels_last", "strided"])
+def test_every_float16_pattern_to_bfloat16_and_back(layout):
+    # float16 <-> bfloat16: dense tensors take widen-then-narrow blocks, strided ones the element
+    # loop; both round once from the exact value, as PyTorch (NaN: any NaN).
+    patterns = torch.arange(65536, dtype=torch.int32).to(torch.int16)
+    th, tb = patterns.view(torch.float16), patterns.view(torch.bfloat16)
+
+    def kiln_in(t):
+        if layout == "strided":
+            return kiln.from_dlpack(t.repeat_interleave(2).clone())[::2]
+        k = kiln.from_dlpack(t.clone())
+        if layout == "channels_last":
+            k = k.reshape(4, 16, 32, 32).contiguous(memory_format=kiln.channels_last)
+        return k
+
+    for src, to_k, to_t in [(th, kiln.bfloat16, torch.bfloat16), (tb, kiln.float16, torch.float16)]:
+        out = kiln_in(src).to(to_k)
+        assert out.dtype == to_k
+        got, want = _bits16(out), _bits16(src.to(to_t))
+        nan = torch.isnan(src.float()).numpy()
+        np.testing.assert_array_equal(got[~nan], want[~nan])
+        exp_mask, man_mask = (0x7F80, 0x7F) if to_t == torch.bfloat16 else (0x7C00, 0x3FF)
+        assert ((got[nan] & exp_mask) == exp_mask).all() and ((got[nan] & man_mask) != 0).all()

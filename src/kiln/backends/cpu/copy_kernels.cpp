@@ -63,6 +63,33 @@ bool convert_f32_half_dense(const Tensor& src, const Tensor& dst) {
   return true;
 }
 
+// float16 <-> bfloat16 between two tensors laid out alike in one dense block: blocks widened
+// exactly to float32 in L1 and narrowed once (the element loop's single rounding, bit for
+// bit), threaded; the element loop took 1.9x PyTorch's time. False at the baseline level.
+bool convert_half_pair_dense(const Tensor& src, const Tensor& dst) {
+  const DType from = src.dtype(), to = dst.dtype();
+  if (!((from == DType::F16 && to == DType::BF16) || (from == DType::BF16 && to == DType::F16)) ||
+      !dense_alike(src, dst))
+    return false;
+  const VecMathF32& vm = vec_math_f32();
+  const bool from_f16 = from == DType::F16;
+  const VecWidenF16 widen = from_f16 ? vm.widen_f16 : vm.widen_bf16;
+  const VecNarrowF16 narrow = from_f16 ? vm.narrow_bf16 : vm.narrow_f16;
+  if (!widen || !narrow) return false;
+  const uint16_t* in = static_cast<const uint16_t*>(src.raw_data());
+  uint16_t* out = static_cast<uint16_t*>(dst.raw_data());
+  parallel_pieces(dst.numel(), [&](int64_t b, int64_t e) {
+    constexpr int64_t kBlock = 1024;
+    alignas(64) float block[kBlock];
+    for (int64_t i = b; i < e; i += kBlock) {
+      const int64_t len = std::min(kBlock, e - i);
+      widen(in + i, block, len);
+      narrow(block, out + i, len);
+    }
+  });
+  return true;
+}
+
 // float32 / bfloat16 -> int64 / int32 between two tensors laid out alike in one dense block:
 // the ISA's truncating conversions (AVX-512, AVX2), bfloat16 widened a block at a time first. The
 // element loop took twice PyTorch's time (float32 [2048, 512] to int64: 485 against 265 us).
@@ -94,7 +121,9 @@ bool convert_float_to_int_dense(const Tensor& src, const Tensor& dst) {
 void copy_kernel(OpCall& call) {
   const Tensor& src = call.inputs[0];
   const Tensor& dst = call.outs[0];
-  if (convert_f32_half_dense(src, dst) || convert_float_to_int_dense(src, dst)) return;
+  if (convert_f32_half_dense(src, dst) || convert_half_pair_dense(src, dst) ||
+      convert_float_to_int_dense(src, dst))
+    return;
   if (src.dtype() == dst.dtype() && dense_alike(src, dst)) {
     const char* s = static_cast<const char*>(src.raw_data());
     char* d = static_cast<char*>(dst.raw_data());
