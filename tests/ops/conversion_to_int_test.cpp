@@ -1,4 +1,4 @@
-// float32 / bfloat16 -> int64 / int32 conversions of dense tensors (contiguous and
+// float32 / bfloat16 / float16 -> int64 / int32 conversions of dense tensors (contiguous and
 // channels-last), which take the AVX-512 / AVX2 truncating conversions (decisions 0038, 0041),
 // against decision 0005's rule written out here independently: truncation toward zero, and the
 // type's minimum for NaN and values outside its range. Vector tails, threaded sizes and the
@@ -45,7 +45,7 @@ void expect_converted(const Tensor& x, DType to, const std::string& what) {
 }
 
 TEST(ConversionToInt, DenseFloat32AndBfloat16) {
-  for (DType from : {DType::F32, DType::BF16}) {
+  for (DType from : {DType::F32, DType::BF16, DType::F16}) {
     // 24 specials first: a 5 and a 23 are vector tails of them alone
     for (int64_t n : {int64_t(5), int64_t(23), int64_t(1013), int64_t(300007)}) {
       const std::vector<float> v = values(n);
@@ -59,7 +59,7 @@ TEST(ConversionToInt, DenseFloat32AndBfloat16) {
 
 TEST(ConversionToInt, ChannelsLastAndStrided) {
   const std::vector<float> v = values(2 * 6 * 7 * 9);
-  for (DType from : {DType::F32, DType::BF16}) {
+  for (DType from : {DType::F32, DType::BF16, DType::F16}) {
     const Tensor img = tensor_from(v, {2, 6, 7, 9}).to(from);
     const Tensor cl = img.contiguous(MemoryFormat::ChannelsLast);
     const Tensor y = cl.to(DType::I64);
