@@ -247,6 +247,10 @@ void compare_kernel(OpCall& call) {
   const Tensor& b = call.inputs[1];
   KILN_DISPATCH_ALL(a.dtype(), call.op->name.c_str(), [&]<typename T>() {
     using C = C_t<T>;
+    if constexpr (std::is_same_v<T, Half>) {  // widened blocks (decision 0066)
+      auto cmp = [](float x, float y) { return F::apply(x, y); };
+      if (float16_compare_blocks(call.outs[0], a, b, cmp)) return;
+    }
     elementwise_kernel<bool, T, T>(call.outs[0], {&a, &b},
                                    [](T x, T y) { return F::apply(C(x), C(y)); });
   });

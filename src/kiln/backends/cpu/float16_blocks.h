@@ -119,6 +119,49 @@ bool float16_binary_blocks(const Tensor& out, const Tensor& a, const Tensor& b,
   return true;
 }
 
+// out = cmp(a, b) for float16 a and b (broadcast to out's shape) and a bool out: the
+// comparisons (eq ... ge), exact on the widened values. Runs where both inputs step by one
+// element or stay on one value compare widened blocks; others convert element by element.
+// Returns false, having done nothing, at the baseline level.
+template <typename Cmp>
+bool float16_compare_blocks(const Tensor& out, const Tensor& a, const Tensor& b, Cmp cmp) {
+  if (!float16_blocks_available()) return false;
+  const VecMathF32& vm = vec_math_f32();
+  auto loop = make_strided_loop<3>({&out, &a, &b}, out.shape(), /*memory_order=*/true);
+  constexpr int64_t kEs = int64_t(sizeof(uint16_t));
+  using f16_detail::kBlock;
+  auto run = [&](const std::array<char*, 3>& p, const std::array<int64_t, 3>& s, int64_t n) {
+    const bool steps_ok = s[0] == int64_t(sizeof(bool)) && (s[1] == kEs || s[1] == 0) &&
+                          (s[2] == kEs || s[2] == 0) && (s[1] != 0 || s[2] != 0);
+    if (!steps_ok) {
+      auto f = [&cmp](Half x, Half y) { return cmp(float(x), float(y)); };
+      detail::elementwise_run<bool, Half, Half>(p, s, n, f, std::index_sequence<0, 1>{});
+      return;
+    }
+    const uint16_t* x = reinterpret_cast<const uint16_t*>(p[1]);
+    const uint16_t* y = reinterpret_cast<const uint16_t*>(p[2]);
+    const bool x_one = s[1] == 0, y_one = s[2] == 0;
+    const float x_value = float(*reinterpret_cast<const Half*>(x));
+    const float y_value = float(*reinterpret_cast<const Half*>(y));
+    bool* o = reinterpret_cast<bool*>(p[0]);
+    alignas(64) float bx[kBlock], by[kBlock];
+    for (int64_t k = 0; k < n; k += kBlock) {
+      const int64_t m = std::min(kBlock, n - k);
+      if (!x_one) vm.widen_f16(x + k, bx, m);
+      if (!y_one) vm.widen_f16(y + k, by, m);
+      if (x_one) {
+        for (int64_t i = 0; i < m; ++i) o[k + i] = cmp(x_value, by[i]);
+      } else if (y_one) {
+        for (int64_t i = 0; i < m; ++i) o[k + i] = cmp(bx[i], y_value);
+      } else {
+        for (int64_t i = 0; i < m; ++i) o[k + i] = cmp(bx[i], by[i]);
+      }
+    }
+  };
+  parallel_for_each_run(loop, run);
+  return true;
+}
+
 // out = shift + t1 * t2 (addcmul with value 1: eval-mode batch norm, a scale and shift) for
 // float16 operands broadcast to out's shape: runs where one factor (x) steps by one element
 // and the other factor and shift step by one or stay on one value go through muladd_f32 in

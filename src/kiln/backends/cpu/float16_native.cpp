@@ -40,13 +40,21 @@ bool dense_alike(const Tensor& in, const Tensor& out) {
   return layout && (in.raw_data() == out.raw_data() || !in.shares_storage_with(out));
 }
 
+bool comparison_op(std::string_view name) {
+  return name == "eq" || name == "ne" || name == "lt" || name == "le" || name == "gt" ||
+         name == "ge";
+}
+
 bool float16_elementwise_applies(const OpCall& call) {
   if (!float16_blocks_available()) return false;
   for (const Tensor& t : call.inputs)
     if (!t.defined() || t.dtype() != DType::F16) return false;
-  for (const Tensor& t : call.outs)
-    if (!t.defined() || t.dtype() != DType::F16) return false;
   const std::string& name = call.op->name;
+  // float16_compare_blocks: two float16 inputs in any layout, a bool output.
+  const bool compare = comparison_op(name);
+  for (const Tensor& t : call.outs)
+    if (!t.defined() || t.dtype() != (compare ? DType::Bool : DType::F16)) return false;
+  if (compare) return call.inputs.size() == 2;
   if (call.inputs.size() == 1 && vector_unary_op(name)) {
     const Tensor& in = call.inputs[0];
     // An output the dispatcher allocates has the input's layout (contiguous or channels-last).
