@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 
 #include "isa/vec_math.h"
 #include "kiln/tensor/strided_loop.h"
@@ -30,6 +31,18 @@ void unary_run(const uint16_t* src, uint16_t* dst, int64_t n, const Fn& fn) {
     fn(in, res, m);
     vm.narrow_f16(res, dst + i, m);
   }
+}
+
+// Whether an input shares memory with the output other than exactly (in place: the same
+// data, shape and strides); then the blocks could read values already written.
+inline bool overlaps(const Tensor& out, std::initializer_list<const Tensor*> ins) {
+  for (const Tensor* in : ins) {
+    if (in->shares_storage_with(out) &&
+        !(in->raw_data() == out.raw_data() && in->strides() == out.strides() &&
+          in->shape() == out.shape()))
+      return true;
+  }
+  return false;
 }
 
 }  // namespace f16_detail
@@ -74,13 +87,7 @@ void float16_unary_blocks(const uint16_t* src, uint16_t* dst, int64_t n, const F
 template <typename ScalarOp>
 bool float16_binary_blocks(const Tensor& out, const Tensor& a, const Tensor& b,
                            VecBinaryF32 fn, ScalarOp op) {
-  if (!fn || !float16_blocks_available()) return false;
-  for (const Tensor* in : {&a, &b}) {
-    if (in->shares_storage_with(out) &&
-        !(in->raw_data() == out.raw_data() && in->strides() == out.strides() &&
-          in->shape() == out.shape()))
-      return false;
-  }
+  if (!fn || !float16_blocks_available() || f16_detail::overlaps(out, {&a, &b})) return false;
   const VecMathF32& vm = vec_math_f32();
   auto loop = make_strided_loop<3>({&out, &a, &b}, out.shape(), /*memory_order=*/true);
   const bool stream = use_streaming_stores<2>(out, {&a, &b});
@@ -171,13 +178,9 @@ bool float16_compare_blocks(const Tensor& out, const Tensor& a, const Tensor& b,
 inline bool float16_muladd_blocks(const Tensor& out, const Tensor& shift, const Tensor& t1,
                                   const Tensor& t2) {
   const VecMathF32& vm = vec_math_f32();
-  if (!vm.muladd_f32 || !float16_blocks_available()) return false;
-  for (const Tensor* in : {&shift, &t1, &t2}) {
-    if (in->shares_storage_with(out) &&
-        !(in->raw_data() == out.raw_data() && in->strides() == out.strides() &&
-          in->shape() == out.shape()))
-      return false;
-  }
+  if (!vm.muladd_f32 || !float16_blocks_available() ||
+      f16_detail::overlaps(out, {&shift, &t1, &t2}))
+    return false;
   auto loop = make_strided_loop<4>({&out, &shift, &t1, &t2}, out.shape(), /*memory_order=*/true);
   const bool stream = use_streaming_stores<3>(out, {&shift, &t1, &t2});
   constexpr int64_t kEs = int64_t(sizeof(uint16_t));
