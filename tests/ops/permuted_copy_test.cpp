@@ -209,3 +209,35 @@ TEST(PermutedCopy, ShortRowsOfSlicedSources) {
 
 }  // namespace
 }  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+// Runs contiguous on both sides of every length class: under 8 bytes (element loop), 8-32
+// (one or two overlapping fixed-size moves), 32 bytes to 1 KiB (the ISA's run mover, a row of
+// runs per call, rows split where a thread's share ends), longer (memcpy per run). Heads
+// permuted as attention does, with row counts no thread's share divides evenly, in one byte
+// values (every length) and in float32 / bfloat16.
+TEST(PermutedCopy, RunsOfEveryLengthClass) {
+  for (int64_t bytes : {5, 9, 15, 17, 24, 31, 33, 48, 63, 65, 96, 112, 127, 129, 200, 255, 256,
+                        257, 1000, 1023, 1024, 1025, 2000}) {
+    SCOPED_TRACE("runs of " + std::to_string(bytes) + " bytes");
+    Tensor q = ramp({3, 7001 / bytes + 3, 5, bytes}, DType::U8);
+    expect_same_elements(q.permute({0, 2, 1, 3}), q.permute({0, 2, 1, 3}).contiguous());
+    Tensor wide = ramp({2, 131, 3, bytes}, DType::U8);  // threaded: rows split across shares
+    expect_same_elements(wide.permute({2, 0, 1, 3}), wide.permute({2, 0, 1, 3}).contiguous());
+  }
+  for (DType dt : {DType::F32, DType::BF16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    for (int64_t d : {12, 20, 48, 56, 100}) {
+      Tensor img = ramp({4, 33, 17, d}, dt);
+      expect_same_elements(img.permute({0, 2, 1, 3}), img.permute({0, 2, 1, 3}).contiguous());
+    }
+  }
+  // bfloat16 heads of 48 values (96 bytes), 9.4 MiB: the prefetched rows of 12 runs.
+  Tensor heads = ramp({64, 12, 128, 48}, DType::BF16);
+  expect_same_elements(heads.permute({0, 2, 1, 3}), heads.permute({0, 2, 1, 3}).contiguous());
+}
+
+}  // namespace
+}  // namespace kiln::test

@@ -56,7 +56,8 @@ int64_t count(const std::vector<Dim>& dims) {
 }
 
 // Walks the outer index space in order (last dimension fastest), keeping both offsets, so
-// consecutive indices cost additions instead of a division per dimension.
+// consecutive indices cost additions instead of a division per dimension. next() is inline for
+// the step along the last dimension (a call per run took a fifth of a permute's time).
 class OuterWalk {
  public:
   OuterWalk(const std::vector<Dim>& dims, int64_t start) : dims_(dims), index_(dims.size()) {
@@ -66,9 +67,25 @@ class OuterWalk {
       dst += index_[k] * dims[k].dst;
       src += index_[k] * dims[k].src;
     }
+    if (!dims.empty()) last_ = dims.back();
+    last_index_ = dims.empty() ? 0 : index_.back();
   }
   void next() {
-    for (size_t k = dims_.size(); k-- > 0;) {
+    dst += last_.dst;
+    src += last_.src;
+    if (++last_index_ < last_.size) return;
+    carry();
+  }
+  int64_t dst = 0, src = 0;
+
+ private:
+  // The last dimension wrapped: back to its start, the dimensions before it advanced.
+  void carry() {
+    dst -= last_.size * last_.dst;
+    src -= last_.size * last_.src;
+    last_index_ = 0;
+    if (dims_.empty()) return;  // a single index: stepping past it changes nothing
+    for (size_t k = dims_.size() - 1; k-- > 0;) {
       dst += dims_[k].dst;
       src += dims_[k].src;
       if (++index_[k] < dims_[k].size) return;
@@ -77,11 +94,10 @@ class OuterWalk {
       index_[k] = 0;
     }
   }
-  int64_t dst = 0, src = 0;
-
- private:
   const std::vector<Dim>& dims_;
-  std::vector<int64_t> index_;
+  std::vector<int64_t> index_;  // the last dimension's index lives in last_index_
+  Dim last_{1, 0, 0};
+  int64_t last_index_ = 0;
 };
 
 // Runs fn(begin, end) over [0, n) in pieces, threaded when the copy is large.
@@ -133,13 +149,64 @@ void copy_runs(const E* src, E* dst, const Dim& run, const std::vector<Dim>& out
   });
 }
 
-// Contiguous runs of kBytes on both sides: a move of a compile-time size per run, which the
-// compiler makes one or two register loads and stores.
-template <size_t kBytes, typename E>
-void copy_short_runs(const E* src, E* dst, const std::vector<Dim>& outer, int64_t numel) {
+// Runs of 32 bytes to 1 KiB on both sides through the ISA level's run mover (vector moves of
+// a whole run, no call per run), a row of runs (the outer index space's last dimension, split
+// where a thread's share starts or ends) per call. Sources beyond kPrefetchMinBytes have the
+// next row's runs requested while a row is moved, as copy_runs does kPrefetchRuns runs ahead.
+// permute(0, 2, 1, 3).contiguous() into a preallocated output, bfloat16, libraries alternated
+// (Zen 5, one / two threads): [16, 64, 56, 56] 211-231 -> ... / 116-125 -> ... us (PyTorch
+// ...), [64, 12, 128, 48] 511-596 -> ... / 249-262 -> ... (PyTorch ...).
+using MoveRuns = void (*)(const char*, int64_t, char*, int64_t, int64_t, int64_t);
+
+template <typename E>
+void move_rows(const E* src, E* dst, int64_t run_bytes, std::vector<Dim> outer, int64_t numel,
+               MoveRuns move) {
+  const Dim row = outer.empty() ? Dim{1, 0, 0} : outer.back();
+  if (!outer.empty()) outer.pop_back();
+  const int64_t rows = count(outer), e_size = int64_t(sizeof(E));
+  const bool prefetch = numel * e_size >= kPrefetchMinBytes;
+  for_pieces(rows * row.size, numel, [&](int64_t b, int64_t e) {
+    OuterWalk w(outer, b / row.size), ahead(outer, b / row.size);
+    ahead.next();  // one row ahead (offsets wrap to the start after the last row: harmless)
+    for (int64_t i = b, j = b % row.size; i < e; i += row.size - j, j = 0, w.next()) {
+      const int64_t n = std::min(row.size - j, e - i);
+      if (prefetch) {
+        const char* q = reinterpret_cast<const char*>(src + ahead.src + j * row.src);
+        for (int64_t r = 0; r < n; ++r, q += row.src * e_size) {
+          for (int64_t k = 0; k < run_bytes; k += 64) __builtin_prefetch(q + k);
+          __builtin_prefetch(q + run_bytes - 1);  // the run's last line when it is unaligned
+        }
+        ahead.next();
+      }
+      move(reinterpret_cast<const char*>(src + w.src + j * row.src), row.src * e_size,
+           reinterpret_cast<char*>(dst + w.dst + j * row.dst), row.dst * e_size, n, run_bytes);
+    }
+  });
+}
+
+// Runs shorter than 32 bytes (or up to 128 without a run mover): moves of a compile-time size,
+// which the compiler makes register loads and stores; a memcpy call per run spends as long in
+// its size checks as in the move.
+template <size_t kBytes>
+struct FixedMove {  // exactly kBytes
+  void operator()(char* d, const char* s) const { std::memcpy(d, s, kBytes); }
+};
+template <size_t kHalf>
+struct OverlappingMove {  // kHalf + 1 to 2 kHalf bytes: two moves overlapping in the middle
+  size_t tail;            // run bytes - kHalf: where the second move starts
+  void operator()(char* d, const char* s) const {
+    std::memcpy(d, s, kHalf);
+    std::memcpy(d + tail, s + tail, kHalf);
+  }
+};
+
+// Moves the runs at the outer index space's offsets, in the destination's order.
+template <typename E, typename Move>
+void move_runs(const E* src, E* dst, const std::vector<Dim>& outer, int64_t numel, Move move) {
   for_pieces(count(outer), numel, [&](int64_t b, int64_t e) {
     OuterWalk w(outer, b);
-    for (int64_t i = b; i < e; ++i, w.next()) std::memcpy(dst + w.dst, src + w.src, kBytes);
+    for (int64_t i = b; i < e; ++i, w.next())
+      move(reinterpret_cast<char*>(dst + w.dst), reinterpret_cast<const char*>(src + w.src));
   });
 }
 
@@ -196,33 +263,41 @@ bool copy_as(const Tensor& src, const Tensor& dst, std::vector<Dim> dims) {
   const int64_t numel = dst.numel();
   if (inner.src == 1) {
     const int64_t bytes = inner.size * int64_t(sizeof(E));
-    // Runs of one or two cache lines (attention heads of 32 or 64 values): a fixed-size move
-    // per run instead of a memcpy call, whose checks cost as much as the move
-    // (permute(0, 2, 1, 3).contiguous() of [64, 32, 30, 32] bfloat16, two threads, alternating:
-    // 0.185 -> 0.161 ms, PyTorch 0.163; float32 0.56 -> 0.46, [16, 128, 12, 32] 0.077 -> 0.065).
-    // Large sources keep copy_runs, whose prefetching matters more there.
+    const MoveRuns mover = data_moves().move_runs;
+    if (mover && bytes >= 32 && bytes <= kPrefetchMaxRunBytes) {
+      move_rows(s, d, bytes, dims, numel, mover);
+      return true;
+    }
+    // Without a run mover (the baseline level), runs of one or two cache lines (attention
+    // heads of 32 or 64 values) of a cached source take a fixed-size move per run
+    // (permute(0, 2, 1, 3).contiguous() of [64, 32, 30, 32] bfloat16, two threads,
+    // alternating: 0.185 -> 0.161 ms, PyTorch 0.163; float32 0.56 -> 0.46, [16, 128, 12, 32]
+    // 0.077 -> 0.065). Large sources keep copy_runs, whose prefetching matters more there.
     const bool cached = numel * int64_t(sizeof(E)) < kPrefetchMinBytes;
     if (bytes == 64 && cached) {
-      copy_short_runs<64>(s, d, dims, numel);
+      move_runs(s, d, dims, numel, FixedMove<64>{});
       return true;
     }
     if (bytes == 128 && cached) {
-      copy_short_runs<128>(s, d, dims, numel);
+      move_runs(s, d, dims, numel, FixedMove<128>{});
       return true;
     }
     if (bytes >= 64) {
       copy_runs(s, d, inner, dims, numel);
       return true;
     }
-    // Runs shorter than a cache line: one fixed-size move per run of 8, 16 or 32 bytes (the
-    // generic element loop took 16 us for x[::2].contiguous() of [4096, 8] float32, PyTorch
-    // 7.5); other lengths keep the element loop, as fast as a memcpy call per run.
-    switch (bytes) {
-      case 8: copy_short_runs<8>(s, d, dims, numel); return true;
-      case 16: copy_short_runs<16>(s, d, dims, numel); return true;
-      case 32: copy_short_runs<32>(s, d, dims, numel); return true;
-      default: return false;
-    }
+    // Runs shorter than a cache line: one fixed-size move per run, or two overlapping ones
+    // (the generic element loop took 16 us for x[::2].contiguous() of [4096, 8] float32,
+    // PyTorch 7.5).
+    const size_t n = size_t(bytes);
+    if (n == 8) move_runs(s, d, dims, numel, FixedMove<8>{});
+    else if (n == 16) move_runs(s, d, dims, numel, FixedMove<16>{});
+    else if (n == 32) move_runs(s, d, dims, numel, FixedMove<32>{});
+    else if (n > 8 && n < 16) move_runs(s, d, dims, numel, OverlappingMove<8>{n - 8});
+    else if (n > 16 && n < 32) move_runs(s, d, dims, numel, OverlappingMove<16>{n - 16});
+    else if (n > 32) move_runs(s, d, dims, numel, OverlappingMove<32>{n - 32});
+    else return false;  // under 8 bytes: the element loop is as fast
+    return true;
   }
   // A source-contiguous dimension to pair with the destination's inner one.
   const auto across =

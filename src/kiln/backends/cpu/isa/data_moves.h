@@ -1,7 +1,7 @@
 #pragma once
 // Data movement in vector registers, chosen per ISA level: 16 x 16 tile transposes of 4-byte
-// and 2-byte values for strided copies (permuted_copy.cpp), reversed rows (flip) and row
-// gathers. Shuffles, loads and stores only, no arithmetic, so every bit pattern, NaN payloads
+// and 2-byte values and short contiguous runs for strided copies (permuted_copy.cpp), reversed
+// rows (flip) and row gathers. Shuffles, loads and stores only, no arithmetic, so every bit pattern, NaN payloads
 // included, arrives unchanged.
 #include <cstdint>
 
@@ -25,6 +25,10 @@ struct DataMoves {
                      uint64_t* dst) = nullptr;
   bool (*gather_b32)(const uint32_t* row, const int64_t* idx, int64_t n, int64_t size,
                      uint32_t* dst) = nullptr;
+  // dst + i * dst_step <- src + i * src_step, `bytes` bytes (at least 32) for i < runs; steps
+  // in bytes; no run's destination overlaps a source or another run's destination.
+  void (*move_runs)(const char* src, int64_t src_step, char* dst, int64_t dst_step,
+                    int64_t runs, int64_t bytes) = nullptr;
 };
 
 const DataMoves& data_moves_avx2();
