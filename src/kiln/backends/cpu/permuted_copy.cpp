@@ -153,9 +153,11 @@ void copy_runs(const E* src, E* dst, const Dim& run, const std::vector<Dim>& out
 // a whole run, no call per run), a row of runs (the outer index space's last dimension, split
 // where a thread's share starts or ends) per call. Sources beyond kPrefetchMinBytes have the
 // next row's runs requested while a row is moved, as copy_runs does kPrefetchRuns runs ahead.
-// permute(0, 2, 1, 3).contiguous() into a preallocated output, bfloat16, libraries alternated
-// (Zen 5, one / two threads): [16, 64, 56, 56] 211-231 -> ... / 116-125 -> ... us (PyTorch
-// ...), [64, 12, 128, 48] 511-596 -> ... / 249-262 -> ... (PyTorch ...).
+// A permute's copy into a preallocated output (out.copy_(x.permute(0, 2, 1, 3))), bfloat16,
+// libraries alternated twice, Zen 5, one / two threads: [16, 64, 56, 56] 211-243 -> 125-127
+// / 115-152 -> 65-67 us (PyTorch 149-175 / 84-104), [64, 12, 128, 48] 511-627 -> 274-304 /
+// 249-286 -> 127-135 (PyTorch 402-438 / 175-205). Per-run memcpy calls and a walk call per
+// run had taken the time, not the memory.
 using MoveRuns = void (*)(const char*, int64_t, char*, int64_t, int64_t, int64_t);
 
 template <typename E>
