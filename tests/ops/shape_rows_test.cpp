@@ -189,6 +189,37 @@ TEST(ShapeRows, PadOfChannelsLastInputsAndAdjacentDims) {
   }
 }
 
+// Constant padding whose source rows are 32 bytes to 1 KiB moves a plane's rows per call of the
+// ISA's run mover: rows of every length class around those bounds, pads taller than the source
+// (planes of filled rows only), and a threaded size whose pieces start and end inside planes.
+TEST(ShapeRows, ConstantPadOfRowsForTheRunMover) {
+  struct Case {
+    Shape shape;
+    std::vector<int64_t> pad;
+  };
+  const std::vector<Case> cases = {
+      {{3, 4, 9, 56}, {1, 1, 1, 1}},    {{2, 3, 5, 8}, {3, 0, 2, 4}},
+      {{2, 3, 5, 17}, {0, 2, 0, 0}},    {{2, 2, 4, 250}, {2, 1, 1, 2}},
+      {{2, 2, 3, 300}, {1, 1, 1, 1}},   {{2, 3, 4, 20}, {1, 2, 9, 7}},
+      {{8, 64, 28, 56}, {1, 1, 1, 1}},  {{5, 7, 31, 33}, {0, 3, 2, 0}},
+      {{4, 6, 9, 12}, {0, 0, 3, 1}}};  // one padded dim: rows of a whole 9 x 12 plane
+  for (DType dt : {DType::F32, DType::BF16, DType::U8, DType::I64})
+    for (const Case& c : cases) {
+      const Shape& s = c.shape;
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " last dim " + std::to_string(s[3]) +
+                   " pad " + std::to_string(c.pad[0]) + std::to_string(c.pad[1]) +
+                   std::to_string(c.pad[2]) + std::to_string(c.pad[3]));
+      const Tensor base = arange(numel_of_shape(s), TensorOptions(DType::I64)).reshape(s);
+      const Tensor x = remainder(base, Scalar(int64_t(97))).to(dt);
+      const std::vector<double> v = x.to_vector<double>();
+      const Shape ps = {s[0], s[1], s[2] + c.pad[2] + c.pad[3], s[3] + c.pad[0] + c.pad[1]};
+      expect_equal(pad(x, c.pad, "constant", 5), ps, build(ps, [&](const Index& i) {
+        const int64_t r = i[2] - c.pad[2], col = i[3] - c.pad[0];
+        return r < 0 || r >= s[2] || col < 0 || col >= s[3] ? 5.0 : at(v, s, {i[0], i[1], r, col});
+      }));
+    }
+}
+
 // cat of views (column chunks, transposes, channels-last tensors) copies each input into its
 // slice of the output with the strided copies, threaded at these sizes: every element size,
 // against index arithmetic on the inputs' values.
