@@ -219,17 +219,20 @@ void binary_kernel(OpCall& call) {
       if constexpr (std::is_same_v<T, float> || std::is_same_v<T, Half>) {
         const VecMathF32& vm = vec_math_f32();
         VecBinaryF32 fn = nullptr;
-        if constexpr (std::is_same_v<F, Add>) fn = vm.add_f32;
-        if constexpr (std::is_same_v<F, Sub>) fn = vm.sub_f32;
+        VecBinaryF16 fn16 = nullptr;  // the same operation on float16 in registers
+        if constexpr (std::is_same_v<F, Add>) fn = vm.add_f32, fn16 = vm.add_f16;
+        if constexpr (std::is_same_v<F, Sub>) fn = vm.sub_f32, fn16 = vm.sub_f16;
         if constexpr (std::is_same_v<F, Add> || std::is_same_v<F, Sub>) {
           if (call.scalar_attr(0).to<C>() != C(1)) fn = nullptr;  // x +- alpha * y: generic
         }
-        if constexpr (std::is_same_v<F, Mul>) fn = vm.mul_f32;
-        if constexpr (std::is_same_v<F, DivMode<0>>) fn = vm.div_f32;
-        if constexpr (std::is_same_v<F, Maximum>) fn = vm.max_f32;  // was 2.3-3.6x torch's time
-        if constexpr (std::is_same_v<F, Minimum>) fn = vm.min_f32;
+        if constexpr (std::is_same_v<F, Mul>) fn = vm.mul_f32, fn16 = vm.mul_f16;
+        if constexpr (std::is_same_v<F, DivMode<0>>) fn = vm.div_f32, fn16 = vm.div_f16;
+        if constexpr (std::is_same_v<F, Maximum>) {
+          fn = vm.max_f32, fn16 = vm.max_f16;  // was 2.3-3.6x torch's time
+        }
+        if constexpr (std::is_same_v<F, Minimum>) fn = vm.min_f32, fn16 = vm.min_f16;
         if constexpr (std::is_same_v<T, Half>) {
-          if (float16_binary_blocks(out, a, b, fn, f)) return;  // decision 0066
+          if (float16_binary_blocks(out, a, b, fn, fn16, f)) return;  // decision 0066
         } else {
           if (f32_binary_vectorised(out, a, b, fn, f)) return;
         }

@@ -80,13 +80,14 @@ void float16_unary_blocks(const uint16_t* src, uint16_t* dst, int64_t n, const F
 }
 
 // out = fn(a, b) for float16 out, a and b (broadcast to out's shape): runs where every
-// operand steps by one element or stays on one value go through the float32 vector function
-// fn in blocks; other runs convert element by element through op(float, float), the same
-// IEEE operation. Returns false, having done nothing, when fn is null or an input overlaps
-// the output other than exactly (in place).
+// operand steps by one element or stays on one value go through fn16, the same operation on
+// float16 converted in registers, where the level has it, else through the float32 vector
+// function fn in blocks; other runs convert element by element through op(float, float), the
+// same IEEE operation. Returns false, having done nothing, when fn is null or an input
+// overlaps the output other than exactly (in place).
 template <typename ScalarOp>
 bool float16_binary_blocks(const Tensor& out, const Tensor& a, const Tensor& b,
-                           VecBinaryF32 fn, ScalarOp op) {
+                           VecBinaryF32 fn, VecBinaryF16 fn16, ScalarOp op) {
   if (!fn || !float16_blocks_available() || f16_detail::overlaps(out, {&a, &b})) return false;
   const VecMathF32& vm = vec_math_f32();
   auto loop = make_strided_loop<3>({&out, &a, &b}, out.shape(), /*memory_order=*/true);
@@ -109,6 +110,7 @@ bool float16_binary_blocks(const Tensor& out, const Tensor& a, const Tensor& b,
     const float y_value = float(*reinterpret_cast<const Half*>(y));
     // dst[0, len) = out[j, j + len): out itself or run_streamed's buffer.
     auto compute = [&](uint16_t* dst, int64_t j, int64_t len) {
+      if (fn16) return fn16(x + j * xs, xs, y + j * ys, ys, dst, len);
       alignas(64) float bx[kBlock], by[kBlock], res[kBlock];
       for (int64_t k = 0; k < len; k += kBlock) {
         const int64_t m = std::min(kBlock, len - k);
@@ -205,6 +207,8 @@ inline bool float16_muladd_blocks(const Tensor& out, const Tensor& shift, const 
     const float mul_value = float(*reinterpret_cast<const Half*>(mul));
     const float add_value = float(*reinterpret_cast<const Half*>(add));
     auto compute = [&](uint16_t* dst, int64_t j, int64_t len) {
+      if (vm.muladd_f16)
+        return vm.muladd_f16(x + j, 1, mul + j * ms, ms, add + j * as, as, dst, len);
       alignas(64) float bx[kBlock], bm[kBlock], ba[kBlock], res[kBlock];
       for (int64_t k = 0; k < len; k += kBlock) {
         const int64_t m = std::min(kBlock, len - k);

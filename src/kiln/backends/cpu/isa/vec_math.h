@@ -65,6 +65,17 @@ using VecNarrowBf16 = void (*)(const float* in, uint16_t* out, int64_t n);
 // even; subnormals, infinities and NaN payloads kept); null where the CPU lacks F16C.
 using VecWidenF16 = void (*)(const uint16_t* in, float* out, int64_t n);
 using VecNarrowF16 = void (*)(const float* in, uint16_t* out, int64_t n);
+// float16 in registers (F16C) for float16_blocks.h, each operand stepping by one value (step
+// 1) or staying on one (step 0; not all inputs): out[i] = a op b for op +, -, *, /, maximum,
+// minimum (NaN-propagating, as the float32 forms), and out[i] = add + x * mul (the product
+// rounded first). The widening and rounding of widen_f16 / narrow_f16 around the float32
+// functions, so bit for bit the blocks' result, without their passes over L1 buffers; out
+// may be an input (in place). Null without F16C.
+using VecBinaryF16 = void (*)(const uint16_t* a, int64_t a_step, const uint16_t* b,
+                              int64_t b_step, uint16_t* out, int64_t n);
+using VecMulAddF16 = void (*)(const uint16_t* x, int64_t x_step, const uint16_t* mul,
+                              int64_t mul_step, const uint16_t* add, int64_t add_step,
+                              uint16_t* out, int64_t n);
 // sum_k a[k] * w[k] for a float32 row and float16 weight rows widened in registers (F16C):
 // one row, and four rows of stride ldw at once (out[0..3]; more loads in flight); null
 // without F16C.
@@ -206,6 +217,9 @@ struct VecMathF32 {
   VecNarrowF16 narrow_f16 = nullptr;
   VecDotF32F16 dot_f16 = nullptr;
   VecDot4F32F16 dot4_f16 = nullptr;
+  VecBinaryF16 add_f16 = nullptr, sub_f16 = nullptr, mul_f16 = nullptr, div_f16 = nullptr,
+               max_f16 = nullptr, min_f16 = nullptr;
+  VecMulAddF16 muladd_f16 = nullptr;
   VecMulAddBf16 muladd_bf16 = nullptr;
   VecMulAddF32 muladd_f32 = nullptr;
   VecLerpF32 lerp_f32 = nullptr;

@@ -1,7 +1,9 @@
 // Vectorised float32 math, AVX2 + FMA variant (compiler flags set in CMakeLists.txt).
 #include <immintrin.h>
+#include <array>
 #include <cmath>
 #include <type_traits>
+#include <utility>
 #include <sleef.h>
 
 #include "gelu_table.h"
