@@ -202,6 +202,7 @@ void bind_nn_functional(nb::module_& parent) {
   }, G);
 
   bind_nn_conv(m);  // convolution, pooling, attention (nn_conv.cpp)
+  bind_nn_activation(m);  // activations and small layers (nn_activation.cpp)
 }
 
 }  // namespace kiln::py

@@ -158,7 +158,9 @@ def _array(rng, spec, dtype, domain):
             a = rng.uniform(0.0, 1.0, size=shape)
         return (np.log(a) if kind == "logprob" else a).astype(dtype)
     a = rng.uniform(-2.0, 2.0, size=spec)
-    if domain == "prob":
+    if domain == "wide":  # past the bends of hardswish / hardsigmoid / relu6 (+-3, 6)
+        a = rng.uniform(-8.0, 8.0, size=spec)
+    elif domain == "prob":
         a = rng.uniform(0.05, 0.95, size=spec)
     elif domain == "logprob":
         a = rng.uniform(0.05, 1.0, size=spec)

@@ -717,3 +717,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
 
 
 __all__ += ["multi_head_attention_forward"]
+
+from ._functional_activation import *  # noqa: E402,F401,F403  (activations, small layers)
+from ._functional_activation import __all__ as _activation_names  # noqa: E402
+
+__all__ += _activation_names

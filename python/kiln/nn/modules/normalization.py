@@ -1,4 +1,4 @@
-"""LayerNorm, RMSNorm, GroupNorm, BatchNorm1d/2d, Embedding and Dropout."""
+"""LayerNorm, RMSNorm, GroupNorm, BatchNorm1d/2d/3d, Embedding and Dropout."""
 import numbers
 
 from ... import _C
@@ -8,8 +8,8 @@ from ..parameter import Parameter
 from .linear import _factory
 from .module import Module
 
-__all__ = ["LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d", "Embedding",
-           "Dropout"]
+__all__ = ["LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
+           "Embedding", "Dropout"]
 
 
 def _shape_tuple(s):
@@ -187,6 +187,12 @@ class BatchNorm2d(_BatchNorm):
     def _check_input_dim(self, input):
         if input.dim() != 4:
             raise ValueError(f"expected 4D input (got {input.dim()}D input)")
+
+
+class BatchNorm3d(_BatchNorm):
+    def _check_input_dim(self, input):
+        if input.dim() != 5:
+            raise ValueError(f"expected 5D input (got {input.dim()}D input)")
 
 
 class Embedding(Module):

@@ -1,0 +1,278 @@
+// nn::functional: the activations and small layers of functional_activation.h, as
+// compositions of kiln ops (autograd differentiates them). Formulas follow PyTorch's kernels
+// so that forward values agree to rounding and gradients to the same rules.
+#include "kiln/nn/functional_activation.h"
+
+#include "kiln/autograd/autograd.h"
+#include "kiln/core/shape.h"
+#include "kiln/nn/functional.h"
+#include "kiln/ops/elementwise.h"
+#include "kiln/ops/factory.h"
+#include "kiln/ops/indexing.h"
+#include "kiln/ops/random.h"
+#include "kiln/ops/reduction.h"
+#include "kiln/ops/views.h"
+
+namespace kiln::nn::functional {
+namespace {
+
+const Scalar kZero(0.0);
+
+// min(x, 0): the argument of the exponential branches, which never overflows there.
+Tensor nonpositive(const Tensor& x) { return clamp(x, std::nullopt, kZero); }
+
+void check_floating(const Tensor& x, const char* name) {
+  KILN_CHECK(x.defined(), ValueError, name, ": expected a tensor, got an undefined one");
+  KILN_CHECK(is_floating(x.dtype()), TypeError, name, ": expected a floating-point input, got ",
+             x.dtype());
+}
+
+}  // namespace
+
+Tensor hardtanh(const Tensor& x, double min_val, double max_val) {
+  KILN_CHECK(min_val <= max_val, ValueError, "hardtanh: min_val (", min_val,
+             ") cannot be greater than max_val (", max_val, ")");
+  return clamp(x, Scalar(min_val), Scalar(max_val));
+}
+
+Tensor relu6(const Tensor& x) { return hardtanh(x, 0.0, 6.0); }
+
+Tensor hardsigmoid(const Tensor& x) {
+  check_floating(x, "hardsigmoid");
+  return div(clamp(add(x, Scalar(3.0)), kZero, Scalar(6.0)), Scalar(6.0));
+}
+
+Tensor hardswish(const Tensor& x) {
+  check_floating(x, "hardswish");
+  return div(mul(x, clamp(add(x, Scalar(3.0)), kZero, Scalar(6.0))), Scalar(6.0));
+}
+
+Tensor elu(const Tensor& x, double alpha) {
+  check_floating(x, "elu");
+  return where(gt(x, kZero), x, mul(expm1(nonpositive(x)), Scalar(alpha)));
+}
+
+Tensor selu(const Tensor& x) {
+  constexpr double kAlpha = 1.6732632423543772848170429916717;
+  constexpr double kScale = 1.0507009873554804934193349852946;
+  return mul(elu(x, kAlpha), Scalar(kScale));
+}
+
+Tensor celu(const Tensor& x, double alpha) {
+  check_floating(x, "celu");
+  KILN_CHECK(alpha != 0.0, ValueError, "celu: alpha must be non-zero, got 0");
+  return where(gt(x, kZero), x,
+               mul(expm1(div(nonpositive(x), Scalar(alpha))), Scalar(alpha)));
+}
+
+Tensor mish(const Tensor& x) {
+  check_floating(x, "mish");
+  return mul(x, kiln::tanh(softplus(x)));
+}
+
+Tensor logsigmoid(const Tensor& x) {
+  check_floating(x, "logsigmoid");
+  return sub(nonpositive(x), log1p(exp(neg(abs(x)))));
+}
+
+Tensor softsign(const Tensor& x) {
+  check_floating(x, "softsign");
+  return div(x, add(abs(x), Scalar(1.0)));
+}
+
+Tensor tanhshrink(const Tensor& x) {
+  check_floating(x, "tanhshrink");
+  return sub(x, kiln::tanh(x));
+}
+
+Tensor softshrink(const Tensor& x, double lambd) {
+  check_floating(x, "softshrink");
+  KILN_CHECK(lambd >= 0, ValueError,
+             "softshrink: lambda must be greater or equal to 0, but found to be ", lambd);
+  // x * 0 between the bounds, not 0: a NaN stays NaN, as in PyTorch's kernel.
+  const Tensor below = where(lt(x, Scalar(-lambd)), add(x, Scalar(lambd)), mul(x, kZero));
+  return where(gt(x, Scalar(lambd)), sub(x, Scalar(lambd)), below);
+}
+
+Tensor hardshrink(const Tensor& x, double lambd) {
+  check_floating(x, "hardshrink");
+  return where(logical_and(ge(x, Scalar(-lambd)), le(x, Scalar(lambd))), kZero, x);
+}
+
+Tensor threshold(const Tensor& x, double threshold, double value) {
+  return where(le(x, Scalar(threshold)), Scalar(value), x);  // NaN stays NaN, as PyTorch
+}
+
+Tensor glu(const Tensor& x, int64_t dim) {
+  check_floating(x, "glu");
+  KILN_CHECK(x.dim() > 0, ShapeError, "glu: does not support scalars (0-d tensors)");
+  const int64_t d = dim < 0 ? dim + x.dim() : dim;
+  KILN_CHECK(d >= 0 && d < x.dim(), IndexError, "glu: dim ", dim, " is out of range for a ",
+             x.dim(), "-d input");
+  const int64_t n = x.size(d);
+  KILN_CHECK(n % 2 == 0, ShapeError, "glu: halving dimension must be even, but dimension ", d,
+             " is size ", n);
+  return mul(narrow(x, d, 0, n / 2), kiln::sigmoid(narrow(x, d, n / 2, n / 2)));
+}
+
+Tensor prelu(const Tensor& x, const Tensor& weight) {
+  check_floating(x, "prelu");
+  KILN_CHECK(weight.defined(), ValueError, "prelu: weight must be defined");
+  KILN_CHECK(x.dim() > 0, ShapeError, "prelu: zero-dim input tensors are not allowed");
+  const int64_t c = x.dim() >= 2 ? x.size(1) : 1;
+  KILN_CHECK(weight.dim() <= 1 && (weight.numel() == 1 || weight.numel() == c), ShapeError,
+             "prelu: expected a weight of 1 value or one per channel (", c,
+             ", the input's dim 1), got shape ", shape_str(weight.shape()));
+  Shape s;  // one slope: a 0-d weight; one per channel: [C, 1, ...] against [N, C, ...]
+  if (weight.numel() != 1) {
+    s.assign(size_t(x.dim() - 1), 1);
+    s[0] = c;
+  }
+  return where(gt(x, kZero), x, mul(reshape(weight, s), x));
+}
+
+Tensor rrelu(const Tensor& x, double lower, double upper, bool training, Generator* gen) {
+  check_floating(x, "rrelu");
+  KILN_CHECK(lower <= upper, ValueError, "rrelu: lower bound (", lower,
+             ") must not exceed the upper bound (", upper, ")");
+  if (!training) return leaky_relu(x, (lower + upper) / 2);
+  Tensor slopes = empty_like(x);
+  {
+    autograd::NoGradGuard no_grad;
+    uniform_(slopes, lower, upper, gen);
+  }
+  return where(ge(x, kZero), x, mul(x, slopes));
+}
+
+Tensor softmin(const Tensor& x, int64_t dim) { return kiln::softmax(neg(x), dim); }
+
+Tensor normalize(const Tensor& x, double p, int64_t dim, double eps) {
+  check_floating(x, "normalize");
+  return div(x, clamp(norm(x, p, {dim}, true), Scalar(eps), std::nullopt));
+}
+
+Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim, double eps) {
+  check_floating(x1, "cosine_similarity");
+  check_floating(x2, "cosine_similarity");
+  const Shape s = broadcast_shapes(x1.shape(), x2.shape());
+  const Tensor a = x1.expand(s), b = x2.expand(s);
+  // Each norm clamped at eps in value only: PyTorch clamps them in place without recording
+  // it, so the gradient is that of the unclamped norm.
+  auto clamped = [&](const Tensor& t) {
+    const Tensor n = norm(t, 2.0, {dim}, true);
+    return add(n, autograd::detach(sub(clamp(n, Scalar(eps), std::nullopt), n)));
+  };
+  return sum(mul(div(a, clamped(a)), div(b, clamped(b))), {dim});
+}
+
+Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, double p, double eps,
+                         bool keepdim) {
+  check_floating(x1, "pairwise_distance");
+  KILN_CHECK(x1.dim() > 0 || x2.dim() > 0, ShapeError,
+             "pairwise_distance: expected inputs with at least one dim, got two 0-d tensors");
+  return norm(add(sub(x1, x2), Scalar(eps)), p, {-1}, keepdim);
+}
+
+Tensor pixel_shuffle(const Tensor& x, int64_t r) {
+  KILN_CHECK(x.dim() >= 3, ShapeError,
+             "pixel_shuffle: expected an input [*, C, H, W] with at least 3 dims, got shape ",
+             shape_str(x.shape()));
+  KILN_CHECK(r > 0, ValueError, "pixel_shuffle: upscale_factor must be positive, got ", r);
+  const int64_t n = x.dim(), c = x.size(-3), h = x.size(-2), w = x.size(-1);
+  KILN_CHECK(c % (r * r) == 0, ShapeError, "pixel_shuffle: expected the channel dim (", c,
+             ") to be divisible by the square of upscale_factor (", r * r, ")");
+  Shape batch(x.shape().begin(), x.shape().end() - 3);
+  Shape split = batch;
+  for (int64_t v : {c / (r * r), r, r, h, w}) split.push_back(v);
+  std::vector<int64_t> perm;
+  for (int64_t i = 0; i + 3 < n; ++i) perm.push_back(i);
+  const int64_t b = n - 3;
+  for (int64_t i : {0, 3, 1, 4, 2}) perm.push_back(b + i);  // [C, H, r, W, r]
+  Shape out = batch;
+  for (int64_t v : {c / (r * r), h * r, w * r}) out.push_back(v);
+  return reshape(permute(reshape(x, split), perm), out);
+}
+
+Tensor pixel_unshuffle(const Tensor& x, int64_t r) {
+  KILN_CHECK(x.dim() >= 3, ShapeError,
+             "pixel_unshuffle: expected an input [*, C, H, W] with at least 3 dims, got shape ",
+             shape_str(x.shape()));
+  KILN_CHECK(r > 0, ValueError, "pixel_unshuffle: downscale_factor must be positive, got ", r);
+  const int64_t n = x.dim(), c = x.size(-3), h = x.size(-2), w = x.size(-1);
+  KILN_CHECK(h % r == 0 && w % r == 0, ShapeError, "pixel_unshuffle: expected height (", h,
+             ") and width (", w, ") divisible by downscale_factor (", r, ")");
+  Shape batch(x.shape().begin(), x.shape().end() - 3);
+  Shape split = batch;
+  for (int64_t v : {c, h / r, r, w / r, r}) split.push_back(v);
+  std::vector<int64_t> perm;
+  for (int64_t i = 0; i + 3 < n; ++i) perm.push_back(i);
+  const int64_t b = n - 3;
+  for (int64_t i : {0, 2, 4, 1, 3}) perm.push_back(b + i);  // [C, r, r, H / r, W / r]
+  Shape out = batch;
+  for (int64_t v : {c * r * r, h / r, w / r}) out.push_back(v);
+  return reshape(permute(reshape(x, split), perm), out);
+}
+
+Tensor instance_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                     const Tensor& weight, const Tensor& bias, bool use_input_stats,
+                     double momentum, double eps) {
+  check_floating(x, "instance_norm");
+  KILN_CHECK(x.dim() >= 3, ShapeError,
+             "instance_norm: expected an input [N, C, *] with at least 3 dims, got shape ",
+             shape_str(x.shape()));
+  const int64_t n = x.size(0), c = x.size(1), spatial = x.numel() / std::max<int64_t>(n * c, 1);
+  KILN_CHECK(running_mean.defined() == running_var.defined(), ValueError,
+             "instance_norm: running_mean and running_var must be given together");
+  if (!use_input_stats) {
+    KILN_CHECK(running_mean.defined(), ValueError,
+               "instance_norm: use_input_stats=False needs running_mean and running_var");
+    return batch_norm(x, running_mean, running_var, weight, bias, false, momentum, eps);
+  }
+  KILN_CHECK(spatial > 1, ValueError,
+             "instance_norm: expected more than 1 spatial element when training, got input "
+             "shape ", shape_str(x.shape()));
+  if (!running_mean.defined()) return group_norm(x, c, weight, bias, eps);
+  // PyTorch's rule: the batch norm of x viewed as [1, N C, *], the running statistics
+  // repeated per sample, then each running statistic set to the mean over the samples.
+  Shape folded = x.shape();
+  folded.erase(folded.begin());
+  folded[0] = n * c;
+  folded.insert(folded.begin(), 1);
+  Tensor mean_rep = repeat(running_mean, {n}), var_rep = repeat(running_var, {n});
+  const Tensor w = weight.defined() ? repeat(weight, {n}) : Tensor();
+  const Tensor b = bias.defined() ? repeat(bias, {n}) : Tensor();
+  Tensor y = batch_norm(reshape(x, folded), mean_rep, var_rep, w, b, true, momentum, eps);
+  {
+    autograd::NoGradGuard no_grad;
+    Tensor rm = running_mean, rv = running_var;
+    rm.copy_(mean(reshape(mean_rep, {n, c}), {0}));
+    rv.copy_(mean(reshape(var_rep, {n, c}), {0}));
+  }
+  return reshape(y, x.shape());
+}
+
+Tensor feature_dropout(const Tensor& x, double p, bool training, int64_t feature_dims,
+                       const char* name, Generator* gen) {
+  KILN_CHECK(p >= 0.0 && p <= 1.0, ValueError, name,
+             ": dropout probability has to be between 0 and 1, but got ", p);
+  // dropout2d reads a 3-d input as [N, C, L] (channel-wise 1-d dropout), as PyTorch does.
+  const bool batched = x.dim() == feature_dims + 2 || (feature_dims == 2 && x.dim() == 3);
+  KILN_CHECK(batched || x.dim() == feature_dims + 1, ShapeError, name, ": expected a ",
+             feature_dims + 1, "-d (unbatched) or ", feature_dims + 2,
+             "-d (batched) input, got shape ", shape_str(x.shape()));
+  if (!training || p == 0.0) return x;
+  if (p == 1.0) return mul(x, kZero);
+  Shape mask_shape(size_t(x.dim()), 1);
+  mask_shape[0] = x.size(0);
+  if (batched) mask_shape[1] = x.size(1);
+  Tensor mask;
+  {
+    autograd::NoGradGuard no_grad;
+    mask = div(bernoulli(full(mask_shape, Scalar(1.0 - p), TensorOptions(x.dtype(), x.device())),
+                         gen),
+               Scalar(1.0 - p));
+  }
+  return mul(x, mask);
+}
+
+}  // namespace kiln::nn::functional
