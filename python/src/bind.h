@@ -83,6 +83,7 @@ void bind_coverage(nb::module_& m);
 void bind_nn_functional(nb::module_& m);
 void bind_nn_conv(nb::module_& nn);  // into kiln._C._nn
 void bind_nn_activation(nb::module_& nn);  // into kiln._C._nn
+void bind_nn_recurrent(nb::module_& nn);   // into kiln._C._nn
 void bind_dlpack(nb::module_& m, nb::class_<Tensor>& cls);
 // Py_bf_getbuffer/releasebuffer for kiln.Tensor (the buffer protocol; dlpack.cpp).
 PyType_Slot* tensor_type_slots();

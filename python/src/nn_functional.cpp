@@ -203,6 +203,7 @@ void bind_nn_functional(nb::module_& parent) {
 
   bind_nn_conv(m);  // convolution, pooling, attention (nn_conv.cpp)
   bind_nn_activation(m);  // activations and small layers (nn_activation.cpp)
+  bind_nn_recurrent(m);   // RNN / LSTM / GRU and their cells (nn_recurrent.cpp)
 }
 
 }  // namespace kiln::py

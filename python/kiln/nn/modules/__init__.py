@@ -4,10 +4,11 @@ from .activation import (ReLU, LeakyReLU, GELU, SiLU, Tanh, Sigmoid, Softmax,  #
                          LogSoftmax, Softplus)
 from .normalization import (LayerNorm, RMSNorm, GroupNorm, BatchNorm1d,  # noqa: F401
                             BatchNorm2d, BatchNorm3d, Embedding, Dropout)
-from . import activation_more, instancenorm, padding, shape_layers
+from . import activation_more, instancenorm, padding, rnn, shape_layers
 from .activation_more import *  # noqa: F401,F403
 from .instancenorm import *  # noqa: F401,F403
 from .padding import *  # noqa: F401,F403
+from .rnn import *  # noqa: F401,F403
 from .shape_layers import *  # noqa: F401,F403
 from .container import Sequential, ModuleList, ModuleDict, ParameterList  # noqa: F401
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d  # noqa: F401
@@ -31,5 +32,5 @@ __all__ = ["Module", "Identity", "Linear", "Bilinear", "Flatten", "Unflatten", "
            "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "MultiheadAttention",
            "TransformerEncoderLayer", "TransformerEncoder", "Upsample", "UpsamplingNearest2d",
            "UpsamplingBilinear2d", "BatchNorm3d"]
-__all__ += (activation_more.__all__ + instancenorm.__all__ + padding.__all__ +
+__all__ += (activation_more.__all__ + instancenorm.__all__ + padding.__all__ + rnn.__all__ +
             shape_layers.__all__)
