@@ -116,7 +116,8 @@ class GRU(RNNBase):
 class RNNCellBase(Module):
     def __init__(self, mode, input_size, hidden_size, bias, device=None, dtype=None):
         super().__init__()
-        self.mode, self.input_size, self.hidden_size, self.bias = mode, input_size, hidden_size, bias
+        self.mode, self.input_size, self.hidden_size = mode, input_size, hidden_size
+        self.bias = bias
         kw = _factory(device, dtype)
         gate_size = _GATES[mode] * hidden_size
         self.weight_ih = Parameter(_C.empty((gate_size, input_size), **kw))
