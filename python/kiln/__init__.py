@@ -115,3 +115,7 @@ def _tensor_set_data(self, value):
 
 
 Tensor.data = property(lambda self: self.detach(), _tensor_set_data)
+
+from . import _composite  # noqa: E402  (torch functions composed of kiln's ops)
+
+_composite.install(globals(), Tensor)
