@@ -1,7 +1,10 @@
 // View ops (view, reshape, permute, transpose, expand, narrow, select, squeeze, ...) and the
-// linear-algebra ops (matmul, mm, bmm, addmm, baddbmm, outer, dot, linear). Shapes and dims
+// linear-algebra ops (einsum, matmul, mm, bmm, addmm, baddbmm, outer, dot, linear). Shapes and dims
 // are accepted as varargs or as one sequence, as in PyTorch.
+#include <nanobind/stl/string.h>
+
 #include "bind.h"
+#include "kiln/ops/einsum.h"
 
 namespace kiln::py {
 
@@ -112,7 +115,18 @@ void bind_linalg_views(nb::module_& m, nb::class_<Tensor>& cls) {
   BOTH("moveaxis", [](const Tensor& x, int64_t s, int64_t d) { return kiln::movedim(x, s, d); },
        nb::arg("source"), nb::arg("destination"), GIL);
 
-  // Linear algebra.
+  // Linear algebra. einsum(equation, *operands) or einsum(equation, [operands]); the sublist
+  // form (einsum(a, [0, 1], b, [1, 2])) is not supported.
+  m.def("einsum", [](const std::string& equation, nb::args rest) {
+    std::vector<Tensor> operands;
+    if (rest.size() == 1 && !nb::isinstance<Tensor>(rest[0])) {
+      for (nb::handle h : nb::iter(rest[0])) operands.push_back(nb::cast<Tensor>(h));
+    } else {
+      for (nb::handle h : rest) operands.push_back(nb::cast<Tensor>(h));
+    }
+    nb::gil_scoped_release release;
+    return kiln::einsum(equation, operands);
+  }, nb::arg("equation"), nb::arg("operands"));
   BOTH("matmul", [](const Tensor& a, const Tensor& b) { return kiln::matmul(a, b); },
        nb::arg("other"), GIL);
   BOTH("mm", [](const Tensor& a, const Tensor& b) { return kiln::mm(a, b); }, nb::arg("mat2"), GIL);

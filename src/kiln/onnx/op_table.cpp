@@ -18,7 +18,6 @@ const OpTable& op_table() {
     register_control_ops(t);
     register_sequence_ops(t);
     register_recurrent_ops(t);
-    register_einsum_ops(t);
     register_signal_ops(t);
     register_detection_ops(t);
     register_grid_sample_ops(t);

@@ -34,7 +34,6 @@ void register_quant_ops(OpTable& table);
 void register_control_ops(OpTable& table);
 void register_sequence_ops(OpTable& table);
 void register_recurrent_ops(OpTable& table);
-void register_einsum_ops(OpTable& table);
 void register_signal_ops(OpTable& table);
 void register_detection_ops(OpTable& table);
 void register_grid_sample_ops(OpTable& table);

@@ -5,6 +5,7 @@
 
 #include "kiln/onnx/op_table.h"
 #include "kiln/onnx/ops_util.h"
+#include "kiln/ops/einsum.h"
 
 namespace kiln::onnx {
 
@@ -49,6 +50,13 @@ std::vector<Tensor> op_det(OpContext& ctx) {
 
 }  // namespace
 
-void register_linalg_ops(OpTable& t) { t.add("Det", op_det); }
+void register_linalg_ops(OpTable& t) {
+  t.add("Det", op_det);
+  t.add("Einsum", [](OpContext& ctx) {
+    std::vector<Tensor> operands;
+    for (size_t i = 0; i < ctx.num_inputs(); ++i) operands.push_back(ctx.input(i));
+    return one(einsum(ctx.attr_string("equation"), operands));
+  });
+}
 
 }  // namespace kiln::onnx

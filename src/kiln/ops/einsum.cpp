@@ -1,4 +1,5 @@
-// Einsum, composed from views and one batched matrix product per pair of operands: repeated
+// einsum (ops/einsum.h), composed from views and one batched matrix product per pair of
+// operands (also the ONNX importer's Einsum node): repeated
 // labels within an operand take a diagonal, labels no one else needs are summed away early,
 // then operands are folded left to right (shared labels that are still needed are batch
 // dims, the others are contracted), and the result is summed and permuted to the output.
@@ -8,13 +9,14 @@
 #include <map>
 #include <set>
 
-#include "kiln/onnx/op_table.h"
-#include "kiln/onnx/ops_util.h"
+#include "kiln/ops/einsum.h"
+
+#include "kiln/ops/copy.h"
 #include "kiln/ops/linalg.h"
 #include "kiln/ops/reduction.h"
 #include "kiln/ops/views.h"
 
-namespace kiln::onnx {
+namespace kiln {
 
 namespace {
 
@@ -25,6 +27,11 @@ struct Operand {
   Labels labels;  // one per dim
 };
 
+// The equation as error messages quote it: at most 100 characters.
+std::string printable(const std::string& s, size_t max_chars) {
+  return s.size() <= max_chars ? s : s.substr(0, max_chars) + "...";
+}
+
 // Parses one term ("ab...c") for a tensor of rank `rank` (-1: the output, whose ellipsis
 // covers `ellipsis_rank` dims).
 Labels parse_term(const std::string& term, int64_t rank, int64_t ellipsis_rank) {
@@ -33,7 +40,8 @@ Labels parse_term(const std::string& term, int64_t rank, int64_t ellipsis_rank) 
   for (size_t i = 0; i < term.size(); ++i) {
     const char ch = term[i];
     if (ch == '.') {
-      KILN_CHECK(!seen_ellipsis && term.compare(i, 3, "...") == 0, ValueError, "malformed ellipsis in term '",
+      KILN_CHECK(!seen_ellipsis && term.compare(i, 3, "...") == 0, ValueError,
+                 "einsum: malformed ellipsis in term '",
                  printable(term, 100), "'");
       seen_ellipsis = true;
       i += 2;
@@ -46,7 +54,8 @@ Labels parse_term(const std::string& term, int64_t rank, int64_t ellipsis_rank) 
   const int64_t letters = int64_t(letters_before.size() + letters_after.size());
   int64_t covered = 0;
   if (rank >= 0) {
-    KILN_CHECK(seen_ellipsis ? letters <= rank : letters == rank, ShapeError, "term '", printable(term, 100),
+    KILN_CHECK(seen_ellipsis ? letters <= rank : letters == rank, ShapeError, "einsum: term '",
+               printable(term, 100),
                "' has ", letters, " labels for an operand of rank ", rank);
     covered = seen_ellipsis ? rank - letters : 0;
   } else {
@@ -65,7 +74,8 @@ void take_diagonals(Operand& op) {
     for (size_t i = 0; i < op.labels.size() && !again; ++i) {
       for (size_t j = i + 1; j < op.labels.size() && !again; ++j) {
         if (op.labels[i] != op.labels[j]) continue;
-        KILN_CHECK(op.t.size(int64_t(i)) == op.t.size(int64_t(j)), ShapeError, "a repeated label spans dims of sizes ",
+        KILN_CHECK(op.t.size(int64_t(i)) == op.t.size(int64_t(j)), ShapeError,
+                   "einsum: a repeated label spans dims of sizes ",
                    op.t.size(int64_t(i)), " and ", op.t.size(int64_t(j)));
         op.t = diagonal(op.t, 0, int64_t(i), int64_t(j));  // the diagonal becomes the last dim
         const int label = op.labels[i];
@@ -99,7 +109,8 @@ int64_t size_of(const Operand& op, int label) {
 // Permutes op to `order` (every label of op, in that order) and expands size-1 dims to `sizes`.
 Tensor arrange(const Operand& op, const Labels& order, const std::vector<int64_t>& sizes) {
   std::vector<int64_t> perm;
-  for (int l : order) perm.push_back(int64_t(std::find(op.labels.begin(), op.labels.end(), l) - op.labels.begin()));
+  for (int l : order)
+    perm.push_back(int64_t(std::find(op.labels.begin(), op.labels.end(), l) - op.labels.begin()));
   Tensor t = permute(op.t, perm);
   return expand(t, Shape(sizes.begin(), sizes.end()));
 }
@@ -128,7 +139,8 @@ Operand combine(const Operand& a, const Operand& b, const std::set<int>& keep) {
   };
   const auto sb = sizes(batch), sk = sizes(contracted), sa = sizes(a_only), sbo = sizes(b_only);
   for (int l : contracted) {
-    KILN_CHECK(size_of(a, l) == size_of(b, l), ShapeError, "contracted label '", char(l < 256 ? l : '.'),
+    KILN_CHECK(size_of(a, l) == size_of(b, l), ShapeError, "einsum: contracted label '",
+               char(l < 256 ? l : '.'),
                "' has sizes ", size_of(a, l), " and ", size_of(b, l));
   }
   Labels ao = batch, bo = batch;
@@ -154,9 +166,11 @@ Operand combine(const Operand& a, const Operand& b, const std::set<int>& keep) {
   return {reshape(r, Shape(rs.begin(), rs.end())), rl};
 }
 
-std::vector<Tensor> op_einsum(OpContext& ctx) {
+}  // namespace
+
+Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) {
   std::string eq;
-  for (char ch : ctx.attr_string("equation")) {
+  for (char ch : equation) {
     if (ch != ' ') eq += ch;
   }
   const size_t arrow = eq.find("->");
@@ -164,23 +178,24 @@ std::vector<Tensor> op_einsum(OpContext& ctx) {
   std::vector<std::string> terms;
   for (size_t start = 0;;) {
     const size_t comma = lhs.find(',', start);
-    terms.push_back(lhs.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    const size_t length = comma == std::string::npos ? std::string::npos : comma - start;
+    terms.push_back(lhs.substr(start, length));
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
-  KILN_CHECK(terms.size() == ctx.num_inputs(), ValueError, "the equation has ", terms.size(),
-             " operand terms but the node has ", ctx.num_inputs(), " inputs");
+  KILN_CHECK(terms.size() == operands.size(), ValueError, "einsum: the equation has ",
+             terms.size(), " operand terms but ", operands.size(), " operands were given");
   std::vector<Operand> ops;
   int64_t ellipsis_rank = 0;
   std::map<int, int> counts;
   for (size_t i = 0; i < terms.size(); ++i) {
-    const Tensor& t = ctx.input(i);
+    const Tensor& t = operands[i];
+    KILN_CHECK(t.defined(), ValueError, "einsum: operand ", i, " is undefined");
     Operand op{t, parse_term(terms[i], t.dim(), 0)};
     for (int l : op.labels) {
       if (l >= 256) ellipsis_rank = std::max<int64_t>(ellipsis_rank, l - 255);
     }
-    std::set<int> distinct(op.labels.begin(), op.labels.end());
-    for (int l : distinct) counts[l]++;
+    for (int l : op.labels) counts[l]++;  // "ii" uses i twice: no output label (numpy)
     ops.push_back(std::move(op));
   }
   Labels out;
@@ -195,12 +210,14 @@ std::vector<Tensor> op_einsum(OpContext& ctx) {
   std::set<int> out_set(out.begin(), out.end());
   KILN_CHECK(out_set.size() == out.size(), ValueError, "the output repeats a label");
   for (int l : out) {
-    KILN_CHECK(counts.count(l), ValueError, "output label '", char(l < 256 ? l : '.'), "' is in no operand");
+    KILN_CHECK(counts.count(l), ValueError, "einsum: output label '", char(l < 256 ? l : '.'),
+               "' is in no operand");
   }
   // Labels still needed after operand i: the output's and those of operands after i.
   auto needed_after = [&](size_t i) {
     std::set<int> keep = out_set;
-    for (size_t j = i + 1; j < ops.size(); ++j) keep.insert(ops[j].labels.begin(), ops[j].labels.end());
+    for (size_t j = i + 1; j < ops.size(); ++j)
+      keep.insert(ops[j].labels.begin(), ops[j].labels.end());
     return keep;
   };
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -222,11 +239,7 @@ std::vector<Tensor> op_einsum(OpContext& ctx) {
       full.labels.push_back(l);
     }
   }
-  return one(contiguous(arrange(full, out, sizes)));
+  return contiguous(arrange(full, out, sizes));
 }
 
-}  // namespace
-
-void register_einsum_ops(OpTable& t) { t.add("Einsum", op_einsum); }
-
-}  // namespace kiln::onnx
+}  // namespace kiln
