@@ -756,10 +756,15 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
 
 def install(namespace, tensor_type):
     """Adds the functions to the kiln namespace and the methods to Tensor (never replacing
-    one that exists)."""
-    g = globals()
+    one that exists), from this module and _composite_stats."""
+    from . import _composite_stats
+    g = dict(_composite_stats.__dict__)
+    g.update(globals())
     for name in _NAMES:
         namespace.setdefault(name, g[name])
     for name in _METHODS:
         if not hasattr(tensor_type, name):
             setattr(tensor_type, name, g[name])
+    if not hasattr(tensor_type, "mH"):  # real tensors: the conjugate transpose is the transpose
+        tensor_type.mH = property(lambda self: self.transpose(-2, -1))
+        tensor_type.H = property(lambda self: self.t())
