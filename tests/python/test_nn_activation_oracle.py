@@ -220,3 +220,20 @@ def test_errors_like_torch(name):
         ERRORS[name](kiln)
     assert str(e.value), name
     oracle.record("nn.error_" + name)
+
+
+@pytest.mark.parametrize("name", ["hardswish", "hardsigmoid"])
+def test_inference_pass_equals_the_ops_bit_for_bit(name):
+    """Without a gradient to record, float32 hardswish / hardsigmoid run as one
+    pointwise_program pass; its values are the op sequence's exactly (the recorded path)."""
+    x = kiln.randn(3, 40, 33, 17) * 5.0
+    fn = getattr(kiln.nn.functional, name)
+    with kiln.profiler.profile() as prof:
+        fast = fn(x)
+    assert "pointwise_program" in {e.key for e in prof.key_averages()}
+    xg = x.clone().requires_grad_(True)
+    with kiln.profiler.profile() as prof:
+        ops = fn(xg)
+    assert "pointwise_program" not in {e.key for e in prof.key_averages()}
+    np.testing.assert_array_equal(fast.numpy(), ops.detach().numpy())
+    oracle.record("nn." + name + "_inference_pass")

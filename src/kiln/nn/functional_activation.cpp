@@ -9,6 +9,7 @@
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/factory.h"
 #include "kiln/ops/indexing.h"
+#include "kiln/ops/pointwise_program.h"
 #include "kiln/ops/random.h"
 #include "kiln/ops/reduction.h"
 #include "kiln/ops/views.h"
@@ -20,6 +21,26 @@ const Scalar kZero(0.0);
 
 // min(x, 0): the argument of the exponential branches, which never overflows there.
 Tensor nonpositive(const Tensor& x) { return clamp(x, std::nullopt, kZero); }
+
+// x + 3, clamped to [0, 6], optionally times x, over 6: hardsigmoid and hardswish as one
+// pass (pointwise_program, bit for bit the op sequence) when there is no gradient to record
+// and the program takes x (float32 on the CPU), else as the ops. [16, 64, 56, 56] float32,
+// two threads: hardswish 5380 -> ... us as ops (PyTorch ...), hardsigmoid 2531 -> ... .
+Tensor hard_sigmoid_family(const Tensor& x, bool times_x) {
+  const bool records = autograd::is_grad_enabled() && autograd::requires_grad(x);
+  PointwiseProgram p;
+  p.registers = 2;
+  p.scalars = {3.0f, 0.0f, 6.0f};
+  using Op = PointwiseOp;
+  using Kind = PointwiseOperand;
+  p.steps.push_back({Op::Add, 1, 0, Kind::Scalar, 0, false});
+  p.steps.push_back({Op::Clamp, 1, 1, Kind::Scalar, 1, false});
+  if (times_x) p.steps.push_back({Op::Mul, 1, 0, Kind::Register, 1, false});
+  p.steps.push_back({Op::Div, 1, 1, Kind::Scalar, 2, false});
+  if (!records && pointwise_program_supported(x, p)) return pointwise_program(x, p);
+  const Tensor c = clamp(add(x, Scalar(3.0)), kZero, Scalar(6.0));
+  return div(times_x ? mul(x, c) : c, Scalar(6.0));
+}
 
 void check_floating(const Tensor& x, const char* name) {
   KILN_CHECK(x.defined(), ValueError, name, ": expected a tensor, got an undefined one");
@@ -39,12 +60,12 @@ Tensor relu6(const Tensor& x) { return hardtanh(x, 0.0, 6.0); }
 
 Tensor hardsigmoid(const Tensor& x) {
   check_floating(x, "hardsigmoid");
-  return div(clamp(add(x, Scalar(3.0)), kZero, Scalar(6.0)), Scalar(6.0));
+  return hard_sigmoid_family(x, false);
 }
 
 Tensor hardswish(const Tensor& x) {
   check_floating(x, "hardswish");
-  return div(mul(x, clamp(add(x, Scalar(3.0)), kZero, Scalar(6.0))), Scalar(6.0));
+  return hard_sigmoid_family(x, true);
 }
 
 Tensor elu(const Tensor& x, double alpha) {
