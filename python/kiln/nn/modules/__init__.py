@@ -17,7 +17,8 @@ from .pooling import (MaxPool1d, MaxPool2d, MaxPool3d, AvgPool1d, AvgPool2d,  # 
                       AdaptiveMaxPool1d, AdaptiveMaxPool2d)
 from .attention import MultiheadAttention  # noqa: F401
 from .upsampling import Upsample, UpsamplingNearest2d, UpsamplingBilinear2d  # noqa: F401
-from .transformer import TransformerEncoderLayer, TransformerEncoder  # noqa: F401
+from .transformer import (TransformerEncoderLayer, TransformerEncoder,  # noqa: F401
+                          TransformerDecoderLayer, TransformerDecoder, Transformer)
 from .loss import (L1Loss, MSELoss, SmoothL1Loss, HuberLoss, NLLLoss,  # noqa: F401
                    CrossEntropyLoss, BCELoss, BCEWithLogitsLoss, KLDivLoss)
 
@@ -31,6 +32,7 @@ __all__ = ["Module", "Identity", "Linear", "Bilinear", "Flatten", "Unflatten", "
            "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
            "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "MultiheadAttention",
            "TransformerEncoderLayer", "TransformerEncoder", "Upsample", "UpsamplingNearest2d",
-           "UpsamplingBilinear2d", "BatchNorm3d"]
+           "UpsamplingBilinear2d", "BatchNorm3d", "TransformerDecoderLayer",
+           "TransformerDecoder", "Transformer"]
 __all__ += (activation_more.__all__ + instancenorm.__all__ + padding.__all__ + rnn.__all__ +
             shape_layers.__all__)
