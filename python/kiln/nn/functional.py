@@ -722,3 +722,8 @@ from ._functional_activation import *  # noqa: E402,F401,F403  (activations, sma
 from ._functional_activation import __all__ as _activation_names  # noqa: E402
 
 __all__ += _activation_names
+
+from ._functional_loss_more import *  # noqa: E402,F401,F403  (margin / embedding losses)
+from ._functional_loss_more import __all__ as _loss_names  # noqa: E402
+
+__all__ += _loss_names

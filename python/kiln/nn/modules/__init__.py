@@ -21,6 +21,8 @@ from .transformer import (TransformerEncoderLayer, TransformerEncoder,  # noqa: 
                           TransformerDecoderLayer, TransformerDecoder, Transformer)
 from .loss import (L1Loss, MSELoss, SmoothL1Loss, HuberLoss, NLLLoss,  # noqa: F401
                    CrossEntropyLoss, BCELoss, BCEWithLogitsLoss, KLDivLoss)
+from . import loss as _loss
+from .loss import *  # noqa: F401,F403
 
 __all__ = ["Module", "Identity", "Linear", "Bilinear", "Flatten", "Unflatten", "ReLU",
            "LeakyReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Softplus",
@@ -34,5 +36,6 @@ __all__ = ["Module", "Identity", "Linear", "Bilinear", "Flatten", "Unflatten", "
            "TransformerEncoderLayer", "TransformerEncoder", "Upsample", "UpsamplingNearest2d",
            "UpsamplingBilinear2d", "BatchNorm3d", "TransformerDecoderLayer",
            "TransformerDecoder", "Transformer"]
+__all__ += [n for n in _loss.__all__ if n not in __all__]
 __all__ += (activation_more.__all__ + instancenorm.__all__ + padding.__all__ + rnn.__all__ +
             shape_layers.__all__)
