@@ -237,3 +237,39 @@ def test_inference_pass_equals_the_ops_bit_for_bit(name):
     assert "pointwise_program" not in {e.key for e in prof.key_averages()}
     np.testing.assert_array_equal(fast.numpy(), ops.detach().numpy())
     oracle.record("nn." + name + "_inference_pass")
+
+
+FOLD_CASES = [
+    ModCase("Unfold", lambda nn: nn.Unfold(3), [(2, 3, 5, 6)]),
+    ModCase("Unfold_all_options", lambda nn: nn.Unfold((2, 3), dilation=(2, 1), padding=(1, 2),
+                                                       stride=(2, 3)), [(2, 3, 7, 8)]),
+    ModCase("Unfold_unbatched", lambda nn: nn.Unfold(2, stride=2), [(3, 4, 4)]),
+    ModCase("Fold", lambda nn: nn.Fold((4, 5), 2), [(2, 12, 12)]),
+    ModCase("Fold_overlapping_padded",
+            lambda nn: nn.Fold((6, 7), (3, 2), dilation=(1, 2), padding=1, stride=(2, 1)),
+            [(2, 18, 21)]),
+    ModCase("Fold_unbatched", lambda nn: nn.Fold(4, 2, stride=2), [(8, 4)]),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", FOLD_CASES, ids=[c.name for c in FOLD_CASES])
+def test_fold_unfold_vs_torch(case, dtype):
+    run_module_case(case, dtype)
+
+
+@pytest.mark.parametrize("name", ["fold_blocks", "fold_channels", "fold_rank", "unfold_rank",
+                                  "unfold_fit"])
+def test_fold_errors_like_torch(name):
+    cases = {
+        "fold_blocks": lambda L: L.nn.functional.fold(L.ones(1, 4, 5), (3, 3), 2),
+        "fold_channels": lambda L: L.nn.functional.fold(L.ones(1, 5, 4), (3, 3), 2),
+        "fold_rank": lambda L: L.nn.functional.fold(L.ones(3, 3, 3, 3), (3, 3), 2),
+        "unfold_rank": lambda L: L.nn.functional.unfold(L.ones(3, 3), 2),
+        "unfold_fit": lambda L: L.nn.functional.unfold(L.ones(1, 1, 2, 2), 3),
+    }
+    with pytest.raises(Exception) as te:
+        cases[name](torch)
+    with pytest.raises(type(te.value)):
+        cases[name](kiln)
+    oracle.record("nn.error_" + name)

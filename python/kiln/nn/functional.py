@@ -727,3 +727,7 @@ from ._functional_loss_more import *  # noqa: E402,F401,F403  (margin / embeddin
 from ._functional_loss_more import __all__ as _loss_names  # noqa: E402
 
 __all__ += _loss_names
+
+from ._functional_fold import fold, unfold  # noqa: E402,F401  (im2col / col2im)
+
+__all__ += ["fold", "unfold"]

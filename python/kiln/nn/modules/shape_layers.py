@@ -1,10 +1,10 @@
-"""PixelShuffle / PixelUnshuffle, CosineSimilarity / PairwiseDistance, and the channel
-dropouts Dropout1d / 2d / 3d, over kiln.nn.functional."""
+"""PixelShuffle / PixelUnshuffle, CosineSimilarity / PairwiseDistance, the channel dropouts
+Dropout1d / 2d / 3d, and Fold / Unfold, over kiln.nn.functional."""
 from .. import functional as F
 from .module import Module
 
 __all__ = ["PixelShuffle", "PixelUnshuffle", "CosineSimilarity", "PairwiseDistance",
-           "Dropout1d", "Dropout2d", "Dropout3d"]
+           "Dropout1d", "Dropout2d", "Dropout3d", "Fold", "Unfold"]
 
 
 class PixelShuffle(Module):
@@ -75,3 +75,32 @@ class Dropout2d(_ChannelDropout):
 
 class Dropout3d(_ChannelDropout):
     _fn = staticmethod(F.dropout3d)
+
+
+class Fold(Module):
+    def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.output_size, self.kernel_size = output_size, kernel_size
+        self.dilation, self.padding, self.stride = dilation, padding, stride
+
+    def forward(self, input):
+        return F.fold(input, self.output_size, self.kernel_size, self.dilation, self.padding,
+                      self.stride)
+
+    def extra_repr(self):
+        return (f"output_size={self.output_size}, kernel_size={self.kernel_size}, "
+                f"dilation={self.dilation}, padding={self.padding}, stride={self.stride}")
+
+
+class Unfold(Module):
+    def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.kernel_size, self.dilation, self.padding, self.stride = (kernel_size, dilation,
+                                                                      padding, stride)
+
+    def forward(self, input):
+        return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
+
+    def extra_repr(self):
+        return (f"kernel_size={self.kernel_size}, dilation={self.dilation}, "
+                f"padding={self.padding}, stride={self.stride}")
