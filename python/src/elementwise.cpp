@@ -31,8 +31,12 @@ void bind_elementwise(nb::module_& m, nb::class_<Tensor>& cls) {
   UNARY(neg) UNARY(abs) UNARY(exp) UNARY(exp2) UNARY(log) UNARY(log2) UNARY(log1p) UNARY(expm1)
   UNARY(sqrt) UNARY(rsqrt) UNARY(sin) UNARY(cos) UNARY(tan) UNARY(tanh) UNARY(sigmoid)
   UNARY(relu) UNARY(erf) UNARY(floor) UNARY(ceil) UNARY(trunc) UNARY(sign)
-  UNARY(reciprocal) UNARY(logical_not)
+  UNARY(reciprocal) UNARY(logical_not) UNARY(erfc) UNARY(erfinv) UNARY(lgamma) UNARY(digamma)
 #undef UNARY
+  cls.def("polygamma", [](const Tensor& x, int64_t n) { return kiln::polygamma(n, x); },
+          nb::arg("n"), GIL);  // x.polygamma(n), and kiln.polygamma(n, x) as torch:
+  m.def("polygamma", [](int64_t n, const Tensor& x) { return kiln::polygamma(n, x); },
+        nb::arg("n"), nb::arg("input"), GIL);
   BOTH("negative", [](const Tensor& x) { return kiln::neg(x); }, GIL);
   BOTH("absolute", [](const Tensor& x) { return kiln::abs(x); }, GIL);
   BOTH("fix", [](const Tensor& x) { return kiln::trunc(x); }, GIL);

@@ -32,6 +32,10 @@ KILN_DECLARE_UNARY(sigmoid)
 KILN_DECLARE_UNARY(relu)
 KILN_DECLARE_UNARY(silu)
 KILN_DECLARE_UNARY(erf)
+KILN_DECLARE_UNARY(erfc)
+KILN_DECLARE_UNARY(erfinv)  // NaN outside [-1, 1], +-inf at +-1
+KILN_DECLARE_UNARY(lgamma)  // log |gamma(x)|
+KILN_DECLARE_UNARY(digamma)
 KILN_DECLARE_UNARY(floor)
 KILN_DECLARE_UNARY(ceil)
 KILN_DECLARE_UNARY(round)
@@ -54,6 +58,8 @@ Tensor isfinite(const Tensor& x);
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max);
 Tensor& clamp_(Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max);
 Tensor clamp(const Tensor& x, const Tensor& min, const Tensor& max);  // undefined: no bound
+// The n-th derivative of digamma: n = 0 (digamma) and 1 (trigamma; NotImplementedError above).
+Tensor polygamma(int64_t n, const Tensor& x);
 Tensor nan_to_num(const Tensor& x, std::optional<double> nan = std::nullopt,
                   std::optional<double> posinf = std::nullopt,
                   std::optional<double> neginf = std::nullopt);

@@ -42,6 +42,10 @@ KILN_UNARY_DERIVATIVE(sigmoid, g * ctx.output(0) * (1 - ctx.output(0)))
 KILN_UNARY_DERIVATIVE(relu, g * gt(ctx.output(0), 0).to(g.dtype()))
 KILN_UNARY_DERIVATIVE(silu, g * (sigmoid(x) * (1 + x * (1 - sigmoid(x)))))
 KILN_UNARY_DERIVATIVE(erf, g * exp(neg(x * x)) * (2 / std::sqrt(kPi)))
+KILN_UNARY_DERIVATIVE(erfc, g * exp(neg(x * x)) * (-2 / std::sqrt(kPi)))
+KILN_UNARY_DERIVATIVE(erfinv, g * exp(ctx.output(0) * ctx.output(0)) * (std::sqrt(kPi) / 2))
+KILN_UNARY_DERIVATIVE(lgamma, g * digamma(x))
+KILN_UNARY_DERIVATIVE(digamma, g * polygamma(1, x))
 KILN_UNARY_DERIVATIVE(reciprocal, g * neg(pow(ctx.output(0), 2)))
 KILN_UNARY_DERIVATIVE(zero_grad, zeros_like(g))  // floor, ceil, round, trunc, sign
 #undef KILN_UNARY_DERIVATIVE
@@ -228,6 +232,10 @@ void register_elementwise_derivatives() {
   register_derivative("relu", d_relu);
   register_derivative("silu", d_silu);
   register_derivative("erf", d_erf);
+  register_derivative("erfc", d_erfc);
+  register_derivative("erfinv", d_erfinv);
+  register_derivative("lgamma", d_lgamma);
+  register_derivative("digamma", d_digamma);
   register_derivative("reciprocal", d_reciprocal);
   for (const char* n : {"floor", "ceil", "round", "trunc", "sign"}) register_derivative(n, d_zero_grad);
   register_derivative("gelu", d_gelu);

@@ -68,6 +68,10 @@ KILN_DEFINE_UNARY(sigmoid, "sigmoid", Kind::Float)
 KILN_DEFINE_UNARY(relu, "relu", Kind::Same)
 KILN_DEFINE_UNARY(silu, "silu", Kind::Float)
 KILN_DEFINE_UNARY(erf, "erf", Kind::Float)
+KILN_DEFINE_UNARY(erfc, "erfc", Kind::Float)
+KILN_DEFINE_UNARY(erfinv, "erfinv", Kind::Float)
+KILN_DEFINE_UNARY(lgamma, "lgamma", Kind::Float)
+KILN_DEFINE_UNARY(digamma, "digamma", Kind::Float)
 KILN_DEFINE_UNARY(floor, "floor", Kind::Same)
 KILN_DEFINE_UNARY(ceil, "ceil", Kind::Same)
 KILN_DEFINE_UNARY(round, "round", Kind::Same)
@@ -161,6 +165,13 @@ Tensor clamp(const Tensor& x, const Tensor& lo, const Tensor& hi) {
   return r;
 }
 
+Tensor polygamma(int64_t n, const Tensor& x) {
+  KILN_CHECK(n >= 0, ValueError, "polygamma(n, x) does not support negative n, got ", n);
+  KILN_CHECK(n <= 1, NotImplementedError, "polygamma(n, x) is implemented for n = 0 "
+             "(digamma) and n = 1 (trigamma), got n = ", n);
+  return n == 0 ? digamma(x) : unary(KILN_OP("trigamma"), x, Kind::Float);
+}
+
 Tensor nan_to_num(const Tensor& x, std::optional<double> nan, std::optional<double> posinf,
                   std::optional<double> neginf) {
   if (!is_floating(x.dtype())) return clone(x);
@@ -177,6 +188,7 @@ namespace ops {
 void register_unary_ops() {
   for (const char* name : {"neg", "abs", "exp", "exp2", "log", "log2", "log1p", "expm1", "sqrt",
                            "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid", "relu", "silu", "erf",
+                           "erfc", "erfinv", "lgamma", "digamma", "trigamma",
                            "floor", "ceil", "round", "trunc", "sign", "reciprocal"})
     register_op(name, std::string(name) + "(Tensor self) -> Tensor", same_as_first_meta)
         .keeps_channels_last = true;

@@ -9,6 +9,7 @@
 #include "kiln/tensor/strided_loop.h"
 #include "parallel_pieces.h"
 #include "scalar_math.h"
+#include "special_functions.h"
 
 namespace kiln::cpu {
 namespace {
@@ -73,6 +74,11 @@ KILN_FLOAT_UNARY(Tanh, std::tanh(x))
 KILN_FLOAT_UNARY(Sigmoid, C(1) / (C(1) + std::exp(-x)))
 KILN_FLOAT_UNARY(Silu, x / (C(1) + std::exp(-x)))
 KILN_FLOAT_UNARY(Erf, std::erf(x))
+KILN_FLOAT_UNARY(Erfc, std::erfc(x))
+KILN_FLOAT_UNARY(Erfinv, C(cpu::erfinv(double(x))))
+KILN_FLOAT_UNARY(Lgamma, C(cpu::log_gamma(double(x))))
+KILN_FLOAT_UNARY(Digamma, C(cpu::digamma(double(x))))
+KILN_FLOAT_UNARY(Trigamma, C(cpu::trigamma(double(x))))
 KILN_FLOAT_UNARY(Reciprocal, C(1) / x)
 KILN_FLOAT_UNARY(GeluErf, C(0.5) * x * (C(1) + std::erf(x * C(0.70710678118654752440))))
 KILN_FLOAT_UNARY(GeluTanh, C(0.5) * x *
@@ -448,6 +454,12 @@ void register_unary_kernels() {
   reg("silu", vectorised_unary_kernel<KILN_VEC(silu), Silu>, kFloatDTypes);
   reg("erf", vectorised_unary_kernel<KILN_VEC(erf), Erf>, kFloatDTypes);
   reg("reciprocal", vectorised_unary_kernel<KILN_VEC(reciprocal), Reciprocal>, kFloatDTypes);
+  // Special functions: scalar (libm's erfc / lgamma, special_functions.h for the others).
+  reg("erfc", unary_kernel<Erfc>, kFloatDTypes);
+  reg("erfinv", unary_kernel<Erfinv>, kFloatDTypes);
+  reg("lgamma", unary_kernel<Lgamma>, kFloatDTypes);
+  reg("digamma", unary_kernel<Digamma>, kFloatDTypes);
+  reg("trigamma", unary_kernel<Trigamma>, kFloatDTypes);
   reg("floor", vectorised_unary_kernel<KILN_VEC(floor), Floor>, numeric);
   reg("ceil", vectorised_unary_kernel<KILN_VEC(ceil), Ceil>, numeric);
   reg("round", vectorised_unary_kernel<KILN_VEC(round), Round>, numeric);
