@@ -119,3 +119,5 @@ Tensor.data = property(lambda self: self.detach(), _tensor_set_data)
 from . import _composite  # noqa: E402  (torch functions composed of kiln's ops)
 
 _composite.install(globals(), Tensor)
+
+from . import special, linalg  # noqa: E402,F401  (torch.special / torch.linalg subsets)

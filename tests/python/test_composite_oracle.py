@@ -197,3 +197,27 @@ def test_searchsorted_large_inputs_take_little_memory():
     expect = np.searchsorted(b.numpy(), v.numpy())
     np.testing.assert_array_equal(r.numpy(), expect)
     oracle.record("searchsorted_large")
+
+
+LINALG = [
+    Op("linalg.vector_norm", lambda L, x, **kw: L.linalg.vector_norm(x, **kw), [((4, 5),)],
+       kwargs=[{}, {"ord": 1, "dim": 1}, {"ord": float("inf"), "dim": 0, "keepdim": True},
+               {"ord": 3.0, "dim": (0, 1)}, {"ord": 0}, {"ord": -float("inf"), "dim": 1}],
+       dtypes=FP, tol=10),
+    Op("linalg.matrix_norm", lambda L, x, **kw: L.linalg.matrix_norm(x, **kw), [((2, 4, 5),)],
+       kwargs=[{}, {"ord": 1}, {"ord": -1, "keepdim": True}, {"ord": float("inf")},
+               {"ord": "fro", "dim": (0, 2)}], dtypes=FP, tol=10),
+    Op("linalg.norm", lambda L, x, **kw: L.linalg.norm(x, **kw), [((4, 5),)],
+       kwargs=[{}, {"dim": 1}, {"ord": 1}, {"ord": 2, "dim": 0}], dtypes=FP, tol=10),
+    Op("linalg.vecdot", lambda L, a, b: L.linalg.vecdot(a, b), [((4, 5), (4, 5))], dtypes=FP),
+    Op("linalg.multi_dot", lambda L, a, b, c: L.linalg.multi_dot([a, b, c]),
+       [((5,), (5, 3), (3, 4)), ((2, 5), (5, 3), (3,))], dtypes=FP),
+    Op("linalg.cross", lambda L, a, b: L.linalg.cross(a, b), [((4, 3), (4, 3))], dtypes=FP),
+    Op("linalg.diagonal", lambda L, a: L.linalg.diagonal(a, offset=1), [((2, 4, 5),)],
+       dtypes=FP),
+]
+
+
+@pytest.mark.parametrize("op,dtype", oracle.params(LINALG))
+def test_linalg_namespace_vs_torch(op, dtype):
+    oracle.run_op(op, dtype)

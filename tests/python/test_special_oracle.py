@@ -47,3 +47,45 @@ OPS += [
 @pytest.mark.parametrize("op,dtype", oracle.params(OPS))
 def test_special_vs_torch(op, dtype):
     oracle.run_op(op, dtype)
+
+
+def _sp(name, *args):
+    return lambda L, x: getattr(L.special, name)(x, *args)
+
+
+SPECIAL = [Op(f"special.{n}", _sp(n), [((4, 5),)], dtypes=["float32", "float64"], domain=d,
+              grad=g, tol=t)
+           for n, d, g, t in [("erf", "real", True, 1), ("erfc", "real", True, 1),
+                              ("erfcx", "real", True, 10), ("erfinv", "unit", True, 1),
+                              ("expit", "real", True, 1), ("logit", "unit", False, 1),
+                              ("gammaln", "pos", True, 1), ("digamma", "pos", True, 1),
+                              ("psi", "real", True, 1), ("ndtr", "real", True, 1),
+                              ("ndtri", "unit", True, 1), ("log_ndtr", "real", True, 10),
+                              ("sinc", "real", True, 1), ("entr", "real", True, 1),
+                              ("i0", "real", True, 10), ("log1p", "pos", True, 1),
+                              ("expm1", "real", True, 1), ("exp2", "real", True, 1)]]
+SPECIAL += [
+    Op("special.erfcx_wide", lambda L, x: L.special.erfcx(x * 15.0), [((6, 7),)],
+       dtypes=["float64"], grad=False, tol=1000),
+    Op("special.log_ndtr_wide", lambda L, x: L.special.log_ndtr(x * 12.0), [((6, 7),)],
+       dtypes=["float64"], grad=False, tol=1000),
+    Op("special.i0_wide", lambda L, x: L.special.i0(x * 40.0), [((6, 7),)],
+       dtypes=["float64"], grad=False, tol=10000),
+    Op("special.xlog1py", lambda L, x, y: L.special.xlog1py(x, y), [((4, 5), (4, 5))],
+       dtypes=["float32", "float64"], domain=("real", "pos")),
+    Op("special.multigammaln", lambda L, x: L.special.multigammaln(x + 2.0, 3), [((4, 5),)],
+       dtypes=["float32", "float64"], domain="pos"),
+    Op("special.polygamma", lambda L, x: L.special.polygamma(1, x), [((4, 5),)],
+       dtypes=["float64"], domain="pos", grad=False, tol=10),
+    Op("special.softmax", lambda L, x: (L.special.softmax(x, 1), L.special.log_softmax(x, 0),
+                                        L.special.logsumexp(x, 1)), [((4, 5),)],
+       dtypes=["float32", "float64"], grad_of=lambda r: r[0]),
+    Op("special_edges", lambda L, x: (L.special.entr(x * 0 + L.tensor([0.0, -1.0, 2.0])),
+                                      L.special.sinc(x * 0 + L.tensor([0.0, 1.0, 0.5]))),
+       [((3,),)], dtypes=["float64"], grad=False),
+]
+
+
+@pytest.mark.parametrize("op,dtype", oracle.params(SPECIAL))
+def test_special_namespace_vs_torch(op, dtype):
+    oracle.run_op(op, dtype)
