@@ -339,7 +339,9 @@ bool pad_two_dims(const Tensor& x, const Tensor& out, const std::vector<int64_t>
         const int64_t last_in = r + std::clamp<int64_t>(top + A - a, 0, end - r);
         std::fill(dst + r * row_out, dst + first_in * row_out, v);  // rows above the source
         std::fill(dst + last_in * row_out, dst + end * row_out, v);  // and below it
-        const W* in = src + (plane * A + a + first_in - r - top) * row_in;
+        // The source row of output row first_in (formed only when a source row lands here).
+        const W* in = last_in > first_in ? src + (plane * A + a + first_in - r - top) * row_in
+                                         : src;
         for (int64_t k = first_in; k < last_in; ++k) {
           W* o = dst + k * row_out;
           std::fill(o, o + left_n, v);
