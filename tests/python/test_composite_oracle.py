@@ -39,7 +39,8 @@ def _binary(name, domain="real", dtypes=FP, grad=True, special=True):
 
 OPS = (
     _unary("square", dtypes=NUM) + _unary("log10", domain="pos") + _unary("frac") +
-    _unary("sgn", grad=False) + _unary("positive", dtypes=NUM) + _unary("deg2rad") + _unary("rad2deg") +
+    _unary("sgn", grad=False) + _unary("positive", dtypes=NUM) + _unary("deg2rad") +
+    _unary("rad2deg") +
     _unary("asin", domain="unit") + _unary("acos", domain="unit") + _unary("atan") +
     _unary("sinh") + _unary("cosh") + _unary("asinh") + _unary("atanh", domain="unit") +
     _unary("arcsin", domain="unit") + _unary("arctan") +

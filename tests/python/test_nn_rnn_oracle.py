@@ -165,3 +165,19 @@ def test_errors_like_torch(name):
 def test_proj_size_is_refused():
     with pytest.raises(NotImplementedError, match="proj_size"):
         kiln.nn.LSTM(5, 7, proj_size=3)
+
+
+PAD = [
+    oracle.Op("pad_sequence", lambda L, a, b, c, **kw: L.nn.utils.rnn.pad_sequence([a, b, c], **kw),
+              [((4, 3), (2, 3), (5, 3))],
+              kwargs=[{}, {"batch_first": True, "padding_value": -1.0},
+                      {"padding_side": "left"}], dtypes=["float32", "float64"]),
+    oracle.Op("unpad_sequence", lambda L, a, b: L.nn.utils.rnn.unpad_sequence(
+        L.nn.utils.rnn.pad_sequence([a, b], batch_first=True), L.tensor([4, 2]),
+        batch_first=True), [((4, 3), (2, 3))], dtypes=["float32"], grad_of=lambda r: r[1]),
+]
+
+
+@pytest.mark.parametrize("op,dtype", oracle.params(PAD))
+def test_pad_sequence_vs_torch(op, dtype):
+    oracle.run_op(op, dtype)
