@@ -364,3 +364,24 @@ def params(ops, dtypes_filter=None):
                 continue
             out.append(pytest.param(op, d, id=f"{op.name}-{d}"))
     return out
+
+
+def check_same_error_class(case, name):
+    """case(L) raises with L = torch; with L = kiln it must raise the same exception class."""
+    import pytest
+    with pytest.raises(Exception) as te:
+        case(torch)
+    with pytest.raises(type(te.value)):
+        case(kiln)
+    record(name)
+
+
+def check_rejected_with_message(case, name):
+    """case(L) raises with L = torch; with L = kiln it must raise too, with a message."""
+    import pytest
+    with pytest.raises(Exception):
+        case(torch)
+    with pytest.raises(Exception) as e:
+        case(kiln)
+    assert str(e.value), name
+    record(name)
