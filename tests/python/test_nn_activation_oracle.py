@@ -264,3 +264,18 @@ def test_fold_errors_like_torch(name):
         "unfold_fit": lambda L: L.nn.functional.unfold(L.ones(1, 1, 2, 2), 3),
     }
     oracle.check_same_error_class(cases[name], "nn.error_" + name)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("name", ["hardswish", "hardsigmoid", "elu", "selu", "celu", "mish",
+                                  "logsigmoid", "softsign", "tanhshrink", "glu", "relu6"])
+def test_16_bit_activations_round_once_like_torch(name, dtype):
+    """16-bit inputs are computed in float32 and rounded once, as PyTorch's kernels: the
+    results equal torch's bit for bit (a composition rounding after every op did not)."""
+    x = torch.randn(64, 64, generator=torch.Generator().manual_seed(1)) * 4
+    tx = x.to(getattr(torch, dtype))
+    kx = kiln.from_numpy(x.numpy()).to(getattr(kiln, dtype))
+    want = getattr(torch.nn.functional, name)(tx).float().numpy()
+    got = getattr(kiln.nn.functional, name)(kx).float().numpy()
+    np.testing.assert_array_equal(got, want)
+    oracle.record(f"nn.{name}_{dtype}_rounded_once")
