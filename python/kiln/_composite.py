@@ -134,7 +134,7 @@ def xlogy(input, other):
     x, y = _float(x), _float(y)
     # 0 where x == 0 (even for y == 0), NaN where y is NaN, as torch
     r = _C.where(x == 0, _C.zeros_like(x), x * _C.log(y))
-    return _C.where(_C.isnan(y), y.expand_as(r) if y.dim() else _like(r, _math.nan), r)
+    return _C.where(_C.isnan(y), y, r)
 
 
 @_export()

@@ -47,7 +47,7 @@ def xlog1py(input, other):
     y = other if isinstance(other, _C.Tensor) else _C.full_like(_composite._float(x), other)
     x, y = _composite._float(x), _composite._float(y)
     r = _C.where(x == 0, _C.zeros_like(x), x * _C.log1p(y))
-    return _C.where(_C.isnan(y), y.expand_as(r) if y.dim() else _C.full_like(r, _math.nan), r)
+    return _C.where(_C.isnan(y), y, r)
 
 
 def multigammaln(input, p):
