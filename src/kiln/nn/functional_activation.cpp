@@ -208,24 +208,36 @@ Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, double p, double ep
   return norm(add(sub(x1, x2), Scalar(eps)), p, {-1}, keepdim);
 }
 
+namespace {
+
+// x [*, C, H, W] with its last three dims split into the five `split`, those five reordered
+// by `order` and merged into the three `merged`: the pixel shuffles' view changes.
+Tensor regroup_last_three(const Tensor& x, std::initializer_list<int64_t> split,
+                          std::initializer_list<int64_t> order,
+                          std::initializer_list<int64_t> merged) {
+  const int64_t b = x.dim() - 3;
+  Shape split_shape(x.shape().begin(), x.shape().end() - 3), out(split_shape);
+  split_shape.insert(split_shape.end(), split);
+  out.insert(out.end(), merged);
+  std::vector<int64_t> perm;
+  for (int64_t i = 0; i < b; ++i) perm.push_back(i);
+  for (int64_t i : order) perm.push_back(b + i);
+  return reshape(permute(reshape(x, split_shape), perm), out);
+}
+
+}  // namespace
+
 Tensor pixel_shuffle(const Tensor& x, int64_t r) {
   KILN_CHECK(x.dim() >= 3, ShapeError,
              "pixel_shuffle: expected an input [*, C, H, W] with at least 3 dims, got shape ",
              shape_str(x.shape()));
   KILN_CHECK(r > 0, ValueError, "pixel_shuffle: upscale_factor must be positive, got ", r);
-  const int64_t n = x.dim(), c = x.size(-3), h = x.size(-2), w = x.size(-1);
+  const int64_t c = x.size(-3), h = x.size(-2), w = x.size(-1);
   KILN_CHECK(c % (r * r) == 0, ShapeError, "pixel_shuffle: expected the channel dim (", c,
              ") to be divisible by the square of upscale_factor (", r * r, ")");
-  Shape batch(x.shape().begin(), x.shape().end() - 3);
-  Shape split = batch;
-  for (int64_t v : {c / (r * r), r, r, h, w}) split.push_back(v);
-  std::vector<int64_t> perm;
-  for (int64_t i = 0; i + 3 < n; ++i) perm.push_back(i);
-  const int64_t b = n - 3;
-  for (int64_t i : {0, 3, 1, 4, 2}) perm.push_back(b + i);  // [C, H, r, W, r]
-  Shape out = batch;
-  for (int64_t v : {c / (r * r), h * r, w * r}) out.push_back(v);
-  return reshape(permute(reshape(x, split), perm), out);
+  // [C', r, r, H, W] -> [C', H, r, W, r]
+  return regroup_last_three(x, {c / (r * r), r, r, h, w}, {0, 3, 1, 4, 2},
+                            {c / (r * r), h * r, w * r});
 }
 
 Tensor pixel_unshuffle(const Tensor& x, int64_t r) {
@@ -233,19 +245,12 @@ Tensor pixel_unshuffle(const Tensor& x, int64_t r) {
              "pixel_unshuffle: expected an input [*, C, H, W] with at least 3 dims, got shape ",
              shape_str(x.shape()));
   KILN_CHECK(r > 0, ValueError, "pixel_unshuffle: downscale_factor must be positive, got ", r);
-  const int64_t n = x.dim(), c = x.size(-3), h = x.size(-2), w = x.size(-1);
+  const int64_t c = x.size(-3), h = x.size(-2), w = x.size(-1);
   KILN_CHECK(h % r == 0 && w % r == 0, ShapeError, "pixel_unshuffle: expected height (", h,
              ") and width (", w, ") divisible by downscale_factor (", r, ")");
-  Shape batch(x.shape().begin(), x.shape().end() - 3);
-  Shape split = batch;
-  for (int64_t v : {c, h / r, r, w / r, r}) split.push_back(v);
-  std::vector<int64_t> perm;
-  for (int64_t i = 0; i + 3 < n; ++i) perm.push_back(i);
-  const int64_t b = n - 3;
-  for (int64_t i : {0, 2, 4, 1, 3}) perm.push_back(b + i);  // [C, r, r, H / r, W / r]
-  Shape out = batch;
-  for (int64_t v : {c * r * r, h / r, w / r}) out.push_back(v);
-  return reshape(permute(reshape(x, split), perm), out);
+  // [C, H', r, W', r] -> [C, r, r, H', W']
+  return regroup_last_three(x, {c, h / r, r, w / r, r}, {0, 2, 4, 1, 3},
+                            {c * r * r, h / r, w / r});
 }
 
 Tensor instance_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,

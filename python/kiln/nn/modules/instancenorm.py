@@ -1,11 +1,10 @@
 """InstanceNorm1d / 2d / 3d: each sample's channels normalised over their own positions,
 with optional affine parameters and running statistics (torch's defaults: neither)."""
-from ... import _C
 from .. import functional as F
 from .. import init
-from ..parameter import Parameter
 from .linear import _factory
 from .module import Module
+from .normalization import _register_norm_state
 
 __all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
 
@@ -19,21 +18,7 @@ class _InstanceNorm(Module):
         kw = _factory(device, dtype)
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
-        if affine:
-            self.weight = Parameter(_C.empty(num_features, **kw))
-            self.bias = Parameter(_C.empty(num_features, **kw))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        if track_running_stats:
-            self.register_buffer("running_mean", _C.zeros(num_features, **kw))
-            self.register_buffer("running_var", _C.ones(num_features, **kw))
-            nbt_kw = {k: v for k, v in kw.items() if k != "dtype"}
-            self.register_buffer("num_batches_tracked", _C.tensor(0, dtype=_C.int64, **nbt_kw))
-        else:
-            self.register_buffer("running_mean", None)
-            self.register_buffer("running_var", None)
-            self.register_buffer("num_batches_tracked", None)
+        _register_norm_state(self, num_features, affine, True, track_running_stats, kw)
         if affine:
             init.ones_(self.weight)
             init.zeros_(self.bias)

@@ -112,6 +112,30 @@ class GroupNorm(Module):
                 f"bias={self.bias is not None}")
 
 
+def _register_norm_state(module, num_features, affine, bias, track_running_stats, kw):
+    """torch's per-channel state of batch and instance norm, under torch's names: weight and
+    bias (None when not affine, bias None when not wanted), running_mean / running_var /
+    num_batches_tracked buffers (None when not tracked). Values are set by the caller."""
+    if affine:
+        module.weight = Parameter(_C.empty(num_features, **kw))
+        if bias:
+            module.bias = Parameter(_C.empty(num_features, **kw))
+        else:
+            module.register_parameter("bias", None)
+    else:
+        module.register_parameter("weight", None)
+        module.register_parameter("bias", None)
+    if track_running_stats:
+        module.register_buffer("running_mean", _C.zeros(num_features, **kw))
+        module.register_buffer("running_var", _C.ones(num_features, **kw))
+        nbt_kw = {k: v for k, v in kw.items() if k != "dtype"}
+        module.register_buffer("num_batches_tracked", _C.tensor(0, dtype=_C.int64, **nbt_kw))
+    else:
+        module.register_buffer("running_mean", None)
+        module.register_buffer("running_var", None)
+        module.register_buffer("num_batches_tracked", None)
+
+
 class _BatchNorm(Module):
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
                  track_running_stats=True, device=None, dtype=None, *, bias=True):
@@ -122,24 +146,7 @@ class _BatchNorm(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = Parameter(_C.empty(num_features, **kw))
-            if bias:
-                self.bias = Parameter(_C.empty(num_features, **kw))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        if track_running_stats:
-            self.register_buffer("running_mean", _C.zeros(num_features, **kw))
-            self.register_buffer("running_var", _C.ones(num_features, **kw))
-            nbt_kw = {k: v for k, v in kw.items() if k != "dtype"}
-            self.register_buffer("num_batches_tracked", _C.tensor(0, dtype=_C.int64, **nbt_kw))
-        else:
-            self.register_buffer("running_mean", None)
-            self.register_buffer("running_var", None)
-            self.register_buffer("num_batches_tracked", None)
+        _register_norm_state(self, num_features, affine, bias, track_running_stats, kw)
         self.reset_parameters()
 
     def reset_running_stats(self):
