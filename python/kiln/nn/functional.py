@@ -731,3 +731,15 @@ __all__ += _loss_names
 from ._functional_fold import fold, unfold  # noqa: E402,F401  (im2col / col2im)
 
 __all__ += ["fold", "unfold"]
+
+# pooling, sampling, bags, CTC and the rest (decision 0079)
+from . import _functional_pool_more, _functional_misc_more  # noqa: E402
+from . import _functional_bag, _functional_sampling, _functional_ctc  # noqa: E402
+from ._functional_pool_more import *  # noqa: E402,F401,F403
+from ._functional_misc_more import *  # noqa: E402,F401,F403
+from ._functional_bag import embedding_bag  # noqa: E402,F401
+from ._functional_sampling import affine_grid, grid_sample  # noqa: E402,F401
+from ._functional_ctc import ctc_loss  # noqa: E402,F401
+
+__all__ += (_functional_pool_more.__all__ + _functional_misc_more.__all__ +
+            ["embedding_bag", "affine_grid", "grid_sample", "ctc_loss"])

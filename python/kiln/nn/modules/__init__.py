@@ -39,3 +39,10 @@ __all__ = ["Module", "Identity", "Linear", "Bilinear", "Flatten", "Unflatten", "
 __all__ += [n for n in _loss.__all__ if n not in __all__]
 __all__ += (activation_more.__all__ + instancenorm.__all__ + padding.__all__ + rnn.__all__ +
             shape_layers.__all__)
+from . import dropout_more, loss_more, pooling_more, sparse_more  # decision 0079
+from .dropout_more import *  # noqa: F401,F403
+from .loss_more import *  # noqa: F401,F403
+from .pooling_more import *  # noqa: F401,F403
+from .sparse_more import *  # noqa: F401,F403
+__all__ += (dropout_more.__all__ + loss_more.__all__ + pooling_more.__all__ +
+            sparse_more.__all__)
