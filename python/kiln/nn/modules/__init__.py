@@ -46,3 +46,7 @@ from .pooling_more import *  # noqa: F401,F403
 from .sparse_more import *  # noqa: F401,F403
 __all__ += (dropout_more.__all__ + loss_more.__all__ + pooling_more.__all__ +
             sparse_more.__all__)
+from . import lazy  # noqa: E402
+from .container import ParameterDict  # noqa: F401,E402
+from .lazy import *  # noqa: F401,F403,E402
+__all__ += ["ParameterDict"] + lazy.__all__

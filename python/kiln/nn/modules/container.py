@@ -1,12 +1,13 @@
-"""Sequential, ModuleList, ModuleDict, ParameterList."""
+"""Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict."""
 import operator
 from collections import OrderedDict, abc
 from itertools import chain, islice
 
+from ..._C import Tensor
 from ..parameter import Parameter
 from .module import Module, _addindent
 
-__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList"]
+__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
 
 
 def _abs_index(idx, n):
@@ -239,6 +240,9 @@ class ModuleDict(Module):
 
 
 class ParameterList(Module):
+    """A list of parameters, registered under "0", "1", ...: tensors are wrapped into
+    Parameters, other objects are kept as plain attributes (as torch)."""
+
     def __init__(self, values=None):
         super().__init__()
         self._size = 0
@@ -252,9 +256,7 @@ class ParameterList(Module):
 
     def __setitem__(self, idx, param):
         idx = _abs_index(idx, len(self))
-        if not isinstance(param, Parameter):
-            param = Parameter(param)
-        setattr(self, str(idx), param)
+        setattr(self, str(idx), _as_parameter(param))
 
     def __len__(self):
         return self._size
@@ -272,15 +274,173 @@ class ParameterList(Module):
         return self
 
     def extend(self, values):
+        if not isinstance(values, abc.Iterable) or isinstance(values, Tensor):
+            raise TypeError("ParameterList.extend should be called with an iterable, but got "
+                            + type(values).__name__)
         for v in values:
             self.append(v)
         return self
 
     def extra_repr(self):
-        lines = []
-        for k, p in enumerate(self):
-            size = "x".join(str(s) for s in p.size())
-            lines.append(f"  ({k}): Parameter containing: [{type(p).__name__} of size {size}]")
-        return "\n".join(lines)
+        return "\n".join(f"  ({k}): {_describe_member(p, p.dtype if _is_tensor(p) else None)}"
+                         for k, p in enumerate(self))
 
-    forward = None
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("ParameterList should not be called.")
+
+
+def _is_tensor(value):
+    return isinstance(value, Tensor)
+
+
+def _as_parameter(value):
+    # tensors become (trainable) Parameters; anything else is stored as it is
+    if isinstance(value, Tensor) and not isinstance(value, Parameter):
+        return Parameter(value)
+    return value
+
+
+def _describe_member(value, type_text):
+    if not _is_tensor(value):
+        return f"Object of type: {type(value).__name__}"
+    kind = "Parameter" if isinstance(value, Parameter) else "Tensor"
+    size = "x".join(str(s) for s in value.size())
+    device = "" if value.device.type == "cpu" else f" ({value.device})"
+    return f"{kind} containing: [{type_text} of size {size}{device}]"
+
+
+class ParameterDict(Module):
+    """An ordered dict of parameters keyed by strings (each registered under its key):
+    tensors are wrapped into Parameters, other objects kept as plain attributes (torch's)."""
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        self._keys = {}
+        if parameters is not None:
+            self.update(parameters)
+
+    @staticmethod
+    def _key_to_attr(key):
+        if not isinstance(key, str):
+            raise TypeError("Index given to ParameterDict cannot be used as a key as it is not "
+                            f"a string (type is '{type(key).__name__}'). Open an issue on "
+                            "github if you need non-string keys.")
+        return key
+
+    def __getitem__(self, key):
+        return getattr(self, self._key_to_attr(key))
+
+    def __setitem__(self, key, value):
+        attr = self._key_to_attr(key)
+        self._keys[key] = None
+        setattr(self, attr, _as_parameter(value))
+
+    def __delitem__(self, key):
+        del self._keys[key]
+        delattr(self, self._key_to_attr(key))
+
+    def __len__(self):
+        return len(self._keys)
+
+    def __iter__(self):
+        return iter(self._keys)
+
+    def __reversed__(self):
+        return reversed(list(self._keys))
+
+    def __contains__(self, key):
+        return key in self._keys
+
+    def copy(self):
+        return ParameterDict(OrderedDict((k, self[k]) for k in self._keys))
+
+    def setdefault(self, key, default=None):
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def clear(self):
+        for k in list(self._keys):
+            del self[k]
+
+    def pop(self, key):
+        v = self[key]
+        del self[key]
+        return v
+
+    def popitem(self):
+        if not self._keys:
+            raise KeyError("popitem(): dictionary is empty")
+        k = next(reversed(list(self._keys)))
+        return k, self.pop(k)
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
+
+    def fromkeys(self, keys, default=None):
+        return ParameterDict((k, default) for k in keys)
+
+    def keys(self):
+        return self._keys.keys()
+
+    def items(self):
+        return ((k, self[k]) for k in self._keys)
+
+    def values(self):
+        return (self[k] for k in self._keys)
+
+    def update(self, parameters):
+        if not isinstance(parameters, abc.Iterable):
+            raise TypeError("ParametersDict.update should be called with an iterable of "
+                            "key/value pairs, but got " + type(parameters).__name__)
+        if isinstance(parameters, (OrderedDict, ParameterDict)):
+            pairs = list(parameters.items())
+        elif isinstance(parameters, abc.Mapping):
+            pairs = sorted(parameters.items())  # torch sorts a plain mapping's keys
+        else:
+            pairs = []
+            for j, p in enumerate(parameters):
+                if not isinstance(p, abc.Iterable):
+                    raise TypeError(f"ParameterDict update sequence element #{j} should be "
+                                    f"Iterable; is{type(p).__name__}")
+                if len(p) != 2:
+                    raise ValueError(f"ParameterDict update sequence element #{j} has length "
+                                     f"{len(p)}; 2 is required")
+                pairs.append((p[0], p[1]))
+        for key, value in pairs:
+            self[key] = value
+
+    def extra_repr(self):
+        return "\n".join(f"  ({k}): {_describe_member(p, _typename(p))}"
+                         for k, p in self.items())
+
+    def __call__(self, input):
+        raise RuntimeError("ParameterDict should not be called.")
+
+    def __or__(self, other):
+        merged = self.copy()
+        merged.update(other)
+        return merged
+
+    def __ror__(self, other):
+        merged = other.copy()
+        merged.update(self)
+        return merged
+
+    def __ior__(self, other):
+        self.update(other)
+        return self
+
+
+_LEGACY_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor",
+                      "float16": "HalfTensor", "bfloat16": "BFloat16Tensor",
+                      "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor",
+                      "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor"}
+
+
+def _typename(value):
+    # torch.typename's legacy names ("torch.FloatTensor"), under kiln's prefix
+    if not _is_tensor(value):
+        return None
+    name = str(value.dtype).split(".")[-1]
+    return "kiln." + _LEGACY_TYPE_NAMES.get(name, "Tensor")
