@@ -376,3 +376,11 @@ class OneCycleLR(LRScheduler):
                 else:
                     group["momentum"] = mom
         return lrs
+
+
+# The rest of torch's schedulers live in their own file (this one stays short); imported last
+# because they build on LRScheduler above.
+from .lr_scheduler_more import *  # noqa: E402,F401,F403
+from . import lr_scheduler_more as _more  # noqa: E402
+
+__all__ += _more.__all__

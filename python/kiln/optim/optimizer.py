@@ -150,6 +150,10 @@ class Optimizer:
             return value.detach().to(device=param.device).clone()
         if isinstance(value, dict):
             return {k: Optimizer._cast(param, v, k) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            # LBFGS keeps its history as lists of tensors: copied too, so that a loaded
+            # optimizer never shares (and pops from) the saved one's lists.
+            return type(value)(Optimizer._cast(param, v) for v in value)
         return value
 
     def load_state_dict(self, state_dict):
@@ -191,3 +195,14 @@ def _get_value(x):
 def _lerp_(t, end, weight):
     """t.lerp_(end, weight) (kiln has only the out-of-place lerp)."""
     return t.copy_(_C.lerp(t, end, weight))
+
+
+def _keep_float32(optimizer, keys):
+    """After load_state_dict (which casts every state tensor but "step" to its parameter's
+    dtype, as torch's does): the 0-d float32 bookkeeping tensors named by keys back to float32,
+    so that a resumed run rounds them as the uninterrupted run does."""
+    for state in optimizer.state.values():
+        for key in keys:
+            value = state.get(key) if isinstance(state, dict) else None
+            if isinstance(value, Tensor) and value.dtype != _C.float32:
+                state[key] = value.to(dtype=_C.float32)
