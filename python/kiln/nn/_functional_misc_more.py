@@ -89,8 +89,8 @@ def pdist(input, p=2):
     n = input.shape[0]
     first = [i for i in range(n) for _ in range(i + 1, n)]
     second = [j for i in range(n) for j in range(i + 1, n)]
-    if not first:
-        return _C.zeros(0, dtype=input.dtype, device=input.device)
+    if not first:  # no pairs: an empty result that still belongs to the input's graph
+        return input.reshape(-1)[:0]
     index = lambda v: _C.tensor(v, dtype=_C.int64, device=input.device)  # noqa: E731
     diff = input.index_select(0, index(first)) - input.index_select(0, index(second))
     return diff.norm(p, dim=1)
