@@ -281,6 +281,13 @@ def _sampling_cases():
     cases["grid_sample size-1 input reflection"] = (
         lambda L, x, g: _F(L).grid_sample(x, g, padding_mode="reflection", align_corners=True),
         [_uniform(r, (1, 2, 1, 4)), _uniform(r, (1, 2, 3, 2), -1.5, 1.5)])
+    # grid points exactly on the edges: torch's clip passes no gradient there
+    edges = np.array([[[[-1.0, 1.0], [1.0, -1.0], [0.25, 1.0], [-1.0, -0.5]],
+                       [[1.2, 1.0], [-1.0, -1.3], [0.0, 0.0], [1.0, 0.3]]]])
+    for pad in ("border", "reflection"):
+        cases[f"grid_sample {pad} exact edges"] = (
+            lambda L, x, g, p=pad: _F(L).grid_sample(x, g, padding_mode=p, align_corners=True),
+            [_uniform(r, (1, 2, 3, 4)), edges])
     cases["affine_grid into grid_sample"] = (
         lambda L, x, th: _F(L).grid_sample(
             x, _F(L).affine_grid(th, [2, 3, 5, 4], align_corners=False), align_corners=False),
