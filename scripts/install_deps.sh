@@ -4,9 +4,11 @@ set -euo pipefail
 # Extra packages can be named on the command line (the demo adds its corpus packages).
 # libonnx-dev, libprotobuf-dev, protobuf-compiler: the ONNX importer (src/kiln/onnx);
 # libonnx-testdata: the ONNX backend test suite that the conformance test runs.
+# libopenblas-openmp-dev: LAPACK for kiln.linalg's factorisations (decision 0076).
 # libdnnl-dev: oneDNN, used by the library for convolution and tall matrix products (decisions
 # 0016, 0017) and called directly as the GEMM peer of `kiln bench` (tools/bench/).
 packages=(build-essential cmake ninja-build ccache libgtest-dev pkg-config zlib1g-dev libsleef-dev libdnnl-dev
+          libopenblas-openmp-dev
           libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata "$@")
 missing=()
 for p in "${packages[@]}"; do

@@ -35,4 +35,5 @@ NB_MODULE(_C, m) {
   bind_autograd_function(m);
   bind_io(m);
   bind_onnx(m);
+  bind_linalg_decompositions(m);
 }

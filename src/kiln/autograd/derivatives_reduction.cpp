@@ -210,6 +210,7 @@ void register_indexing_derivatives();
 void register_conv_derivatives();  // derivatives_conv.cpp
 void register_norm_derivatives();  // derivatives_norm.cpp
 void register_loss_derivatives();  // derivatives_loss.cpp
+void register_linalg_derivatives();  // derivatives_linalg.cpp
 void register_builtin_derivatives() {
   register_elementwise_derivatives();
   register_view_derivatives();
@@ -218,6 +219,7 @@ void register_builtin_derivatives() {
   register_conv_derivatives();
   register_norm_derivatives();
   register_loss_derivatives();
+  register_linalg_derivatives();
 }
 
 }  // namespace kiln::autograd

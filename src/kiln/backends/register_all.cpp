@@ -23,6 +23,8 @@ void register_nll_loss_ops();
 void register_adam_step_op();
 void register_pointwise_program_op();
 void register_lstm_cell_op();
+void register_linalg_factor_ops();    // linalg_factor_ops.cpp
+void register_linalg_spectral_ops();  // linalg_spectral_ops.cpp
 }  // namespace ops
 namespace cpu {
 void register_copy_kernels();
@@ -42,6 +44,8 @@ void register_adam_step_kernel();
 void register_pointwise_program_kernel();
 void register_float16_native();
 void register_lstm_cell_kernel();
+void register_linalg_factor_kernels();
+void register_linalg_spectral_kernels();
 }  // namespace cpu
 namespace testing_backend {
 void register_testing_kernels();
@@ -67,6 +71,8 @@ void ensure_ops_registered() {
     ops::register_adam_step_op();
     ops::register_pointwise_program_op();
     ops::register_lstm_cell_op();
+    ops::register_linalg_factor_ops();
+    ops::register_linalg_spectral_ops();
     cpu::register_copy_kernels();
     cpu::register_unary_kernels();
     cpu::register_binary_kernels();
@@ -84,6 +90,8 @@ void ensure_ops_registered() {
     cpu::register_pointwise_program_kernel();
     cpu::register_float16_native();
     cpu::register_lstm_cell_kernel();
+    cpu::register_linalg_factor_kernels();
+    cpu::register_linalg_spectral_kernels();
     testing_backend::register_testing_kernels();
   });
 }

@@ -1,0 +1,138 @@
+"""The factorisations of kiln.linalg (C++ ops over LAPACK, decision 0076) with torch.linalg's
+signatures and named return types."""
+from collections import namedtuple as _namedtuple
+
+from . import _C
+from . import return_types as _return_types
+
+_L = _C._linalg
+LinAlgError = _C._LinAlgError
+
+
+def _return_type(name, fields):
+    t = _namedtuple(name, fields)
+    setattr(_return_types, name, t)  # kiln.return_types.<name>, as torch.return_types
+    return t
+
+
+_cholesky_ex_t = _return_type("linalg_cholesky_ex", ["L", "info"])
+_lu_factor_t = _return_type("linalg_lu_factor", ["LU", "pivots"])
+_lu_factor_ex_t = _return_type("linalg_lu_factor_ex", ["LU", "pivots", "info"])
+_solve_ex_t = _return_type("linalg_solve_ex", ["result", "info"])
+_inv_ex_t = _return_type("linalg_inv_ex", ["inverse", "info"])
+_slogdet_t = _return_type("linalg_slogdet", ["sign", "logabsdet"])
+_qr_t = _return_type("linalg_qr", ["Q", "R"])
+_eigh_t = _return_type("linalg_eigh", ["eigenvalues", "eigenvectors"])
+_svd_t = _return_type("linalg_svd", ["U", "S", "Vh"])
+
+
+def _out(result, out):
+    """out=: copies into the given tensor(s) (of the result's shape), as torch's out=."""
+    if out is None:
+        return result
+    if isinstance(result, tuple):
+        for o, r in zip(out, result):
+            o.copy_(r)
+        return type(result)(*out)
+    out.copy_(result)
+    return out
+
+
+def _require_pivot(fn, pivot):
+    if not pivot:
+        raise RuntimeError(f"{fn}: LU without pivoting is not implemented on the CPU")
+
+
+def cholesky(A, *, upper=False, out=None):
+    return _out(_L.cholesky(A, upper), out)
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
+    if check_errors:
+        _L.cholesky(A, upper)
+    return _out(_cholesky_ex_t(*_L.cholesky_ex(A, upper)), out)
+
+
+def lu_factor(A, *, pivot=True, out=None):
+    _require_pivot("linalg.lu_factor", pivot)
+    return _out(_lu_factor_t(*_L.lu_factor(A)), out)
+
+
+def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
+    _require_pivot("linalg.lu_factor_ex", pivot)
+    if check_errors:
+        _L.lu_factor(A)
+    return _out(_lu_factor_ex_t(*_L.lu_factor_ex(A)), out)
+
+
+def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
+    return _out(_L.lu_solve(LU, pivots, B, left, adjoint), out)
+
+
+def solve(A, B, *, left=True, out=None):
+    return _out(_L.solve(A, B, left), out)
+
+
+def solve_ex(A, B, *, left=True, check_errors=False, out=None):
+    if check_errors:
+        _L.solve(A, B, left)
+    return _out(_solve_ex_t(*_L.solve_ex(A, B, left)), out)
+
+
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+    return _out(_L.solve_triangular(A, B, upper, left, unitriangular), out)
+
+
+def inv(A, *, out=None):
+    return _out(_L.inv(A), out)
+
+
+def inv_ex(A, *, check_errors=False, out=None):
+    if check_errors:
+        _L.inv(A)
+    return _out(_inv_ex_t(*_L.inv_ex(A)), out)
+
+
+def det(A, *, out=None):
+    return _out(_L.det(A), out)
+
+
+def slogdet(A, *, out=None):
+    return _out(_slogdet_t(*_L.slogdet(A)), out)
+
+
+def qr(A, mode="reduced", *, out=None):
+    return _out(_qr_t(*_L.qr(A, mode)), out)
+
+
+def eigh(A, UPLO="L", *, out=None):
+    return _out(_eigh_t(*_L.eigh(A, UPLO)), out)
+
+
+def eigvalsh(A, UPLO="L", *, out=None):
+    return _out(_L.eigvalsh(A, UPLO), out)
+
+
+def svd(A, full_matrices=True, *, driver=None, out=None):
+    if driver is not None:
+        raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported on "
+                           "CUDA inputs with cuSOLVER backend.")
+    return _out(_svd_t(*_L.svd(A, full_matrices)), out)
+
+
+def svdvals(A, *, driver=None, out=None):
+    if driver is not None:
+        raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported on "
+                           "CUDA inputs with cuSOLVER backend.")
+    return _out(_L.svdvals(A), out)
+
+
+def eig(A, *, out=None):
+    raise NotImplementedError("linalg.eig: the eigenvalues of a general matrix are complex, "
+                              "and kiln has no complex dtypes (use linalg.eigh for symmetric A)")
+
+
+def eigvals(A, *, out=None):
+    raise NotImplementedError("linalg.eigvals: the eigenvalues of a general matrix are complex, "
+                              "and kiln has no complex dtypes (use linalg.eigvalsh for "
+                              "symmetric A)")

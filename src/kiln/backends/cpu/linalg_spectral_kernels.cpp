@@ -1,0 +1,184 @@
+// CPU kernels of QR, the symmetric eigendecomposition and the SVD (src/kiln/ops/
+// linalg_spectral_ops.cpp) over OpenBLAS's LAPACK (lapack.h): geqrf + orgqr, syevd, gesdd
+// (the drivers PyTorch's CPU build uses). Operands arrive contiguous.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kiln/dispatch/registry.h"
+#include "lapack.h"
+#include "linalg_kernel_util.h"
+
+namespace kiln::cpu {
+
+namespace {
+
+int64_t matrices(const Tensor& t) {
+  Shape batch(t.shape().begin(), t.shape().end() - 2);
+  return numel_of(batch);
+}
+
+template <typename T>
+bool all_finite(const T* p, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(p[i])) return false;
+  return true;
+}
+
+// Info code for an input holding NaN or infinity, which LAPACK's iterations may not survive
+// (ops/linalg_spectral_ops.cpp turns it into torch's message).
+constexpr int32_t kNonFiniteInput = -1;
+
+template <typename T>
+void qr_kernel(OpCall& call) {
+  const Tensor& A = call.inputs[0];
+  const int64_t mode = call.int_attr(0);  // 0 reduced, 1 complete, 2 r
+  const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
+  const int64_t q_cols = mode == 1 ? m : k, r_rows = mode == 1 ? m : k;
+  const T* a = static_cast<const T*>(A.raw_data());
+  T* q_out = static_cast<T*>(call.outs[0].raw_data());
+  T* r_out = static_cast<T*>(call.outs[1].raw_data());
+  for_each_matrix(matrices(A), [&](int64_t b) {
+    // Column-major m x max(n, q_cols): the complete Q of a tall A needs m columns.
+    const int64_t width = std::max(n, q_cols);
+    std::vector<T> buf(size_t(std::max<int64_t>(m * width, 1)));
+    to_col_major(a + b * m * n, buf.data(), m, n);
+    std::vector<T> tau(size_t(std::max<int64_t>(k, 1)));
+    int info = 0;
+    if (k > 0) {
+      T query = 0;
+      lapack::geqrf(int(m), int(n), buf.data(), lapack_ld(m), tau.data(), &query, -1, &info);
+      std::vector<T> work(size_t(std::max<T>(query, 1)));
+      lapack::geqrf(int(m), int(n), buf.data(), lapack_ld(m), tau.data(), work.data(),
+                    int(work.size()), &info);
+    }
+    T* R = r_out + b * r_rows * n;
+    for (int64_t i = 0; i < r_rows; ++i)
+      for (int64_t j = 0; j < n; ++j) R[i * n + j] = i <= j ? buf[size_t(j * m + i)] : T(0);
+    if (mode == 2 || m == 0) return;
+    T* Q = q_out + b * m * q_cols;
+    if (k == 0) {  // no reflectors: Q is the identity's first columns
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < q_cols; ++j) Q[i * q_cols + j] = i == j ? T(1) : T(0);
+      return;
+    }
+    T query = 0;
+    lapack::orgqr(int(m), int(q_cols), int(k), buf.data(), lapack_ld(m), tau.data(), &query, -1,
+                  &info);
+    std::vector<T> work(size_t(std::max<T>(query, 1)));
+    lapack::orgqr(int(m), int(q_cols), int(k), buf.data(), lapack_ld(m), tau.data(),
+                  work.data(), int(work.size()), &info);
+    from_col_major(buf.data(), m, Q, m, q_cols);
+  });
+}
+
+// A's buffer read column-major is A^T, whose upper triangle is A's lower one: uplo flips.
+// The eigenvectors come back as columns of a column-major matrix and are transposed out.
+template <typename T>
+void eigh_kernel(OpCall& call) {
+  const Tensor& A = call.inputs[0];
+  const bool upper = call.bool_attr(0), vectors = call.bool_attr(1);
+  const int64_t n = A.size(-1);
+  const T* a = static_cast<const T*>(A.raw_data());
+  T* w_out = static_cast<T*>(call.outs[0].raw_data());
+  T* q_out = vectors ? static_cast<T*>(call.outs[1].raw_data()) : nullptr;
+  int32_t* info = static_cast<int32_t*>(call.outs[2].raw_data());
+  const char jobz = vectors ? 'V' : 'N', uplo = upper ? 'L' : 'U';
+  for_each_matrix(matrices(A), [&](int64_t b) {
+    std::vector<T> buf(a + b * n * n, a + (b + 1) * n * n);
+    T* w = w_out + b * n;
+    info[b] = 0;
+    if (n == 0) return;
+    if (!all_finite(buf.data(), n * n)) {
+      info[b] = kNonFiniteInput;
+      std::fill(w, w + n, T(NAN));
+      if (vectors) std::fill(q_out + b * n * n, q_out + (b + 1) * n * n, T(NAN));
+      return;
+    }
+    T query = 0;
+    int iquery = 0, code = 0;
+    lapack::syevd(jobz, uplo, int(n), buf.data(), lapack_ld(n), w, &query, -1, &iquery, -1,
+                  &code);
+    std::vector<T> work(size_t(std::max<T>(query, 1)));
+    std::vector<int> iwork(size_t(std::max(iquery, 1)));
+    lapack::syevd(jobz, uplo, int(n), buf.data(), lapack_ld(n), w, work.data(),
+                  int(work.size()), iwork.data(), int(iwork.size()), &code);
+    info[b] = code;
+    if (vectors) from_col_major(buf.data(), n, q_out + b * n * n, n, n);
+  });
+}
+
+// A's buffer is column-major A^T (n x m). gesdd of A^T = U' S V'^T gives A = V' S U'^T, so
+// U = V' and Vh = U'^T; read row-major, gesdd's VT array (column-major, r x m) is exactly U
+// (m x r) and its U array (column-major n x c) exactly Vh (c x n): both are written in place.
+template <typename T>
+void svd_kernel(OpCall& call) {
+  const Tensor& A = call.inputs[0];
+  const bool full = call.bool_attr(0), uv = call.bool_attr(1);
+  const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
+  const int64_t u_cols = full ? m : k, vh_rows = full ? n : k;
+  const T* a = static_cast<const T*>(A.raw_data());
+  T* u_out = uv ? static_cast<T*>(call.outs[0].raw_data()) : nullptr;
+  T* s_out = static_cast<T*>(call.outs[1].raw_data());
+  T* vh_out = uv ? static_cast<T*>(call.outs[2].raw_data()) : nullptr;
+  int32_t* info = static_cast<int32_t*>(call.outs[3].raw_data());
+  const char jobz = !uv ? 'N' : (full ? 'A' : 'S');
+  for_each_matrix(matrices(A), [&](int64_t b) {
+    std::vector<T> buf(a + b * m * n, a + (b + 1) * m * n);
+    T* s = s_out + b * k;
+    T* U = uv ? u_out + b * m * u_cols : nullptr;
+    T* Vh = uv ? vh_out + b * vh_rows * n : nullptr;
+    info[b] = 0;
+    if (k == 0) {  // an empty matrix: full U and Vh are identities
+      for (int64_t i = 0; uv && i < m; ++i)
+        for (int64_t j = 0; j < u_cols; ++j) U[i * u_cols + j] = i == j ? T(1) : T(0);
+      for (int64_t i = 0; uv && i < vh_rows; ++i)
+        for (int64_t j = 0; j < n; ++j) Vh[i * n + j] = i == j ? T(1) : T(0);
+      return;
+    }
+    if (!all_finite(buf.data(), m * n)) {
+      info[b] = kNonFiniteInput;
+      std::fill(s, s + k, T(NAN));
+      if (uv) {
+        std::fill(U, U + m * u_cols, T(NAN));
+        std::fill(Vh, Vh + vh_rows * n, T(NAN));
+      }
+      return;
+    }
+    T dummy = 0;
+    T* u_arg = uv ? Vh : &dummy;
+    T* vt_arg = uv ? U : &dummy;
+    const int ldu = lapack_ld(n), ldvt = uv ? lapack_ld(u_cols) : 1;
+    std::vector<int> iwork(size_t(8 * k));
+    T query = 0;
+    int code = 0;
+    lapack::gesdd(jobz, int(n), int(m), buf.data(), lapack_ld(n), s, u_arg, ldu, vt_arg, ldvt,
+                  &query, -1, iwork.data(), &code);
+    std::vector<T> work(size_t(std::max<T>(query, 1)));
+    lapack::gesdd(jobz, int(n), int(m), buf.data(), lapack_ld(n), s, u_arg, ldu, vt_arg, ldvt,
+                  work.data(), int(work.size()), iwork.data(), &code);
+    info[b] = code;
+  });
+}
+
+template <void (*F32)(OpCall&), void (*F64)(OpCall&)>
+void by_dtype(OpCall& call) {
+  if (call.inputs[0].dtype() == DType::F32)
+    F32(call);
+  else
+    F64(call);
+}
+
+}  // namespace
+
+void register_linalg_spectral_kernels() {
+  const auto floats = dtype_bit(DType::F32) | dtype_bit(DType::F64);
+  register_kernel("linalg_qr", DeviceType::CPU, by_dtype<qr_kernel<float>, qr_kernel<double>>,
+                  floats);
+  register_kernel("linalg_eigh", DeviceType::CPU,
+                  by_dtype<eigh_kernel<float>, eigh_kernel<double>>, floats);
+  register_kernel("linalg_svd", DeviceType::CPU, by_dtype<svd_kernel<float>, svd_kernel<double>>,
+                  floats);
+}
+
+}  // namespace kiln::cpu
