@@ -170,6 +170,10 @@ LBFGS_CASES = [
     ("float64", {"line_search_fn": "strong_wolfe", "lr": 0.1, "max_iter": 6}),
     # a long one: it brackets and zooms
     ("float64", {"line_search_fn": "strong_wolfe", "lr": 10, "max_iter": 6}),
+    # a very long one: the zoom also moves the interval's far end onto its near one
+    ("float64", {"line_search_fn": "strong_wolfe", "lr": 50, "max_iter": 6}),
+    # an absurd one: the zoom's guard against creeping towards an end of the interval acts
+    ("float64", {"line_search_fn": "strong_wolfe", "lr": 1000, "history_size": 2}),
     # max_eval leaves 2 evaluations to the search: it runs out while extrapolating
     ("float64", {"line_search_fn": "strong_wolfe", "lr": 0.01, "max_iter": 3, "max_eval": 3}),
     # float32: configurations whose branch decisions are not at the mercy of the loss's own
