@@ -8,7 +8,7 @@ from .. import _C
 __all__ = ["ctc_loss"]
 
 
-def _as_list(lengths, name):
+def _as_list(lengths):
     if isinstance(lengths, _C.Tensor):
         return [int(v) for v in lengths.reshape(-1).tolist()]
     if isinstance(lengths, int):
@@ -91,8 +91,8 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     if unbatched:
         log_probs = log_probs.unsqueeze(1)
         targets = targets.reshape(1, -1)
-    input_lengths = _as_list(input_lengths, "input_lengths")
-    target_lengths = _as_list(target_lengths, "target_lengths")
+    input_lengths = _as_list(input_lengths)
+    target_lengths = _as_list(target_lengths)
     _check(log_probs, input_lengths, target_lengths, blank)
     frames, n, classes = log_probs.shape
     labels = _padded_targets(targets, target_lengths, blank).to(device=log_probs.device)
