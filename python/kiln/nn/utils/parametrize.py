@@ -14,7 +14,6 @@ from ... import _C
 from ..._C import Tensor
 from ...autograd import no_grad
 from ..modules.container import ModuleDict, ModuleList
-from ..modules.module import Module
 from ..parameter import Parameter
 
 __all__ = ["cached", "ParametrizationList", "register_parametrization", "is_parametrized",

@@ -3,7 +3,7 @@ in torch for parametrizations.weight_norm, still in use): the weight is recomput
 g * v / ||v|| before every forward, from the parameters weight_g and weight_v."""
 import warnings
 
-from ... import _C, linalg
+from ... import linalg
 from ...autograd import no_grad
 from ..parameter import Parameter
 
