@@ -765,6 +765,8 @@ def install(namespace, tensor_type):
     for name in _METHODS:
         if not hasattr(tensor_type, name):
             setattr(tensor_type, name, g[name])
+    from . import _composite_more  # more functions (decision 0080), installed the same way
+    _composite_more.install(namespace, tensor_type)
     if not hasattr(tensor_type, "mH"):  # real tensors: the conjugate transpose is the transpose
         tensor_type.mH = property(lambda self: self.transpose(-2, -1))
         tensor_type.H = property(lambda self: self.t())
