@@ -120,4 +120,6 @@ from . import _composite  # noqa: E402  (torch functions composed of kiln's ops)
 
 _composite.install(globals(), Tensor)
 
-from . import special, linalg  # noqa: E402,F401  (torch.special / torch.linalg subsets)
+from . import special, linalg  # noqa: E402,F401  (torch.special / torch.linalg)
+from . import _linalg_legacy  # noqa: E402  (torch.det, torch.svd, Tensor.inverse, ...)
+_linalg_legacy.install(globals(), Tensor)

@@ -1,14 +1,27 @@
-"""kiln.linalg: the parts of torch.linalg that are products and norms, over kiln's ops
-(decision 0074). Factorisations (det, inv, solve, qr, svd, eigh, cholesky) are not here:
-they need LAPACK-class kernels kiln does not have."""
+"""kiln.linalg: torch.linalg. Products and norms over kiln's ops (decision 0074); the
+factorisations (cholesky, lu, solve, inv, det, qr, eigh, svd) are C++ ops over LAPACK, and
+pinv, lstsq, matrix_rank, cond, matrix_exp, ... compose them (decision 0076)."""
 import builtins as _b
 import math as _math
 
 from . import _C
 from . import _composite
 
+from ._linalg_factor import (LinAlgError, cholesky, cholesky_ex, lu_factor,  # noqa: F401
+                             lu_factor_ex, lu_solve, solve, solve_ex, solve_triangular, inv,
+                             inv_ex, det, slogdet, qr, eigh, eigvalsh, svd, svdvals, eig,
+                             eigvals)
+from ._linalg_derived import (lu, pinv, matrix_rank, lstsq, cond, matrix_power,  # noqa: F401
+                              matrix_exp, tensorinv, tensorsolve, vander,
+                              householder_product)
+from . import _linalg_derived
+
 __all__ = ["matmul", "vecdot", "multi_dot", "vector_norm", "matrix_norm", "norm", "cross",
-           "diagonal", "outer"]
+           "diagonal", "outer", "LinAlgError", "cholesky", "cholesky_ex", "lu_factor",
+           "lu_factor_ex", "lu_solve", "solve", "solve_ex", "solve_triangular", "inv", "inv_ex",
+           "det", "slogdet", "qr", "eigh", "eigvalsh", "svd", "svdvals", "eig", "eigvals", "lu",
+           "pinv", "matrix_rank", "lstsq", "cond", "matrix_power", "matrix_exp", "tensorinv",
+           "tensorsolve", "vander", "householder_product"]
 
 matmul = _C.matmul
 outer = _C.outer
@@ -74,9 +87,10 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     elif ord in (_math.inf, -_math.inf):  # largest / smallest absolute row sum
         s = _C.abs(A).sum(d1, True)
         r = s.amax(d0, True) if ord == _math.inf else s.amin(d0, True)
+    elif ord in (2, -2, "nuc"):
+        return _linalg_derived.matrix_norm_from_spectrum(A, ord, (d0, d1), keepdim)
     else:
-        raise NotImplementedError(f"linalg.matrix_norm: ord={ord!r} needs singular values, "
-                                  "which kiln does not compute")
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     return r if keepdim else r.squeeze(_b.max(d0 % A.dim(), d1 % A.dim())).squeeze(
         _b.min(d0 % A.dim(), d1 % A.dim()))
 

@@ -5,7 +5,7 @@
 //   cholesky     A = L L^T:    gA = sym(L^-T phi(L^T gL) L^-1), phi = lower with half diagonal
 //   det, slogdet               gA = g det A^-T, g_logabsdet A^-T
 //   qr (m >= n)  A = Q R:      M = gR R^T - Q^T gQ, gA = (gQ + Q copyu(M)) R^-T
-//   eigh         A = Q L Q^T:  gA = Q (diag(gL) + (Q^T gQ) / E) Q^T
+//   eigh         A = Q L Q^T:  gA = Q (diag(gL) + skew(Q^T gQ) / 2E) Q^T
 //   svd                        Townsend's formula (see d_svd)
 // Batch dims were broadcast before the ops ran, so gradients have the inputs' shapes.
 #include <algorithm>
@@ -129,8 +129,9 @@ Grads d_eigh(const GradContext& ctx, const Grads& go) {
   Tensor Q = ctx.output(1);
   KILN_CHECK(Q.dim() >= 2, Error, "linalg.eigh: the eigenvectors were not computed, so the "
              "derivative cannot be taken");
+  // Only the skew part of Q^T gQ moves Q along its orthogonal tangent (as torch's form).
   Tensor K = matmul(mT(Q), go[1]);
-  Tensor inner = K * inverse_gaps(ctx.output(0)) + diag_embed(go[0]);
+  Tensor inner = (K - mT(K)) * 0.5 * inverse_gaps(ctx.output(0)) + diag_embed(go[0]);
   return {matmul(matmul(Q, inner), mT(Q))};
 }
 
