@@ -4,8 +4,9 @@ torch's top-level in-place functions, squeeze_ / t_ / transpose_ that change a t
 of its memory); the others are grouped by theme in _composite_math.py (elementwise and
 number functions), _composite_index.py (scatters into views, splitting, indices),
 _composite_numeric.py (products, statistics, integration, histograms), _composite_factory.py
-(windows, random state, dtype information, small factories) and _composite_functional.py
-(torch.* aliases of torch.nn.functional). install() never replaces a name kiln has."""
+(windows, random state, dtype information, small factories), _composite_functional.py
+(torch.* aliases of torch.nn.functional) and _composite_bits.py (bit shifts). install()
+never replaces a name kiln has."""
 from . import _C
 
 FUNCTIONS = {}   # kiln.<name>
@@ -13,7 +14,7 @@ METHODS = {}     # Tensor.<name>
 PROPERTIES = {}  # Tensor.<name> as a read-only property
 
 _THEMES = ("_composite_math", "_composite_index", "_composite_numeric", "_composite_factory",
-           "_composite_functional")
+           "_composite_functional", "_composite_bits")
 
 
 def export(function=True, method=True, name=None):

@@ -289,3 +289,70 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False):
         hist = hist / (hist.sum() * widths)
     return _Histogram(hist, edges)
 
+
+
+# --- finite differences -------------------------------------------------------------------
+
+def _along(t, d, ndim):
+    """A 1-d tensor shaped to lie along dim d of an ndim-d tensor."""
+    shape = [1] * ndim
+    shape[d] = t.numel()
+    return t.reshape(shape)
+
+
+def _gradient_1d(f, d, h, edge_order):
+    """df/dx along d: central differences inside (second order, unequal steps included), one-
+    or two-sided second-order differences at the ends; h a number or the coordinates."""
+    n = f.size(d)
+    part = lambda start, length: f.narrow(d, start, length)  # noqa: E731
+    if not isinstance(h, _C.Tensor):
+        inner = (part(2, n - 2) - part(0, n - 2)) / (2.0 * h)
+        if edge_order == 1:
+            first = (part(1, 1) - part(0, 1)) / h
+            last = (part(n - 1, 1) - part(n - 2, 1)) / h
+        else:
+            first = (part(0, 1) * -1.5 + part(1, 1) * 2.0 - part(2, 1) * 0.5) / h
+            last = (part(n - 3, 1) * 0.5 - part(n - 2, 1) * 2.0 + part(n - 1, 1) * 1.5) / h
+        return _C.cat([first, inner, last], d)
+    if h.numel() != n:
+        raise RuntimeError(f"torch.gradient expected each tensor to be on the same device and "
+                           f"of size {n} along dim {d}, got {h.numel()}")
+    step = _along(h.diff().to(f.dtype), d, f.dim())
+    left, right = step.narrow(d, 0, n - 2), step.narrow(d, 1, n - 2)
+    inner = (left * left * part(2, n - 2) - right * right * part(0, n - 2) +
+             (right * right - left * left) * part(1, n - 2)) / (left * right * (left + right))
+    if edge_order == 1:
+        first = (part(1, 1) - part(0, 1)) / step.narrow(d, 0, 1)
+        last = (part(n - 1, 1) - part(n - 2, 1)) / step.narrow(d, n - 2, 1)
+    else:
+        h1, h2 = step.narrow(d, 0, 1), step.narrow(d, 1, 1)
+        first = (-(2 * h1 + h2) / (h1 * (h1 + h2)) * part(0, 1) + (h1 + h2) / (h1 * h2) *
+                 part(1, 1) - h1 / (h2 * (h1 + h2)) * part(2, 1))
+        h1, h2 = step.narrow(d, n - 3, 1), step.narrow(d, n - 2, 1)
+        last = (h2 / (h1 * (h1 + h2)) * part(n - 3, 1) - (h1 + h2) / (h1 * h2) *
+                part(n - 2, 1) + (2 * h2 + h1) / (h2 * (h1 + h2)) * part(n - 1, 1))
+    return _C.cat([first, inner, last], d)
+
+
+@export(method=False)
+def gradient(input, *, spacing=1, dim=None, edge_order=1):
+    """One derivative estimate per dim (all dims by default), as torch.gradient."""
+    if edge_order not in (1, 2):
+        raise RuntimeError(f"torch.gradient only supports edge_order=1 and edge_order=2, got "
+                           f"{edge_order}")
+    dims = list(range(input.dim())) if dim is None else \
+        [dim] if isinstance(dim, int) else list(dim)
+    dims = [d % input.dim() for d in dims]
+    if isinstance(spacing, (list, tuple)):
+        if len(spacing) != len(dims):
+            raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar "
+                               f"or a list of length {len(dims)}, got {len(spacing)}")
+        steps = list(spacing)
+    else:
+        steps = [spacing] * len(dims)
+    for d in dims:
+        if input.size(d) < edge_order + 1:
+            raise RuntimeError("torch.gradient expected each dimension size to be at least "
+                               "edge_order+1")
+    f = _float(input)
+    return tuple(_gradient_1d(f, d, h, edge_order) for d, h in zip(dims, steps))

@@ -758,3 +758,47 @@ FUNCTIONAL = [
 @pytest.mark.parametrize("op,dtype", oracle.params(FUNCTIONAL))
 def test_functional_aliases_vs_torch(op, dtype):
     oracle.run_op(op, dtype)
+
+
+# --- finite differences and bit shifts ----------------------------------------------------
+
+MORE = [
+    Op("gradient", lambda L, f, **kw: L.gradient(f, **kw), [((5, 6),), ((4, 3, 3),)],
+       kwargs=[{}, {"spacing": 0.5}, {"dim": 1}, {"dim": (0, -1), "spacing": [2.0, 0.25]},
+               {"edge_order": 2}, {"edge_order": 2, "spacing": 3.0, "dim": 0}],
+       dtypes=FP + ["int64"], grad_of=lambda r: r[0]),
+    Op("gradient_coordinates", lambda L, f, x, **kw: L.gradient(
+        f, spacing=(x.abs().cumsum(0) + 0.1,), dim=0, **kw), [((5, 3), (5,))],
+       kwargs=[{}, {"edge_order": 2}], dtypes=FP, grad_of=lambda r: r[0],
+       tol=30),  # the coordinates' gradient cancels to ~0 against values of ~1e3
+    Op("bitwise_shifts", lambda L, a, b: (L.bitwise_left_shift(a, b), L.bitwise_right_shift(
+        a, b), a << b, a >> b, a.bitwise_left_shift(3), a >> 2, 5 << b.abs()),
+       [((4, 5), (4, 5)), ((4, 5), (5,))], dtypes=INTS, grad=False),
+    Op("bitwise_shifts_wide", lambda L, a: tuple(
+        f(a, L.tensor(s, dtype=a.dtype)) for s in (-1, 0, 7, 8, 15, 16, 31, 32, 62, 63, 64)
+        for f in (L.bitwise_left_shift, L.bitwise_right_shift) if s < L.iinfo(a.dtype).bits
+        * 2 and s <= L.iinfo(a.dtype).max),
+       [((9,),)], dtypes=INTS, grad=False),
+    Op("bitwise_shifts_inplace", lambda L, a, b: (a.clone().bitwise_left_shift_(b),
+                                                  a.clone().bitwise_right_shift_(b)),
+       [((4, 5), (4, 5))], dtypes=["int8", "int64"], domain=("real", "index"), grad=False),
+]
+
+
+@pytest.mark.parametrize("op,dtype", oracle.params(MORE))
+def test_gradient_and_shifts_vs_torch(op, dtype):
+    oracle.run_op(op, dtype)
+
+
+def test_gradient_and_shift_errors_like_torch():
+    for case in (lambda L: L.gradient(L.ones(1)), lambda L: L.gradient(L.ones(2), edge_order=2),
+                 lambda L: L.gradient(L.ones(3, 3), spacing=[1.0, 2.0, 3.0]),
+                 lambda L: L.gradient(L.ones(3), edge_order=3),
+                 lambda L: L.bitwise_left_shift(L.ones(2), 1),
+                 lambda L: L.ones(2) >> 1):
+        oracle.check_same_error_class(case, "gradient_shift_errors")
+        oracle.check_rejected_with_message(case, "gradient_shift_errors")
+    x = kiln.tensor([1, 2], dtype=kiln.int16)
+    v = x._version
+    x <<= 3
+    assert x.tolist() == [8, 16] and x._version == v + 1
