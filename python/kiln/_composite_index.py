@@ -4,7 +4,6 @@ split_with_sizes, sum_to_size, unravel_index, unique_consecutive, combinations, 
 forms of view ops and Tensor.new."""
 import builtins as _b
 import itertools as _itertools
-import math as _math
 
 from . import _C
 from ._composite_more import export, METHODS, FUNCTIONS

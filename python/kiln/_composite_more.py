@@ -63,13 +63,17 @@ def write_back(self, result, name):
     return self.copy_(result)
 
 
+def _source(self):
+    """What an in-place form computes from: with autograd a clone, since the op may save its
+    input for the backward pass and copy_ is about to overwrite self."""
+    return self.clone() if self.requires_grad else self
+
+
 def _inplace_method(name, out_of_place):
     # The out-of-place form is looked up on the tensor at call time: some are installed later
-    # than this module (by the theme modules). With autograd it reads a clone: the op may
-    # save its input for the backward pass, and copy_ is about to overwrite self.
+    # than this module (by the theme modules).
     def method(self, *args, **kwargs):
-        source = self.clone() if self.requires_grad else self
-        return write_back(self, getattr(source, out_of_place)(*args, **kwargs), name)
+        return write_back(self, getattr(_source(self), out_of_place)(*args, **kwargs), name)
     method.__name__ = name
     METHODS[name] = method
     return method
@@ -79,9 +83,9 @@ _UNARY = ("absolute", "acos", "acosh", "arccos", "arccosh", "arcsin", "arcsinh",
           "arctanh", "asin", "asinh", "atan", "atanh", "cosh", "sinh", "deg2rad", "rad2deg",
           "fix", "frac", "log10", "negative", "sgn", "square", "sinc", "i0", "logit",
           "nan_to_num", "bitwise_not", "mvlgamma", "polygamma")
-_BINARY = ("copysign", "gcd", "lcm", "hypot", "heaviside", "ldexp",
-           "lerp", "nextafter", "true_divide", "xlogy", "cumsum", "cumprod", "addbmm", "addmm",
-           "addmv", "addr", "baddbmm", "renorm", "index_reduce", "put")
+_BINARY = ("copysign", "gcd", "lcm", "hypot", "heaviside", "ldexp", "lerp", "nextafter",
+           "true_divide", "xlogy", "cumsum", "cumprod", "addbmm", "addmm", "addmv", "addr",
+           "baddbmm", "renorm", "index_reduce", "put")
 for _name in _UNARY + _BINARY:
     _inplace_method(_name + "_", _name)
 
@@ -90,13 +94,13 @@ def clamp_max_(self, max):
     # kiln's clamp_max takes a number; torch's also a tensor (elementwise minimum)
     bound = (lambda x: _C.minimum(x, max)) if isinstance(max, _C.Tensor) else \
         (lambda x: x.clamp_max(max))
-    return write_back(self, bound(self.clone() if self.requires_grad else self), "clamp_max_")
+    return write_back(self, bound(_source(self)), "clamp_max_")
 
 
 def clamp_min_(self, min):
     bound = (lambda x: _C.maximum(x, min)) if isinstance(min, _C.Tensor) else \
         (lambda x: x.clamp_min(min))
-    return write_back(self, bound(self.clone() if self.requires_grad else self), "clamp_min_")
+    return write_back(self, bound(_source(self)), "clamp_min_")
 
 
 METHODS["clamp_max_"], METHODS["clamp_min_"] = clamp_max_, clamp_min_
@@ -107,8 +111,7 @@ def float_power_(self, exponent):
     if self.dtype != _C.float64:
         raise RuntimeError(f"the base given to float_power_ has dtype {_dtype_word(self.dtype)}"
                            " but the operation's result requires dtype float64")
-    source = self.clone() if self.requires_grad else self
-    return write_back(self, source.float_power(exponent), "float_power_")
+    return write_back(self, _source(self).float_power(exponent), "float_power_")
 
 
 METHODS["float_power_"] = float_power_
@@ -145,14 +148,11 @@ def _bump_version(self):
 def _restride(self, view, name):
     """Makes self (the same Python object) a view `view` of its memory, as torch's in-place
     view ops: the version counter moves on, a leaf requiring grad is refused."""
-    if self.requires_grad and _C.is_grad_enabled():
-        if self.is_leaf:
-            raise RuntimeError("a leaf Variable that requires grad is being used in an "
-                               f"in-place operation (op '{name}').")
-        # kiln can rebind a tensor's memory only without autograd history
-        raise NotImplementedError(f"{name}: in-place view change of a tensor with autograd "
-                                  f"history; use the out-of-place {name[:-1]}")
+    if self.requires_grad and self.is_leaf and _C.is_grad_enabled():
+        raise RuntimeError("a leaf Variable that requires grad is being used in an "
+                           f"in-place operation (op '{name}').")
     if self.requires_grad and not self.is_leaf:
+        # kiln can rebind a tensor's memory only without autograd history
         raise NotImplementedError(f"{name}: in-place view change of a tensor with autograd "
                                   f"history; use the out-of-place {name[:-1]}")
     _C._set_data(self, view)

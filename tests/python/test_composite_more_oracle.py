@@ -802,3 +802,24 @@ def test_gradient_and_shift_errors_like_torch():
     v = x._version
     x <<= 3
     assert x.tolist() == [8, 16] and x._version == v + 1
+
+
+def test_inplace_view_change_with_history_is_an_explicit_gap():
+    # torch re-views a tensor with autograd history in place; kiln cannot rebind it with its
+    # history, and says so rather than dropping the gradient
+    y = kiln.ones(2, 3, requires_grad=True) * 2
+    with pytest.raises(NotImplementedError, match="out-of-place t"):
+        y.t_()
+    assert tuple(y.shape) == (2, 3)
+
+
+def test_top_level_inplace_functions_keep_identity():
+    for L in (kiln, torch):
+        x = L.zeros(3, 4)
+        assert L.index_put_(x, (L.tensor([0, 2]),), L.ones(4)) is x
+        assert L.addmv_(x[0], L.ones(4, 3), L.ones(3)) is not None
+        assert x.sum().item() == 20.0  # row 0: 1 + 3 per element; row 2: 1
+        assert L.as_strided_(x, (2, 2), (1, 4)) is x and tuple(x.shape) == (2, 2)
+        d = L.ones(2) * 1
+        assert L.detach_(d) is d
+    oracle.record("top_level_inplace")
