@@ -99,10 +99,26 @@ def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None)
     return _f._out((values > tol).sum(-1), out)
 
 
+def _lstsq_by_qr(A, Bm, cut_ratio):
+    """Least squares (m >= n) or the minimum-norm solution (m < n) from a QR factorisation,
+    with the rank read off R's diagonal; None when some matrix is rank-deficient (the SVD then
+    decides which directions to drop)."""
+    m, n = A.shape[-2], A.shape[-1]
+    Q, R = _f.qr(A if m >= n else A.mT)
+    d = R.diagonal(0, -2, -1).abs()
+    k = _b.min(m, n)
+    if k and not bool((d > d.amax(-1, True) * cut_ratio).all().item()):
+        return None
+    if m >= n:
+        return _f.solve_triangular(R, Q.mT @ Bm, upper=True), k
+    return Q @ _f.solve_triangular(R.mT, Bm, upper=False), k
+
+
 def lstsq(A, B, rcond=None, *, driver=None):
-    """Minimum-norm least squares through the SVD (what gelsy / gelsd return for any rank);
-    the extra results follow the driver as torch's: residuals for m > n and full rank (not
-    with gelsy), rank (not with gels), singular values (gelsd / gelss)."""
+    """torch.linalg.lstsq. gels / gelsy (the default): from a QR factorisation when A has full
+    rank, as LAPACK's drivers; gelsd / gelss and rank-deficient A: the minimum-norm solution
+    from the SVD. The extra results follow the driver as torch's: residuals for m > n and full
+    rank (not with gelsy), rank (not with gels), singular values (gelsd / gelss)."""
     drivers = (None, "gels", "gelsy", "gelsd", "gelss")
     if driver not in drivers:
         raise RuntimeError(f"torch.linalg.lstsq: parameter `driver` should be one of "
@@ -117,14 +133,20 @@ def lstsq(A, B, rcond=None, *, driver=None):
     if Bm.shape[-2] != m:
         raise RuntimeError(f"torch.linalg.lstsq: input.size(-2) should match other.size(-2), "
                            f"got {m} and {Bm.shape[-2]}")
-    U, S, Vh = _f.svd(A, full_matrices=False)
-    s_max = S.amax(-1, True) if S.shape[-1] else S.sum(-1, True)
-    cut = s_max * (_eps(A.dtype) * _b.max(m, n) if rcond is None or rcond < 0 else rcond)
-    keep = S > cut
-    inv_s = _C.where(keep, 1 / _C.where(keep, S, _C.ones_like(S)), _C.zeros_like(S))
-    X = Vh.mT @ (inv_s.unsqueeze(-1) * (U.mT @ Bm))
-    rank = keep.sum(-1)
+    cut_ratio = _eps(A.dtype) * _b.max(m, n) if rcond is None or rcond < 0 else rcond
     empty = _C.empty(0, dtype=A.dtype)
+    S = empty
+    by_qr = _lstsq_by_qr(A, Bm, cut_ratio) if driver in ("gels", "gelsy") else None
+    if by_qr is not None:
+        X, k = by_qr
+        rank = _C.full(tuple(A.shape[:-2]), k, dtype=_C.int64)
+    else:
+        U, S, Vh = _f.svd(A, full_matrices=False)
+        s_max = S.amax(-1, True) if S.shape[-1] else S.sum(-1, True)
+        keep = S > s_max * cut_ratio
+        inv_s = _C.where(keep, 1 / _C.where(keep, S, _C.ones_like(S)), _C.zeros_like(S))
+        X = Vh.mT @ (inv_s.unsqueeze(-1) * (U.mT @ Bm))
+        rank = keep.sum(-1)
     residuals = empty
     if driver != "gelsy" and m > n and bool((rank == n).all().item()):
         residuals = ((A @ X - Bm) ** 2).sum(-2)

@@ -89,7 +89,8 @@ void lu_solve_kernel(OpCall& call) {
   });
 }
 
-// A X = B by getrf + getrs (gesv); info > 0 names the zero pivot of a singular A.
+// A X = B: A's buffer is column-major A^T, so factor that (getrf) and solve with its
+// transpose (getrs 'T'), without transposing A; info > 0 marks a zero pivot (singular A).
 template <typename T>
 void solve_kernel(OpCall& call) {
   const Tensor &A = call.inputs[0], &B = call.inputs[1];
@@ -99,14 +100,13 @@ void solve_kernel(OpCall& call) {
   T* x = static_cast<T*>(call.outs[0].raw_data());
   int32_t* info = static_cast<int32_t*>(call.outs[1].raw_data());
   for_each_matrix(matrices(A), [&](int64_t b) {
-    std::vector<T> f(size_t(n * n)), rhs(size_t(n * r));
-    to_col_major(a + b * n * n, f.data(), n, n);
+    std::vector<T> f(a + b * n * n, a + (b + 1) * n * n), rhs(size_t(n * r));
     to_col_major(bsrc + b * n * r, rhs.data(), n, r);
     std::vector<int> ipiv(size_t(std::max<int64_t>(n, 1)));
     int code = 0;
     if (n > 0) lapack::getrf(int(n), int(n), f.data(), lapack_ld(n), ipiv.data(), &code);
     if (code == 0 && n > 0 && r > 0)
-      lapack::getrs('N', int(n), int(r), f.data(), lapack_ld(n), ipiv.data(), rhs.data(),
+      lapack::getrs('T', int(n), int(r), f.data(), lapack_ld(n), ipiv.data(), rhs.data(),
                     lapack_ld(n), &code);
     info[b] = code;
     from_col_major(rhs.data(), n, x + b * n * r, n, r);

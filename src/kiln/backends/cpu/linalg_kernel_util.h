@@ -1,6 +1,7 @@
 #pragma once
 // Shared pieces of the factorisation kernels: LAPACK's int sizes, column-major copies (LAPACK
 // is column-major, kiln's operands row-major contiguous), and the loop over a batch.
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 
@@ -17,17 +18,27 @@ inline int lapack_int(int64_t n) {
 // LAPACK requires leading dimensions of at least 1, even for empty matrices.
 inline int lapack_ld(int64_t n) { return n > 0 ? lapack_int(n) : 1; }
 
+// Transposing copies go tile by tile, so the strided side of a large matrix stays in cache
+// (row by row, every write of a 1024-wide matrix would touch a new line).
+constexpr int64_t kTransposeTile = 32;
+
 // dst (column-major rows x cols, leading dimension rows) = src (row-major rows x cols).
 template <typename T>
 void to_col_major(const T* src, T* dst, int64_t rows, int64_t cols) {
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j) dst[j * rows + i] = src[i * cols + j];
+  for (int64_t i0 = 0; i0 < rows; i0 += kTransposeTile)
+    for (int64_t j0 = 0; j0 < cols; j0 += kTransposeTile)
+      for (int64_t i = i0; i < std::min(rows, i0 + kTransposeTile); ++i)
+        for (int64_t j = j0; j < std::min(cols, j0 + kTransposeTile); ++j)
+          dst[j * rows + i] = src[i * cols + j];
 }
 // dst (row-major rows x cols) = src (column-major, leading dimension ld).
 template <typename T>
 void from_col_major(const T* src, int64_t ld, T* dst, int64_t rows, int64_t cols) {
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j) dst[i * cols + j] = src[j * ld + i];
+  for (int64_t i0 = 0; i0 < rows; i0 += kTransposeTile)
+    for (int64_t j0 = 0; j0 < cols; j0 += kTransposeTile)
+      for (int64_t i = i0; i < std::min(rows, i0 + kTransposeTile); ++i)
+        for (int64_t j = j0; j < std::min(cols, j0 + kTransposeTile); ++j)
+          dst[i * cols + j] = src[j * ld + i];
 }
 
 // Runs body(b) for each matrix of a batch: one matrix on the calling thread (so OpenBLAS may
