@@ -32,7 +32,8 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=N
     if unpack_pivots:
         # Apply the interchanges to 0..m-1 in order: row j of P^T A is row perm[j] of A.
         import numpy as np
-        piv = np.asarray(LU_pivots.to(_C.int64).numpy()).reshape(-1, LU_pivots.shape[-1]) - 1
+        batch = _math.prod(LU_pivots.shape[:-1])  # not reshape(-1, k): a batch can be empty
+        piv = np.asarray(LU_pivots.to(_C.int64).numpy()).reshape(batch, LU_pivots.shape[-1]) - 1
         if piv.size and (piv.min() < 0 or piv.max() >= m):
             raise RuntimeError(f"lu_unpack: pivots must be in [1, {m}], as lu_factor gives them")
         perm = np.tile(np.arange(m), (piv.shape[0], 1))
@@ -127,6 +128,9 @@ def lstsq(A, B, rcond=None, *, driver=None):
     if A.dtype != B.dtype:
         raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same "
                            f"dtype, but got input's dtype {A.dtype} and other's dtype {B.dtype}")
+    if A.dim() < 2 or B.dim() > A.dim() or A.dim() - B.dim() > 1:
+        raise RuntimeError("torch.linalg.lstsq: input.dim() must be greater or equal to "
+                           "other.dim() and (input.dim() - other.dim()) <= 1")
     vector = B.dim() == A.dim() - 1
     Bm = B.unsqueeze(-1) if vector else B
     m, n = A.shape[-2], A.shape[-1]
@@ -149,9 +153,8 @@ def lstsq(A, B, rcond=None, *, driver=None):
         rank = keep.sum(-1)
     residuals = empty
     if driver != "gelsy" and m > n and bool((rank == n).all().item()):
+        # [..., k]; a vector B keeps its k = 1 here (torch squeezes only the solution)
         residuals = ((A @ X - Bm) ** 2).sum(-2)
-        if vector:
-            residuals = residuals.squeeze(-1)
     return _lstsq_t(X.squeeze(-1) if vector else X, residuals,
                     rank if driver != "gels" else _C.empty(0, dtype=_C.int64),
                     S if driver in ("gelsd", "gelss") else empty)
@@ -210,6 +213,9 @@ def matrix_exp(A):
     if A.dim() < 2 or A.shape[-1] != A.shape[-2]:
         raise RuntimeError("linalg.matrix_exp: A must be batches of square matrices, but they "
                            f"are {tuple(A.shape[-2:])} matrices")
+    if not A.dtype.is_floating_point:  # as torch: no integer matrix exponential
+        raise RuntimeError(f"linalg.matrix_exp: Expected a floating point or complex tensor as "
+                           f"input. Got {A.dtype}")
     n = A.shape[-1]
     if n == 0 or A.numel() == 0:
         return A.clone()
@@ -256,7 +262,7 @@ def vander(x, *, N=None):
     if x.dim() < 1:
         raise RuntimeError("linalg.vander: x must have at least one dimension.")
     N = x.shape[-1] if N is None else N
-    if N < 1:
+    if N <= 1:  # torch refuses N = 1 too
         raise RuntimeError(f"N must be greater than 1., got N = {N}")
     powers = [_C.ones_like(x)]
     for _ in range(1, N):

@@ -73,13 +73,29 @@ def solve(A, B, *, left=True, out=None):
     return _out(_L.solve(A, B, left), out)
 
 
+def _info_of_A(info, A):
+    """torch's info has A's batch shape (one LU per matrix of A); the op's is broadcast to
+    B's too: its copies of one matrix's info are equal, so keep the first of each."""
+    batch = tuple(A.shape[:-2])
+    if tuple(info.shape) == batch:
+        return info
+    info = info[(0,) * (info.dim() - len(batch))] if info.dim() > len(batch) else info
+    for d, size in enumerate(batch):
+        if size == 1 and info.shape[d] != 1:
+            info = info.narrow(d, 0, 1)
+    return info.contiguous()
+
+
 def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     if check_errors:
         _L.solve(A, B, left)
-    return _out(_solve_ex_t(*_L.solve_ex(A, B, left)), out)
+    result, info = _L.solve_ex(A, B, left)
+    return _out(_solve_ex_t(result, _info_of_A(info, A)), out)
 
 
 def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+    if A.dtype != B.dtype and A.dtype.is_floating_point and B.dtype.is_floating_point:
+        B = B.to(A.dtype)  # torch solves in A's dtype here (solve and lstsq refuse a mix)
     return _out(_L.solve_triangular(A, B, upper, left, unitriangular), out)
 
 

@@ -76,7 +76,9 @@ def lu_solve(b, LU_data, LU_pivots, *, out=None):
 def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):
     M = A.mT if transpose else A
     X = _f.solve_triangular(M, b, upper=upper != transpose, unitriangular=unitriangular)
-    return _f._out(_triangular_solve_t(X, A.clone()), out)
+    # the coefficient comes back broadcast to the solution's batch, as torch's
+    A_b = A.expand(*X.shape[:-2], *A.shape[-2:]).clone()
+    return _f._out(_triangular_solve_t(X, A_b), out)
 
 
 def pinverse(input, rcond=1e-15):
