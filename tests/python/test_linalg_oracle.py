@@ -245,8 +245,6 @@ def test_cholesky(dtype):
         where="cholesky_ex info")
 
 
-@pytest.mark.xfail(strict=True, reason="kiln bug (C++ linalg_cholesky_ex kernel): upper=True "
-                   "factors A's lower triangle and transposes it; torch reads the upper one")
 def test_cholesky_upper_reads_upper_triangle():
     """linalg.cholesky(A, upper=True) reads only A's upper triangle (LAPACK potrf 'U')."""
     a = np.array([[4.0, 1.0], [100.0, 3.0]])   # upper triangle: [[4, 1], [1, 3]], SPD

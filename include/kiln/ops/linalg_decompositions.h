@@ -20,7 +20,7 @@ class LinAlgError : public Error {
 };
 
 // Cholesky factor of symmetric positive-definite A [..., n, n]: lower L with A = L L^T, or
-// upper U = L^T when upper; only A's lower triangle is read. The _ex form returns info
+// upper U = L^T when upper; only A's lower (upper) triangle is read. The _ex form returns info
 // (int32 [...]: 0, or k when the leading minor of order k is not positive-definite) instead
 // of raising LinAlgError.
 Tensor linalg_cholesky(const Tensor& A, bool upper = false);

@@ -28,21 +28,17 @@ void cholesky_kernel(OpCall& call) {
   T* out = static_cast<T*>(call.outs[0].raw_data());
   int32_t* info = static_cast<int32_t*>(call.outs[1].raw_data());
   for_each_matrix(matrices(A), [&](int64_t b) {
-    // Factoring the upper triangle of A^T (A's lower one) as U^T U leaves, read row-major,
-    // L = U^T in the buffer's lower triangle.
+    // The buffer read column-major is A^T. Lower: its upper triangle (A's lower one) factored
+    // as U'^T U' leaves L = U'^T in the buffer's lower triangle, read row-major. Upper: its
+    // lower triangle (A's upper one) factored as L' L'^T leaves U = L'^T in the upper one.
     std::vector<T> buf(a + b * n * n, a + (b + 1) * n * n);
     int code = 0;
-    if (n > 0) lapack::potrf('U', int(n), buf.data(), lapack_ld(n), &code);
+    if (n > 0) lapack::potrf(upper ? 'L' : 'U', int(n), buf.data(), lapack_ld(n), &code);
     info[b] = code;
-    T* L = out + b * n * n;
+    T* out_b = out + b * n * n;
     for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        const T lower = i >= j ? buf[i * n + j] : T(0);
-        if (upper)
-          L[j * n + i] = lower;
-        else
-          L[i * n + j] = lower;
-      }
+      for (int64_t j = 0; j < n; ++j)
+        out_b[i * n + j] = (upper ? j >= i : i >= j) ? buf[size_t(i * n + j)] : T(0);
   });
 }
 
