@@ -36,4 +36,5 @@ NB_MODULE(_C, m) {
   bind_io(m);
   bind_onnx(m);
   bind_linalg_decompositions(m);
+  bind_graph(m);
 }

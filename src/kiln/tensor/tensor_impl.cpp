@@ -1,4 +1,5 @@
 #include "kiln/tensor/tensor_impl.h"
+#include "kiln/tensor/creation_observer.h"
 
 #include "kiln/tensor/empty.h"
 #include "kiln/tensor/tensor.h"
@@ -53,13 +54,27 @@ Tensor empty_tensor(const Shape& shape, DType dtype, Device device) {
   return empty_tensor(Shape(shape), dtype, device);
 }
 
+namespace {
+thread_local TensorCreationObserver t_creation_observer = nullptr;
+Tensor observed(Tensor t) {
+  if (__builtin_expect(t_creation_observer != nullptr, 0)) t_creation_observer(t.impl());
+  return t;
+}
+}  // namespace
+
+TensorCreationObserver set_tensor_creation_observer(TensorCreationObserver observer) {
+  TensorCreationObserver previous = t_creation_observer;
+  t_creation_observer = observer;
+  return previous;
+}
+
 Tensor empty_tensor(Shape&& shape, DType dtype, Device device) {
   int64_t n = numel_of(shape);
   device = resolve_device(device);
   auto storage = make_storage(device, size_t(n) * element_size(dtype));
   Strides strides = contiguous_strides(shape);
-  return Tensor(std::make_shared<TensorImpl>(std::move(storage), 0, std::move(shape),
-                                             std::move(strides), dtype));
+  return observed(Tensor(std::make_shared<TensorImpl>(std::move(storage), 0, std::move(shape),
+                                                      std::move(strides), dtype)));
 }
 
 Tensor empty_strided_tensor(const Shape& shape, const Strides& strides, DType dtype,
@@ -78,7 +93,8 @@ Tensor empty_strided_tensor(const Shape& shape, const Strides& strides, DType dt
   }
   device = resolve_device(device);
   auto storage = make_storage(device, size_t(extent) * element_size(dtype));
-  return Tensor(std::make_shared<TensorImpl>(std::move(storage), 0, shape, strides, dtype));
+  return observed(Tensor(std::make_shared<TensorImpl>(std::move(storage), 0, shape, strides,
+                                                      dtype)));
 }
 
 Tensor make_view(const Tensor& t, Shape shape, Strides strides, int64_t offset) {
