@@ -91,22 +91,68 @@ bool Graph::mutates() const {
   return false;
 }
 
+namespace {
+
+// The node after which each value is read for the last time (-1: never read by a node), so
+// a run can drop its intermediates as eager code does and the caching allocator hands their
+// blocks, still in cache, to the next ops.
+std::vector<int64_t> last_reads(const Graph& graph) {
+  std::vector<int64_t> last(size_t(graph.num_values), -1);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    for (ValueId id : graph.nodes[i].inputs)
+      if (id != kNoValue) last[size_t(id)] = int64_t(i);
+    for (ValueId id : graph.nodes[i].outs)
+      if (id != kNoValue) last[size_t(id)] = int64_t(i);
+  }
+  for (ValueId id : graph.outputs)
+    if (id != kNoValue) last[size_t(id)] = int64_t(graph.nodes.size());
+  return last;
+}
+
+// Whether a fresh value's first use overwrites it whole (as the out= tensor of an op that
+// does not also read it): then a run only needs new memory of its geometry, not its contents.
+bool written_before_read(const Graph& graph, size_t fresh_node) {
+  const ValueId v = graph.nodes[fresh_node].results[0];
+  for (size_t i = fresh_node + 1; i < graph.nodes.size(); ++i) {
+    const Node& n = graph.nodes[i];
+    bool reads = false, writes = false;
+    for (ValueId id : n.inputs) reads = reads || id == v;
+    for (ValueId id : n.outs) writes = writes || id == v;
+    if (reads || writes) return writes && !reads && n.kind == NodeKind::Op;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::vector<Tensor> run(const Graph& graph, const std::vector<Tensor>& inputs) {
   KILN_CHECK(inputs.size() == graph.inputs.size(), ValueError, "graph: expected ",
              graph.inputs.size(), " inputs, got ", inputs.size());
   std::vector<Tensor> env(size_t(graph.num_values));
   for (size_t i = 0; i < inputs.size(); ++i) env[size_t(graph.inputs[i])] = inputs[i];
   for (const auto& [id, t] : graph.constants) env[size_t(id)] = t;
+  const std::vector<int64_t> last = last_reads(graph);
   auto value = [&](ValueId id) { return id == kNoValue ? Tensor() : env[size_t(id)]; };
-  for (const Node& n : graph.nodes) {
+  auto release_after = [&](const Node& n, int64_t i) {
+    for (const std::vector<ValueId>* ids : {&n.inputs, &n.outs})
+      for (ValueId id : *ids)
+        if (id != kNoValue && last[size_t(id)] == i) env[size_t(id)] = Tensor();
+  };
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& n = graph.nodes[i];
     if (n.kind == NodeKind::Fresh) {
-      env[size_t(n.results[0])] = n.snapshot.clone();
+      const Tensor& s = n.snapshot;
+      env[size_t(n.results[0])] =
+          written_before_read(graph, i)
+              ? empty_strided_tensor(s.shape(), s.strides(), s.dtype(), s.device())
+              : s.clone();
       continue;
     }
     if (n.kind == NodeKind::Alias) {
       const Tensor& base = env[size_t(n.inputs[0])];
       env[size_t(n.results[0])] = autograd::detach(
           make_view(base, n.shape, n.strides, base.storage_offset() + n.relative_offset));
+      release_after(n, int64_t(i));
       continue;
     }
     OpCall call;
@@ -123,6 +169,7 @@ std::vector<Tensor> run(const Graph& graph, const std::vector<Tensor>& inputs) {
     for (ValueId id : n.outs) call.outs.push_back(value(id));
     call.device = n.device;
     std::vector<Tensor> results = dispatch(call);
+    release_after(n, int64_t(i));
     for (size_t k = 0; k < n.results.size() && k < results.size(); ++k)
       if (n.results[k] != kNoValue) env[size_t(n.results[k])] = std::move(results[k]);
   }
