@@ -383,3 +383,5 @@ def once_differentiable(fn):
         with no_grad():
             return fn(ctx, *args)
     return wrapper
+
+from . import _autograd_functional as functional  # noqa: E402,F401  (decision 0082)

@@ -1,0 +1,17 @@
+"""kiln.func: torch.func's function transforms (decision 0082). grad, grad_and_value, vjp,
+jacrev and hessian over kiln.autograd.grad; vmap as a loop over the mapped dimension;
+functional_call from kiln.nn.utils.stateless. jacfwd / jvp / linearize need forward-mode AD,
+which kiln does not have."""
+from ._transforms import grad, grad_and_value, vjp, jacrev, hessian  # noqa: F401
+from ._vmap import vmap  # noqa: F401
+from ..nn.utils.stateless import _functional_call
+
+__all__ = ["grad", "grad_and_value", "vjp", "jacrev", "hessian", "vmap", "functional_call"]
+
+
+def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, *,
+                    tie_weights=True, strict=False):
+    """module(*args, **kwargs) with the given tensors (a dict, or a list / tuple of dicts with
+    distinct keys) in place of its parameters and buffers, for this call only."""
+    return _functional_call(module, parameter_and_buffer_dicts, args, kwargs,
+                            tie_weights=tie_weights, strict=strict)
