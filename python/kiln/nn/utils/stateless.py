@@ -145,11 +145,11 @@ def _functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None,
 
 def functional_call(module, parameters_and_buffers, args=None, kwargs=None, *,
                     tie_weights=True, strict=False):
-    """The deprecated torch.nn.utils.stateless form (warns as torch); kiln has no kiln.func
-    yet, so its torch.func form (a list of dicts accepted too) is what runs."""
+    """The deprecated torch.nn.utils.stateless form (warns as torch); the same implementation
+    as kiln.func.functional_call (a list of dicts accepted too)."""
     warnings.warn("`nn.utils.stateless.functional_call` is deprecated as of PyTorch 2.0, "
-                  "replaced by `torch.func.functional_call` (kiln has no kiln.func yet: this "
-                  "function takes its arguments, a list of dicts included).",
+                  "replaced by `kiln.func.functional_call` (as torch's by "
+                  "`torch.func.functional_call`).",
                   FutureWarning, stacklevel=2)
     return _functional_call(module, parameters_and_buffers, args, kwargs,
                             tie_weights=tie_weights, strict=strict)
