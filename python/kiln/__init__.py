@@ -125,3 +125,4 @@ from . import _linalg_legacy  # noqa: E402  (torch.det, torch.svd, Tensor.invers
 _linalg_legacy.install(globals(), Tensor)
 from ._compile import compile  # noqa: E402,F401  (graph mode, decision 0081)
 from . import func  # noqa: E402,F401  (torch.func transforms, decision 0082)
+from . import quant, gguf  # noqa: E402,F401  (ggml block formats, GGUF files: decision 0083)

@@ -92,6 +92,7 @@ void bind_io(nb::module_& m);
 void bind_onnx(nb::module_& m);  // kiln._C._onnx
 void bind_linalg_decompositions(nb::module_& m);  // kiln._C._linalg
 void bind_graph(nb::module_& m);  // kiln._C._graph
+void bind_gguf(nb::module_& m);   // kiln._C._gguf
 
 // A tensor handed to another library without a copy (a NumPy array, a DLPack capsule, a
 // buffer view): while this lives its storage counts as foreign (StorageImpl::begin_export), so

@@ -37,4 +37,5 @@ NB_MODULE(_C, m) {
   bind_onnx(m);
   bind_linalg_decompositions(m);
   bind_graph(m);
+  bind_gguf(m);
 }

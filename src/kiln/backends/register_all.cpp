@@ -25,6 +25,7 @@ void register_pointwise_program_op();
 void register_lstm_cell_op();
 void register_linalg_factor_ops();    // linalg_factor_ops.cpp
 void register_linalg_spectral_ops();  // linalg_spectral_ops.cpp
+void register_ggml_linear_op();       // quant/ggml_linear.cpp
 }  // namespace ops
 namespace cpu {
 void register_copy_kernels();
@@ -32,6 +33,7 @@ void register_unary_kernels();
 void register_binary_kernels();
 void register_reduction_kernels();
 void register_linalg_kernels();
+void register_ggml_linear_kernel();
 void register_fused_linear_kernel();
 void register_indexing_kernels();
 void register_random_kernels();
@@ -73,6 +75,7 @@ void ensure_ops_registered() {
     ops::register_lstm_cell_op();
     ops::register_linalg_factor_ops();
     ops::register_linalg_spectral_ops();
+    ops::register_ggml_linear_op();
     cpu::register_copy_kernels();
     cpu::register_unary_kernels();
     cpu::register_binary_kernels();
@@ -92,6 +95,7 @@ void ensure_ops_registered() {
     cpu::register_lstm_cell_kernel();
     cpu::register_linalg_factor_kernels();
     cpu::register_linalg_spectral_kernels();
+    cpu::register_ggml_linear_kernel();
     testing_backend::register_testing_kernels();
   });
 }

@@ -1,0 +1,113 @@
+// ggml_linear on the CPU (include/kiln/quant/ggml_linear.h).
+// Few activation rows (decoding): the activations are quantised to 8-bit blocks and each
+// weight row is streamed once through the ISA's block dot product (isa/ggml_dot.h), up to
+// four activation rows per pass over the row, threads splitting the output features.
+// Many rows (prefill) or a type without a dot kernel: the weight is dequantised to float32
+// and multiplied by kiln's GEMM, which is far faster there than one block per instruction
+// (decision 0083).
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "isa/ggml_dot.h"
+#include "kiln/core/half.h"
+#include "kiln/dispatch/registry.h"
+#include "kiln/ops/factory.h"
+#include "kiln/ops/linalg.h"
+#include "kiln/quant/ggml_linear.h"
+
+namespace kiln::cpu {
+
+namespace {
+
+// From this many activation rows on, dequantise + GEMM beats the block dot products.
+constexpr int64_t kDequantizeMinRows = 16;
+// Output features per work item: 16 Q8_0 rows of 4096 values are 70 KB, so a work item's
+// weights stay in L2 while every group of activation rows passes over them.
+constexpr int64_t kFeaturesPerChunk = 16;
+
+// Quantises rows of 32-value blocks as ggml's quantize_row_q8_0: d = max|x| / 127, values
+// round(x / d) (half away from zero), d kept as float16 (the scale the products use).
+void quantize_rows_q8(const float* x, int64_t M, int64_t K, int8_t* qx, float* dx, float* xsum) {
+  const int64_t nb = K / 32;
+  for (int64_t r = 0; r < M; ++r) {
+    for (int64_t b = 0; b < nb; ++b) {
+      const float* v = x + r * K + b * 32;
+      float amax = 0;
+      for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(v[j]));
+      const float d = amax / 127.0f;
+      const float id = d != 0.0f ? 1.0f / d : 0.0f;
+      int8_t* q = qx + r * K + b * 32;
+      int32_t sum = 0;
+      for (int j = 0; j < 32; ++j) {
+        q[j] = int8_t(std::round(v[j] * id));
+        sum += q[j];
+      }
+      const float d16 = float(Half(d));
+      dx[r * nb + b] = d16;
+      xsum[r * nb + b] = d16 * float(sum);
+    }
+  }
+}
+
+void dequantize_matmul(OpCall& call, quant::GGMLType type, int64_t K) {
+  const Tensor& x = call.inputs[0];
+  const Tensor& w = call.inputs[1];
+  const int64_t N = w.size(0);
+  Tensor wf = empty({N, K}, DType::F32);
+  const uint8_t* src = static_cast<const uint8_t*>(w.raw_data());
+  float* dst = wf.data_ptr<float>();
+  const int64_t row_bytes = w.size(1);
+#pragma omp parallel for schedule(static) if (N * K >= (int64_t(1) << 16))
+  for (int64_t n = 0; n < N; ++n) quant::dequantize_ggml_row(type, src + n * row_bytes, dst + n * K, K);
+  const Tensor y = matmul(x.reshape({x.numel() / K, K}), wf.t());
+  call.outs[0].copy_(y.reshape(call.outs[0].shape()));
+}
+
+void ggml_linear_kernel(OpCall& call) {
+  const auto type = quant::GGMLType(call.int_attr(0));
+  const int64_t K = call.int_attr(1);
+  const Tensor& x = call.inputs[0];
+  const Tensor& w = call.inputs[1];
+  const int64_t M = K == 0 ? 0 : x.numel() / K, N = w.size(0);
+  if (M == 0 || N == 0) return;
+  const GGMLDotKernels& kernels = ggml_dot_kernels();
+  const GGMLDotFn dot = type == quant::GGMLType::Q8_0 ? kernels.q8_0
+                        : type == quant::GGMLType::Q4_0 ? kernels.q4_0 : nullptr;
+  if (dot == nullptr || M >= kDequantizeMinRows) return dequantize_matmul(call, type, K);
+
+  const int64_t nb = K / 32;
+  std::vector<int8_t> qx(size_t(M * K));
+  std::vector<float> dx(size_t(M * nb)), xsum(size_t(M * nb));
+  quantize_rows_q8(static_cast<const float*>(x.raw_data()), M, K, qx.data(), dx.data(), xsum.data());
+
+  const uint8_t* wp = static_cast<const uint8_t*>(w.raw_data());
+  const int64_t row_bytes = w.size(1);
+  float* out = static_cast<float*>(call.outs[0].raw_data());
+  const int64_t chunks = (N + kFeaturesPerChunk - 1) / kFeaturesPerChunk;
+#pragma omp parallel for schedule(static) if (M * N * K >= (int64_t(1) << 18))
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t n_end = std::min(N, (c + 1) * kFeaturesPerChunk);
+    for (int64_t r0 = 0; r0 < M; r0 += kGGMLDotRows) {
+      const int rows = int(std::min<int64_t>(kGGMLDotRows, M - r0));
+      for (int64_t n = c * kFeaturesPerChunk; n < n_end; ++n) {
+        float res[kGGMLDotRows];
+        dot(wp + n * row_bytes, nb, qx.data() + r0 * K, dx.data() + r0 * nb,
+            xsum.data() + r0 * nb, K, rows, res);
+        for (int i = 0; i < rows; ++i) out[(r0 + i) * N + n] = res[i];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void register_ggml_linear_kernel() {
+  register_kernel("ggml_linear", DeviceType::CPU, ggml_linear_kernel, dtype_bit(DType::F32));
+}
+
+}  // namespace kiln::cpu
+
+namespace kiln::quant {
+const char* ggml_linear_isa() { return cpu::ggml_dot_kernels().isa; }
+}  // namespace kiln::quant

@@ -1,0 +1,107 @@
+// AVX-512 VNNI variant of the ggml block dot products (ggml_dot.h). vpdpbusd multiplies
+// unsigned by signed bytes, four products per int32 lane:
+// - Q8_0: the activations are shifted to unsigned (x + 128, an xor of the sign bit) and the
+//   shift's contribution, 128 * (the weights' lane sums), computed once per weight block and
+//   shared by the activation rows, is subtracted: exact for every byte value.
+// - Q4_0: the nibbles are already unsigned; their offset of 8 is taken off in float through
+//   the activation block sums (xsum).
+// One 32-value block per 256-bit register. Compiled with AVX-512 F/BW/VL/VNNI and F16C.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "ggml_dot.h"
+
+namespace kiln::cpu {
+
+namespace {
+
+inline float scale_at(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+template <int R>
+void q8_0_rows(const uint8_t* w, int64_t nblocks, const int8_t* qx, const float* dx,
+               int64_t x_stride, float* out) {
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  const __m256i sign = _mm256_set1_epi8(char(0x80)), zero = _mm256_setzero_si256();
+  for (int64_t b = 0; b < nblocks; ++b) {
+    const uint8_t* blk = w + b * 34;
+    const float dw = scale_at(blk);
+    const __m256i wv = load32(blk + 2);
+    const __m256i shift = _mm256_dpbusd_epi32(zero, sign, wv);  // 128 * lane sums of w
+    for (int r = 0; r < R; ++r) {
+      const __m256i xu = _mm256_xor_si256(load32(qx + r * x_stride + b * 32), sign);
+      const __m256i p = _mm256_sub_epi32(_mm256_dpbusd_epi32(zero, xu, wv), shift);
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * dx[r * nblocks + b]), acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) out[r] = hsum(acc[r]);
+}
+
+template <int R>
+void q4_0_rows(const uint8_t* w, int64_t nblocks, const int8_t* qx, const float* dx,
+               const float* xsum, int64_t x_stride, float* out) {
+  __m256 acc[R];
+  float offset[R] = {};
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  const __m128i low4 = _mm_set1_epi8(0x0F);
+  const __m256i zero = _mm256_setzero_si256();
+  for (int64_t b = 0; b < nblocks; ++b) {
+    const uint8_t* blk = w + b * 18;
+    const float dw = scale_at(blk);
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
+    const __m256i nib = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), low4),
+                                         _mm_and_si128(q, low4));
+    for (int r = 0; r < R; ++r) {
+      const __m256i p = _mm256_dpbusd_epi32(zero, nib, load32(qx + r * x_stride + b * 32));
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * dx[r * nblocks + b]), acc[r]);
+      offset[r] += dw * xsum[r * nblocks + b];
+    }
+  }
+  for (int r = 0; r < R; ++r) out[r] = hsum(acc[r]) - 8.0f * offset[r];
+}
+
+void q8_0(const uint8_t* w, int64_t nb, const int8_t* qx, const float* dx, const float*,
+          int64_t xs, int rows, float* out) {
+  switch (rows) {
+    case 1: q8_0_rows<1>(w, nb, qx, dx, xs, out); break;
+    case 2: q8_0_rows<2>(w, nb, qx, dx, xs, out); break;
+    case 3: q8_0_rows<3>(w, nb, qx, dx, xs, out); break;
+    default: q8_0_rows<4>(w, nb, qx, dx, xs, out); break;
+  }
+}
+
+void q4_0(const uint8_t* w, int64_t nb, const int8_t* qx, const float* dx, const float* xsum,
+          int64_t xs, int rows, float* out) {
+  switch (rows) {
+    case 1: q4_0_rows<1>(w, nb, qx, dx, xsum, xs, out); break;
+    case 2: q4_0_rows<2>(w, nb, qx, dx, xsum, xs, out); break;
+    case 3: q4_0_rows<3>(w, nb, qx, dx, xsum, xs, out); break;
+    default: q4_0_rows<4>(w, nb, qx, dx, xsum, xs, out); break;
+  }
+}
+
+}  // namespace
+
+GGMLDotKernels ggml_dot_kernels_avx512vnni() {
+  GGMLDotKernels k;
+  k.q8_0 = &q8_0;
+  k.q4_0 = &q4_0;
+  k.isa = "avx512_vnni";
+  return k;
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,72 @@
+// The plain-loop variant of the ggml block dot products and the choice between variants.
+#include <cstring>
+
+#include "ggml_dot.h"
+#include "kiln/backends/cpu/cpu_info.h"
+#include "kiln/core/half.h"
+
+namespace kiln::cpu {
+
+namespace {
+
+float scale_at(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return Half::to_float(h);
+}
+
+void q8_0_baseline(const uint8_t* w, int64_t nblocks, const int8_t* qx, const float* dx,
+                   const float* /*xsum*/, int64_t x_stride, int rows, float* out) {
+  for (int r = 0; r < rows; ++r) {
+    float acc = 0;
+    for (int64_t b = 0; b < nblocks; ++b) {
+      const uint8_t* blk = w + b * 34;
+      const int8_t* wq = reinterpret_cast<const int8_t*>(blk + 2);
+      const int8_t* xq = qx + r * x_stride + b * 32;
+      int32_t s = 0;
+      for (int j = 0; j < 32; ++j) s += int32_t(wq[j]) * int32_t(xq[j]);
+      acc += float(s) * (scale_at(blk) * dx[r * nblocks + b]);
+    }
+    out[r] = acc;
+  }
+}
+
+void q4_0_baseline(const uint8_t* w, int64_t nblocks, const int8_t* qx, const float* dx,
+                   const float* xsum, int64_t x_stride, int rows, float* out) {
+  for (int r = 0; r < rows; ++r) {
+    float acc = 0;
+    for (int64_t b = 0; b < nblocks; ++b) {
+      const uint8_t* blk = w + b * 18;
+      const uint8_t* qs = blk + 2;
+      const int8_t* xq = qx + r * x_stride + b * 32;
+      int32_t s = 0;  // sum of nibble * x; the offset of 8 is taken off through xsum
+      for (int j = 0; j < 16; ++j)
+        s += int32_t(qs[j] & 0xF) * int32_t(xq[j]) + int32_t(qs[j] >> 4) * int32_t(xq[j + 16]);
+      const float d = scale_at(blk);
+      acc += float(s) * (d * dx[r * nblocks + b]) - 8.0f * d * xsum[r * nblocks + b];
+    }
+    out[r] = acc;
+  }
+}
+
+}  // namespace
+
+GGMLDotKernels ggml_dot_kernels_baseline() {
+  GGMLDotKernels k;
+  k.q8_0 = &q8_0_baseline;
+  k.q4_0 = &q4_0_baseline;
+  k.isa = "baseline";
+  return k;
+}
+
+const GGMLDotKernels& ggml_dot_kernels() {
+  static const GGMLDotKernels k = [] {
+    if (isa_level() >= IsaLevel::Avx512Vnni && cpu_features().avx512_vnni)
+      return ggml_dot_kernels_avx512vnni();
+    if (isa_level() >= IsaLevel::Avx2) return ggml_dot_kernels_avx2();
+    return ggml_dot_kernels_baseline();
+  }();
+  return k;
+}
+
+}  // namespace kiln::cpu
