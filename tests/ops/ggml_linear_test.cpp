@@ -100,7 +100,9 @@ TEST(GGMLLinear, Q4_0FewRowsIsExactBlockProduct) {
     for (int64_t K : {32, 96, 4096}) check(GGMLType::Q4_0, M, 19, K, uint32_t(M * 100 + K + 7));
 }
 
-TEST(GGMLLinear, ManyRowsEqualDequantizedProduct) {
+// From 16 rows on (prefill) the weight is dequantised to bfloat16 and multiplied with the
+// activations rounded to bfloat16 (float32 sums): the reference rounds both the same way.
+TEST(GGMLLinear, ManyRowsEqualBfloat16DequantizedProduct) {
   for (GGMLType type : {GGMLType::Q8_0, GGMLType::Q4_0}) {
     std::mt19937 rng(5);
     const int64_t M = 20, N = 33, K = 256;
@@ -112,11 +114,16 @@ TEST(GGMLLinear, ManyRowsEqualDequantizedProduct) {
     for (int64_t n = 0; n < N; ++n)
       quant::dequantize_ggml_row(type, &w[size_t(n * row_bytes)], &wf[size_t(n * K)], K);
     Tensor y = quant::ggml_linear(x, wt, type, K);
+    const auto bf16 = [](float v) { return double(float(BFloat16(v))); };
     for (int64_t m = 0; m < M; ++m)
       for (int64_t n = 0; n < N; ++n) {
-        double s = 0;
-        for (int64_t k = 0; k < K; ++k) s += double(x.data_ptr<float>()[m * K + k]) * wf[size_t(n * K + k)];
-        ASSERT_NEAR(y.data_ptr<float>()[m * N + n], s, 1e-4 * (std::fabs(s) + 1));
+        double s = 0, mag = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          const double p = bf16(x.data_ptr<float>()[m * K + k]) * bf16(wf[size_t(n * K + k)]);
+          s += p;
+          mag += std::fabs(p);
+        }
+        ASSERT_NEAR(y.data_ptr<float>()[m * N + n], s, 1e-5 * mag + 1e-6) << m << "," << n;
       }
   }
 }

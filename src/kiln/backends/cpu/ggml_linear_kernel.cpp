@@ -2,9 +2,9 @@
 // Few activation rows (decoding): the activations are quantised to 8-bit blocks and each
 // weight row is streamed once through the ISA's block dot product (isa/ggml_dot.h), up to
 // four activation rows per pass over the row, threads splitting the output features.
-// Many rows (prefill) or a type without a dot kernel: the weight is dequantised to float32
-// and multiplied by kiln's GEMM, which is far faster there than one block per instruction
-// (decision 0083).
+// Many rows (prefill): the weight is dequantised to bfloat16 and multiplied by kiln's bfloat16
+// GEMM, far faster there than one block per instruction (decision 0083). A type without a dot
+// kernel and few rows: dequantised to float32 and multiplied.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -50,7 +50,8 @@ void quantize_rows_q8(const float* x, int64_t M, int64_t K, int8_t* qx, float* d
   }
 }
 
-void dequantize_matmul(OpCall& call, quant::GGMLType type, int64_t K) {
+// Few rows of a type without a dot kernel: float32 weights, exact up to float32 sums.
+void dequantize_matmul_f32(OpCall& call, quant::GGMLType type, int64_t K) {
   const Tensor& x = call.inputs[0];
   const Tensor& w = call.inputs[1];
   const int64_t N = w.size(0);
@@ -64,6 +65,35 @@ void dequantize_matmul(OpCall& call, quant::GGMLType type, int64_t K) {
   call.outs[0].copy_(y.reshape(call.outs[0].shape()));
 }
 
+// Many rows: bfloat16 weights and activations into the bfloat16 GEMM with float32 sums and
+// a float32 result (fused_linear's out_dtype), like a bfloat16 model's layer. The rounding of
+// the activations to bfloat16 is finer than llama.cpp's 8-bit blocks.
+void dequantize_matmul_bf16(OpCall& call, quant::GGMLType type, int64_t K) {
+  const Tensor& x = call.inputs[0];
+  const Tensor& w = call.inputs[1];
+  const int64_t N = w.size(0), nb = K / 32;
+  Tensor wb = empty({N, K}, DType::BF16);
+  const uint8_t* src = static_cast<const uint8_t*>(w.raw_data());
+  uint16_t* dst = static_cast<uint16_t*>(wb.raw_data());
+  const int64_t row_bytes = w.size(1);
+  const GGMLDotKernels& kernels = ggml_dot_kernels();
+  const GGMLDequantBf16Fn fast = type == quant::GGMLType::Q8_0 ? kernels.q8_0_bf16
+                                 : type == quant::GGMLType::Q4_0 ? kernels.q4_0_bf16 : nullptr;
+#pragma omp parallel for schedule(static) if (N * K >= (int64_t(1) << 16))
+  for (int64_t n = 0; n < N; ++n) {
+    if (fast) {
+      fast(src + n * row_bytes, nb, dst + n * K);
+      continue;
+    }
+    std::vector<float> row(static_cast<size_t>(K));
+    quant::dequantize_ggml_row(type, src + n * row_bytes, row.data(), K);
+    for (int64_t k = 0; k < K; ++k) dst[n * K + k] = BFloat16::from_float(row[size_t(k)]);
+  }
+  const Tensor xb = x.reshape({x.numel() / K, K}).to(DType::BF16);
+  const Tensor y = fused_linear(xb, wb, Tensor(), LinearActivation::None, Tensor(), DType::F32);
+  call.outs[0].copy_(y.reshape(call.outs[0].shape()));
+}
+
 void ggml_linear_kernel(OpCall& call) {
   const auto type = quant::GGMLType(call.int_attr(0));
   const int64_t K = call.int_attr(1);
@@ -74,7 +104,8 @@ void ggml_linear_kernel(OpCall& call) {
   const GGMLDotKernels& kernels = ggml_dot_kernels();
   const GGMLDotFn dot = type == quant::GGMLType::Q8_0 ? kernels.q8_0
                         : type == quant::GGMLType::Q4_0 ? kernels.q4_0 : nullptr;
-  if (dot == nullptr || M >= kDequantizeMinRows) return dequantize_matmul(call, type, K);
+  if (M >= kDequantizeMinRows) return dequantize_matmul_bf16(call, type, K);
+  if (dot == nullptr) return dequantize_matmul_f32(call, type, K);
 
   const int64_t nb = K / 32;
   std::vector<int8_t> qx(size_t(M * K));

@@ -21,9 +21,15 @@ constexpr int kGGMLDotRows = 4;
 using GGMLDotFn = void (*)(const uint8_t* w, int64_t nblocks, const int8_t* qx, const float* dx,
                            const float* xsum, int64_t x_stride, int rows, float* out);
 
+// Dequantises one row of nblocks blocks to bfloat16 bits (round to nearest even), for the
+// products with many activation rows, which run as a bfloat16 GEMM.
+using GGMLDequantBf16Fn = void (*)(const uint8_t* w, int64_t nblocks, uint16_t* out);
+
 struct GGMLDotKernels {
   GGMLDotFn q8_0 = nullptr;
   GGMLDotFn q4_0 = nullptr;
+  GGMLDequantBf16Fn q8_0_bf16 = nullptr;
+  GGMLDequantBf16Fn q4_0_bf16 = nullptr;
   const char* isa = "baseline";
 };
 

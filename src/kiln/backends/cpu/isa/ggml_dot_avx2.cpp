@@ -72,6 +72,43 @@ void q4_0_rows(const uint8_t* w, int64_t nblocks, const int8_t* qx, const float*
 }
 
 
+// Eight floats to bfloat16 bits, rounding to nearest even (finite values; a NaN scale from a
+// corrupt file gives garbage, not a fault).
+inline void store_bf16x8(__m256 v, uint16_t* out) {
+  const __m256i bits = _mm256_castps_si256(v);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
+  const __m256i r = _mm256_srli_epi32(_mm256_add_epi32(bits, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))), 16);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out),
+                   _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1)));
+}
+
+// 32 int8 values (two 16-byte halves) times the block scale, to bfloat16.
+inline void block_to_bf16(__m128i lo, __m128i hi, float d, uint16_t* out) {
+  const __m256 s = _mm256_set1_ps(d);
+  const __m128i parts[4] = {lo, _mm_srli_si128(lo, 8), hi, _mm_srli_si128(hi, 8)};
+  for (int i = 0; i < 4; ++i)
+    store_bf16x8(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(parts[i])), s), out + 8 * i);
+}
+
+void q8_0_bf16(const uint8_t* w, int64_t nblocks, uint16_t* out) {
+  for (int64_t b = 0; b < nblocks; ++b) {
+    const uint8_t* blk = w + b * 34;
+    block_to_bf16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2)),
+                  _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 18)), scale_at(blk), out + b * 32);
+  }
+}
+
+void q4_0_bf16(const uint8_t* w, int64_t nblocks, uint16_t* out) {
+  const __m128i low4 = _mm_set1_epi8(0x0F), eight = _mm_set1_epi8(8);
+  for (int64_t b = 0; b < nblocks; ++b) {
+    const uint8_t* blk = w + b * 18;
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
+    block_to_bf16(_mm_sub_epi8(_mm_and_si128(q, low4), eight),
+                  _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), low4), eight), scale_at(blk),
+                  out + b * 32);
+  }
+}
+
 void q8_0(const uint8_t* w, int64_t nb, const int8_t* qx, const float* dx, const float*,
           int64_t xs, int rows, float* out) {
   switch (rows) {
@@ -98,6 +135,8 @@ GGMLDotKernels ggml_dot_kernels_avx2() {
   GGMLDotKernels k;
   k.q8_0 = &q8_0;
   k.q4_0 = &q4_0;
+  k.q8_0_bf16 = &q8_0_bf16;
+  k.q4_0_bf16 = &q4_0_bf16;
   k.isa = "avx2";
   return k;
 }

@@ -97,7 +97,7 @@ void q4_0(const uint8_t* w, int64_t nb, const int8_t* qx, const float* dx, const
 }  // namespace
 
 GGMLDotKernels ggml_dot_kernels_avx512vnni() {
-  GGMLDotKernels k;
+  GGMLDotKernels k = ggml_dot_kernels_avx2();  // its dequantisers (memory-bound: enough)
   k.q8_0 = &q8_0;
   k.q4_0 = &q4_0;
   k.isa = "avx512_vnni";

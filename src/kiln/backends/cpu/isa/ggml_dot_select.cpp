@@ -4,6 +4,7 @@
 #include "ggml_dot.h"
 #include "kiln/backends/cpu/cpu_info.h"
 #include "kiln/core/half.h"
+#include "kiln/quant/ggml_types.h"
 
 namespace kiln::cpu {
 
@@ -49,12 +50,24 @@ void q4_0_baseline(const uint8_t* w, int64_t nblocks, const int8_t* qx, const fl
   }
 }
 
+template <int kBlockBytes>
+void dequant_bf16_baseline(const uint8_t* w, int64_t nblocks, uint16_t* out) {
+  constexpr auto type = kBlockBytes == 34 ? quant::GGMLType::Q8_0 : quant::GGMLType::Q4_0;
+  float values[32];
+  for (int64_t b = 0; b < nblocks; ++b) {
+    quant::dequantize_ggml_row(type, w + b * kBlockBytes, values, 32);
+    for (int j = 0; j < 32; ++j) out[b * 32 + j] = BFloat16::from_float(values[j]);
+  }
+}
+
 }  // namespace
 
 GGMLDotKernels ggml_dot_kernels_baseline() {
   GGMLDotKernels k;
   k.q8_0 = &q8_0_baseline;
   k.q4_0 = &q4_0_baseline;
+  k.q8_0_bf16 = &dequant_bf16_baseline<34>;
+  k.q4_0_bf16 = &dequant_bf16_baseline<18>;
   k.isa = "baseline";
   return k;
 }
