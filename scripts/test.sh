@@ -56,6 +56,11 @@ CXX="${CXX:-c++}" .venv/bin/pip install -q --no-build-isolation .
 # compares kiln.onnx with ONNX Runtime: the test fails, never skips, without these.
 .venv/bin/pip install -q onnxruntime==1.32.0 onnx==1.23.2 flatbuffers packaging protobuf ml_dtypes typing_extensions ||
   echo "onnxruntime or onnx could not be installed (tests/python/test_onnx.py will fail)"
+# References of the LLM tests (tests/python/test_gguf_quant.py, test_llm_*.py): llama.cpp's gguf-py
+# (writer, (de)quantisers), Hugging Face transformers (Llama), sentencepiece and tokenizers
+# (trained offline in the tests). Pinned; transformers does not pull another torch.
+.venv/bin/pip install -q gguf==0.19.0 transformers==5.25.0 tokenizers==0.23.3 sentencepiece==0.2.3 ||
+  echo "gguf / transformers / tokenizers / sentencepiece could not be installed (the LLM tests will fail)"
 .venv/bin/python -m pytest tests/python -q -p no:cacheprovider 2>&1 | tee build/python-tests.log
 grep "^oracle:" build/python-tests.log
 # Again with the kernels of the lower ISA levels (KILN_CPU_ISA caps the level; oneDNN too)

@@ -12,7 +12,9 @@ import kiln
 from kiln.gguf import GGUFReader
 from kiln.quant import GGMLWeight
 
-gguf = pytest.importorskip("gguf", reason="gguf-py (pip install gguf) is the reference writer")
+# gguf-py (PyPI `gguf`, llama.cpp's own package; scripts/test.sh installs it) is the reference:
+# without it this file fails rather than skips.
+import gguf  # noqa: E402
 from gguf import GGMLQuantizationType as QT  # noqa: E402
 from gguf import quants  # noqa: E402
 
