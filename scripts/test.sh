@@ -58,8 +58,9 @@ CXX="${CXX:-c++}" .venv/bin/pip install -q --no-build-isolation .
   echo "onnxruntime or onnx could not be installed (tests/python/test_onnx.py will fail)"
 # References of the LLM tests (tests/python/test_gguf_quant.py, test_llm_*.py): llama.cpp's gguf-py
 # (writer, (de)quantisers), Hugging Face transformers (Llama), sentencepiece and tokenizers
-# (trained offline in the tests). Pinned; transformers does not pull another torch.
-.venv/bin/pip install -q gguf==0.19.0 transformers==5.25.0 tokenizers==0.23.3 sentencepiece==0.2.3 ||
+# (trained offline in the tests), accelerate (transformers needs it to load a GGUF file).
+# Pinned; none of them pulls another torch.
+.venv/bin/pip install -q gguf==0.19.0 transformers==5.25.0 tokenizers==0.23.3 sentencepiece==0.2.3 accelerate==1.16.0 ||
   echo "gguf / transformers / tokenizers / sentencepiece could not be installed (the LLM tests will fail)"
 .venv/bin/python -m pytest tests/python -q -p no:cacheprovider 2>&1 | tee build/python-tests.log
 grep "^oracle:" build/python-tests.log

@@ -86,6 +86,13 @@ class GGMLWeight:
         """The weight's values as a float32 tensor [out_features, in_features]."""
         return _g.dequantize(self.raw, _type_number(self.type), self.in_features)
 
+    def dequantize_rows(self, ids):
+        """Rows `ids` (an int64 tensor of any shape) as float32 [*ids.shape, in_features]: an
+        embedding lookup that reads only the rows it needs."""
+        flat = ids.reshape(-1)
+        rows = _g.dequantize(self.raw.index_select(0, flat), _type_number(self.type), self.in_features)
+        return rows.reshape(*ids.shape, self.in_features)
+
     def __repr__(self):
         return f"GGMLWeight({self.type}, shape={list(self.shape)}, {self.nbytes} bytes)"
 

@@ -166,6 +166,14 @@ def test_ggml_linear_batched_input_bias_and_bf16():
     np.testing.assert_allclose(got_b.reshape(6, 10), want_b, rtol=2e-5, atol=1e-4)
 
 
+def test_dequantize_rows_is_an_embedding_lookup():
+    w = kiln.randn(50, 64)
+    q = kiln.quant.quantize(w, "Q4_0")
+    ids = kiln.tensor([[3, 0, 49], [7, 7, 1]])
+    full = to_np(q.dequantize())
+    np.testing.assert_array_equal(to_np(q.dequantize_rows(ids)), full[to_np(ids)])
+
+
 def test_ggml_linear_error_messages():
     w = kiln.quant.quantize(kiln.randn(8, 64), "Q8_0")
     with pytest.raises(RuntimeError, match=r"expected input \[\.\.\., 64\]"):
