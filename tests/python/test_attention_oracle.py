@@ -60,6 +60,14 @@ OPS = sdpa_ops(24) + [
     oracle.Op("F.scaled_dot_product_attention", _sdpa, [((2, 3, 4, 5), (2, 3, 6, 5), (2, 3, 6, 2))],
               kwargs=[{}, {"is_causal": True}, {"scale": 0.3}],
               dtypes=["float32", "float64", "bfloat16"], tol=4),
+    # Grouped-query attention with groups of 4 query heads (folded into rows, decision 0083's
+    # note): one decoding step, a causal prefill, a [batch, 1, L, S] float mask.
+    oracle.Op("F.scaled_dot_product_attention", _sdpa,
+              [((2, 8, 1, 4), (2, 2, 7, 4), (2, 2, 7, 3)), ((1, 8, 5, 4), (1, 2, 5, 4), (1, 2, 5, 3)),
+               ((2, 8, 3, 4), (2, 2, 6, 4), (2, 2, 6, 3), (2, 1, 3, 6))],
+              kwargs=[{"enable_gqa": True}, {"enable_gqa": True, "is_causal": True},
+                      {"enable_gqa": True}],
+              dtypes=["float32", "float64", "bfloat16"], tol=4),
     # Unbatched 2-D inputs, and a float mask broadcast over the batch.
     oracle.Op("F.scaled_dot_product_attention", _sdpa, [((4, 3), (5, 3), (5, 2), (4, 5)),
                                                         (("t", (2, 4, 3)), (2, 5, 3), (2, 5, 2),
