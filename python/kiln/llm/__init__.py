@@ -1,4 +1,20 @@
 """kiln.llm: large-language-model inference from GGUF files (llama.cpp's format):
 tokenizers from the file's vocabulary, a Llama-family decoder with a key/value cache, and
 text generation. Weights stay in the file's quantised formats where kiln has kernels for
-them (kiln.quant)."""
+them (kiln.quant).
+
+    model, tok = kiln.llm.load("model.gguf")
+    for t in kiln.llm.generate(model, tok.encode("Once upon a time"), 64, eos_id=tok.eos_id):
+        print(tok.token_to_piece(t), end="", flush=True)
+"""
+from .generate import GenerationStats, generate  # noqa: F401
+from .llama import KVCache, LlamaConfig, LlamaModel  # noqa: F401
+from .loader import load  # noqa: F401
+
+
+def __getattr__(name):
+    # The tokenizer module is imported on first use (it compiles its regular expressions).
+    if name == "GGUFTokenizer":
+        from .tokenizer import GGUFTokenizer
+        return GGUFTokenizer
+    raise AttributeError(f"module 'kiln.llm' has no attribute {name!r}")
