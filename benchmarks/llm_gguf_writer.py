@@ -67,7 +67,8 @@ def write_llama_gguf(path, qtype="q8_0", seed=0, **shape):
         if qtype in ("Q8_0", "Q4_0"):
             w.add_tensor(name, kiln.quant.quantize(x, qtype).raw.numpy(), raw_dtype=raw_type)
         elif qtype == "BF16":
-            bits = x.to(kiln.bfloat16).view(kiln.int16).numpy().view(np.uint16)
+            u = x.numpy().view(np.uint32)  # round to nearest even, keep the high 16 bits
+            bits = ((u + (((u >> 16) & 1) + 0x7FFF)) >> 16).astype(np.uint16)
             w.add_tensor(name, bits, raw_shape=(rows, cols), raw_dtype=raw_type)
         else:
             w.add_tensor(name, x.numpy())
