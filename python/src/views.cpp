@@ -19,12 +19,8 @@ void bind_linalg_views(nb::module_& m, nb::class_<Tensor>& cls) {
   // Methods taking a shape as varargs or a sequence; module forms take a sequence.
   cls.def("view", [](const Tensor& t, nb::args shape) -> nb::object {
     if (shape.size() == 1 && PyObject_TypeCheck(shape[0].ptr(), dtype_type())) {
-      KILN_CHECK(element_size(nb::cast<DType>(shape[0])) == t.element_size() ||
-                 nb::cast<DType>(shape[0]) == t.dtype(), NotImplementedError,
-                 "view(dtype) with a different element size is not supported");
-      KILN_CHECK(nb::cast<DType>(shape[0]) == t.dtype(), NotImplementedError,
-                 "view(dtype) (reinterpreting bits) is not supported yet");
-      return nb::cast(t);
+      const DType to = nb::cast<DType>(shape[0]);
+      return nb::cast(nogil([&] { return kiln::view(t, to); }));
     }
     Shape s = shape_from_args(shape, "view");
     return nb::cast(nogil([&] { return kiln::view(t, s); }));

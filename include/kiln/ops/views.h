@@ -8,6 +8,9 @@
 namespace kiln {
 
 Tensor view(const Tensor& t, const Shape& shape);  // one dim may be -1
+// The same bytes as another dtype (torch's Tensor.view(dtype)); a different element size
+// rescales the last dim, which must have stride 1.
+Tensor view(const Tensor& t, DType dtype);
 Tensor reshape(const Tensor& t, const Shape& shape);  // a view when possible, else a copy
 Tensor permute(const Tensor& t, const std::vector<int64_t>& dims);
 Tensor transpose(const Tensor& t, int64_t d0, int64_t d1);

@@ -12,5 +12,7 @@ Tensor empty_strided_tensor(const Shape& shape, const Strides& strides, DType dt
                             Device device);
 // A view of t's storage with new geometry; shares the version counter; records t as base.
 Tensor make_view(const Tensor& t, Shape shape, Strides strides, int64_t offset);
+// The same with another dtype (Tensor.view(dtype)): geometry in elements of `dtype`.
+Tensor make_view(const Tensor& t, Shape shape, Strides strides, int64_t offset, DType dtype);
 
 }  // namespace kiln

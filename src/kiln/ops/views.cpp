@@ -81,6 +81,46 @@ Tensor view_fn(const OpCall& c) {
   return make_view(t, shape, *st, t.storage_offset());
 }
 
+// view(dtype): the same bytes read as another dtype, as torch's Tensor.view(dtype). With a
+// different element size the last dim (which must have stride 1) is rescaled, and every
+// other stride and the offset must convert exactly.
+Tensor view_dtype_fn(const OpCall& c) {
+  const Tensor& t = self(c);
+  const DType to = c.dtype_attr(0);
+  const int64_t from_size = int64_t(t.element_size()), to_size = int64_t(element_size(to));
+  if (from_size == to_size) return make_view(t, t.shape(), t.strides(), t.storage_offset(), to);
+  const std::string_view from_name = dtype_name(t.dtype());
+  const std::string_view to_name = dtype_name(to);
+  KILN_CHECK(t.dim() > 0, Error, "self.dim() cannot be 0 to view ", from_name, " as ", to_name,
+             " (different element sizes)");
+  KILN_CHECK(t.stride(-1) == 1, Error, "self.stride(-1) must be 1 to view ", from_name, " as ",
+             to_name, " (different element sizes), but got ", t.stride(-1));
+  Shape shape = t.shape();
+  Strides strides = t.strides();
+  const size_t last = shape.size() - 1;
+  int64_t offset = t.storage_offset();
+  if (to_size > from_size) {
+    const int64_t ratio = to_size / from_size;
+    KILN_CHECK(shape[last] % ratio == 0, Error, "self.size(-1) must be divisible by ", ratio,
+               " to view ", from_name, " as ", to_name, " (different element sizes), but got ",
+               shape[last]);
+    KILN_CHECK(offset % ratio == 0, Error, "self.storage_offset() must be divisible by ", ratio,
+               " to view ", from_name, " as ", to_name, ", but got ", offset);
+    for (size_t i = 0; i < last; ++i)
+      KILN_CHECK(strides[i] % ratio == 0, Error, "self.stride(", i, ") must be divisible by ",
+                 ratio, " to view ", from_name, " as ", to_name, ", but got ", strides[i]);
+    shape[last] /= ratio;
+    for (size_t i = 0; i < last; ++i) strides[i] /= ratio;
+    offset /= ratio;
+  } else {
+    const int64_t ratio = from_size / to_size;
+    shape[last] *= ratio;
+    for (size_t i = 0; i < last; ++i) strides[i] *= ratio;
+    offset *= ratio;
+  }
+  return make_view(t, shape, strides, offset, to);
+}
+
 Tensor permute_fn(const OpCall& c) {
   const Tensor& t = self(c);
   const auto& dims = c.ints_attr(0);
@@ -281,6 +321,7 @@ std::vector<Tensor> reshape_composite(OpCall& c) {
 }  // namespace
 
 Tensor view(const Tensor& t, const Shape& shape) { return call_op(KILN_OP("view"), {t}, {shape}); }
+Tensor view(const Tensor& t, DType dtype) { return call_op(KILN_OP("view.dtype"), {t}, {dtype}); }
 Tensor reshape(const Tensor& t, const Shape& shape) {
   return call_op(KILN_OP("reshape"), {t}, {shape});
 }
@@ -383,6 +424,8 @@ Tensor movedim(const Tensor& t, int64_t source, int64_t destination) {
 namespace ops {
 void register_view_ops() {
   register_view_op("view", "view(Tensor(a) self, SymInt[] size) -> Tensor(a)", view_fn);
+  register_view_op("view.dtype", "view.dtype(Tensor(a) self, ScalarType dtype) -> Tensor(a)",
+                   view_dtype_fn);
   register_composite_op("reshape", "reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)",
                         reshape_composite);
   register_view_op("permute", "permute(Tensor(a) self, int[] dims) -> Tensor(a)", permute_fn);

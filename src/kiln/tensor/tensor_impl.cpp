@@ -98,10 +98,13 @@ Tensor empty_strided_tensor(const Shape& shape, const Strides& strides, DType dt
 }
 
 Tensor make_view(const Tensor& t, Shape shape, Strides strides, int64_t offset) {
+  return make_view(t, std::move(shape), std::move(strides), offset, t.dtype());
+}
+
+Tensor make_view(const Tensor& t, Shape shape, Strides strides, int64_t offset, DType dtype) {
   auto* base = t.impl();
   auto impl = std::make_shared<TensorImpl>(base->storage(), offset, std::move(shape),
-                                           std::move(strides), base->dtype(),
-                                           base->version_counter());
+                                           std::move(strides), dtype, base->version_counter());
   impl->view_base = base->view_base ? base->view_base : t.impl_ptr();
   return Tensor(std::move(impl));
 }
