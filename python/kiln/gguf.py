@@ -4,8 +4,9 @@
     f.metadata["general.architecture"]        # plain Python values (lists for arrays)
     f.tensor("blk.0.attn_q.weight")           # kiln.Tensor, or kiln.quant.GGMLWeight if quantised
 
-The file is memory-mapped and its whole structure validated when opened (a malformed file
-raises ValueError naming what is wrong; a tensor type kiln does not know, TypeError).
+The file is memory-mapped (copy-on-write, populated up front) and its whole structure
+validated when opened (a malformed file raises ValueError naming what is wrong; a tensor type
+kiln does not know, TypeError). Tensors are views of the mapping unless copied.
 """
 import os
 from collections import namedtuple
@@ -61,15 +62,17 @@ class GGUFReader:
     def __contains__(self, name):
         return name in self._infos
 
-    def tensor(self, name):
-        """A copy of the tensor: kiln.Tensor for plain types (F32, F16, BF16, F64, I8-I64) in
-        torch's dimension order; a kiln.quant.GGMLWeight for block-quantised 2-D weights (other
-        quantised shapes: dequantized float32)."""
+    def tensor(self, name, copy=False):
+        """The tensor: kiln.Tensor for plain types (F32, F16, BF16, F64, I8-I64) in torch's
+        dimension order; a kiln.quant.GGMLWeight for block-quantised 2-D weights (other
+        quantised shapes: dequantized float32). Without copy, a file's tensor lives in the
+        file's memory map (no load time): writes to it are copy-on-write, private to this
+        process, never reaching the file; two calls for one name share memory."""
         info = self.tensor_info(name)
         if not GGML_TYPES[info.type][3]:
-            return self._file.tensor(name)
+            return self._file.tensor(name, copy)
         if len(info.shape) == 2:
-            return GGMLWeight(self._file.tensor(name), info.type, info.shape)
+            return GGMLWeight(self._file.tensor(name, copy), info.type, info.shape)
         return self._file.dequantize(name)
 
     def dequantize(self, name):

@@ -99,10 +99,10 @@ void bind_gguf(nb::module_& parent) {
                                     make_size(t.shape), t.offset, t.nbytes));
         return out;
       })
-      .def("tensor", [](const io::GGUFFile& f, nb::handle h) {
+      .def("tensor", [](const io::GGUFFile& f, nb::handle h, bool copy) {
         const std::string name = name_arg(h);
-        return nogil([&] { return f.tensor(name); });
-      }, nb::arg("name"))
+        return nogil([&] { return f.tensor(name, copy); });
+      }, nb::arg("name"), nb::arg("copy") = false)
       .def("dequantize", [](const io::GGUFFile& f, nb::handle h) {
         const std::string name = name_arg(h);
         return nogil([&] { return f.dequantize(name); });

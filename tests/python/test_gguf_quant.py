@@ -298,6 +298,21 @@ def test_tensors_round_trip(reference_file):
         f._file.tensor("nope")
 
 
+def test_tensors_are_copy_on_write_views_of_the_file(tmp_path):
+    path = tmp_path / "cow.gguf"
+    tensors, _ = write_reference_file(path)
+    before = path.read_bytes()
+    f = GGUFReader(path)
+    a, b, c = f.tensor("f32"), f.tensor("f32"), f.tensor("f32", copy=True)
+    a[0, 0] = 1234.5
+    assert b[0, 0].item() == 1234.5          # one mapping: views share memory
+    assert c[0, 0].item() == float(tensors["f32"][0, 0])
+    assert path.read_bytes() == before       # the file is never written
+    del f                                    # tensors keep the mapping alive
+    np.testing.assert_array_equal(to_np(b)[1:], tensors["f32"][1:])
+    assert GGUFReader(path).tensor("f32")[0, 0].item() == float(tensors["f32"][0, 0])
+
+
 def test_custom_alignment(tmp_path):
     path = tmp_path / "a.gguf"
     tensors, _ = write_reference_file(path, alignment=64)

@@ -74,10 +74,13 @@ class GGUFFile {
   bool contains(const std::string& name) const;
   // The tensor's bytes inside the file (valid while a copy of this object lives).
   std::span<const uint8_t> bytes(const std::string& name) const;
-  // A new CPU tensor holding a copy of the data: plain types keep their dtype (F32, F16,
-  // BF16, F64, I8, I16, I32, I64) and shape; quantised types come as their raw blocks, uint8
-  // [rows, row_bytes] (rows = the product of all sizes but the last).
-  Tensor tensor(const std::string& name) const;
+  // A CPU tensor of the data: plain types keep their dtype (F32, F16, BF16, F64, I8, I16,
+  // I32, I64) and shape; quantised types come as their raw blocks, uint8 [rows, row_bytes]
+  // (rows = the product of all sizes but the last). Without copy (the default for a file
+  // from open()), the tensor's storage is the file's mapping, made copy-on-write: no load
+  // time, and a write changes the process's copy, never the file (two calls for one name
+  // share that memory). copy = true, or a buffer from from_buffer(), copies.
+  Tensor tensor(const std::string& name, bool copy = false) const;
   // A new float32 CPU tensor of the tensor's shape with the values of any float or
   // quantised type (ggml's reference dequantisation); TypeError for integer types.
   Tensor dequantize(const std::string& name) const;

@@ -4,8 +4,10 @@ text generation. Weights stay in the file's quantised formats where kiln has ker
 them (kiln.quant).
 
     model, tok = kiln.llm.load("model.gguf")
-    for t in kiln.llm.generate(model, tok.encode("Once upon a time"), 64, eos_id=tok.eos_id):
-        print(tok.token_to_piece(t), end="", flush=True)
+    text = tok.stream_decoder()      # holds back characters split across byte tokens
+    for t in kiln.llm.generate(model, tok.encode("Once upon a time"), 64, eos_id=tok.eog_ids):
+        print(text.add(t), end="", flush=True)
+    print(text.flush())
 """
 from .generate import GenerationStats, generate  # noqa: F401
 from .llama import KVCache, LlamaConfig, LlamaModel  # noqa: F401

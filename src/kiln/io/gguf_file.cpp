@@ -5,6 +5,7 @@
 #include "kiln/io/json_reader.h"
 #include "kiln/io/mapped_file.h"
 #include "kiln/ops/factory.h"
+#include "kiln/tensor/tensor_impl.h"
 
 namespace kiln::io {
 
@@ -59,7 +60,7 @@ DType plain_dtype(quant::GGMLType t) {
 }  // namespace
 
 GGUFFile GGUFFile::open(const std::string& path) {
-  return GGUFFile(make_state(path, std::make_unique<detail::MappedFile>(path)));
+  return GGUFFile(make_state(path, std::make_unique<detail::MappedFile>(path, /*for_tensors=*/true)));
 }
 
 GGUFFile GGUFFile::from_buffer(const void* data, size_t size, const std::string& name) {
@@ -91,21 +92,44 @@ std::span<const uint8_t> GGUFFile::bytes(const std::string& name) const {
   return {state_->data(t), size_t(t.nbytes)};
 }
 
-Tensor GGUFFile::tensor(const std::string& name) const {
+namespace {
+
+// A CPU tensor whose storage is the tensor's bytes in the file image; the storage holds the
+// file's state (and so its mapping) alive.
+Tensor tensor_over_file(const std::shared_ptr<const GGUFFile::State>& state, uint8_t* data,
+                        uint64_t nbytes, const Shape& shape, DType dtype) {
+  auto* keep = new std::shared_ptr<const GGUFFile::State>(state);
+  DataPtr ptr(data, keep, [](void* ctx, void*) {
+    delete static_cast<std::shared_ptr<const GGUFFile::State>*>(ctx);
+  }, Device(DeviceType::CPU, 0));
+  auto storage = std::make_shared<StorageImpl>(std::move(ptr), size_t(nbytes));
+  return Tensor(std::make_shared<TensorImpl>(std::move(storage), 0, shape, contiguous_strides(shape), dtype));
+}
+
+}  // namespace
+
+Tensor GGUFFile::tensor(const std::string& name, bool copy) const {
   const GGUFTensorInfo& t = state_->entry(name);
-  const Device cpu(DeviceType::CPU, 0);
-  if (!quant::ggml_type_info(t.type).quantized)
-    return from_blob_copy(state_->data(t), t.shape, plain_dtype(t.type), cpu);
-  const int64_t row = quant::ggml_row_bytes(t.type, t.shape.back());
-  const int64_t rows = row == 0 ? 0 : int64_t(t.nbytes) / row;
-  return from_blob_copy(state_->data(t), Shape{rows, row}, DType::U8, cpu);
+  Shape shape = t.shape;
+  DType dtype = plain_dtype(t.type);
+  if (quant::ggml_type_info(t.type).quantized) {
+    const int64_t row = quant::ggml_row_bytes(t.type, t.shape.back());
+    shape = {row == 0 ? 0 : int64_t(t.nbytes) / row, row};
+    dtype = DType::U8;
+  }
+  uint8_t* writable = state_->bytes->tensor_data();
+  // Element-aligned bytes of a writable image back the tensor directly; otherwise a copy.
+  if (copy || writable == nullptr || (state_->parsed.data_offset + t.offset) % element_size(dtype) != 0)
+    return from_blob_copy(state_->data(t), shape, dtype, Device(DeviceType::CPU, 0));
+  return tensor_over_file(state_, writable + state_->parsed.data_offset + t.offset, t.nbytes, shape,
+                          dtype);
 }
 
 Tensor GGUFFile::dequantize(const std::string& name) const {
   const GGUFTensorInfo& t = state_->entry(name);
   const quant::GGMLTypeInfo& ti = quant::ggml_type_info(t.type);
   if (t.type == quant::GGMLType::F32 || t.type == quant::GGMLType::F64)
-    return tensor(name).to(DType::F32);
+    return tensor(name, /*copy=*/true).to(DType::F32);
   KILN_CHECK(ti.quantized || t.type == quant::GGMLType::F16 || t.type == quant::GGMLType::BF16,
              TypeError, "GGUF tensor ", detail::quote_for_message(name), " has integer type ",
              ti.name, "; only float and quantised tensors can be dequantised");

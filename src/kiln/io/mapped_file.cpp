@@ -19,7 +19,7 @@ std::string os_error(int err) { return std::error_code(err, std::system_category
 
 }  // namespace
 
-MappedFile::MappedFile(const std::string& path) {
+MappedFile::MappedFile(const std::string& path, bool for_tensors) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer; it is rejected below.
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) KILN_THROW(Error, "can't open '", path, "': ", os_error(errno));
@@ -35,13 +35,15 @@ MappedFile::MappedFile(const std::string& path) {
   }
   size_ = size_t(st.st_size);
   if (size_ > 0) {
-    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    const int prot = for_tensors ? PROT_READ | PROT_WRITE : PROT_READ;
+    void* p = ::mmap(nullptr, size_, prot, MAP_PRIVATE | (for_tensors ? MAP_POPULATE : 0), fd, 0);
     if (p == MAP_FAILED) {
       int err = errno;
       ::close(fd);
       KILN_THROW(Error, "can't memory-map '", path, "' (", size_, " bytes): ", os_error(err));
     }
     data_ = static_cast<const uint8_t*>(p);
+    writable_ = for_tensors;
   }
   ::close(fd);  // the mapping stays valid without the descriptor
 }
