@@ -129,6 +129,55 @@ TEST(GGMLLinear, ManyRowsEqualBfloat16DequantizedProduct) {
   }
 }
 
+// The K-quants' dot kernels (Q4_K, Q6_K) against the dequantised weights times the
+// activations as the kernels quantise them, in double.
+TEST(GGMLLinear, KQuantsFewRowsMatchDequantizedBlocks) {
+  for (GGMLType type : {GGMLType::Q4_K, GGMLType::Q6_K}) {
+    const int64_t block = type == GGMLType::Q4_K ? 144 : 210;
+    for (int64_t M : {1, 2, 3, 5}) {
+      std::mt19937 rng(uint32_t(M) * 31 + uint32_t(block));
+      const int64_t N = 9, K = 512;
+      std::vector<uint8_t> w(size_t(N * K / 256 * block));
+      for (auto& v : w) v = uint8_t(rng());
+      std::uniform_real_distribution<float> scale(-0.02f, 0.02f);
+      for (size_t b = 0; b < w.size(); b += size_t(block)) {  // finite float16 scales
+        for (size_t off : type == GGMLType::Q4_K ? std::vector<size_t>{0, 2} : std::vector<size_t>{208}) {
+          const uint16_t h = Half::from_float(scale(rng));
+          std::memcpy(&w[b + off], &h, 2);
+        }
+      }
+      std::normal_distribution<float> normal(0.0f, 1.0f);
+      std::vector<float> x(size_t(M * K));
+      for (auto& v : x) v = normal(rng);
+      const int64_t row_bytes = int64_t(w.size()) / N;
+      Tensor wt = from_blob_copy(w.data(), {N, row_bytes}, DType::U8, Device(DeviceType::CPU, 0));
+      Tensor y = quant::ggml_linear(from_blob_copy(x.data(), {M, K}, DType::F32, Device(DeviceType::CPU, 0)),
+                                    wt, type, K);
+      std::vector<float> wf(static_cast<size_t>(K));
+      for (int64_t n = 0; n < N; ++n) {
+        quant::dequantize_ggml_row(type, &w[size_t(n * row_bytes)], wf.data(), K);
+        for (int64_t m = 0; m < M; ++m) {
+          double s = 0, mag = 0;
+          for (int64_t b = 0; b < K / 32; ++b) {
+            const float* v = &x[size_t(m * K + b * 32)];
+            float amax = 0;
+            for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(v[j]));
+            const float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
+            const double dx = float(Half(d));
+            for (int j = 0; j < 32; ++j) {
+              const double t = double(wf[size_t(b * 32 + j)]) * dx * std::round(v[j] * id);
+              s += t;
+              mag += std::fabs(t);
+            }
+          }
+          ASSERT_NEAR(y.data_ptr<float>()[m * N + n], s, 1e-5 * mag + 1e-7)
+              << (type == GGMLType::Q4_K ? "Q4_K" : "Q6_K") << " M=" << M << " n=" << n << " m=" << m;
+        }
+      }
+    }
+  }
+}
+
 TEST(GGMLLinear, RejectsBadArguments) {
   Tensor w = zeros({4, 34}, DType::U8);
   EXPECT_THROW(quant::ggml_linear(randn({2, 64}), w, GGMLType::Q8_0, 64), ShapeError);

@@ -133,6 +133,25 @@ def bf16_round(a):
     return torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32)).to(torch.bfloat16).double().numpy()
 
 
+@pytest.mark.parametrize("qt", [QT.Q4_K, QT.Q6_K])
+@pytest.mark.parametrize("M", [1, 2, 4, 5, 15])
+def test_ggml_linear_k_quants_few_rows(qt, M):
+    """Q4_K / Q6_K dot kernels: dequantised weights (gguf-py) times the activations as
+    quantised to Q8_0 blocks (gguf-py), in float64."""
+    rng = np.random.default_rng(int(qt) * 10 + M)
+    N, K = 11, 768
+    raw = random_blocks(qt, N, K, rng)
+    x = rng.standard_normal((M, K)).astype(np.float32)
+    dx, qx = quantize_activations(x)
+    xq = (qx * dx[:, :, None]).reshape(M, K)
+    wf = quants.dequantize(raw, qt).astype(np.float64)
+    want = xq @ wf.T
+    mag = np.abs(xq) @ np.abs(wf).T
+    got = to_np(GGMLWeight(kiln.from_numpy(raw), qt.name, (N, K)).linear(kiln.from_numpy(x)))
+    assert np.all(np.abs(got - want) <= 2e-5 * mag + 1e-7), np.abs(got - want).max()
+    assert GGMLWeight(kiln.from_numpy(raw), qt.name, (N, K)).has_kernel
+
+
 @pytest.mark.parametrize("qt", [QT.Q8_0, QT.Q4_0, QT.Q4_K, QT.Q6_K])
 def test_ggml_linear_many_rows_is_bfloat16_product(qt):
     """From 16 activation rows on, the weight is dequantised to bfloat16 and multiplied with

@@ -3,13 +3,15 @@
 // Q8_0, Q4_0, ...): y[..., N] = x[..., K] @ W^T (+ bias), W [N, K] given as its raw blocks,
 // uint8 [N, row_bytes] (kiln::io::GGUFFile::tensor of a quantised tensor).
 //
-// For Q8_0 and Q4_0 the product runs as llama.cpp's does: the activations are quantised to
-// 8 bits per 32-value block (a float16 scale each, round half away from zero), every block
-// pair's integer dot product is exact, scaled by both scales and summed in float32. So the
-// result is not x @ dequantize(W) but within the activations' quantisation error of it
-// (about 0.4% of each block's largest value); the weights are read once, at about one byte
-// per value, which is what makes decoding fast. Other quantised types are dequantised to
-// float32 per call and multiplied (correct, slow: load those with dequantize instead).
+// With fewer than 16 activation rows, for Q8_0, Q4_0, Q4_K and Q6_K, the product runs as
+// llama.cpp's does: the activations are quantised to 8 bits per 32-value block (a float16
+// scale each, round half away from zero), every block pair's integer dot product is exact,
+// scaled by the scales and summed in float32. So the result is not x @ dequantize(W) but
+// within the activations' quantisation error of it (about 0.4% of each block's largest
+// value); the weights are read once, at about one byte per value or less, which is what
+// makes decoding fast. From 16 rows (prefill) the weight is dequantised to bfloat16 and
+// multiplied by the bfloat16 GEMM (result rounded to bfloat16). Other quantised types with
+// few rows are dequantised to float32 per call (correct, slow: load those dequantised).
 // Output float32; input float32, bfloat16 or float16 (widened first). No gradient.
 #include <cstdint>
 

@@ -104,8 +104,11 @@ void ggml_linear_kernel(OpCall& call) {
   const int64_t M = K == 0 ? 0 : x.numel() / K, N = w.size(0);
   if (M == 0 || N == 0) return;
   const GGMLDotKernels& kernels = ggml_dot_kernels();
-  const GGMLDotFn dot = type == quant::GGMLType::Q8_0 ? kernels.q8_0
-                        : type == quant::GGMLType::Q4_0 ? kernels.q4_0 : nullptr;
+  const GGMLDotFn dot = type == quant::GGMLType::Q8_0   ? kernels.q8_0
+                        : type == quant::GGMLType::Q4_0 ? kernels.q4_0
+                        : type == quant::GGMLType::Q4_K ? kernels.q4_k
+                        : type == quant::GGMLType::Q6_K ? kernels.q6_k
+                                                        : nullptr;
   if (M >= kDequantizeMinRows) return dequantize_matmul_bf16(call, type, K);
   if (dot == nullptr) return dequantize_matmul_f32(call, type, K);
 
@@ -116,6 +119,7 @@ void ggml_linear_kernel(OpCall& call) {
 
   const uint8_t* wp = static_cast<const uint8_t*>(w.raw_data());
   const int64_t row_bytes = w.size(1);
+  const int64_t weight_blocks = K / quant::ggml_type_info(type).block_elems;  // of the weight's type
   float* out = static_cast<float*>(call.outs[0].raw_data());
   const int64_t chunks = (N + kFeaturesPerChunk - 1) / kFeaturesPerChunk;
 #pragma omp parallel for schedule(static) if (M * N * K >= (int64_t(1) << 18))
@@ -125,7 +129,7 @@ void ggml_linear_kernel(OpCall& call) {
       const int rows = int(std::min<int64_t>(kGGMLDotRows, M - r0));
       for (int64_t n = c * kFeaturesPerChunk; n < n_end; ++n) {
         float res[kGGMLDotRows];
-        dot(wp + n * row_bytes, nb, qx.data() + r0 * K, dx.data() + r0 * nb,
+        dot(wp + n * row_bytes, weight_blocks, qx.data() + r0 * K, dx.data() + r0 * nb,
             xsum.data() + r0 * nb, K, rows, res);
         for (int i = 0; i < rows; ++i) out[(r0 + i) * N + n] = res[i];
       }

@@ -25,9 +25,14 @@ using GGMLDotFn = void (*)(const uint8_t* w, int64_t nblocks, const int8_t* qx, 
 // products with many activation rows, which run as a bfloat16 GEMM.
 using GGMLDequantBf16Fn = void (*)(const uint8_t* w, int64_t nblocks, uint16_t* out);
 
+// The K-quants (256-value super-blocks made of 32- or 16-value sub-blocks with their own
+// scales): `nblocks` counts super-blocks; dx / xsum still hold one entry per 32 activation
+// values (8 per super-block).
 struct GGMLDotKernels {
   GGMLDotFn q8_0 = nullptr;
   GGMLDotFn q4_0 = nullptr;
+  GGMLDotFn q4_k = nullptr;
+  GGMLDotFn q6_k = nullptr;
   GGMLDequantBf16Fn q8_0_bf16 = nullptr;
   GGMLDequantBf16Fn q4_0_bf16 = nullptr;
   const char* isa = "baseline";

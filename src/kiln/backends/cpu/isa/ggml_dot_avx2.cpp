@@ -137,6 +137,9 @@ GGMLDotKernels ggml_dot_kernels_avx2() {
   k.q4_0 = &q4_0;
   k.q8_0_bf16 = &q8_0_bf16;
   k.q4_0_bf16 = &q4_0_bf16;
+  const GGMLDotKernels plain = ggml_dot_kernels_baseline();  // K-quants: reference loops
+  k.q4_k = plain.q4_k;
+  k.q6_k = plain.q6_k;
   k.isa = "avx2";
   return k;
 }

@@ -109,6 +109,120 @@ void q4_0_rows(const uint8_t* w, int64_t nblocks, const int8_t* qx, const float*
   }
 }
 
+// The 6-bit scale and minimum of sub-block j of a Q4_K super-block (12 packed bytes).
+inline void k4_scale_min(int j, const uint8_t* q, int& sc, int& mn) {
+  if (j < 4) {
+    sc = q[j] & 63;
+    mn = q[j + 4] & 63;
+  } else {
+    sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+    mn = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+// Q4_K: sub-block j (32 values) is d * sc_j * nibble - dmin * m_j. The nibbles are unsigned,
+// so vpdpbusd takes them against the signed activations as they are; the minimum comes off
+// through the activation block sums (xsum = dx * sum of the block's int8 values).
+template <int R>
+void q4_k_rows(const uint8_t* w, int64_t nblocks, const int8_t* qx, const float* dx,
+               const float* xsum, int64_t x_stride, float* out) {
+  __m256 acc[R][2];
+  float offset[R] = {};
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  const __m256i low4 = _mm256_set1_epi8(0x0F), zero = _mm256_setzero_si256();
+  const int64_t nb32 = nblocks * 8;
+  for (int64_t b = 0; b < nblocks; ++b) {
+    const uint8_t* blk = w + b * 144;
+    const float d = scale_at(blk), dmin = scale_at(blk + 2);
+    float dsc[8], dm[8];
+    for (int j = 0; j < 8; ++j) {
+      int sc, mn;
+      k4_scale_min(j, blk + 4, sc, mn);
+      dsc[j] = d * float(sc);
+      dm[j] = dmin * float(mn);
+    }
+    for (int c = 0; c < 4; ++c) {
+      const __m256i bytes = load32(blk + 16 + 32 * c);
+      const __m256i lo = _mm256_and_si256(bytes, low4);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low4);
+      const int64_t j = b * 8 + 2 * c;  // the activation block of the low nibbles
+      for (int r = 0; r < R; ++r) {
+        const int8_t* x = qx + r * x_stride + j * 32;
+        const __m256i p_lo = _mm256_dpbusd_epi32(zero, lo, load32(x));
+        const __m256i p_hi = _mm256_dpbusd_epi32(zero, hi, load32(x + 32));
+        acc[r][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p_lo), _mm256_set1_ps(dsc[2 * c] * dx[r * nb32 + j]), acc[r][0]);
+        acc[r][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p_hi), _mm256_set1_ps(dsc[2 * c + 1] * dx[r * nb32 + j + 1]), acc[r][1]);
+        offset[r] += dm[2 * c] * xsum[r * nb32 + j] + dm[2 * c + 1] * xsum[r * nb32 + j + 1];
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) out[r] = hsum(_mm256_add_ps(acc[r][0], acc[r][1])) - offset[r];
+}
+
+// Q6_K: 6-bit values (low 4 bits in ql, high 2 in qh) offset by 32, one int8 scale per 16
+// values. Each 32-value group's products land in 8 lanes, lanes 0-3 from its first 16 values
+// and 4-7 from its second, so one scale vector [s_a x4, s_b x4] applies both scales; the
+// offset of 32 is taken off exactly per lane (vpdpbusd of 32s with the activations).
+template <int R>
+void q6_k_rows(const uint8_t* w, int64_t nblocks, const int8_t* qx, const float* dx,
+               int64_t x_stride, float* out) {
+  __m256 acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  const __m256i low4 = _mm256_set1_epi8(0x0F), three = _mm256_set1_epi8(3);
+  const __m256i k32 = _mm256_set1_epi8(32), zero = _mm256_setzero_si256();
+  const int64_t nb32 = nblocks * 8;
+  for (int64_t b = 0; b < nblocks; ++b) {
+    const uint8_t* blk = w + b * 210;
+    const float d = scale_at(blk + 208);
+    const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
+    for (int n = 0; n < 2; ++n) {
+      const __m256i A = load32(blk + 64 * n), B = load32(blk + 64 * n + 32);
+      const __m256i H = load32(blk + 128 + 32 * n);
+      const __m256i q[4] = {
+          _mm256_or_si256(_mm256_and_si256(A, low4), _mm256_slli_epi16(_mm256_and_si256(H, three), 4)),
+          _mm256_or_si256(_mm256_and_si256(B, low4),
+                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 2), three), 4)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(A, 4), low4),
+                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 4), three), 4)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(B, 4), low4),
+                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 6), three), 4))};
+      for (int t = 0; t < 4; ++t) {
+        const int64_t j = b * 8 + n * 4 + t;
+        const float s_lo = d * float(sc[8 * n + 2 * t]), s_hi = d * float(sc[8 * n + 2 * t + 1]);
+        for (int r = 0; r < R; ++r) {
+          const __m256i xv = load32(qx + r * x_stride + j * 32);
+          const __m256i p = _mm256_sub_epi32(_mm256_dpbusd_epi32(zero, q[t], xv),
+                                             _mm256_dpbusd_epi32(zero, k32, xv));
+          const float dxr = dx[r * nb32 + j];
+          const __m256 scale = _mm256_set_m128(_mm_set1_ps(s_hi * dxr), _mm_set1_ps(s_lo * dxr));
+          acc[r][t & 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), scale, acc[r][t & 1]);
+        }
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) out[r] = hsum(_mm256_add_ps(acc[r][0], acc[r][1]));
+}
+
+void q4_k(const uint8_t* w, int64_t nb, const int8_t* qx, const float* dx, const float* xsum,
+          int64_t xs, int rows, float* out) {
+  switch (rows) {
+    case 1: q4_k_rows<1>(w, nb, qx, dx, xsum, xs, out); break;
+    case 2: q4_k_rows<2>(w, nb, qx, dx, xsum, xs, out); break;
+    case 3: q4_k_rows<3>(w, nb, qx, dx, xsum, xs, out); break;
+    default: q4_k_rows<4>(w, nb, qx, dx, xsum, xs, out); break;
+  }
+}
+
+void q6_k(const uint8_t* w, int64_t nb, const int8_t* qx, const float* dx, const float*,
+          int64_t xs, int rows, float* out) {
+  switch (rows) {
+    case 1: q6_k_rows<1>(w, nb, qx, dx, xs, out); break;
+    case 2: q6_k_rows<2>(w, nb, qx, dx, xs, out); break;
+    case 3: q6_k_rows<3>(w, nb, qx, dx, xs, out); break;
+    default: q6_k_rows<4>(w, nb, qx, dx, xs, out); break;
+  }
+}
+
 void q8_0(const uint8_t* w, int64_t nb, const int8_t* qx, const float* dx, const float*,
           int64_t xs, int rows, float* out) {
   switch (rows) {
@@ -135,6 +249,8 @@ GGMLDotKernels ggml_dot_kernels_avx512vnni() {
   GGMLDotKernels k = ggml_dot_kernels_avx2();  // its dequantisers (memory-bound: enough)
   k.q8_0 = &q8_0;
   k.q4_0 = &q4_0;
+  k.q4_k = &q4_k;
+  k.q6_k = &q6_k;
   k.isa = "avx512_vnni";
   return k;
 }

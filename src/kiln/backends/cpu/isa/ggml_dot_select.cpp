@@ -50,6 +50,28 @@ void q4_0_baseline(const uint8_t* w, int64_t nblocks, const int8_t* qx, const fl
   }
 }
 
+// K-quants: each super-block is dequantised by the reference and dotted with the activations
+// as floats (the scales make the integer form no exacter than this).
+template <quant::GGMLType kType, int kBlockBytes>
+void k_quant_baseline(const uint8_t* w, int64_t nblocks, const int8_t* qx, const float* dx,
+                      const float* /*xsum*/, int64_t x_stride, int rows, float* out) {
+  float values[256];
+  for (int r = 0; r < rows; ++r) out[r] = 0;
+  for (int64_t b = 0; b < nblocks; ++b) {
+    quant::dequantize_ggml_row(kType, w + b * kBlockBytes, values, 256);
+    for (int r = 0; r < rows; ++r) {
+      float acc = 0;
+      for (int j = 0; j < 8; ++j) {
+        const int8_t* xq = qx + r * x_stride + b * 256 + j * 32;
+        float s = 0;
+        for (int i = 0; i < 32; ++i) s += values[j * 32 + i] * float(xq[i]);
+        acc += s * dx[r * nblocks * 8 + b * 8 + j];
+      }
+      out[r] += acc;
+    }
+  }
+}
+
 template <int kBlockBytes>
 void dequant_bf16_baseline(const uint8_t* w, int64_t nblocks, uint16_t* out) {
   constexpr auto type = kBlockBytes == 34 ? quant::GGMLType::Q8_0 : quant::GGMLType::Q4_0;
@@ -66,6 +88,8 @@ GGMLDotKernels ggml_dot_kernels_baseline() {
   GGMLDotKernels k;
   k.q8_0 = &q8_0_baseline;
   k.q4_0 = &q4_0_baseline;
+  k.q4_k = &k_quant_baseline<quant::GGMLType::Q4_K, 144>;
+  k.q6_k = &k_quant_baseline<quant::GGMLType::Q6_K, 210>;
   k.q8_0_bf16 = &dequant_bf16_baseline<34>;
   k.q4_0_bf16 = &dequant_bf16_baseline<18>;
   k.isa = "baseline";
