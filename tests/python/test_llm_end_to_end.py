@@ -157,3 +157,41 @@ def test_command_line_generates_and_reports(files):
     r = subprocess.run([sys.executable, "-m", "kiln.llm", "generate", "/nonexistent.gguf", "x"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "nonexistent.gguf" in r.stderr
+
+
+# --- Hugging Face checkpoint folders -------------------------------------------------------
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+def test_from_pretrained_equals_transformers(tmp_path, arch):
+    import transformers
+    torch.manual_seed(0)
+    common = dict(vocab_size=300, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+                  rms_norm_eps=1e-6, rope_theta=5e5)
+    if arch == "llama":
+        hf = transformers.LlamaForCausalLM(transformers.LlamaConfig(**common, tie_word_embeddings=False))
+    else:
+        hf = transformers.Qwen2ForCausalLM(transformers.Qwen2Config(**common, tie_word_embeddings=True))
+    with torch.no_grad():  # biases and norms away from their initial values
+        for p in hf.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    hf.eval().save_pretrained(tmp_path)
+    ids = [3, 200, 17, 42, 299, 5]
+    want = hf(torch.tensor([ids])).logits.detach().numpy()[0]
+    model = kiln.llm.from_pretrained(tmp_path)
+    np.testing.assert_allclose(kiln_logits(model, ids), want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+    greedy = hf.generate(torch.tensor([ids]), do_sample=False, max_new_tokens=8, min_new_tokens=8,
+                         pad_token_id=0)[0, len(ids):].tolist()
+    assert list(kiln.llm.generate(model, ids, 8)) == greedy
+    q = kiln.llm.from_pretrained(tmp_path, quantize="Q8_0")
+    err = np.abs(kiln_logits(q, ids) - want).max() / np.abs(want).max()
+    assert err < 0.05, err
+
+
+def test_from_pretrained_rejects_what_it_cannot_run(tmp_path):
+    (tmp_path / "config.json").write_text('{"model_type": "gpt_neox"}')
+    with pytest.raises(NotImplementedError, match="gpt_neox"):
+        kiln.llm.from_pretrained(tmp_path)
+    (tmp_path / "config.json").write_text('{"model_type": "llama", "rope_scaling": {"rope_type": "yarn"}}')
+    with pytest.raises(NotImplementedError, match="yarn"):
+        kiln.llm.from_pretrained(tmp_path)

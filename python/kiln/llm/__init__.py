@@ -12,6 +12,7 @@ them (kiln.quant).
 from .generate import GenerationStats, generate  # noqa: F401
 from .llama import KVCache, LlamaConfig, LlamaModel  # noqa: F401
 from .loader import load  # noqa: F401
+from .hf_checkpoint import from_pretrained  # noqa: F401  (Hugging Face checkpoint folders)
 
 
 def __getattr__(name):
