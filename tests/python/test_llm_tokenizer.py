@@ -16,6 +16,7 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings, strategies as st  # noqa: E402
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers  # noqa: E402
 
+from kiln.llm import _pre_tokenizers as pre_tk  # noqa: E402
 from kiln.llm import tokenizer as tk  # noqa: E402
 from kiln.llm.tokenizer import GGUFTokenizer  # noqa: E402
 
@@ -452,14 +453,14 @@ def test_byte_to_unicode_table():
 def test_fallback_regexes_split_like_the_regex_module(text):
     """Without the `regex` module, the unicodedata character classes split identically."""
     pytest.importorskip("regex")
-    for patterns, _, _ in tk._PRE_TOKENIZERS.values():
-        with_module = tk._PreTokenizer(patterns, use_regex_module=True).split(text)
-        assert tk._PreTokenizer(patterns, use_regex_module=False).split(text) == with_module
+    for patterns, _, _ in pre_tk._PRE_TOKENIZERS.values():
+        with_module = pre_tk._PreTokenizer(patterns, use_regex_module=True).split(text)
+        assert pre_tk._PreTokenizer(patterns, use_regex_module=False).split(text) == with_module
         assert "".join(with_module) == text
 
 
 def test_bpe_without_the_regex_module(bpe_trained, monkeypatch):
-    monkeypatch.setattr(tk, "_regex_module", None)
+    monkeypatch.setattr(pre_tk, "_regex_module", None)
     for pre in ("llama-bpe", "default"):
         tok = GGUFTokenizer.from_metadata(bpe_metadata(bpe_trained, pre))
         reference = bpe_reference(bpe_trained, pre)
