@@ -1,4 +1,5 @@
-"""kiln.gguf: reading GGUF files (llama.cpp's model format, versions 2 and 3).
+"""kiln.gguf: reading GGUF files (llama.cpp's model format, versions 2 and 3), and writing
+them (version 3: GGUFWriter and save, from kiln.gguf_writer).
 
     f = kiln.gguf.GGUFReader("model.gguf")
     f.metadata["general.architecture"]        # plain Python values (lists for arrays)
@@ -12,6 +13,7 @@ import os
 from collections import namedtuple
 
 from . import _C
+from .gguf_writer import GGUFWriter, save  # noqa: F401  (re-exported: kiln.gguf.GGUFWriter)
 from .quant import GGML_TYPES, GGMLWeight
 
 GGUFTensorInfo = namedtuple("GGUFTensorInfo", "name type type_number shape offset nbytes")

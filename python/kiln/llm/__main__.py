@@ -4,9 +4,11 @@
         [--top-k 40] [--top-p 0.95] [--repetition-penalty 1.1] [--seed 0] [--threads 2]
         [--dtype float32|bfloat16] [--dequantize] [--no-bos]
     python -m kiln.llm info MODEL.gguf
+    python -m kiln.llm convert HF_FOLDER OUT.gguf [--type f32|f16|bf16|q8_0|q4_0]
 
 generate streams the text as it is produced, then prints the prompt's and the decode's speed
-(to stderr). Greedy unless --temperature is given.
+(to stderr). Greedy unless --temperature is given. convert writes a Hugging Face Llama /
+Qwen2 / Mistral checkpoint folder as a GGUF file (kiln.llm.convert).
 """
 import argparse
 import sys
@@ -43,6 +45,9 @@ def _cmd_generate(args):
     dtype = {None: None, "float32": kiln.float32, "bfloat16": kiln.bfloat16}[args.dtype]
     t0 = time.perf_counter()
     model, tok = load(args.model, dtype=dtype, dequantize=args.dequantize)
+    if tok is None:
+        raise ValueError(f"{args.model} has no tokenizer (no tokenizer.ggml.model key); "
+                         f"generate needs one to encode the prompt")
     print(f"[loaded {args.model} in {time.perf_counter() - t0:.1f} s: {model.config.n_layers} layers, "
           f"dim {model.config.dim}, vocab {model.config.vocab_size}]", file=sys.stderr)
     ids = tok.encode(args.prompt, add_bos=False if args.no_bos else None)
@@ -64,6 +69,19 @@ def _cmd_generate(args):
           f"at {s.decode_tokens_per_s:.1f} tokens/s; stopped by {s.stop_reason}]", file=sys.stderr)
 
 
+def _cmd_convert(args):
+    import os
+    from .convert import convert
+    t0 = time.perf_counter()
+    written = convert(args.folder, args.out, type=args.type)
+    by_type = {}
+    for ggml_type in written.values():
+        by_type[ggml_type] = by_type.get(ggml_type, 0) + 1
+    types = ", ".join(f"{count} {t}" for t, count in sorted(by_type.items()))
+    print(f"wrote {args.out}: {len(written)} tensors ({types}), "
+          f"{os.path.getsize(args.out) / 1e6:.1f} MB in {time.perf_counter() - t0:.1f} s")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m kiln.llm", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -83,9 +101,15 @@ def main(argv=None):
     g.add_argument("--no-bos", action="store_true", help="do not add the BOS token")
     i = sub.add_parser("info", help="print a GGUF file's metadata and tensor types")
     i.add_argument("model")
+    c = sub.add_parser("convert", help="write a Hugging Face checkpoint folder as a GGUF file")
+    c.add_argument("folder", help="folder with config.json and *.safetensors")
+    c.add_argument("out", help="the GGUF file to write")
+    c.add_argument("--type", choices=["f32", "f16", "bf16", "q8_0", "q4_0"], default=None,
+                   help="the matrices' type (default: the checkpoint's own float type)")
     args = ap.parse_args(argv)
+    commands = {"generate": _cmd_generate, "info": _cmd_info, "convert": _cmd_convert}
     try:
-        (_cmd_generate if args.cmd == "generate" else _cmd_info)(args)
+        commands[args.cmd](args)
     except (ValueError, TypeError, NotImplementedError, OSError, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

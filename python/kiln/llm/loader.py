@@ -5,7 +5,8 @@ from ..quant import GGMLWeight
 
 
 def load(path, *, dtype=None, dequantize=False):
-    """(LlamaModel, GGUFTokenizer) from a GGUF file.
+    """(LlamaModel, GGUFTokenizer) from a GGUF file; the tokenizer is None when the file has
+    none (no "tokenizer.ggml.model" key, e.g. converted without a byte-level BPE tokenizer).
 
     Weights stay in the file's format: block-quantised matrices as kiln.quant.GGMLWeight
     (Q8_0 / Q4_0 multiply in the quantised domain; other block types are dequantised per
@@ -25,4 +26,6 @@ def load(path, *, dtype=None, dequantize=False):
         matrices = [w for w in weights.values() if not isinstance(w, GGMLWeight) and w.dim() == 2]
         dtype = _C.bfloat16 if matrices and all(w.dtype == _C.bfloat16 for w in matrices) else _C.float32
     model = LlamaModel(config, weights, dtype=dtype)
+    if "tokenizer.ggml.model" not in reader.metadata:
+        return model, None
     return model, GGUFTokenizer.from_metadata(reader.metadata)
