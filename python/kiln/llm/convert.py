@@ -19,6 +19,7 @@ import warnings
 from .. import _C
 from ..gguf_writer import GGUFWriter
 from .hf_checkpoint import _read_tensors, config_from_hf, weights_from_hf
+from ._tokenizer_metadata import TOKEN_CONTROL, TOKEN_NORMAL, TOKEN_UNUSED, TOKEN_USER_DEFINED
 
 # --type choices -> (ggml type of the matrices, llama.cpp's general.file_type (llama_ftype)).
 FILE_TYPES = {"f32": ("F32", 0), "f16": ("F16", 1), "bf16": ("BF16", 32),
@@ -170,9 +171,6 @@ _LLAMA3_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1
 _QWEN2_REGEX = _LLAMA3_REGEX.replace(r"\p{N}{1,3}", r"\p{N}")
 _PRE_BY_REGEX = {_GPT2_REGEX: "gpt-2", _LLAMA3_REGEX: "llama-bpe", _QWEN2_REGEX: "qwen2"}
 _IGNORE_MERGES = {"gpt-2": False, "llama-bpe": True, "qwen2": False}
-
-# "tokenizer.ggml.token_type" values (llama.cpp's llama_token_type).
-TOKEN_NORMAL, TOKEN_CONTROL, TOKEN_USER_DEFINED, TOKEN_UNUSED = 1, 3, 4, 5
 
 
 def tokenizer_metadata(folder, hf_config, vocab_size):
