@@ -129,11 +129,11 @@ TEST(GGMLLinear, ManyRowsEqualBfloat16DequantizedProduct) {
   }
 }
 
-// The K-quants' dot kernels (Q4_K, Q6_K) against the dequantised weights times the
+// The K-quants' dot kernels (Q4_K, Q5_K, Q6_K) against the dequantised weights times the
 // activations as the kernels quantise them, in double.
 TEST(GGMLLinear, KQuantsFewRowsMatchDequantizedBlocks) {
-  for (GGMLType type : {GGMLType::Q4_K, GGMLType::Q6_K}) {
-    const int64_t block = type == GGMLType::Q4_K ? 144 : 210;
+  for (GGMLType type : {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K}) {
+    const int64_t block = quant::ggml_type_info(type).block_bytes;
     for (int64_t M : {1, 2, 3, 5}) {
       std::mt19937 rng(uint32_t(M) * 31 + uint32_t(block));
       const int64_t N = 9, K = 512;
@@ -141,7 +141,7 @@ TEST(GGMLLinear, KQuantsFewRowsMatchDequantizedBlocks) {
       for (auto& v : w) v = uint8_t(rng());
       std::uniform_real_distribution<float> scale(-0.02f, 0.02f);
       for (size_t b = 0; b < w.size(); b += size_t(block)) {  // finite float16 scales
-        for (size_t off : type == GGMLType::Q4_K ? std::vector<size_t>{0, 2} : std::vector<size_t>{208}) {
+        for (size_t off : type == GGMLType::Q6_K ? std::vector<size_t>{208} : std::vector<size_t>{0, 2}) {
           const uint16_t h = Half::from_float(scale(rng));
           std::memcpy(&w[b + off], &h, 2);
         }
@@ -171,7 +171,7 @@ TEST(GGMLLinear, KQuantsFewRowsMatchDequantizedBlocks) {
             }
           }
           ASSERT_NEAR(y.data_ptr<float>()[m * N + n], s, 1e-5 * mag + 1e-7)
-              << (type == GGMLType::Q4_K ? "Q4_K" : "Q6_K") << " M=" << M << " n=" << n << " m=" << m;
+              << quant::ggml_type_info(type).name << " M=" << M << " n=" << n << " m=" << m;
         }
       }
     }

@@ -133,10 +133,10 @@ def bf16_round(a):
     return torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32)).to(torch.bfloat16).double().numpy()
 
 
-@pytest.mark.parametrize("qt", [QT.Q4_K, QT.Q6_K])
+@pytest.mark.parametrize("qt", [QT.Q4_K, QT.Q5_K, QT.Q6_K])
 @pytest.mark.parametrize("M", [1, 2, 4, 5, 15])
 def test_ggml_linear_k_quants_few_rows(qt, M):
-    """Q4_K / Q6_K dot kernels: dequantised weights (gguf-py) times the activations as
+    """Q4_K / Q5_K / Q6_K dot kernels: dequantised weights (gguf-py) times the activations as
     quantised to Q8_0 blocks (gguf-py), in float64."""
     rng = np.random.default_rng(int(qt) * 10 + M)
     N, K = 11, 768

@@ -3,7 +3,7 @@
 // Q8_0, Q4_0, ...): y[..., N] = x[..., K] @ W^T (+ bias), W [N, K] given as its raw blocks,
 // uint8 [N, row_bytes] (kiln::io::GGUFFile::tensor of a quantised tensor).
 //
-// With fewer than 16 activation rows, for Q8_0, Q4_0, Q4_K and Q6_K, the product runs as
+// With fewer than 16 activation rows, for Q8_0, Q4_0, Q4_K, Q5_K and Q6_K, the product runs as
 // llama.cpp's does: the activations are quantised to 8 bits per 32-value block (a float16
 // scale each, round half away from zero), every block pair's integer dot product is exact,
 // scaled by the scales and summed in float32. So the result is not x @ dequantize(W) but

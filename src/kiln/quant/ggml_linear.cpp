@@ -56,7 +56,7 @@ Tensor ggml_linear(const Tensor& input, const Tensor& weight_blocks, GGMLType ty
 
 bool ggml_linear_has_kernel(GGMLType type) {
   return type == GGMLType::Q8_0 || type == GGMLType::Q4_0 || type == GGMLType::Q4_K ||
-         type == GGMLType::Q6_K;
+         type == GGMLType::Q5_K || type == GGMLType::Q6_K;
 }
 
 }  // namespace kiln::quant

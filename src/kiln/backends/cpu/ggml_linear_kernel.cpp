@@ -107,6 +107,7 @@ void ggml_linear_kernel(OpCall& call) {
   const GGMLDotFn dot = type == quant::GGMLType::Q8_0   ? kernels.q8_0
                         : type == quant::GGMLType::Q4_0 ? kernels.q4_0
                         : type == quant::GGMLType::Q4_K ? kernels.q4_k
+                        : type == quant::GGMLType::Q5_K ? kernels.q5_k
                         : type == quant::GGMLType::Q6_K ? kernels.q6_k
                                                         : nullptr;
   if (M >= kDequantizeMinRows) return dequantize_matmul_bf16(call, type, K);

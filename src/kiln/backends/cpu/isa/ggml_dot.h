@@ -32,6 +32,7 @@ struct GGMLDotKernels {
   GGMLDotFn q8_0 = nullptr;
   GGMLDotFn q4_0 = nullptr;
   GGMLDotFn q4_k = nullptr;
+  GGMLDotFn q5_k = nullptr;
   GGMLDotFn q6_k = nullptr;
   GGMLDequantBf16Fn q8_0_bf16 = nullptr;
   GGMLDequantBf16Fn q4_0_bf16 = nullptr;

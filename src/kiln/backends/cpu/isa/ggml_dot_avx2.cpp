@@ -139,6 +139,7 @@ GGMLDotKernels ggml_dot_kernels_avx2() {
   k.q4_0_bf16 = &q4_0_bf16;
   const GGMLDotKernels plain = ggml_dot_kernels_baseline();  // K-quants: reference loops
   k.q4_k = plain.q4_k;
+  k.q5_k = plain.q5_k;
   k.q6_k = plain.q6_k;
   k.isa = "avx2";
   return k;

@@ -120,19 +120,23 @@ inline void k4_scale_min(int j, const uint8_t* q, int& sc, int& mn) {
   }
 }
 
-// Q4_K: sub-block j (32 values) is d * sc_j * nibble - dmin * m_j. The nibbles are unsigned,
-// so vpdpbusd takes them against the signed activations as they are; the minimum comes off
-// through the activation block sums (xsum = dx * sum of the block's int8 values).
-template <int R>
-void q4_k_rows(const uint8_t* w, int64_t nblocks, const int8_t* qx, const float* dx,
-               const float* xsum, int64_t x_stride, float* out) {
+// Q4_K / Q5_K: sub-block j (32 values) is d * sc_j * q - dmin * m_j with q a nibble (Q5_K: plus
+// a fifth bit from qh). The values are unsigned, so vpdpbusd takes them against the signed
+// activations as they are; the minimum comes off through the activation block sums (xsum =
+// dx * the sum of the block's int8 values).
+template <int R, bool kFiveBits>
+void q45_k_rows(const uint8_t* w, int64_t nblocks, const int8_t* qx, const float* dx,
+                const float* xsum, int64_t x_stride, float* out) {
+  constexpr int64_t kBlockBytes = kFiveBits ? 176 : 144;
+  constexpr int kValuesAt = kFiveBits ? 48 : 16;  // after d, dmin, scales (and qh)
   __m256 acc[R][2];
   float offset[R] = {};
   for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-  const __m256i low4 = _mm256_set1_epi8(0x0F), zero = _mm256_setzero_si256();
+  const __m256i low4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+  const __m256i zero = _mm256_setzero_si256();
   const int64_t nb32 = nblocks * 8;
   for (int64_t b = 0; b < nblocks; ++b) {
-    const uint8_t* blk = w + b * 144;
+    const uint8_t* blk = w + b * kBlockBytes;
     const float d = scale_at(blk), dmin = scale_at(blk + 2);
     float dsc[8], dm[8];
     for (int j = 0; j < 8; ++j) {
@@ -141,11 +145,17 @@ void q4_k_rows(const uint8_t* w, int64_t nblocks, const int8_t* qx, const float*
       dsc[j] = d * float(sc);
       dm[j] = dmin * float(mn);
     }
+    const __m256i high = kFiveBits ? load32(blk + 16) : zero;
     for (int c = 0; c < 4; ++c) {
-      const __m256i bytes = load32(blk + 16 + 32 * c);
-      const __m256i lo = _mm256_and_si256(bytes, low4);
-      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low4);
-      const int64_t j = b * 8 + 2 * c;  // the activation block of the low nibbles
+      const __m256i bytes = load32(blk + kValuesAt + 32 * c);
+      __m256i lo = _mm256_and_si256(bytes, low4);
+      __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low4);
+      if constexpr (kFiveBits) {  // bit 2c of qh[l] for the low values, 2c + 1 for the high
+        const __m128i s_lo = _mm_cvtsi32_si128(2 * c), s_hi = _mm_cvtsi32_si128(2 * c + 1);
+        lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(high, s_lo), one), 4));
+        hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(high, s_hi), one), 4));
+      }
+      const int64_t j = b * 8 + 2 * c;  // the activation block of the low values
       for (int r = 0; r < R; ++r) {
         const int8_t* x = qx + r * x_stride + j * 32;
         const __m256i p_lo = _mm256_dpbusd_epi32(zero, lo, load32(x));
@@ -203,13 +213,14 @@ void q6_k_rows(const uint8_t* w, int64_t nblocks, const int8_t* qx, const float*
   for (int r = 0; r < R; ++r) out[r] = hsum(_mm256_add_ps(acc[r][0], acc[r][1]));
 }
 
-void q4_k(const uint8_t* w, int64_t nb, const int8_t* qx, const float* dx, const float* xsum,
-          int64_t xs, int rows, float* out) {
+template <bool kFiveBits>
+void q45_k(const uint8_t* w, int64_t nb, const int8_t* qx, const float* dx, const float* xsum,
+           int64_t xs, int rows, float* out) {
   switch (rows) {
-    case 1: q4_k_rows<1>(w, nb, qx, dx, xsum, xs, out); break;
-    case 2: q4_k_rows<2>(w, nb, qx, dx, xsum, xs, out); break;
-    case 3: q4_k_rows<3>(w, nb, qx, dx, xsum, xs, out); break;
-    default: q4_k_rows<4>(w, nb, qx, dx, xsum, xs, out); break;
+    case 1: q45_k_rows<1, kFiveBits>(w, nb, qx, dx, xsum, xs, out); break;
+    case 2: q45_k_rows<2, kFiveBits>(w, nb, qx, dx, xsum, xs, out); break;
+    case 3: q45_k_rows<3, kFiveBits>(w, nb, qx, dx, xsum, xs, out); break;
+    default: q45_k_rows<4, kFiveBits>(w, nb, qx, dx, xsum, xs, out); break;
   }
 }
 
@@ -249,7 +260,8 @@ GGMLDotKernels ggml_dot_kernels_avx512vnni() {
   GGMLDotKernels k = ggml_dot_kernels_avx2();  // its dequantisers (memory-bound: enough)
   k.q8_0 = &q8_0;
   k.q4_0 = &q4_0;
-  k.q4_k = &q4_k;
+  k.q4_k = &q45_k<false>;
+  k.q5_k = &q45_k<true>;
   k.q6_k = &q6_k;
   k.isa = "avx512_vnni";
   return k;

@@ -89,6 +89,7 @@ GGMLDotKernels ggml_dot_kernels_baseline() {
   k.q8_0 = &q8_0_baseline;
   k.q4_0 = &q4_0_baseline;
   k.q4_k = &k_quant_baseline<quant::GGMLType::Q4_K, 144>;
+  k.q5_k = &k_quant_baseline<quant::GGMLType::Q5_K, 176>;
   k.q6_k = &k_quant_baseline<quant::GGMLType::Q6_K, 210>;
   k.q8_0_bf16 = &dequant_bf16_baseline<34>;
   k.q4_0_bf16 = &dequant_bf16_baseline<18>;
