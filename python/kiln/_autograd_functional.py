@@ -1,7 +1,8 @@
 """kiln.autograd.functional: vjp, jvp, jacobian, hessian, hvp and vhp of a function of tensors,
 as torch.autograd.functional (decision 0082). All are reverse mode over kiln.autograd.grad:
-jvp and hvp use the double-backward trick (the gradient of a vjp with respect to its
-cotangent, which the vjp depends on linearly), jacobian loops over the output elements.
+jvp, hvp and jacobian(strategy="forward-mode") use the double-backward trick (the gradient of
+a vjp with respect to its cotangent, which the vjp depends on linearly), jacobian loops over
+the output elements (forward-mode: over the input elements).
 
 Each function runs `func` on fresh graph roots (detached copies of the inputs, or views of
 them with create_graph=True so the results stay differentiable with respect to the caller's
@@ -207,10 +208,12 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
 
 def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
              strategy="reverse-mode"):
-    """The Jacobian of func at inputs: one row of vjps per output element. Result[i][j] (shape
-    output_i.shape + input_j.shape) with torch's nesting: a tensor level is dropped where a
-    single tensor (not a tuple) was given or returned. vectorize only changes how torch
-    batches the work; here it is the same loop (same values)."""
+    """The Jacobian of func at inputs: one row of vjps per output element (strategy=
+    "forward-mode": one column of Jacobian-vector products per input element, by the
+    double-backward trick; as torch, it needs vectorize=True and refuses create_graph / strict).
+    Result[i][j] (shape output_i.shape + input_j.shape) with torch's nesting: a tensor level is
+    dropped where a single tensor (not a tuple) was given or returned. vectorize only changes how
+    torch batches the work; here it is the same loop (same values)."""
     if strategy not in ("forward-mode", "reverse-mode"):
         raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode", '
                              f'but got {strategy!r}.')  # torch's class
@@ -221,9 +224,11 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
         if strict:
             raise RuntimeError("kiln.autograd.functional.jacobian: `strict=True` and "
                                '`strategy="forward-mode"` are not supported together.')
-        raise NotImplementedError('kiln.autograd.functional.jacobian: strategy="forward-mode" '
-                                  "needs forward-mode AD, which kiln does not have; use "
-                                  'strategy="reverse-mode" (same values).')
+        if not vectorize:  # as torch: its forward mode exists only in the vmapped form
+            raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse "
+                                      "Hessian is only implemented for `vectorize=True` (as "
+                                      "torch, whose forward-mode AD runs vmapped).")
+        return _jacobian_forward_mode(func, inputs)
     with enable_grad():
         inputs_are_tuple, inputs = _tensors_of(inputs, "inputs", "jacobian")
         inputs = _graph_roots(inputs, create_graph, need_graph=True)
@@ -236,6 +241,27 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
         rows = tuple(_jacobian_rows(i, out, inputs, create_graph, strict)
                      for i, out in enumerate(outputs))
     return _unpack2(_finish(rows, create_graph), outputs_are_tuple, inputs_are_tuple)
+
+
+def _jacobian_forward_mode(func, inputs):
+    """jacobian(strategy="forward-mode"): one Jacobian-vector product per input element, by the
+    double-backward trick (kiln has no forward-mode AD: see kiln/func/_linearize.py). Entries
+    have the output's dtype, as torch's forward mode."""
+    # imported here: kiln.func (its package imports kiln.nn) loads after kiln.autograd
+    from .func._linearize import Linearization
+    with enable_grad():
+        inputs_are_tuple, inputs = _tensors_of(inputs, "inputs", "jacobian")
+        for inp in inputs:
+            if not inp.is_floating_point():
+                raise ValueError("Expected primal to be floating point or complex, but got: "
+                                 f"{inp.dtype}")
+        inputs = _graph_roots(inputs, create_graph=False, need_graph=True)
+        outputs_are_tuple, outputs = _outputs_of(func, inputs, "jacobian")
+        blocks = Linearization(outputs, inputs, "kiln.autograd.functional.jacobian").jacobian(
+            create_graph=False)
+    # lists, not tuples: torch's forward mode returns lists of lists where both are tuples
+    rows = [[b.detach() for b in per_output] for per_output in blocks]
+    return _unpack2(rows, outputs_are_tuple, inputs_are_tuple)
 
 
 def _jacobian_rows(i, out, inputs, create_graph, strict):

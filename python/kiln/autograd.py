@@ -1,5 +1,6 @@
 """kiln.autograd: backward, grad, and the grad-mode context managers (also decorators)."""
 import functools
+import sys
 import warnings
 
 from . import _C
@@ -385,3 +386,9 @@ def once_differentiable(fn):
     return wrapper
 
 from . import _autograd_functional as functional  # noqa: E402,F401  (decision 0082)
+from . import _autograd_forward_ad as forward_ad  # noqa: E402,F401
+
+# kiln.autograd is a module, not a package: registered so that `import kiln.autograd.functional`
+# and `import kiln.autograd.forward_ad as fwAD` work as torch's.
+sys.modules[__name__ + ".functional"] = functional
+sys.modules[__name__ + ".forward_ad"] = forward_ad
