@@ -175,5 +175,20 @@ TEST(Autograd, DetachSharesDataButNotHistory) {
   EXPECT_TRUE(dy.shares_storage_with(y));
 }
 
+// autograd::grad runs only the nodes that lead to the requested inputs: here the second
+// pass reaches trigamma's node (the derivative of digamma, which has no derivative of its own)
+// only on the branch towards x, so asking for u alone must work and equal trigamma(x).
+TEST(Autograd, GradSkipsNodesThatDoNotLeadToTheInputs) {
+  Tensor x = tensor_from(std::vector<double>{1.5, 2.5}, {2}, TensorOptions(DType::F64));
+  autograd::set_requires_grad(x);
+  Tensor u = ones({2}, TensorOptions(DType::F64));
+  autograd::set_requires_grad(u);
+  Tensor g = autograd::grad({digamma(x)}, {x}, {u}, std::nullopt, /*create_graph=*/true)[0];
+  Tensor gu = autograd::grad({sum(g)}, {u}, {}, /*retain_graph=*/true)[0];
+  EXPECT_NEAR(gu.data_ptr<double>()[0], 0.9348022005446793, 1e-12);  // trigamma(1.5) = pi^2/2 - 4
+  EXPECT_NEAR(gu.data_ptr<double>()[1], 0.4903577561002349, 1e-12);  // trigamma(2.5) = pi^2/2 - 4 - 4/9
+  EXPECT_THROW(autograd::grad({sum(g)}, {x}), NotImplementedError);  // that branch does need it
+}
+
 }  // namespace
 }  // namespace kiln

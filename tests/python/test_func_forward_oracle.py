@@ -235,6 +235,10 @@ def scalar_functions(L):
         "svdvals": lambda x: L.linalg.svdvals(x).pow(3).sum(),
         "interpolate": lambda x: F.interpolate(x.reshape(1, 3, 4), scale_factor=2,
                                                mode="linear").pow(3).sum(),
+        # lgamma's second derivative is trigamma, whose own derivative kiln lacks: the jvp's
+        # second reverse pass must not run that node (it does not lead to the tangent's
+        # input; autograd.grad skips such nodes, as torch's engine does).
+        "lgamma": lambda x: (x.abs() + 0.5).lgamma().sum(),
     }
 
 

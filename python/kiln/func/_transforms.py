@@ -223,5 +223,6 @@ def _jacobian_columns(vjp_fn, out_leaves, out_spec, primal_leaves):
 
 def hessian(func, argnums=0):
     """The Hessian of func with respect to args[argnums]: jacrev of jacrev (torch.func takes
-    jacfwd of jacrev; same values, kiln has no forward mode)."""
+    jacfwd of jacrev; same values: kiln's jacfwd is itself built from reverse passes, see
+    _forward.py, so the outer reverse pass is the cheaper one here)."""
     return jacrev(jacrev(func, argnums), argnums)

@@ -71,6 +71,35 @@ std::vector<Tensor> run_backward(const std::vector<Edge>& roots, std::vector<Ten
     }
   }
 
+  // autograd::grad: only nodes whose gradients can reach a captured edge run (as torch's
+  // engine): others would compute unused gradients and may need derivatives that do not
+  // exist (the second derivative of a branch that only leads elsewhere).
+  std::unordered_map<Node*, bool> feeds_capture;  // some next edge leads to a captured node
+  if (captures) {
+    std::set<Node*> capture_nodes;
+    for (const auto& e : *captures)
+      if (e.valid()) capture_nodes.insert(e.node.get());
+    std::unordered_map<Node*, bool> needed;  // captured or feeds one
+    std::set<Node*> visited;
+    std::vector<std::pair<Node*, size_t>> dfs;  // iterative post-order over the DAG
+    for (const auto& e : roots)
+      if (e.valid() && visited.insert(e.node.get()).second) dfs.push_back({e.node.get(), 0});
+    while (!dfs.empty()) {
+      Node* n = dfs.back().first;
+      size_t& next = dfs.back().second;
+      if (next < n->next_edges.size()) {
+        const Edge& e = n->next_edges[next++];
+        if (e.valid() && visited.insert(e.node.get()).second) dfs.push_back({e.node.get(), 0});
+        continue;
+      }
+      bool below = false;
+      for (const auto& e : n->next_edges) below = below || (e.valid() && needed[e.node.get()]);
+      feeds_capture[n] = below;
+      needed[n] = below || capture_nodes.count(n) != 0;
+      dfs.pop_back();
+    }
+  }
+
   std::unordered_map<Node*, std::vector<Tensor>> buffers;
   auto add_grad = [&](const Edge& e, const Tensor& g) {
     auto& buf = buffers[e.node.get()];
@@ -116,7 +145,7 @@ std::vector<Tensor> run_backward(const std::vector<Edge>& roots, std::vector<Ten
     }
     bool is_leaf_node = dynamic_cast<AccumulateGrad*>(n) != nullptr;
     std::vector<Tensor> out;
-    if (!(captures && is_leaf_node)) {
+    if (!(captures && (is_leaf_node || !feeds_capture[n]))) {
       bool any = false;
       for (auto& g : grads) any = any || g.defined();
       if (any) out = n->apply(std::move(grads));
