@@ -562,3 +562,56 @@ def spm_metadata_default_ids(tok):
     made = GGUFTokenizer.from_metadata(md)
     assert (made.unknown_id, made.bos_id, made.eos_id) == (0, 1, 2) and made.add_bos
     return md
+
+
+# --- hostile vocabularies ----------------------------------------------------------------------
+
+def _mutations(md, rnd):
+    """A copy of a valid metadata dict with one structural fault of the kind a corrupt or
+    hostile GGUF file can carry (values of the wrong type, lengths that disagree, ids out of
+    range, empty or huge strings, odd unicode)."""
+    md = {k: (list(v) if isinstance(v, list) else v) for k, v in md.items()}
+    key = rnd.choice(sorted(md))
+    kind = rnd.randrange(8)
+    v = md[key]
+    if kind == 0:
+        md[key] = rnd.choice([None, 3, -1, 2.5, "x", True, [], [1, "a"], {"a": 1}])
+    elif kind == 1 and isinstance(v, list) and v:
+        md[key] = v[:rnd.randrange(len(v))]
+    elif kind == 2 and isinstance(v, list) and v:
+        i = rnd.randrange(len(v))
+        v[i] = rnd.choice(["", "\udcff", "\u2581" * 300, "<0xZZ>", "<0x41>", None, -7, float("nan")])
+    elif kind == 3:
+        del md[key]
+    elif kind == 4 and isinstance(v, list) and v:
+        md[key] = v + v[:rnd.randrange(1, len(v) + 1)]      # duplicated entries
+    elif kind == 5:
+        md[key] = 10 ** 12 if isinstance(v, int) else v
+    elif kind == 6 and key.endswith("merges") and v:
+        v[rnd.randrange(len(v))] = rnd.choice(["a", "a b c", " ", "\u2581 \u2581"])
+    else:
+        md["tokenizer.ggml.tokens"] = [t if rnd.random() > 0.05 else "" for t in md["tokenizer.ggml.tokens"]]
+    return md
+
+
+@pytest.mark.parametrize("which", ["spm", "bpe"])
+def test_mutated_vocabularies_raise_or_work(which, spm_model, bpe_trained):
+    """Every mutated vocabulary is either rejected with ValueError / NotImplementedError /
+    TypeError, or loads and then encodes and decodes text without any other exception."""
+    import random
+    md = spm_metadata(spm_model) if which == "spm" else bpe_metadata(bpe_trained, "gpt-2")
+    rnd = random.Random(11)
+    outcomes = {"rejected": 0, "works": 0}
+    for _ in range(150):
+        bad = _mutations(md, rnd)
+        try:
+            tok = GGUFTokenizer.from_metadata(bad)
+        except (ValueError, NotImplementedError, TypeError):
+            outcomes["rejected"] += 1
+            continue
+        ids = tok.encode("Hello wörld, 123 🙂\n\tend")
+        assert all(isinstance(i, int) and 0 <= i < tok.vocab_size for i in ids)
+        tok.decode(ids)
+        tok.decode([rnd.randrange(tok.vocab_size) for _ in range(20)])
+        outcomes["works"] += 1
+    assert outcomes["rejected"] > 0 and outcomes["works"] > 0, outcomes
