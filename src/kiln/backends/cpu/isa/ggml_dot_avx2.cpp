@@ -1,6 +1,7 @@
-// AVX2 variant of the ggml block dot products (ggml_dot.h): both operands widened to int16
-// and multiplied in exact pairs (vpmaddwd), so every weight byte, -128 included, counts
-// exactly. Compiled with -mavx2 -mfma -mf16c; also used at the AVX-512 level without VNNI.
+// AVX2 variant of the ggml block dot products (ggml_dot.h). Q8_0 / Q4_0: both operands widened
+// to int16 and multiplied in exact pairs (vpmaddwd), so every weight byte, -128 included,
+// counts exactly. The K-quants (ggml_kquant_dot.inc): vpmaddubsw of their small unsigned
+// values with the activations. Compiled with -mavx2 -mfma -mf16c; also used at the AVX-512 level without VNNI.
 #include <immintrin.h>
 
 #include <cstring>
@@ -72,6 +73,16 @@ void q4_0_rows(const uint8_t* w, int64_t nblocks, const int8_t* qx, const float*
 }
 
 
+inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// Unsigned by signed bytes into int32 lanes of four (see ggml_kquant_dot.inc): the pairs'
+// int16 sums cannot saturate for the K-quants' values (at most 63).
+inline __m256i dot_u8s8(__m256i u, __m256i s) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+}
+
+#include "ggml_kquant_dot.inc"
+
 // Eight floats to bfloat16 bits, rounding to nearest even (finite values; a NaN scale from a
 // corrupt file gives garbage, not a fault).
 inline void store_bf16x8(__m256 v, uint16_t* out) {
@@ -137,10 +148,9 @@ GGMLDotKernels ggml_dot_kernels_avx2() {
   k.q4_0 = &q4_0;
   k.q8_0_bf16 = &q8_0_bf16;
   k.q4_0_bf16 = &q4_0_bf16;
-  const GGMLDotKernels plain = ggml_dot_kernels_baseline();  // K-quants: reference loops
-  k.q4_k = plain.q4_k;
-  k.q5_k = plain.q5_k;
-  k.q6_k = plain.q6_k;
+  k.q4_k = &q45_k<false>;
+  k.q5_k = &q45_k<true>;
+  k.q6_k = &q6_k;
   k.isa = "avx2";
   return k;
 }
