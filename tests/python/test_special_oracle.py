@@ -36,11 +36,21 @@ OPS += [
                                                                   171.5, 1e30]))),
        [((7,),)], dtypes=["float64"], grad=False),
     Op("polygamma1", lambda L, x: L.polygamma(1, x), [((4, 5),)], dtypes=["float32", "float64"],
-       domain="pos", grad=False, tol=10),
+       domain="pos", tol=10),
     Op("polygamma1_negative", lambda L, x: x.polygamma(1), [((4, 5),)],
        dtypes=["float32", "float64"], domain="real", grad=False, tol=100),
     Op("polygamma0", lambda L, x: L.polygamma(0, x), [((4, 5),)], dtypes=["float32", "float64"],
        domain="pos"),
+    # n >= 2: the Hurwitz zeta series (src/kiln/ops/polygamma.cpp); gradients through it.
+    *[Op(f"polygamma{n}", (lambda n: lambda L, x: L.polygamma(n, x))(n), [((4, 5),)],
+         dtypes=["float32", "float64"], domain="pos", tol=10) for n in (2, 3, 4, 7)],
+    Op("polygamma3_real", lambda L, x: (x * 3).polygamma(3), [((4, 5),)],
+       dtypes=["float64"], domain="real", grad=False, tol=100),
+    Op("polygamma_far", lambda L, x: (L.polygamma(2, x * 0 + L.tensor([1e-3, 0.5, 7.25, 40.0, 1e4, -7.5, -30.25])),
+                                       L.polygamma(5, x * 0 + L.tensor([1e-3, 0.5, 7.25, 40.0, 1e4, -7.5, -30.25]))),
+       [((7,),)], dtypes=["float64"], grad=False, tol=100),
+    Op("polygamma_poles", lambda L, x: L.polygamma(2, x * 0 + L.tensor([0.0, -1.0, -3.0, 1.0])),
+       [((4,),)], dtypes=["float64"], grad=False),
 ]
 
 

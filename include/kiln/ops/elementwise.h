@@ -58,7 +58,8 @@ Tensor isfinite(const Tensor& x);
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max);
 Tensor& clamp_(Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max);
 Tensor clamp(const Tensor& x, const Tensor& min, const Tensor& max);  // undefined: no bound
-// The n-th derivative of digamma: n = 0 (digamma) and 1 (trigamma; NotImplementedError above).
+// The n-th derivative of digamma: n = 0 (digamma), 1 (trigamma), n >= 2 by the Hurwitz zeta
+// series (ops/polygamma.cpp).
 Tensor polygamma(int64_t n, const Tensor& x);
 Tensor nan_to_num(const Tensor& x, std::optional<double> nan = std::nullopt,
                   std::optional<double> posinf = std::nullopt,

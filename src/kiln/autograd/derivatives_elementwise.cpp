@@ -46,6 +46,7 @@ KILN_UNARY_DERIVATIVE(erfc, g * exp(neg(x * x)) * (-2 / std::sqrt(kPi)))
 KILN_UNARY_DERIVATIVE(erfinv, g * exp(ctx.output(0) * ctx.output(0)) * (std::sqrt(kPi) / 2))
 KILN_UNARY_DERIVATIVE(lgamma, g * digamma(x))
 KILN_UNARY_DERIVATIVE(digamma, g * polygamma(1, x))
+KILN_UNARY_DERIVATIVE(trigamma, g * polygamma(2, x))
 KILN_UNARY_DERIVATIVE(reciprocal, g * neg(pow(ctx.output(0), 2)))
 KILN_UNARY_DERIVATIVE(zero_grad, zeros_like(g))  // floor, ceil, round, trunc, sign
 #undef KILN_UNARY_DERIVATIVE

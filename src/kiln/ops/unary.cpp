@@ -165,10 +165,12 @@ Tensor clamp(const Tensor& x, const Tensor& lo, const Tensor& hi) {
   return r;
 }
 
+Tensor polygamma_series(int64_t n, const Tensor& x);  // polygamma.cpp (n >= 2)
+
 Tensor polygamma(int64_t n, const Tensor& x) {
   KILN_CHECK(n >= 0, ValueError, "polygamma(n, x) does not support negative n, got ", n);
-  KILN_CHECK(n <= 1, NotImplementedError, "polygamma(n, x) is implemented for n = 0 "
-             "(digamma) and n = 1 (trigamma), got n = ", n);
+  KILN_CHECK(n <= 170, ValueError, "polygamma(n, x): n! overflows double for n > 170, got ", n);
+  if (n >= 2) return polygamma_series(n, x);
   return n == 0 ? digamma(x) : unary(KILN_OP("trigamma"), x, Kind::Float);
 }
 
