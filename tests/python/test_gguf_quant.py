@@ -152,7 +152,7 @@ def test_ggml_linear_k_quants_few_rows(qt, M):
     assert GGMLWeight(kiln.from_numpy(raw), qt.name, (N, K)).has_kernel
 
 
-@pytest.mark.parametrize("qt", [QT.Q8_0, QT.Q4_0, QT.Q4_K, QT.Q6_K])
+@pytest.mark.parametrize("qt", [QT.Q8_0, QT.Q4_0, QT.Q4_K, QT.Q5_K, QT.Q6_K, QT.Q5_1])
 def test_ggml_linear_many_rows_is_bfloat16_product(qt):
     """From 16 activation rows on, the weight is dequantised to bfloat16 and multiplied with
     the activations rounded to bfloat16, float32 sums, the result rounded to bfloat16

@@ -73,18 +73,23 @@ void dequantize_matmul_f32(OpCall& call, quant::GGMLType type, int64_t K) {
 void dequantize_matmul_bf16(OpCall& call, quant::GGMLType type, int64_t K) {
   const Tensor& x = call.inputs[0];
   const Tensor& w = call.inputs[1];
-  const int64_t N = w.size(0), nb = K / 32;
+  const int64_t N = w.size(0);
   Tensor wb = empty({N, K}, DType::BF16);
   const uint8_t* src = static_cast<const uint8_t*>(w.raw_data());
   uint16_t* dst = static_cast<uint16_t*>(wb.raw_data());
   const int64_t row_bytes = w.size(1);
   const GGMLDotKernels& kernels = ggml_dot_kernels();
-  const GGMLDequantBf16Fn fast = type == quant::GGMLType::Q8_0 ? kernels.q8_0_bf16
-                                 : type == quant::GGMLType::Q4_0 ? kernels.q4_0_bf16 : nullptr;
+  const GGMLDequantBf16Fn fast = type == quant::GGMLType::Q8_0   ? kernels.q8_0_bf16
+                                 : type == quant::GGMLType::Q4_0 ? kernels.q4_0_bf16
+                                 : type == quant::GGMLType::Q4_K ? kernels.q4_k_bf16
+                                 : type == quant::GGMLType::Q5_K ? kernels.q5_k_bf16
+                                 : type == quant::GGMLType::Q6_K ? kernels.q6_k_bf16
+                                                                 : nullptr;
+  const int64_t blocks = K / quant::ggml_type_info(type).block_elems;
 #pragma omp parallel for schedule(static) if (N * K >= (int64_t(1) << 16))
   for (int64_t n = 0; n < N; ++n) {
     if (fast) {
-      fast(src + n * row_bytes, nb, dst + n * K);
+      fast(src + n * row_bytes, blocks, dst + n * K);
       continue;
     }
     std::vector<float> row(static_cast<size_t>(K));

@@ -36,6 +36,9 @@ struct GGMLDotKernels {
   GGMLDotFn q6_k = nullptr;
   GGMLDequantBf16Fn q8_0_bf16 = nullptr;
   GGMLDequantBf16Fn q4_0_bf16 = nullptr;
+  GGMLDequantBf16Fn q4_k_bf16 = nullptr;  // nblocks: super-blocks of 256 values
+  GGMLDequantBf16Fn q5_k_bf16 = nullptr;
+  GGMLDequantBf16Fn q6_k_bf16 = nullptr;
   const char* isa = "baseline";
 };
 

@@ -81,8 +81,6 @@ inline __m256i dot_u8s8(__m256i u, __m256i s) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
 }
 
-#include "ggml_kquant_dot.inc"
-
 // Eight floats to bfloat16 bits, rounding to nearest even (finite values; a NaN scale from a
 // corrupt file gives garbage, not a fault).
 inline void store_bf16x8(__m256 v, uint16_t* out) {
@@ -92,6 +90,9 @@ inline void store_bf16x8(__m256 v, uint16_t* out) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(out),
                    _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1)));
 }
+
+#define KILN_GGML_KQUANT_BF16
+#include "ggml_kquant_dot.inc"
 
 // 32 int8 values (two 16-byte halves) times the block scale, to bfloat16.
 inline void block_to_bf16(__m128i lo, __m128i hi, float d, uint16_t* out) {
@@ -148,6 +149,9 @@ GGMLDotKernels ggml_dot_kernels_avx2() {
   k.q4_0 = &q4_0;
   k.q8_0_bf16 = &q8_0_bf16;
   k.q4_0_bf16 = &q4_0_bf16;
+  k.q4_k_bf16 = &q45_k_bf16<false>;
+  k.q5_k_bf16 = &q45_k_bf16<true>;
+  k.q6_k_bf16 = &q6_k_bf16;
   k.q4_k = &q45_k<false>;
   k.q5_k = &q45_k<true>;
   k.q6_k = &q6_k;
