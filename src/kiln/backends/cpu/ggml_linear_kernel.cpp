@@ -74,7 +74,9 @@ void dequantize_matmul_bf16(OpCall& call, quant::GGMLType type, int64_t K) {
   const Tensor& x = call.inputs[0];
   const Tensor& w = call.inputs[1];
   const int64_t N = w.size(0);
+  Tensor wb = empty({N, K}, DType::BF16);
   const uint8_t* src = static_cast<const uint8_t*>(w.raw_data());
+  uint16_t* dst = static_cast<uint16_t*>(wb.raw_data());
   const int64_t row_bytes = w.size(1);
   const GGMLDotKernels& kernels = ggml_dot_kernels();
   const GGMLDequantBf16Fn fast = type == quant::GGMLType::Q8_0   ? kernels.q8_0_bf16
@@ -84,32 +86,19 @@ void dequantize_matmul_bf16(OpCall& call, quant::GGMLType type, int64_t K) {
                                  : type == quant::GGMLType::Q6_K ? kernels.q6_k_bf16
                                                                  : nullptr;
   const int64_t blocks = K / quant::ggml_type_info(type).block_elems;
-  const Tensor xb = x.reshape({x.numel() / K, K}).to(DType::BF16);
-  const int64_t M = xb.size(0);
-  Tensor out = call.outs[0].reshape({M, N});
-  // A tile of output features at a time: its bfloat16 weights (kTileBytes) are multiplied
-  // while still in the cache, instead of writing the whole dequantised matrix to memory and
-  // reading it back.
-  constexpr int64_t kTileBytes = int64_t(2) << 20;
-  const int64_t tile = std::max<int64_t>(64, kTileBytes / (2 * K)) / 16 * 16;
-  Tensor wb = empty({std::min(tile, N), K}, DType::BF16);
-  uint16_t* dst = static_cast<uint16_t*>(wb.raw_data());
-  for (int64_t n0 = 0; n0 < N; n0 += tile) {
-    const int64_t rows = std::min(tile, N - n0);
-#pragma omp parallel for schedule(static) if (rows * K >= (int64_t(1) << 16))
-    for (int64_t i = 0; i < rows; ++i) {
-      const uint8_t* row = src + (n0 + i) * row_bytes;
-      if (fast) {
-        fast(row, blocks, dst + i * K);
-        continue;
-      }
-      std::vector<float> values(static_cast<size_t>(K));
-      quant::dequantize_ggml_row(type, row, values.data(), K);
-      for (int64_t k = 0; k < K; ++k) dst[i * K + k] = BFloat16::from_float(values[size_t(k)]);
+#pragma omp parallel for schedule(static) if (N * K >= (int64_t(1) << 16))
+  for (int64_t n = 0; n < N; ++n) {
+    if (fast) {
+      fast(src + n * row_bytes, blocks, dst + n * K);
+      continue;
     }
-    const Tensor y = matmul(xb, wb.narrow(0, 0, rows).t());
-    out.narrow(1, n0, rows).copy_(y);
+    std::vector<float> row(static_cast<size_t>(K));
+    quant::dequantize_ggml_row(type, src + n * row_bytes, row.data(), K);
+    for (int64_t k = 0; k < K; ++k) dst[n * K + k] = BFloat16::from_float(row[size_t(k)]);
   }
+  const Tensor xb = x.reshape({x.numel() / K, K}).to(DType::BF16);
+  const Tensor y = matmul(xb, wb.t());
+  call.outs[0].copy_(y.reshape(call.outs[0].shape()));
 }
 
 void ggml_linear_kernel(OpCall& call) {
