@@ -26,6 +26,24 @@ constexpr int64_t kDequantizeMinRows = 16;
 // weights stay in L2 while every group of activation rows passes over them.
 constexpr int64_t kFeaturesPerChunk = 16;
 
+// The ISA level's kernels for one weight type (null members: none for that type).
+struct TypeKernels {
+  GGMLDotFn dot = nullptr;
+  GGMLDequantBf16Fn dequant_bf16 = nullptr;
+};
+
+TypeKernels kernels_for(quant::GGMLType type) {
+  const GGMLDotKernels& k = ggml_dot_kernels();
+  switch (type) {
+    case quant::GGMLType::Q8_0: return {k.q8_0, k.q8_0_bf16};
+    case quant::GGMLType::Q4_0: return {k.q4_0, k.q4_0_bf16};
+    case quant::GGMLType::Q4_K: return {k.q4_k, k.q4_k_bf16};
+    case quant::GGMLType::Q5_K: return {k.q5_k, k.q5_k_bf16};
+    case quant::GGMLType::Q6_K: return {k.q6_k, k.q6_k_bf16};
+    default: return {};
+  }
+}
+
 // Quantises rows of 32-value blocks as ggml's quantize_row_q8_0: d = max|x| / 127, values
 // round(x / d) (half away from zero), d kept as float16 (the scale the products use).
 void quantize_rows_q8(const float* x, int64_t M, int64_t K, int8_t* qx, float* dx, float* xsum) {
@@ -78,13 +96,7 @@ void dequantize_matmul_bf16(OpCall& call, quant::GGMLType type, int64_t K) {
   const uint8_t* src = static_cast<const uint8_t*>(w.raw_data());
   uint16_t* dst = static_cast<uint16_t*>(wb.raw_data());
   const int64_t row_bytes = w.size(1);
-  const GGMLDotKernels& kernels = ggml_dot_kernels();
-  const GGMLDequantBf16Fn fast = type == quant::GGMLType::Q8_0   ? kernels.q8_0_bf16
-                                 : type == quant::GGMLType::Q4_0 ? kernels.q4_0_bf16
-                                 : type == quant::GGMLType::Q4_K ? kernels.q4_k_bf16
-                                 : type == quant::GGMLType::Q5_K ? kernels.q5_k_bf16
-                                 : type == quant::GGMLType::Q6_K ? kernels.q6_k_bf16
-                                                                 : nullptr;
+  const GGMLDequantBf16Fn fast = kernels_for(type).dequant_bf16;
   const int64_t blocks = K / quant::ggml_type_info(type).block_elems;
 #pragma omp parallel for schedule(static) if (N * K >= (int64_t(1) << 16))
   for (int64_t n = 0; n < N; ++n) {
@@ -108,13 +120,7 @@ void ggml_linear_kernel(OpCall& call) {
   const Tensor& w = call.inputs[1];
   const int64_t M = K == 0 ? 0 : x.numel() / K, N = w.size(0);
   if (M == 0 || N == 0) return;
-  const GGMLDotKernels& kernels = ggml_dot_kernels();
-  const GGMLDotFn dot = type == quant::GGMLType::Q8_0   ? kernels.q8_0
-                        : type == quant::GGMLType::Q4_0 ? kernels.q4_0
-                        : type == quant::GGMLType::Q4_K ? kernels.q4_k
-                        : type == quant::GGMLType::Q5_K ? kernels.q5_k
-                        : type == quant::GGMLType::Q6_K ? kernels.q6_k
-                                                        : nullptr;
+  const GGMLDotFn dot = kernels_for(type).dot;
   if (M >= kDequantizeMinRows) return dequantize_matmul_bf16(call, type, K);
   if (dot == nullptr) return dequantize_matmul_f32(call, type, K);
 

@@ -7,23 +7,15 @@
 #include <cstring>
 
 #include "ggml_dot.h"
+#include "ggml_simd_helpers.h"
 
 namespace kiln::cpu {
 
 namespace {
 
-inline float scale_at(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return _cvtsh_ss(h);
-}
-
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
+using ggml_simd::hsum;
+using ggml_simd::load32;
+using ggml_simd::scale_at;
 
 // Eight int32 partial sums of 32 int8 x int8 products (weights already widened).
 inline __m256i dot32(__m256i w_lo, __m256i w_hi, const int8_t* x) {
@@ -73,7 +65,6 @@ void q4_0_rows(const uint8_t* w, int64_t nblocks, const int8_t* qx, const float*
 }
 
 
-inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 // Unsigned by signed bytes into int32 lanes of four (see ggml_kquant_dot.inc): the pairs'
 // int16 sums cannot saturate for the K-quants' values (at most 63).

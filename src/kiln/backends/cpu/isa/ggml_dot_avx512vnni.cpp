@@ -11,25 +11,16 @@
 #include <cstring>
 
 #include "ggml_dot.h"
+#include "ggml_simd_helpers.h"
 
 namespace kiln::cpu {
 
 namespace {
 
-inline float scale_at(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return _cvtsh_ss(h);
-}
+using ggml_simd::hsum;
+using ggml_simd::load32;
+using ggml_simd::scale_at;
 
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 // R activation rows against one weight row. Each row keeps kChains accumulators that take
 // the blocks in turn, so consecutive blocks do not wait on one another's fmadd (with a single
