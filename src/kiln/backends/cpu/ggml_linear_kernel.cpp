@@ -68,48 +68,37 @@ void quantize_rows_q8(const float* x, int64_t M, int64_t K, int8_t* qx, float* d
   }
 }
 
-// Few rows of a type without a dot kernel: float32 weights, exact up to float32 sums.
-void dequantize_matmul_f32(OpCall& call, quant::GGMLType type, int64_t K) {
+// The weight dequantised to `dtype` and multiplied by kiln's GEMM:
+// - bfloat16 (many rows): bfloat16 weights and activations into the bfloat16 GEMM (float32
+//   sums, rounded once to bfloat16), like a bfloat16 model's layer. The rounding of the
+//   activations to bfloat16 is finer than llama.cpp's 8-bit blocks. (fused_linear with a
+//   float32 result would avoid the last rounding, but packs its weight into a per-tensor
+//   cache: with a new weight each call it measured 4x slower than this at 16 rows.)
+// - float32 (few rows of a type without a dot kernel): exact up to float32 sums.
+void dequantize_matmul(OpCall& call, quant::GGMLType type, int64_t K, DType dtype) {
   const Tensor& x = call.inputs[0];
   const Tensor& w = call.inputs[1];
   const int64_t N = w.size(0);
-  Tensor wf = empty({N, K}, DType::F32);
+  Tensor wd = empty({N, K}, dtype);
   const uint8_t* src = static_cast<const uint8_t*>(w.raw_data());
-  float* dst = wf.data_ptr<float>();
   const int64_t row_bytes = w.size(1);
-#pragma omp parallel for schedule(static) if (N * K >= (int64_t(1) << 16))
-  for (int64_t n = 0; n < N; ++n) quant::dequantize_ggml_row(type, src + n * row_bytes, dst + n * K, K);
-  const Tensor y = matmul(x.reshape({x.numel() / K, K}), wf.t());
-  call.outs[0].copy_(y.reshape(call.outs[0].shape()));
-}
-
-// Many rows: bfloat16 weights and activations into the bfloat16 GEMM (float32 sums, rounded
-// once to bfloat16), like a bfloat16 model's layer. The rounding of the activations to
-// bfloat16 is finer than llama.cpp's 8-bit blocks. (fused_linear with a float32 result would
-// avoid the last rounding, but packs its weight into a per-tensor cache: with a new weight
-// each call it measured 4x slower than this at 16 rows.)
-void dequantize_matmul_bf16(OpCall& call, quant::GGMLType type, int64_t K) {
-  const Tensor& x = call.inputs[0];
-  const Tensor& w = call.inputs[1];
-  const int64_t N = w.size(0);
-  Tensor wb = empty({N, K}, DType::BF16);
-  const uint8_t* src = static_cast<const uint8_t*>(w.raw_data());
-  uint16_t* dst = static_cast<uint16_t*>(wb.raw_data());
-  const int64_t row_bytes = w.size(1);
-  const GGMLDequantBf16Fn fast = kernels_for(type).dequant_bf16;
+  const GGMLDequantBf16Fn fast = dtype == DType::BF16 ? kernels_for(type).dequant_bf16 : nullptr;
   const int64_t blocks = K / quant::ggml_type_info(type).block_elems;
 #pragma omp parallel for schedule(static) if (N * K >= (int64_t(1) << 16))
   for (int64_t n = 0; n < N; ++n) {
+    const uint8_t* row = src + n * row_bytes;
     if (fast) {
-      fast(src + n * row_bytes, blocks, dst + n * K);
-      continue;
+      fast(row, blocks, static_cast<uint16_t*>(wd.raw_data()) + n * K);
+    } else if (dtype == DType::F32) {
+      quant::dequantize_ggml_row(type, row, wd.data_ptr<float>() + n * K, K);
+    } else {
+      std::vector<float> values(static_cast<size_t>(K));
+      quant::dequantize_ggml_row(type, row, values.data(), K);
+      uint16_t* dst = static_cast<uint16_t*>(wd.raw_data()) + n * K;
+      for (int64_t k = 0; k < K; ++k) dst[k] = BFloat16::from_float(values[size_t(k)]);
     }
-    std::vector<float> row(static_cast<size_t>(K));
-    quant::dequantize_ggml_row(type, src + n * row_bytes, row.data(), K);
-    for (int64_t k = 0; k < K; ++k) dst[n * K + k] = BFloat16::from_float(row[size_t(k)]);
   }
-  const Tensor xb = x.reshape({x.numel() / K, K}).to(DType::BF16);
-  const Tensor y = matmul(xb, wb.t());
+  const Tensor y = matmul(x.reshape({x.numel() / K, K}).to(dtype), wd.t());
   call.outs[0].copy_(y.reshape(call.outs[0].shape()));
 }
 
@@ -121,8 +110,8 @@ void ggml_linear_kernel(OpCall& call) {
   const int64_t M = K == 0 ? 0 : x.numel() / K, N = w.size(0);
   if (M == 0 || N == 0) return;
   const GGMLDotFn dot = kernels_for(type).dot;
-  if (M >= kDequantizeMinRows) return dequantize_matmul_bf16(call, type, K);
-  if (dot == nullptr) return dequantize_matmul_f32(call, type, K);
+  if (M >= kDequantizeMinRows) return dequantize_matmul(call, type, K, DType::BF16);
+  if (dot == nullptr) return dequantize_matmul(call, type, K, DType::F32);
 
   const int64_t nb = K / 32;
   std::vector<int8_t> qx(size_t(M * K));

@@ -114,22 +114,12 @@ void q4_0_bf16(const uint8_t* w, int64_t nblocks, uint16_t* out) {
 
 void q8_0(const uint8_t* w, int64_t nb, const int8_t* qx, const float* dx, const float*,
           int64_t xs, int rows, float* out) {
-  switch (rows) {
-    case 1: q8_0_rows<1>(w, nb, qx, dx, xs, out); break;
-    case 2: q8_0_rows<2>(w, nb, qx, dx, xs, out); break;
-    case 3: q8_0_rows<3>(w, nb, qx, dx, xs, out); break;
-    default: q8_0_rows<4>(w, nb, qx, dx, xs, out); break;
-  }
+  ggml_simd::by_rows(rows, [&](auto R) { q8_0_rows<decltype(R)::value>(w, nb, qx, dx, xs, out); });
 }
 
 void q4_0(const uint8_t* w, int64_t nb, const int8_t* qx, const float* dx, const float*,
           int64_t xs, int rows, float* out) {
-  switch (rows) {
-    case 1: q4_0_rows<1>(w, nb, qx, dx, xs, out); break;
-    case 2: q4_0_rows<2>(w, nb, qx, dx, xs, out); break;
-    case 3: q4_0_rows<3>(w, nb, qx, dx, xs, out); break;
-    default: q4_0_rows<4>(w, nb, qx, dx, xs, out); break;
-  }
+  ggml_simd::by_rows(rows, [&](auto R) { q4_0_rows<decltype(R)::value>(w, nb, qx, dx, xs, out); });
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace kiln::cpu::ggml_simd {
 
@@ -24,5 +25,17 @@ inline float hsum(__m256 v) {
 }
 
 inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// Calls body(std::integral_constant<int, R>) for R = rows (1-3; 4 and more: 4), so that
+// kernels templated on their number of activation rows are chosen once per weight row.
+template <typename Body>
+inline void by_rows(int rows, Body body) {
+  switch (rows) {
+    case 1: body(std::integral_constant<int, 1>{}); break;
+    case 2: body(std::integral_constant<int, 2>{}); break;
+    case 3: body(std::integral_constant<int, 3>{}); break;
+    default: body(std::integral_constant<int, 4>{}); break;
+  }
+}
 
 }  // namespace kiln::cpu::ggml_simd
