@@ -7,8 +7,10 @@ set -euo pipefail
 # libopenblas-openmp-dev: LAPACK for kiln.linalg's factorisations (decision 0076).
 # libdnnl-dev: oneDNN, used by the library for convolution and tall matrix products (decisions
 # 0016, 0017) and called directly as the GEMM peer of `kiln bench` (tools/bench/).
+# opencl-c-headers, ocl-icd-libopencl1: the xpu backend's OpenCL (decision 0086); pocl-opencl-icd:
+# a CPU OpenCL driver, the xpu device of the tests on machines without a GPU.
 packages=(build-essential cmake ninja-build ccache libgtest-dev pkg-config zlib1g-dev libsleef-dev libdnnl-dev
-          libopenblas-openmp-dev
+          libopenblas-openmp-dev opencl-c-headers ocl-icd-libopencl1 pocl-opencl-icd
           libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata "$@")
 missing=()
 for p in "${packages[@]}"; do

@@ -7,6 +7,8 @@
 #include "kiln/backends/cpu/cpu_info.h"
 #include "kiln/backends/cpu/onednn.h"
 #include "bind.h"
+#include "kiln/dispatch/dispatcher.h"
+#include "kiln/runtime/backend.h"
 #include "kiln/runtime/profiler.h"
 #include "kiln/runtime/threads.h"
 
@@ -200,6 +202,19 @@ void bind_runtime(nb::module_& m) {
     Backend* b = find_backend(device_type_from_name(type));
     return b ? b->device_count() : 0;
   }, nb::arg("type") = "testing");
+  // KILN_FALLBACK=cpu at run time, and how many op calls took it (tests check that a model
+  // ran on its device without any).
+  m.def("_set_cpu_fallback_enabled", [](bool on) { set_cpu_fallback_enabled(on); }, nb::arg("on"));
+  m.def("_total_fallback_calls", [] { return total_fallback_calls(); });
+  m.def("_device_properties", [](const Device& d) {
+    Device dev = resolve_device(d);
+    DeviceProperties p = get_backend(dev.type).properties(dev.index);
+    nb::dict r;
+    r["name"] = p.name;
+    r["total_memory"] = p.total_memory;
+    r["capabilities"] = p.capabilities;
+    return r;
+  }, nb::arg("device"));
   m.def("is_available", [](const std::string& type) {
     return kiln::is_available(device_type_from_name(type));
   }, nb::arg("type"));

@@ -78,6 +78,7 @@ class Report {
 void bench_peak(const Options& opt, Report& rep);      // FMA / AMX peaks, DRAM read, copy
 void bench_gemm(const Options& opt, Report& rep);      // kiln vs oneDNN vs peak
 void bench_elementwise(const Options& opt, Report& rep);
+void bench_xpu(const Options& opt, Report& rep);         // the OpenCL GPU backend (xpu_bench.cpp)
 void bench_dispatch(const Options& opt, Report& rep);
 
 // Measured ceilings other sections compare against (filled by bench_peak; 0 if not run).

@@ -256,6 +256,8 @@ int run_bench(int argc, char** argv) {
   if (opt.want("gemm")) bench_gemm(opt, rep);
   if (opt.want("elementwise")) bench_elementwise(opt, rep);
   if (opt.want("dispatch")) bench_dispatch(opt, rep);
+  // Only when asked for: the device backend is not part of the CPU suite.
+  if (!opt.sections.empty() && opt.want("xpu")) bench_xpu(opt, rep);
   std::cout << "kiln bench: done in " << std::fixed << std::setprecision(1) << now_s() - t0
             << " s\n";
   if (!opt.json_path.empty()) {

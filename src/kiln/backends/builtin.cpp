@@ -11,6 +11,9 @@ namespace kiln {
 namespace detail {
 std::unique_ptr<Backend> make_cpu_backend();
 std::unique_ptr<Backend> make_testing_backend();
+#ifdef KILN_WITH_XPU
+std::unique_ptr<Backend> make_xpu_backend();
+#endif
 }  // namespace detail
 
 void ensure_builtin_backends() {
@@ -19,6 +22,9 @@ void ensure_builtin_backends() {
     // A backend registered by hand before the first lookup wins over the built-in one.
     detail::register_backend_if_absent(detail::make_cpu_backend());
     detail::register_backend_if_absent(detail::make_testing_backend());
+#ifdef KILN_WITH_XPU
+    detail::register_backend_if_absent(detail::make_xpu_backend());
+#endif
   });
 }
 

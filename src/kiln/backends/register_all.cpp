@@ -52,6 +52,11 @@ void register_linalg_spectral_kernels();
 namespace testing_backend {
 void register_testing_kernels();
 }
+#ifdef KILN_WITH_XPU
+namespace xpu {
+void register_xpu_kernels();
+}
+#endif
 
 void ensure_ops_registered() {
   static std::once_flag once;
@@ -97,6 +102,9 @@ void ensure_ops_registered() {
     cpu::register_linalg_spectral_kernels();
     cpu::register_ggml_linear_kernel();
     testing_backend::register_testing_kernels();
+#ifdef KILN_WITH_XPU
+    xpu::register_xpu_kernels();
+#endif
   });
 }
 

@@ -1,4 +1,5 @@
 #include "kiln/dispatch/registry.h"
+#include "kiln/dispatch/registration.h"
 
 #include <deque>
 #include <map>
@@ -55,6 +56,13 @@ void register_kernel(std::string_view op, DeviceType device, KernelFn fn, DTypeM
   auto it = r.by_name.find(op);
   KILN_INTERNAL_ASSERT(it != r.by_name.end(), "kernel for unknown op '", op, "'");
   it->second->kernels[size_t(device)] = KernelEntry{fn, dtypes};
+}
+
+KernelEntry detail::registered_kernel(std::string_view op, DeviceType device) {
+  auto& r = registry();
+  std::shared_lock lock(r.mutex);
+  auto it = r.by_name.find(op);
+  return it == r.by_name.end() ? KernelEntry{} : it->second->kernels[size_t(device)];
 }
 
 const OpDef* find_op(std::string_view name) noexcept {

@@ -67,7 +67,8 @@ Shape with_matrix(Shape batch, int64_t rows, int64_t cols) {
 }
 
 void raise_for_info(const char* fn, const Tensor& info, InfoMessage message) {
-  const Tensor flat = info.contiguous();
+  // On the host: info may live on a device whose memory the host cannot read.
+  const Tensor flat = info.to(Device(DeviceType::CPU, 0)).contiguous();
   const int32_t* codes = static_cast<const int32_t*>(flat.raw_data());
   for (int64_t i = 0; i < flat.numel(); ++i) {
     if (codes[i] == 0) continue;

@@ -1,0 +1,233 @@
+// xpu kernels of the matrix products (mm, matmul, bmm, dot, addmm, baddbmm): one tiled
+// OpenCL kernel over strided, batched operands. A work-group of 16x16 items computes a
+// 64x64 block of C, each item 4x4 values, over K in steps of 16 staged in local memory.
+// The loads walk whichever dim of A and B is contiguous (compile-time variants), so a
+// Linear's transposed weight reads coalesced. Computes in float (double for float64).
+#include <string>
+
+#include "kiln/core/error.h"
+#include "kiln/dispatch/registry.h"
+#include "kiln/tensor/empty.h"
+#include "xpu_kernel_util.h"
+#include "xpu_tensor_util.h"
+
+namespace kiln::xpu {
+
+namespace {
+
+constexpr int kMaxBatchDims = 4;
+
+struct GemmGeometry {
+  cl_long batch_size[kMaxBatchDims];
+  cl_long batch_stride[4][kMaxBatchDims];  // A, B, C, self
+  cl_long rs[4];                           // row strides (elements)
+  cl_long cs[4];                           // column strides
+};
+
+constexpr const char* kGemm = R"CL(
+typedef struct { long batch_size[4]; long batch_stride[4][4]; long rs[4]; long cs[4]; } GemmGeometry;
+#define TM 64
+#define TN 64
+#define TK 16
+__kernel __attribute__((reqd_work_group_size(16, 16, 1)))
+void kiln_gemm(__global char* cb, ulong co, __global const char* ab, ulong ao,
+               __global const char* bb, ulong bo, __global const char* sb, ulong so,
+               GemmGeometry g, int nbatch, long M, long N, long K, ACC alpha, ACC beta, int has_self) {
+  __local ACC As[TK][TM + 1];
+  __local ACC Bs[TK][TN + 1];
+  const int tx = get_local_id(0), ty = get_local_id(1), tid = ty * 16 + tx;
+  const long n0 = (long)get_group_id(0) * TN, m0 = (long)get_group_id(1) * TM;
+  long rest = get_group_id(2), oa = 0, ob_ = 0, oc = 0, os = 0;
+  for (int d = nbatch - 1; d >= 0; --d) {
+    long c = rest % g.batch_size[d];
+    rest /= g.batch_size[d];
+    oa += c * g.batch_stride[0][d]; ob_ += c * g.batch_stride[1][d];
+    oc += c * g.batch_stride[2][d]; os += c * g.batch_stride[3][d];
+  }
+  __global const char* ap = ab + ao;
+  __global const char* bp = bb + bo;
+  ACC acc[4][4];
+  for (int i = 0; i < 4; ++i) for (int j = 0; j < 4; ++j) acc[i][j] = 0;
+  for (long k0 = 0; k0 < K; k0 += TK) {
+    for (int q = 0; q < 4; ++q) {
+      int e = tid + 256 * q;
+#if A_K_FAST
+      int m = e / TK, k = e % TK;
+#else
+      int m = e % TM, k = e / TM;
+#endif
+      long gm = m0 + m, gk = k0 + k;
+      As[k][m] = (gm < M && gk < K) ? (ACC)LD_T(ap, oa + gm * g.rs[0] + gk * g.cs[0]) : (ACC)0;
+#if B_K_FAST
+      int n = e / TK, k2 = e % TK;
+#else
+      int n = e % TN, k2 = e / TN;
+#endif
+      long gn = n0 + n, gk2 = k0 + k2;
+      Bs[k2][n] = (gn < N && gk2 < K) ? (ACC)LD_T(bp, ob_ + gk2 * g.rs[1] + gn * g.cs[1]) : (ACC)0;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int kk = 0; kk < TK; ++kk) {
+      ACC a[4], b[4];
+      for (int i = 0; i < 4; ++i) a[i] = As[kk][ty + 16 * i];
+      for (int j = 0; j < 4; ++j) b[j] = Bs[kk][tx + 16 * j];
+      for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  __global char* cp = cb + co;
+  __global const char* sp = sb + so;
+  for (int i = 0; i < 4; ++i) {
+    long m = m0 + ty + 16 * i;
+    if (m >= M) continue;
+    for (int j = 0; j < 4; ++j) {
+      long n = n0 + tx + 16 * j;
+      if (n >= N) continue;
+      ACC v = alpha * acc[i][j];
+      if (has_self) v += beta * (ACC)LD_T(sp, os + m * g.rs[3] + n * g.cs[3]);
+      SV_T(cp, oc + m * g.rs[2] + n * g.cs[2], v);
+    }
+  }
+}
+)CL";
+
+// One operand as batch strides (over the output's batch dims) and row / column strides.
+struct Operand {
+  Tensor t;
+  std::vector<int64_t> batch;  // per output batch dim; 0 where broadcast
+  int64_t rs = 0, cs = 0;
+};
+
+Operand matrix(const Tensor& t, const Shape& batch, bool vector_as_row, bool is_vector) {
+  Operand o;
+  o.t = t;
+  const size_t nb = batch.size();
+  o.batch.assign(nb, 0);
+  if (is_vector) {  // [K] as a [1, K] row (A) or a [K, 1] column (B)
+    if (vector_as_row) o.cs = t.stride(0);
+    else o.rs = t.stride(0);
+    return o;
+  }
+  const int64_t tb = t.dim() - 2;
+  for (int64_t d = 0; d < tb; ++d) {
+    const size_t od = nb - size_t(tb) + size_t(d);
+    o.batch[od] = t.size(d) == 1 ? 0 : t.stride(d);
+  }
+  o.rs = t.size(t.dim() - 2) == 1 ? 0 : t.stride(t.dim() - 2);
+  o.cs = t.size(t.dim() - 1) == 1 ? 0 : t.stride(t.dim() - 1);
+  return o;
+}
+
+void run_gemm(const Tensor& out, const Operand& a, const Operand& b, const Operand* self,
+              const Operand& c, const Shape& batch, int64_t M, int64_t N, int64_t K,
+              const Scalar& alpha, const Scalar& beta) {
+  if (M == 0 || N == 0) return;
+  KILN_CHECK(batch.size() <= size_t(kMaxBatchDims), NotImplementedError, "xpu matmul: at most ",
+             kMaxBatchDims, " batch dims, got ", batch.size());
+  int64_t nbatch = 1;
+  for (int64_t s : batch) nbatch *= s;
+  if (nbatch == 0) return;
+  GemmGeometry g{};
+  for (size_t d = 0; d < batch.size(); ++d) {
+    g.batch_size[d] = batch[d];
+    g.batch_stride[0][d] = a.batch[d];
+    g.batch_stride[1][d] = b.batch[d];
+    g.batch_stride[2][d] = c.batch[d];
+    g.batch_stride[3][d] = self ? self->batch[d] : 0;
+  }
+  const Operand* ops[4] = {&a, &b, &c, self ? self : &c};
+  for (int k = 0; k < 4; ++k) {
+    g.rs[k] = ops[k]->rs;
+    g.cs[k] = ops[k]->cs;
+  }
+  const DType t = out.dtype();
+  const bool f64 = t == DType::F64;
+  const bool a_k_fast = a.cs == 1 || (a.rs != 1 && std::abs(a.cs) < std::abs(a.rs));
+  const bool b_k_fast = b.rs == 1 && b.cs != 1;
+  std::string src = std::string("typedef CT_") + (f64 ? "F64" : "F32") + " ACC;\n";
+  src += std::string("#define LD_T LD_") + dtype_tag(t) + "\n#define SV_T SV_" + dtype_tag(t) + "\n";
+  src += std::string("#define A_K_FAST ") + (a_k_fast ? "1" : "0") + "\n";
+  src += std::string("#define B_K_FAST ") + (b_k_fast ? "1" : "0") + "\n";
+  src += kGemm;
+  const int device = out.device().index;
+  const bool has_self = self != nullptr && (beta.is_floating() ? beta.to_double() != 0.0 : beta.to_int() != 0);
+  Launch l(device, program_source(device, src), "kiln_gemm");
+  l.tensor(out).tensor(a.t).tensor(b.t).tensor(has_self ? self->t : out);
+  l.value(g).value(cl_int(batch.size())).value(cl_long(M)).value(cl_long(N)).value(cl_long(K));
+  if (f64) l.value(cl_double(alpha.to_double())).value(cl_double(beta.to_double()));
+  else l.value(cl_float(float(alpha.to_double()))).value(cl_float(float(beta.to_double())));
+  l.value(cl_int(has_self ? 1 : 0));
+  const size_t gx = size_t((N + 63) / 64) * 16, gy = size_t((M + 63) / 64) * 16;
+  l.run_3d(gx, gy, size_t(nbatch), 16, 16, 1);
+}
+
+void zero_fill(const Tensor& out) { elementwise(out, {}, "r = 0;"); }
+
+void matmul_kernel(OpCall& call) {
+  const Tensor& a = call.inputs[0];
+  const Tensor& b = call.inputs[1];
+  const Tensor& out = call.outs[0];
+  const bool a_vec = a.dim() == 1, b_vec = b.dim() == 1;
+  const int64_t M = a_vec ? 1 : a.size(a.dim() - 2);
+  const int64_t K = a.shape().back();
+  const int64_t N = b_vec ? 1 : b.shape().back();
+  const size_t nbatch = size_t(out.dim()) - (a_vec ? 0 : 1) - (b_vec ? 0 : 1);
+  Shape batch(out.shape().begin(), out.shape().begin() + int64_t(nbatch));
+  if (out.numel() == 0) return;
+  if (K == 0) {
+    zero_fill(out);
+    return;
+  }
+  Operand oa = matrix(a, batch, true, a_vec), ob = matrix(b, batch, false, b_vec);
+  Operand oc;
+  oc.t = out;
+  oc.batch.assign(out.strides().begin(), out.strides().begin() + int64_t(nbatch));
+  oc.rs = a_vec ? 0 : out.stride(int64_t(nbatch));
+  oc.cs = b_vec ? 0 : out.strides().back();
+  run_gemm(out, oa, ob, nullptr, oc, batch, M, N, K, Scalar(int64_t(1)), Scalar(int64_t(0)));
+}
+
+void addmm_kernel(OpCall& call) {
+  const Tensor& self = call.inputs[0];
+  const Tensor& a = call.inputs[1];
+  const Tensor& b = call.inputs[2];
+  const Tensor& out = call.outs[0];
+  Shape batch(out.shape().begin(), out.shape().end() - 2);
+  const int64_t M = out.size(out.dim() - 2), N = out.shape().back(), K = a.shape().back();
+  if (out.numel() == 0) return;
+  Operand oa = matrix(a, batch, true, false), ob = matrix(b, batch, false, false);
+  Operand oc = matrix(out, batch, true, false);
+  // self broadcast to the output's shape: strides 0 where it has size 1 or no dim.
+  Operand os;
+  os.t = self;
+  os.batch.assign(batch.size(), 0);
+  const int64_t nd = out.dim();
+  std::vector<int64_t> st(size_t(nd), 0);
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    const int64_t od = nd - self.dim() + d;
+    st[size_t(od)] = self.size(d) == 1 ? 0 : self.stride(d);
+  }
+  for (size_t d = 0; d < batch.size(); ++d) os.batch[d] = st[d];
+  os.rs = st[size_t(nd - 2)];
+  os.cs = st[size_t(nd - 1)];
+  const Scalar beta = call.scalar_attr(0), alpha = call.scalar_attr(1);
+  if (K == 0) {
+    // alpha * (empty product) = 0: out = beta * self.
+    elementwise(out, {self}, std::string("typedef CT_") + dtype_tag(out.dtype()) + " R; r = (R)s0 * a;",
+                {{beta, out.dtype()}});
+    return;
+  }
+  run_gemm(out, oa, ob, &os, oc, batch, M, N, K, alpha, beta);
+}
+
+}  // namespace
+
+void register_matmul_kernels() {
+  for (const char* name : {"matmul", "mm", "bmm", "dot"})
+    register_kernel(name, DeviceType::XPU, matmul_kernel, kFloatDTypes);
+  for (const char* name : {"addmm", "baddbmm"})
+    register_kernel(name, DeviceType::XPU, addmm_kernel, kFloatDTypes);
+}
+
+}  // namespace kiln::xpu

@@ -1,0 +1,21 @@
+// Registers every xpu kernel (called once from ensure_ops_registered, after the CPU kernels:
+// the host-staged kernels copy the CPU kernels' dtype lists).
+#include "kiln/dispatch/registry.h"
+
+namespace kiln::xpu {
+
+void register_elementwise_kernels();  // xpu_elementwise_kernels.cpp
+void register_reduction_kernels();    // xpu_reduction_kernels.cpp
+void register_matmul_kernels();       // xpu_matmul_kernels.cpp
+void register_indexing_kernels();     // xpu_indexing_kernels.cpp
+void register_host_staged_kernels();  // xpu_host_staged.cpp
+
+void register_xpu_kernels() {
+  register_elementwise_kernels();
+  register_reduction_kernels();
+  register_matmul_kernels();
+  register_indexing_kernels();
+  register_host_staged_kernels();
+}
+
+}  // namespace kiln::xpu

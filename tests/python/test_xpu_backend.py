@@ -1,0 +1,428 @@
+"""The xpu (OpenCL) backend against PyTorch on the CPU: the runtime contract (copies, streams,
+events, memory), every op with an xpu kernel, and small models run wholly on the device.
+On machines without a GPU the device is PoCL's CPU OpenCL driver (conftest sets
+KILN_XPU_DEVICE_TYPES=all; scripts/install_deps.sh installs pocl-opencl-icd)."""
+import numpy as np
+import pytest
+import torch
+
+import kiln
+
+XPU = "xpu"
+
+
+def test_xpu_is_available():
+    assert kiln.xpu.is_available(), (
+        "no xpu device: install an OpenCL driver (pocl-opencl-icd) and ocl-icd-libopencl1")
+    assert kiln.xpu.device_count() >= 1
+    props = kiln.xpu.get_device_properties(0)
+    assert props.name and props.total_memory > 0 and "OpenCL" in props.capabilities
+
+
+def k2t(x):
+    x = x.detach().cpu()
+    return torch.from_numpy(np.array(x.float().numpy() if x.dtype == kiln.bfloat16 else x.numpy()))
+
+
+def t2k(t, device=XPU):
+    if t.dtype == torch.bfloat16:
+        return kiln.tensor(t.float().numpy()).to(kiln.bfloat16).to(device)
+    return kiln.tensor(t.numpy()).to(device)
+
+
+def close(k, t, rtol=1e-5, atol=1e-6):
+    got = k2t(k)
+    want = t.float() if t.dtype == torch.bfloat16 else t
+    assert tuple(got.shape) == tuple(want.shape), (got.shape, want.shape)
+    if want.dtype == torch.bool:
+        assert torch.equal(got, want)
+    else:
+        torch.testing.assert_close(got.to(want.dtype), want, rtol=rtol, atol=atol, equal_nan=True)
+
+
+# ---- runtime contract ----
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "float16", "int64", "int32",
+                                   "int16", "int8", "uint8", "bool"])
+def test_roundtrip_is_bit_exact(dtype):
+    g = torch.Generator().manual_seed(1)
+    t = (torch.randn(37, 5, generator=g) * 100)
+    t = t.to(getattr(torch, dtype))
+    k = kiln.tensor(t.float().numpy()).to(getattr(kiln, dtype)) if dtype == "bfloat16" else kiln.tensor(t.numpy())
+    on = k.to(XPU)
+    assert on.device.type == "xpu"
+    back = on.cpu()
+    assert kiln.equal(back, k)
+    # A strided (transposed) view moves as its values.
+    assert kiln.equal(k.t().to(XPU).cpu(), k.t().contiguous())
+    assert kiln.equal(on.t().contiguous().cpu(), k.t().contiguous())
+    # Conversion on the device agrees with the CPU's.
+    for other in ["float32", "int64", "bool"]:
+        assert kiln.equal(on.to(getattr(kiln, other)).cpu(), k.to(getattr(kiln, other))), other
+
+
+def test_memory_is_counted_and_freed():
+    kiln.xpu.synchronize()
+    before = kiln.xpu.memory_allocated()
+    x = kiln.empty(1 << 20, device=XPU)
+    assert kiln.xpu.memory_allocated() >= before + 4 * (1 << 20)
+    del x
+    assert kiln.xpu.memory_allocated() == before
+
+
+def test_streams_and_events_order_work():
+    s = kiln.xpu.Stream()
+    x = kiln.ones(1000, 100, device=XPU)
+    start, end = kiln.xpu.Event(enable_timing=True), kiln.xpu.Event(enable_timing=True)
+    start.record()
+    y = (x * 3).sum()
+    end.record()
+    done = kiln.xpu.Event()
+    done.record()
+    done.wait(s)  # s waits for y
+    with kiln.stream(s) if hasattr(kiln, "stream") else _nullcontext():
+        z = y + 1
+    s.synchronize()
+    assert z.item() == 300001.0
+    end.synchronize()
+    assert end.query() and start.elapsed_time(end) >= 0.0
+
+
+class _nullcontext:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+def test_device_mismatch_is_an_error():
+    with pytest.raises(RuntimeError):
+        kiln.ones(3, device=XPU) + kiln.ones(3)
+
+
+def test_op_without_kernel_says_how_to_fall_back():
+    a = kiln.eye(3, device=XPU)
+    with pytest.raises(NotImplementedError, match="KILN_FALLBACK"):
+        kiln.linalg.cholesky(a)
+    kiln._C._set_cpu_fallback_enabled(True)
+    try:
+        before = kiln._C._total_fallback_calls()
+        r = kiln.linalg.cholesky(a * 4)
+        assert r.device.type == "xpu" and kiln._C._total_fallback_calls() > before
+        assert kiln.allclose(r.cpu(), kiln.eye(3) * 2)
+    finally:
+        kiln._C._set_cpu_fallback_enabled(False)
+
+
+# ---- elementwise ----
+UNARY_FLOAT = ["neg", "abs", "exp", "exp2", "log", "log2", "log1p", "expm1", "sqrt", "rsqrt",
+               "sin", "cos", "tan", "tanh", "sigmoid", "relu", "erf", "erfc", "reciprocal",
+               "floor", "ceil", "round", "trunc", "isnan", "isinf", "isfinite", "logical_not"]
+
+
+def _unary_input(name, g):
+    x = torch.randn(64, 33, generator=g, dtype=torch.float64) * 3
+    if name in ("log", "log2", "sqrt", "rsqrt", "log1p"):
+        x = x.abs() + 0.01
+    if name in ("tan",):
+        x = x.clamp(-1.4, 1.4)
+    x[0, :4] = torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0])
+    return x
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+@pytest.mark.parametrize("name", UNARY_FLOAT)
+def test_unary(name, dtype):
+    g = torch.Generator().manual_seed(hash(name) % 1000)
+    x = _unary_input(name, g).to(getattr(torch, dtype))
+    want = getattr(torch, name)(x)
+    got = getattr(kiln, name)(t2k(x))
+    tol = {"float32": (2e-6, 1e-6), "float64": (1e-12, 1e-12), "bfloat16": (1e-2, 1e-2)}[dtype]
+    if name in ("erfc", "lgamma", "tan", "expm1", "exp2"):
+        tol = (max(tol[0], 1e-5), max(tol[1], 1e-6))
+    close(got, want, *tol)
+    # Through a transposed (strided) view.
+    close(getattr(kiln, name)(t2k(x).t()), getattr(torch, name)(x.t()), *tol)
+
+
+@pytest.mark.parametrize("name", ["neg", "abs", "relu", "floor", "logical_not"])
+def test_unary_integers(name):
+    x = torch.randint(-50, 50, (40, 3), dtype=torch.int64)
+    close(getattr(kiln, name)(t2k(x)), getattr(torch, name)(x), 0, 0)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_silu_softplus_leaky(approximate):
+    x = torch.randn(300, 7, dtype=torch.float32) * 4
+    close(kiln.nn.functional.gelu(t2k(x), approximate=approximate),
+          torch.nn.functional.gelu(x, approximate=approximate), 1e-5, 1e-6)
+    close(kiln.nn.functional.silu(t2k(x)), torch.nn.functional.silu(x), 1e-5, 1e-6)
+    close(kiln.nn.functional.softplus(t2k(x), beta=2.0, threshold=5.0),
+          torch.nn.functional.softplus(x, beta=2.0, threshold=5.0), 1e-5, 1e-6)
+    close(kiln.nn.functional.leaky_relu(t2k(x), 0.2), torch.nn.functional.leaky_relu(x, 0.2))
+
+
+BINARY = ["add", "sub", "mul", "div", "maximum", "minimum", "pow", "fmod", "remainder", "atan2",
+          "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+@pytest.mark.parametrize("name", BINARY)
+def test_binary_broadcast(name, dtype):
+    g = torch.Generator().manual_seed(7)
+    a = torch.randn(5, 1, 31, generator=g, dtype=torch.float64) * 3
+    b = torch.randn(6, 31, generator=g, dtype=torch.float64) * 3
+    if name == "pow":
+        a = a.abs() + 0.1
+    if name in ("fmod", "remainder", "div"):
+        b = torch.where(b.abs() < 0.1, torch.full_like(b, 0.5), b)
+    a[0, 0, 0] = float("nan")
+    a, b = a.to(getattr(torch, dtype)), b.to(getattr(torch, dtype))
+    tol = {"float32": (3e-6, 1e-6), "float64": (1e-12, 1e-12), "bfloat16": (1e-2, 1e-2)}[dtype]
+    close(getattr(kiln, name)(t2k(a), t2k(b)), getattr(torch, name)(a, b), *tol)
+    # A 0-d right-hand side and a strided left-hand side.
+    s = torch.tensor(1.5, dtype=b.dtype)
+    close(getattr(kiln, name)(t2k(b).t(), t2k(s)), getattr(torch, name)(b.t(), s), *tol)
+
+
+def test_binary_integers_and_bool():
+    a = torch.randint(-20, 20, (9, 8), dtype=torch.int64)
+    b = torch.randint(1, 5, (8,), dtype=torch.int64)
+    for name in ["add", "sub", "mul", "maximum", "minimum", "pow", "bitwise_and", "bitwise_or",
+                 "bitwise_xor", "eq", "lt"]:
+        close(getattr(kiln, name)(t2k(a), t2k(b)), getattr(torch, name)(a, b), 0, 0)
+    p, q = torch.rand(10) > 0.5, torch.rand(10) > 0.5
+    for name in ["logical_and", "logical_or", "logical_xor", "bitwise_xor", "add", "mul"]:
+        close(getattr(kiln, name)(t2k(p), t2k(q)), getattr(torch, name)(p, q), 0, 0)
+    close(kiln.add(t2k(a), t2k(b), alpha=3), torch.add(a, b, alpha=3), 0, 0)
+
+
+def test_alpha_where_clamp_addcmul_masked_fill():
+    a, b, c = (torch.randn(4, 17) for _ in range(3))
+    close(kiln.add(t2k(a), t2k(b), alpha=0.25), torch.add(a, b, alpha=0.25))
+    close(kiln.sub(t2k(a), t2k(b), alpha=2), torch.sub(a, b, alpha=2))
+    cond = a > 0
+    close(kiln.where(t2k(cond), t2k(b), t2k(c)), torch.where(cond, b, c))
+    close(kiln.clamp(t2k(a), min=-0.5, max=0.3), torch.clamp(a, min=-0.5, max=0.3))
+    close(kiln.clamp(t2k(a), max=0.1), torch.clamp(a, max=0.1))
+    close(kiln.addcmul(t2k(a), t2k(b), t2k(c), value=0.5), torch.addcmul(a, b, c, value=0.5))
+    close(kiln.addcdiv(t2k(a), t2k(b), t2k(c.abs() + 1), value=2), torch.addcdiv(a, b, c.abs() + 1, value=2))
+    close(t2k(a).masked_fill(t2k(cond[0]), -7.0), a.masked_fill(cond[0], -7.0))
+    close(kiln.div(t2k(a), t2k(b.abs() + 0.5), rounding_mode="floor"),
+          torch.div(a, b.abs() + 0.5, rounding_mode="floor"))
+
+
+def test_in_place_and_out_forms():
+    a, b = torch.randn(8, 8), torch.randn(8)
+    ka = t2k(a)
+    ka.mul_(t2k(b)).add_(1.0)
+    close(ka, a.mul(b).add(1.0))
+    kv = t2k(a)
+    kv[:, 2:5] = 0.0  # fill_ through a strided view
+    a2 = a.clone()
+    a2[:, 2:5] = 0.0
+    close(kv, a2)
+
+
+def test_factories_on_device():
+    close(kiln.arange(0, 1, 0.1, device=XPU), torch.arange(0, 1, 0.1), 0, 0)
+    close(kiln.arange(5, 50, 3, device=XPU), torch.arange(5, 50, 3), 0, 0)
+    close(kiln.full((3, 4), 2.5, device=XPU), torch.full((3, 4), 2.5), 0, 0)
+    close(kiln.zeros(5, dtype=kiln.int32, device=XPU), torch.zeros(5, dtype=torch.int32), 0, 0)
+    close(kiln.tril(t2k(torch.arange(30.).reshape(5, 6)), 1), torch.tril(torch.arange(30.).reshape(5, 6), 1), 0, 0)
+    close(kiln.triu(t2k(torch.arange(24.).reshape(2, 3, 4)), -1), torch.triu(torch.arange(24.).reshape(2, 3, 4), -1), 0, 0)
+
+
+def test_random_matches_the_cpu_for_a_seed():
+    kiln.manual_seed(123)
+    a = kiln.rand(100, 7)
+    kiln.manual_seed(123)
+    b = kiln.rand(100, 7, device=XPU)
+    assert b.device.type == "xpu" and kiln.equal(a, b.cpu())
+    kiln.manual_seed(5)
+    c = kiln.randn(50)
+    kiln.manual_seed(5)
+    d = kiln.randn(50, device=XPU)
+    assert kiln.equal(c, d.cpu())
+
+
+# ---- reductions, softmax, norms ----
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+@pytest.mark.parametrize("dims,keepdim", [((1,), False), ((0, 2), True), ((), False), ((-1,), True)])
+def test_reductions(dims, keepdim, dtype):
+    x = torch.randn(6, 9, 35, dtype=torch.float64).to(getattr(torch, dtype))
+    tol = {"float32": (1e-5, 1e-5), "float64": (1e-12, 1e-12), "bfloat16": (2e-2, 2e-2)}[dtype]
+    kx = t2k(x)
+    d = list(dims)
+    close(kiln.sum(kx, d, keepdim=keepdim) if d else kiln.sum(kx),
+          torch.sum(x, d, keepdim=keepdim) if d else torch.sum(x), *tol)
+    close(kiln.mean(kx, d, keepdim=keepdim) if d else kiln.mean(kx),
+          torch.mean(x, d, keepdim=keepdim) if d else torch.mean(x), *tol)
+    close(kiln.amax(kx, d, keepdim=keepdim), torch.amax(x, d, keepdim=keepdim), 0, 0)
+    close(kiln.amin(kx, d, keepdim=keepdim), torch.amin(x, d, keepdim=keepdim), 0, 0)
+    if d:
+        close(kiln.prod(kx[:, :3, :4], d[0], keepdim=keepdim), torch.prod(x[:, :3, :4], d[0], keepdim=keepdim), *tol)
+
+
+def test_long_rows_split_across_groups():
+    x = torch.randn(3, 200000, dtype=torch.float32)
+    close(kiln.sum(t2k(x), 1), x.double().sum(1).float(), 1e-5, 1e-3)
+    close(kiln.amax(t2k(x), 1), x.amax(1), 0, 0)
+    close(kiln.mean(t2k(x)), x.double().mean().float(), 1e-5, 1e-6)
+    i = torch.arange(100000, dtype=torch.int64)
+    close(kiln.sum(t2k(i)), i.sum(), 0, 0)
+
+
+def test_nan_and_integer_reductions():
+    x = torch.randn(4, 50)
+    x[1, 7] = float("nan")
+    close(kiln.amax(t2k(x), [1]), torch.amax(x, 1), 0, 0)
+    close(kiln.sum(t2k(x), [1]), torch.sum(x, 1), 1e-5, 1e-5)
+    b = x > 0
+    close(kiln.all(t2k(b), 1), torch.all(b, 1), 0, 0)
+    close(kiln.any(t2k(b), 1), torch.any(b, 1), 0, 0)
+    close(kiln.sum(t2k(b)), torch.sum(b), 0, 0)
+    n = torch.randint(-9, 9, (7, 11), dtype=torch.int32)
+    close(kiln.sum(t2k(n), [0]), torch.sum(n, 0), 0, 0)
+
+
+def test_argmax_ties_and_nan():
+    x = torch.tensor([[1.0, 3.0, 3.0, 2.0], [float("nan"), 5.0, float("nan"), 1.0], [0.0, 0.0, 0.0, 0.0]])
+    close(kiln.argmax(t2k(x), 1), torch.argmax(x, 1), 0, 0)
+    close(kiln.argmin(t2k(x), 1), torch.argmin(x, 1), 0, 0)
+    y = torch.randn(40, 600)
+    v, i = kiln.max(t2k(y), 1)
+    tv, ti = torch.max(y, 1)
+    close(v, tv, 0, 0)
+    close(i, ti, 0, 0)
+    v, i = kiln.min(t2k(y), 0, keepdim=True)
+    tv, ti = torch.min(y, 0, keepdim=True)
+    close(v, tv, 0, 0)
+    close(i, ti, 0, 0)
+    close(kiln.argmax(t2k(y)), torch.argmax(y), 0, 0)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])
+@pytest.mark.parametrize("dim", [-1, 0, 1])
+def test_softmax(dim, dtype):
+    x = (torch.randn(7, 300, 3, dtype=torch.float64) * 5).to(getattr(torch, dtype))
+    tol = {"float32": (1e-5, 1e-6), "float64": (1e-12, 1e-12), "bfloat16": (1e-2, 1e-2)}[dtype]
+    close(kiln.softmax(t2k(x), dim), torch.softmax(x, dim), *tol)
+    close(kiln.log_softmax(t2k(x), dim), torch.log_softmax(x, dim), *(t * 10 for t in tol))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_layer_norm_and_rms_norm(dtype):
+    td = getattr(torch, dtype)
+    x = torch.randn(4, 10, 96).to(td)
+    w, b = torch.randn(96).to(td), torch.randn(96).to(td)
+    tol = (1e-5, 1e-5) if dtype == "float32" else (2e-2, 2e-2)
+    close(kiln.nn.functional.layer_norm(t2k(x), (96,), t2k(w), t2k(b), 1e-5),
+          torch.nn.functional.layer_norm(x.float(), (96,), w.float(), b.float(), 1e-5).to(td), *tol)
+    close(kiln.nn.functional.layer_norm(t2k(x), (10, 96)),
+          torch.nn.functional.layer_norm(x.float(), (10, 96)).to(td), *tol)
+    close(kiln.nn.functional.rms_norm(t2k(x), (96,), t2k(w), 1e-6),
+          torch.nn.functional.rms_norm(x.float(), (96,), w.float(), 1e-6).to(td), *tol)
+
+
+# ---- matrix products ----
+@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (7, 17, 31), (65, 130, 67), (1, 257, 129), (128, 64, 1)])
+def test_mm_odd_sizes_and_layouts(m, k, n):
+    g = torch.Generator().manual_seed(m * 1000 + n)
+    a = torch.randn(m, k, generator=g, dtype=torch.float64)
+    b = torch.randn(k, n, generator=g, dtype=torch.float64)
+    want = a @ b
+    close(kiln.mm(t2k(a), t2k(b)), want, 1e-12, 1e-12)
+    af, bf = a.float(), b.float()
+    close(kiln.mm(t2k(af), t2k(bf)), want.float(), 1e-4, 1e-4)
+    # Transposed operands (a Linear's weight is read as w.t()).
+    close(kiln.mm(t2k(af.t().contiguous()).t(), t2k(bf.t().contiguous()).t()), want.float(), 1e-4, 1e-4)
+    close(kiln.mm(t2k(a.bfloat16()), t2k(b.bfloat16())), (a.bfloat16().double() @ b.bfloat16().double()).bfloat16(),
+          2e-2, 2e-2)
+
+
+def test_matmul_batched_vectors_addmm_linear():
+    a = torch.randn(3, 1, 9, 20)
+    b = torch.randn(4, 20, 11)
+    close(kiln.matmul(t2k(a), t2k(b)), torch.matmul(a, b), 1e-4, 1e-4)
+    v = torch.randn(20)
+    close(kiln.matmul(t2k(a), t2k(v)), torch.matmul(a, v), 1e-4, 1e-4)
+    close(kiln.matmul(t2k(v), t2k(b)), torch.matmul(v, b), 1e-4, 1e-4)
+    close(kiln.dot(t2k(v), t2k(v)), torch.dot(v, v), 1e-5, 1e-5)
+    close(kiln.bmm(t2k(b.transpose(1, 2)), t2k(b)), torch.bmm(b.transpose(1, 2), b), 1e-4, 1e-4)
+    c, x, y = torch.randn(5, 7), torch.randn(5, 3), torch.randn(3, 7)
+    close(kiln.addmm(t2k(c), t2k(x), t2k(y), beta=0.5, alpha=2.0),
+          torch.addmm(c, x, y, beta=0.5, alpha=2.0), 1e-5, 1e-5)
+    close(kiln.addmm(t2k(c[0]), t2k(x), t2k(y)), torch.addmm(c[0], x, y), 1e-5, 1e-5)
+    w, bias = torch.randn(13, 20), torch.randn(13)
+    close(kiln.nn.functional.linear(t2k(a), t2k(w), t2k(bias)),
+          torch.nn.functional.linear(a, w, bias), 1e-4, 1e-4)
+
+
+# ---- indexing ----
+def test_index_select_embedding_cat():
+    w = torch.randn(50, 16)
+    idx = torch.tensor([3, 0, 49, 3])
+    close(kiln.index_select(t2k(w), 0, t2k(idx)), torch.index_select(w, 0, idx), 0, 0)
+    close(kiln.index_select(t2k(w), 1, t2k(torch.tensor([15, 2]))), torch.index_select(w, 1, torch.tensor([15, 2])), 0, 0)
+    ids = torch.randint(0, 50, (2, 9))
+    close(kiln.nn.functional.embedding(t2k(ids), t2k(w)), torch.nn.functional.embedding(ids, w), 0, 0)
+    for bad in (50, -1):
+        with pytest.raises(IndexError):
+            kiln.index_select(t2k(w), 0, t2k(torch.tensor([bad])))
+    parts = [torch.randn(2, 3), torch.randn(2, 5), torch.randn(2, 1)]
+    close(kiln.cat([t2k(p) for p in parts], 1), torch.cat(parts, 1), 0, 0)
+    close(kiln.cat([t2k(p.t()) for p in parts], 0), torch.cat([p.t() for p in parts], 0), 0, 0)
+
+
+def test_dynamic_shape_and_sort_ops():
+    x = torch.randn(6, 7)
+    close(kiln.nonzero(t2k(x > 0.5)), torch.nonzero(x > 0.5), 0, 0)
+    close(kiln.masked_select(t2k(x), t2k(x > 0)), torch.masked_select(x, x > 0), 0, 0)
+    v, i = kiln.topk(t2k(x), 3, 1)
+    tv, ti = torch.topk(x, 3, 1)
+    close(v, tv, 0, 0)
+    close(i, ti, 0, 0)
+    v, i = kiln.sort(t2k(x), 0)
+    tv, ti = torch.sort(x, 0)
+    close(v, tv, 0, 0)
+
+
+# ---- models ----
+def test_transformer_block_runs_on_the_device_without_fallback():
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0, batch_first=True).eval()
+    kl = kiln.nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0, batch_first=True).eval()
+    kl.load_state_dict({k: kiln.tensor(v.detach().numpy()) for k, v in layer.state_dict().items()})
+    kl = kl.to(XPU)
+    x = torch.randn(2, 10, 64)
+    before = kiln._C._total_fallback_calls()
+    with kiln.no_grad():
+        y = kl(t2k(x))
+    assert y.device.type == "xpu"
+    assert kiln._C._total_fallback_calls() == before
+    with torch.no_grad():
+        close(y, layer(x), 1e-4, 1e-4)
+
+
+def test_mlp_training_step_matches_the_cpu():
+    """Forward and backward on the device (the backward ops without xpu kernels fall back):
+    the gradients equal the CPU's."""
+    kiln._C._set_cpu_fallback_enabled(True)
+    try:
+        torch.manual_seed(1)
+        net = torch.nn.Sequential(torch.nn.Linear(12, 32), torch.nn.GELU(), torch.nn.Linear(32, 3))
+        knet = kiln.nn.Sequential(kiln.nn.Linear(12, 32), kiln.nn.GELU(), kiln.nn.Linear(32, 3))
+        knet.load_state_dict({k: kiln.tensor(v.detach().numpy()) for k, v in net.state_dict().items()})
+        knet = knet.to(XPU)
+        x, target = torch.randn(16, 12), torch.randint(0, 3, (16,))
+        loss = torch.nn.functional.cross_entropy(net(x), target)
+        loss.backward()
+        kloss = kiln.nn.functional.cross_entropy(knet(t2k(x)), t2k(target))
+        kloss.backward()
+        close(kloss, loss.detach(), 1e-5, 1e-6)
+        for (name, p), (_, kp) in zip(net.named_parameters(), knet.named_parameters()):
+            assert kp.grad.device.type == "xpu", name
+            close(kp.grad, p.grad, 1e-4, 1e-5)
+    finally:
+        kiln._C._set_cpu_fallback_enabled(False)

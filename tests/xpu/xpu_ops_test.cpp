@@ -1,0 +1,139 @@
+// The xpu backend in C++ against float64 references computed by kiln's CPU kernels (whose own
+// suites check them against closed forms and PyTorch). Runs on any OpenCL device: the GPU
+// where there is one, PoCL's CPU driver elsewhere (KILN_XPU_DEVICE_TYPES=all below). The
+// Python suite (tests/python/test_xpu_backend.py) covers the ops against PyTorch in depth;
+// this one is what runs on a machine with a GPU but without kiln's Python module.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "kiln/kiln.h"
+#include "kiln/nn/functional.h"
+#include "kiln/runtime/backend.h"
+
+namespace kiln {
+namespace {
+
+const int kAllTypes = setenv("KILN_XPU_DEVICE_TYPES", "all", /*overwrite=*/0);
+
+Device xpu() { return Device(DeviceType::XPU, 0); }
+
+// |got - want| <= atol + rtol * |want| everywhere (NaNs must match).
+void expect_close(const Tensor& got, const Tensor& want, double rtol, double atol) {
+  ASSERT_EQ(got.device().type, DeviceType::XPU);
+  ASSERT_EQ(got.shape(), want.shape());
+  std::vector<double> g = got.to_vector<double>(), w = want.to_vector<double>();
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (std::isnan(w[i])) {
+      EXPECT_TRUE(std::isnan(g[i])) << "at " << i;
+      continue;
+    }
+    ASSERT_LE(std::abs(g[i] - w[i]), atol + rtol * std::abs(w[i])) << "at " << i << ": " << g[i] << " vs " << w[i];
+  }
+}
+
+// The same values (bit patterns aside from NaN payloads) and shape.
+bool same_values(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape()) return false;
+  std::vector<double> x = a.to_vector<double>(), y = b.to_vector<double>();
+  for (size_t i = 0; i < x.size(); ++i)
+    if (!(x[i] == y[i] || (std::isnan(x[i]) && std::isnan(y[i])))) return false;
+  return true;
+}
+
+TEST(XpuRuntime, HasADeviceAndMovesEveryDtypeExactly) {
+  (void)kAllTypes;
+  ASSERT_TRUE(is_available(DeviceType::XPU)) << "no OpenCL device: install pocl-opencl-icd";
+  for (DType t : {DType::F32, DType::F64, DType::BF16, DType::F16, DType::I64, DType::I32, DType::I16,
+                  DType::I8, DType::U8, DType::Bool}) {
+    Tensor x = (randn({33, 7}) * 50).to(t);
+    Tensor back = x.to(xpu()).to(Device(DeviceType::CPU));
+    EXPECT_TRUE(same_values(back, x)) << dtype_name(t);
+    EXPECT_TRUE(same_values(x.t().to(xpu()).contiguous().to(Device(DeviceType::CPU)), x.t().contiguous()))
+        << dtype_name(t);
+  }
+}
+
+TEST(XpuRuntime, EventsOrderStreams) {
+  Stream s = new_stream(xpu());
+  Tensor x = ones({512, 256}).to(xpu());
+  Event done(DeviceType::XPU, true), start(DeviceType::XPU, true);
+  start.record();
+  Tensor y = sum(mul(x, 2.0));
+  done.record();
+  done.wait(s);
+  Tensor z;
+  {
+    StreamGuard g(s);
+    z = add(y, 1.0);
+  }
+  s.synchronize();
+  EXPECT_EQ(z.item().to_double(), 262145.0);
+  EXPECT_GE(start.elapsed_time(done), 0.0);
+}
+
+TEST(XpuOps, ElementwiseBroadcastAndStrided) {
+  Tensor a = randn({5, 1, 37}, DType::F64), b = randn({6, 37}, DType::F64);
+  for (DType t : {DType::F32, DType::BF16, DType::F64}) {
+    const double tol = t == DType::BF16 ? 2e-2 : t == DType::F32 ? 1e-5 : 1e-12;
+    Tensor ka = a.to(t).to(xpu()), kb = b.to(t).to(xpu());
+    Tensor ra = a.to(t).to(DType::F64), rb = b.to(t).to(DType::F64);
+    expect_close(add(ka, kb, 0.5), add(ra, rb, 0.5), tol, tol);
+    expect_close(mul(ka, kb.t().contiguous().t()), mul(ra, rb), tol, tol);
+    expect_close(exp(ka), exp(ra), tol, tol);
+    expect_close(gelu(kb), gelu(rb), tol, tol);
+    expect_close(gt(ka, kb).to(DType::F64), gt(ra, rb).to(DType::F64), 0, 0);
+  }
+}
+
+TEST(XpuOps, ReductionsSoftmaxNorms) {
+  Tensor x = randn({6, 9, 300}, DType::F64);
+  Tensor kx = x.to(DType::F32).to(xpu());
+  Tensor rx = x.to(DType::F32).to(DType::F64);
+  expect_close(sum(kx, {2}), sum(rx, {2}), 1e-5, 1e-4);
+  expect_close(sum(kx), sum(rx), 1e-5, 1e-3);
+  expect_close(mean(kx, {0, 2}, true), mean(rx, {0, 2}, true), 1e-5, 1e-5);
+  expect_close(amax(kx, {1}), amax(rx, {1}), 0, 0);
+  expect_close(argmax(kx, 2), argmax(rx, 2), 0, 0);
+  Tensor long_rows = randn({2, 300000});
+  expect_close(sum(long_rows.to(xpu()), {1}), sum(long_rows.to(DType::F64), {1}), 1e-5, 1e-2);
+  expect_close(softmax(kx, -1), softmax(rx, -1), 1e-5, 1e-7);
+  expect_close(softmax(kx, 1), softmax(rx, 1), 1e-5, 1e-7);
+  Tensor w = randn({300}, DType::F64), b = randn({300}, DType::F64);
+  expect_close(nn::functional::layer_norm(kx, {300}, w.to(DType::F32).to(xpu()), b.to(DType::F32).to(xpu())),
+               nn::functional::layer_norm(rx, {300}, w.to(DType::F32).to(DType::F64), b.to(DType::F32).to(DType::F64)),
+               1e-4, 1e-4);
+}
+
+TEST(XpuOps, MatmulOddSizesTransposedBatched) {
+  for (auto [m, k, n] : std::vector<std::array<int64_t, 3>>{{1, 1, 1}, {7, 17, 31}, {65, 130, 67}, {1, 257, 129},
+                                                            {200, 96, 300}}) {
+    Tensor a = randn({m, k}, DType::F64), b = randn({k, n}, DType::F64);
+    Tensor want = matmul(a.to(DType::F32).to(DType::F64), b.to(DType::F32).to(DType::F64));
+    Tensor ka = a.to(DType::F32).to(xpu()), kb = b.to(DType::F32).to(xpu());
+    expect_close(matmul(ka, kb), want, 1e-4, 1e-4);
+    expect_close(matmul(ka.t().contiguous().t(), kb.t().contiguous().t()), want, 1e-4, 1e-4);
+    expect_close(matmul(a.to(xpu()), b.to(xpu())), matmul(a, b), 1e-12, 1e-12);
+    Tensor wb = matmul(a.to(DType::BF16).to(DType::F64), b.to(DType::BF16).to(DType::F64));
+    expect_close(matmul(a.to(DType::BF16).to(xpu()), b.to(DType::BF16).to(xpu())), wb, 2e-2, 2e-2);
+  }
+  Tensor a = randn({3, 1, 9, 20}, DType::F64), b = randn({4, 20, 11}, DType::F64);
+  expect_close(matmul(a.to(xpu()), b.to(xpu())), matmul(a, b), 1e-12, 1e-12);
+  Tensor c = randn({5, 7}, DType::F64), p = randn({5, 3}, DType::F64), q = randn({3, 7}, DType::F64);
+  expect_close(addmm(c.to(xpu()), p.to(xpu()), q.to(xpu()), 0.5, 2.0), addmm(c, p, q, 0.5, 2.0), 1e-12, 1e-12);
+}
+
+TEST(XpuOps, IndexSelectCatAndErrors) {
+  Tensor w = randn({50, 16});
+  Tensor idx = tensor_from<int64_t>({3, 0, 49, 3}, DType::I64);
+  expect_close(index_select(w.to(xpu()), 0, idx.to(xpu())), index_select(w, 0, idx), 0, 0);
+  for (int64_t bad : {int64_t(50), int64_t(-1)})
+    EXPECT_THROW(index_select(w.to(xpu()), 0, tensor_from<int64_t>({bad}, DType::I64).to(xpu())), IndexError);
+  Tensor p = randn({2, 3}), q = randn({2, 5});
+  expect_close(cat({p.to(xpu()), q.to(xpu())}, 1), cat({p, q}, 1), 0, 0);
+  EXPECT_THROW(add(ones({3}).to(xpu()), ones({3})), Error);
+}
+
+}  // namespace
+}  // namespace kiln

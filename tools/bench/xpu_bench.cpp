@@ -1,0 +1,78 @@
+// `kiln bench --sections xpu`: the xpu (OpenCL) backend's throughput. Each timed call queues
+// `reps` ops and waits for the device once, so the figure is device time plus 1/reps of one
+// host round trip. benchmarks/xpu_vs_torch.py runs this and PyTorch on the same device
+// kind (CUDA where present) and prints the ratios.
+#include <iomanip>
+#include <iostream>
+
+#include "kiln/kiln.h"
+#include "kiln/nn/functional.h"
+#include "kiln/runtime/backend.h"
+#include "tools/bench/bench.h"
+
+namespace kiln::tools::bench {
+
+void bench_xpu(const Options& opt, Report& rep) {
+  if (!is_available(DeviceType::XPU)) {
+    std::cout << "\n== xpu: no xpu device (set KILN_XPU_DEVICE_TYPES=all for a CPU OpenCL driver)\n";
+    return;
+  }
+  const Device dev(DeviceType::XPU, 0);
+  std::cout << "\n== xpu (" << get_backend(DeviceType::XPU).properties(0).name << ")\n";
+  const int reps = opt.quick ? 2 : 10;
+  auto timed = [&](const std::function<void()>& fn) {
+    return time_interleaved({[&] {
+                               for (int r = 0; r < reps; ++r) fn();
+                               synchronize_device(dev);
+                             }},
+                            opt, 2)[0].median / reps;
+  };
+  auto record = [&](const std::string& name, const std::string& metric, const std::string& unit,
+                    double value) {
+    Record r;
+    r.section = "xpu";
+    r.name = name;
+    r.system = "kiln-xpu";
+    r.metric = metric;
+    r.unit = unit;
+    r.value = value;
+    rep.add(r);
+    std::cout << "  " << std::left << std::setw(28) << name << std::right << std::setw(12)
+              << std::fixed << std::setprecision(2) << value << " " << unit << "\n";
+  };
+  std::vector<int64_t> sizes = opt.quick ? std::vector<int64_t>{128} : std::vector<int64_t>{1024, 2048, 4096};
+  for (DType t : {DType::F32, DType::BF16}) {
+    for (int64_t n : sizes) {
+      Tensor a = randn({n, n}).to(t).to(dev), b = randn({n, n}).to(t).to(dev);
+      Tensor c;
+      double s = timed([&] { c = matmul(a, b); });
+      record("matmul " + std::string(dtype_name(t)) + " " + std::to_string(n), "throughput",
+             "TFLOP/s", 2.0 * double(n) * double(n) * double(n) / s / 1e12);
+    }
+    // Decoding's shape: one row times a [K, N] weight read as W.t() (as Linear does).
+    const int64_t K = opt.quick ? 256 : 4096, N = opt.quick ? 256 : 11008;
+    Tensor x = randn({1, K}).to(t).to(dev), w = randn({N, K}).to(t).to(dev);
+    Tensor y;
+    double s = timed([&] { y = matmul(x, w.t()); });
+    record("linear M=1 " + std::string(dtype_name(t)) + " " + std::to_string(K) + "x" + std::to_string(N),
+           "weight bandwidth", "GB/s", double(N * K) * double(element_size(t)) / s / 1e9);
+  }
+  const int64_t n = opt.quick ? (1 << 16) : (int64_t(1) << 26);
+  const int64_t cols = 4096, rows = n / cols;
+  Tensor x = randn({rows, cols}).to(dev), y = randn({rows, cols}).to(dev), out = empty({rows, cols}, TensorOptions(DType::F32, dev));
+  Tensor w = randn({cols}).to(dev), bias = randn({cols}).to(dev), keep;
+  const double eb = 4.0 * double(n);
+  const std::string size = opt.quick ? "64K" : "64M";
+  record("copy float32 " + size, "bandwidth", "GB/s", 2 * eb / timed([&] { copy_(out, x); }) / 1e9);
+  record("add float32 " + size, "bandwidth", "GB/s", 3 * eb / timed([&] { add_out(x, y, out); }) / 1e9);
+  record("gelu float32 " + size, "bandwidth", "GB/s", 2 * eb / timed([&] { keep = gelu(x); }) / 1e9);
+  record("sum float32 " + size, "bandwidth", "GB/s", eb / timed([&] { keep = sum(x); }) / 1e9);
+  record("softmax float32 " + size + " rows of 4096", "bandwidth", "GB/s", 2 * eb / timed([&] { keep = softmax(x, -1); }) / 1e9);
+  record("layer_norm float32 " + size + " rows of 4096", "bandwidth", "GB/s",
+         2 * eb / timed([&] { keep = nn::functional::layer_norm(x, {cols}, w, bias); }) / 1e9);
+  Tensor small = randn({16}).to(dev);
+  record("add 16 elements (latency)", "time per op", "us",
+         1e6 * timed([&] { keep = add(small, small); }));
+}
+
+}  // namespace kiln::tools::bench
