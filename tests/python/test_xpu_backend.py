@@ -326,7 +326,8 @@ def test_layer_norm_and_rms_norm(dtype):
 
 
 # ---- matrix products ----
-@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (7, 17, 31), (65, 130, 67), (1, 257, 129), (128, 64, 1)])
+@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (7, 17, 31), (65, 130, 67), (1, 257, 129), (128, 64, 1),
+                                   (3, 300, 70), (8, 129, 9), (9, 33, 40), (260, 40, 300)])
 def test_mm_odd_sizes_and_layouts(m, k, n):
     g = torch.Generator().manual_seed(m * 1000 + n)
     a = torch.randn(m, k, generator=g, dtype=torch.float64)
@@ -339,6 +340,20 @@ def test_mm_odd_sizes_and_layouts(m, k, n):
     close(kiln.mm(t2k(af.t().contiguous()).t(), t2k(bf.t().contiguous()).t()), want.float(), 1e-4, 1e-4)
     close(kiln.mm(t2k(a.bfloat16()), t2k(b.bfloat16())), (a.bfloat16().double() @ b.bfloat16().double()).bfloat16(),
           2e-2, 2e-2)
+
+
+@pytest.mark.parametrize("m,k", [(1, 300), (3, 300), (1, 257), (8, 1024)])
+def test_bfloat16_linear_few_rows(m, k):
+    """Decoding's product: few rows times W.t() (the bfloat16 pairs path where K is even)."""
+    x = torch.randn(m, k).bfloat16()
+    w = torch.randn(70, k).bfloat16()
+    want = (x.double() @ w.double().t()).bfloat16()
+    close(kiln.nn.functional.linear(t2k(x), t2k(w)), want, 1e-2, 1e-2)
+    # A batch of 2 over a shared weight, and an odd start (a view one element in).
+    close(kiln.matmul(t2k(torch.stack([x, x])), t2k(w).t()), torch.stack([want, want]), 1e-2, 1e-2)
+    w2 = torch.randn(70, k + 1).bfloat16()
+    close(kiln.nn.functional.linear(t2k(x), t2k(w2)[:, 1:]),
+          (x.double() @ w2[:, 1:].double().t()).bfloat16(), 1e-2, 1e-2)
 
 
 def test_matmul_batched_vectors_addmm_linear():

@@ -107,7 +107,7 @@ TEST(XpuOps, ReductionsSoftmaxNorms) {
 }
 
 TEST(XpuOps, MatmulOddSizesTransposedBatched) {
-  for (auto [m, k, n] : std::vector<std::array<int64_t, 3>>{{1, 1, 1}, {7, 17, 31}, {65, 130, 67}, {1, 257, 129},
+  for (auto [m, k, n] : std::vector<std::array<int64_t, 3>>{{1, 1, 1}, {7, 17, 31}, {65, 130, 67}, {1, 257, 129}, {3, 300, 70}, {8, 129, 9},
                                                             {200, 96, 300}}) {
     Tensor a = randn({m, k}, DType::F64), b = randn({k, n}, DType::F64);
     Tensor want = matmul(a.to(DType::F32).to(DType::F64), b.to(DType::F32).to(DType::F64));
@@ -117,6 +117,12 @@ TEST(XpuOps, MatmulOddSizesTransposedBatched) {
     expect_close(matmul(a.to(xpu()), b.to(xpu())), matmul(a, b), 1e-12, 1e-12);
     Tensor wb = matmul(a.to(DType::BF16).to(DType::F64), b.to(DType::BF16).to(DType::F64));
     expect_close(matmul(a.to(DType::BF16).to(xpu()), b.to(DType::BF16).to(xpu())), wb, 2e-2, 2e-2);
+  }
+  // Few rows times a transposed bfloat16 weight (the pairs path for even K).
+  for (int64_t k : {300, 257}) {
+    Tensor x = randn({2, k}).to(DType::BF16), w = randn({70, k}).to(DType::BF16);
+    Tensor want = matmul(x.to(DType::F64), w.to(DType::F64).t());
+    expect_close(matmul(x.to(xpu()), w.to(xpu()).t()), want, 2e-2, 2e-2);
   }
   Tensor a = randn({3, 1, 9, 20}, DType::F64), b = randn({4, 20, 11}, DType::F64);
   expect_close(matmul(a.to(xpu()), b.to(xpu())), matmul(a, b), 1e-12, 1e-12);

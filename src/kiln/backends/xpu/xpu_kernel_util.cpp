@@ -172,9 +172,11 @@ void Launch::run_3d(size_t g0, size_t g1, size_t g2, size_t l0, size_t l1, size_
 
 namespace {
 
-std::string elementwise_source(int device, DType out, const std::vector<DType>& ins,
+// `dense`: every tensor is one run of stride 1 after merging, so offsets are the index itself
+// (no division per element: the general form divides by each dim's size).
+std::string elementwise_source(DType out, const std::vector<DType>& ins,
                                const std::vector<DType>& scalars, const std::string& body,
-                               bool raw) {
+                               bool raw, bool dense) {
   std::string s;
   s += "typedef struct { long size[8]; long stride[4][8]; } Geometry;\n";
   s += "__kernel void kiln_elementwise(__global char* ob, ulong oo";
@@ -189,22 +191,25 @@ std::string elementwise_source(int device, DType out, const std::vector<DType>& 
     s += "  __global const char* ip" + std::to_string(k) + " = ib" + std::to_string(k) +
          " + io" + std::to_string(k) + ";\n";
   s += "  for (long i = get_global_id(0); i < n; i += get_global_size(0)) {\n";
-  s += "    long off[4] = {0, 0, 0, 0};\n";
-  s += "    if (ndim == 1) {\n";
-  s += "      for (int t = 0; t < 4; ++t) off[t] = i * g.stride[t][0];\n";
-  s += "    } else {\n";
-  s += "      long rest = i;\n";
-  s += "      for (int d = ndim - 1; d >= 0; --d) {\n";
-  s += "        long c = rest % g.size[d];\n";
-  s += "        rest /= g.size[d];\n";
-  s += "        for (int t = 0; t < 4; ++t) off[t] += c * g.stride[t][d];\n";
-  s += "      }\n";
-  s += "    }\n";
+  // One offset variable per tensor (an indexed array would live in slow private memory).
+  const size_t nt = ins.size() + 1;
+  if (dense) {
+    for (size_t t = 0; t < nt; ++t) s += "    long o" + std::to_string(t) + " = i;\n";
+  } else {
+    for (size_t t = 0; t < nt; ++t) s += "    long o" + std::to_string(t) + " = 0;\n";
+    s += "    long rest = i;\n";
+    s += "    for (int d = ndim - 1; d >= 0; --d) {\n";
+    s += "      long c = rest % g.size[d];\n";
+    s += "      rest /= g.size[d];\n";
+    for (size_t t = 0; t < nt; ++t)
+      s += "      o" + std::to_string(t) + " += c * g.stride[" + std::to_string(t) + "][d];\n";
+    s += "    }\n";
+  }
   static const char* names[] = {"a", "b", "c"};
   const std::string ot = dtype_tag(out);
   for (size_t k = 0; k < ins.size(); ++k) {
     const std::string t = dtype_tag(ins[k]);
-    const std::string p = "ip" + std::to_string(k), o = "off[" + std::to_string(k + 1) + "]";
+    const std::string p = "ip" + std::to_string(k), o = "o" + std::to_string(k + 1);
     if (raw)
       s += "    ST_" + t + " " + names[k] + " = ((__global const ST_" + t + "*)" + p + ")[" + o + "];\n";
     else
@@ -212,13 +217,12 @@ std::string elementwise_source(int device, DType out, const std::vector<DType>& 
   }
   if (raw) {
     s += "    ST_" + ot + " r;\n    " + body + "\n";
-    s += "    ((__global ST_" + ot + "*)op)[off[0]] = r;\n";
+    s += "    ((__global ST_" + ot + "*)op)[o0] = r;\n";
   } else {
     s += "    CT_" + ot + " r;\n    " + body + "\n";
-    s += "    SV_" + ot + "(op, off[0], r);\n";
+    s += "    SV_" + ot + "(op, o0, r);\n";
   }
   s += "  }\n}\n";
-  (void)device;
   return s;
 }
 
@@ -282,8 +286,10 @@ void elementwise(const Tensor& out, const std::vector<Tensor>& inputs, const std
   std::vector<DType> in_dtypes, scalar_dtypes;
   for (const Tensor& t : inputs) in_dtypes.push_back(t.dtype());
   for (const ScalarArg& s : scalars) scalar_dtypes.push_back(s.dtype);
+  bool dense = ndim == 1;
+  for (size_t t = 0; t < nt; ++t) dense = dense && (g.stride[t][0] == 1 || g.size[0] == 1);
   const std::string source = program_source(
-      device, elementwise_source(device, out.dtype(), in_dtypes, scalar_dtypes, body, raw));
+      device, elementwise_source(out.dtype(), in_dtypes, scalar_dtypes, body, raw, dense));
   Launch launch(device, source, "kiln_elementwise");
   launch.tensor(out);
   for (const Tensor& t : inputs) launch.tensor(t);

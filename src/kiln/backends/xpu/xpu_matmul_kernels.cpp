@@ -1,6 +1,7 @@
 // xpu kernels of the matrix products (mm, matmul, bmm, dot, addmm, baddbmm): one tiled
 // OpenCL kernel over strided, batched operands. A work-group of 16x16 items computes a
-// 64x64 block of C, each item 4x4 values, over K in steps of 16 staged in local memory.
+// 64x64 (or, with enough blocks to fill the device, 128x128) block of C, each item 4x4
+// (8x8) values, over K in steps of 16 staged in local memory.
 // The loads walk whichever dim of A and B is contiguous (compile-time variants), so a
 // Linear's transposed weight reads coalesced. Computes in float (double for float64).
 #include <string>
@@ -24,10 +25,11 @@ struct GemmGeometry {
   cl_long cs[4];                           // column strides
 };
 
+// R (4 or 8) values per item and dim: 64x64 or 128x128 blocks of C per group of 16x16 items.
 constexpr const char* kGemm = R"CL(
 typedef struct { long batch_size[4]; long batch_stride[4][4]; long rs[4]; long cs[4]; } GemmGeometry;
-#define TM 64
-#define TN 64
+#define TM (16 * R)
+#define TN (16 * R)
 #define TK 16
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void kiln_gemm(__global char* cb, ulong co, __global const char* ab, ulong ao,
@@ -46,10 +48,10 @@ void kiln_gemm(__global char* cb, ulong co, __global const char* ab, ulong ao,
   }
   __global const char* ap = ab + ao;
   __global const char* bp = bb + bo;
-  ACC acc[4][4];
-  for (int i = 0; i < 4; ++i) for (int j = 0; j < 4; ++j) acc[i][j] = 0;
+  ACC acc[R][R];
+  for (int i = 0; i < R; ++i) for (int j = 0; j < R; ++j) acc[i][j] = 0;
   for (long k0 = 0; k0 < K; k0 += TK) {
-    for (int q = 0; q < 4; ++q) {
+    for (int q = 0; q < (TM * TK) / 256; ++q) {
       int e = tid + 256 * q;
 #if A_K_FAST
       int m = e / TK, k = e % TK;
@@ -68,20 +70,20 @@ void kiln_gemm(__global char* cb, ulong co, __global const char* ab, ulong ao,
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int kk = 0; kk < TK; ++kk) {
-      ACC a[4], b[4];
-      for (int i = 0; i < 4; ++i) a[i] = As[kk][ty + 16 * i];
-      for (int j = 0; j < 4; ++j) b[j] = Bs[kk][tx + 16 * j];
-      for (int i = 0; i < 4; ++i)
-        for (int j = 0; j < 4; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
+      ACC a[R], b[R];
+      for (int i = 0; i < R; ++i) a[i] = As[kk][ty + 16 * i];
+      for (int j = 0; j < R; ++j) b[j] = Bs[kk][tx + 16 * j];
+      for (int i = 0; i < R; ++i)
+        for (int j = 0; j < R; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   __global char* cp = cb + co;
   __global const char* sp = sb + so;
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < R; ++i) {
     long m = m0 + ty + 16 * i;
     if (m >= M) continue;
-    for (int j = 0; j < 4; ++j) {
+    for (int j = 0; j < R; ++j) {
       long n = n0 + tx + 16 * j;
       if (n >= N) continue;
       ACC v = alpha * acc[i][j];
@@ -89,6 +91,121 @@ void kiln_gemm(__global char* cb, ulong co, __global const char* ab, ulong ao,
       SV_T(cp, oc + m * g.rs[2] + n * g.cs[2], v);
     }
   }
+}
+)CL";
+
+// Few rows of A (decoding's matrix-vector products): the tiles above would leave 63 of 64
+// rows idle and read B once per 64 columns with too few groups to fill a GPU. Here B is
+// streamed once: where B's K dim is contiguous (a Linear's W.t()), 32 lanes of a group
+// share one column, each reading every 32nd element, then add their sums in local memory;
+// otherwise each item owns one column and walks K (neighbours read neighbouring columns).
+constexpr int kGemvMaxRows = 8;
+
+constexpr const char* kGemv = R"CL(
+typedef struct { long batch_size[4]; long batch_stride[4][4]; long rs[4]; long cs[4]; } GemmGeometry;
+#define MAXM 8
+__kernel void kiln_gemv(__global char* cb, ulong co, __global const char* ab, ulong ao,
+                        __global const char* bb, ulong bo, __global const char* sb, ulong so,
+                        GemmGeometry g, int nbatch, long M, long N, long K, ACC alpha, ACC beta,
+                        int has_self) {
+  long rest = get_group_id(1), oa = 0, ob_ = 0, oc = 0, os = 0;
+  for (int d = nbatch - 1; d >= 0; --d) {
+    long c = rest % g.batch_size[d];
+    rest /= g.batch_size[d];
+    oa += c * g.batch_stride[0][d]; ob_ += c * g.batch_stride[1][d];
+    oc += c * g.batch_stride[2][d]; os += c * g.batch_stride[3][d];
+  }
+  __global const char* ap = ab + ao;
+  __global const char* bp = bb + bo;
+  ACC acc[MAXM];
+  for (int m = 0; m < MAXM; ++m) acc[m] = 0;
+#if B_K_FAST
+  __local ACC red[8][33];
+  const int lane = get_local_id(0) % 32, row = get_local_id(0) / 32;
+  const long n = (long)get_group_id(0) * 8 + row;
+  if (n < N) {
+    const long col = ob_ + n * g.cs[1];
+    long k = lane;
+#if BF16_PAIRS
+    // bfloat16 weights two at a time (one 32-bit load per lane: half the load instructions
+    // of the element loop, which left the M=1 product at a third of the memory's speed).
+    __global const uint* wp = (__global const uint*)(bp + 2 * col);
+    for (k = 2 * lane; k + 192 < K; k += 256) {
+      uint p0 = wp[k / 2], p1 = wp[k / 2 + 32], p2 = wp[k / 2 + 64], p3 = wp[k / 2 + 96];
+      ACC w[8] = {as_float(p0 << 16), as_float(p0 & 0xffff0000u), as_float(p1 << 16),
+                  as_float(p1 & 0xffff0000u), as_float(p2 << 16), as_float(p2 & 0xffff0000u),
+                  as_float(p3 << 16), as_float(p3 & 0xffff0000u)};
+      for (int m = 0; m < MAXM; ++m) {
+        if (m < M) {
+          const long ar = oa + m * g.rs[0];
+          for (int q = 0; q < 4; ++q) {
+            acc[m] = fma(w[2 * q], (ACC)LD_T(ap, ar + (k + 64 * q) * g.cs[0]), acc[m]);
+            acc[m] = fma(w[2 * q + 1], (ACC)LD_T(ap, ar + (k + 64 * q + 1) * g.cs[0]), acc[m]);
+          }
+        }
+      }
+    }
+    for (; k < K; k += 64) {
+      uint p0 = wp[k / 2];
+      ACC w0 = as_float(p0 << 16), w1 = as_float(p0 & 0xffff0000u);
+      for (int m = 0; m < MAXM; ++m)
+        if (m < M) {
+          const long ar = oa + m * g.rs[0];
+          acc[m] = fma(w0, (ACC)LD_T(ap, ar + k * g.cs[0]), acc[m]);
+          acc[m] = fma(w1, (ACC)LD_T(ap, ar + (k + 1) * g.cs[0]), acc[m]);
+        }
+    }
+    k = K;  // done: skip the element loops below
+#endif
+    for (; k + 96 < K; k += 128) {
+      ACC w0 = LD_T(bp, col + k), w1 = LD_T(bp, col + k + 32);
+      ACC w2 = LD_T(bp, col + k + 64), w3 = LD_T(bp, col + k + 96);
+      for (int m = 0; m < MAXM; ++m) {
+        if (m < M) {
+          const long ar = oa + m * g.rs[0];
+          acc[m] = fma(w0, (ACC)LD_T(ap, ar + k * g.cs[0]), acc[m]);
+          acc[m] = fma(w1, (ACC)LD_T(ap, ar + (k + 32) * g.cs[0]), acc[m]);
+          acc[m] = fma(w2, (ACC)LD_T(ap, ar + (k + 64) * g.cs[0]), acc[m]);
+          acc[m] = fma(w3, (ACC)LD_T(ap, ar + (k + 96) * g.cs[0]), acc[m]);
+        }
+      }
+    }
+    for (; k < K; k += 32) {
+      ACC w = LD_T(bp, col + k);
+      for (int m = 0; m < MAXM; ++m)
+        if (m < M) acc[m] = fma(w, (ACC)LD_T(ap, oa + m * g.rs[0] + k * g.cs[0]), acc[m]);
+    }
+  }
+  for (int m = 0; m < MAXM; ++m) {
+    if (m >= M) break;
+    red[row][lane] = acc[m];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = 16; s > 0; s >>= 1) {
+      if (lane < s) red[row][lane] += red[row][lane + s];
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lane == 0 && n < N) {
+      ACC v = alpha * red[row][0];
+      if (has_self) v += beta * (ACC)LD_T(sb + so, os + m * g.rs[3] + n * g.cs[3]);
+      SV_T(cb + co, oc + m * g.rs[2] + n * g.cs[2], v);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+#else
+  const long n = get_global_id(0);
+  if (n >= N) return;
+  for (long k = 0; k < K; ++k) {
+    ACC w = LD_T(bp, ob_ + k * g.rs[1] + n * g.cs[1]);
+    for (int m = 0; m < MAXM; ++m)
+      if (m < M) acc[m] = fma(w, (ACC)LD_T(ap, oa + m * g.rs[0] + k * g.cs[0]), acc[m]);
+  }
+  for (int m = 0; m < MAXM; ++m) {
+    if (m >= M) break;
+    ACC v = alpha * acc[m];
+    if (has_self) v += beta * (ACC)LD_T(sb + so, os + m * g.rs[3] + n * g.cs[3]);
+    SV_T(cb + co, oc + m * g.rs[2] + n * g.cs[2], v);
+  }
+#endif
 }
 )CL";
 
@@ -149,16 +266,35 @@ void run_gemm(const Tensor& out, const Operand& a, const Operand& b, const Opera
   src += std::string("#define LD_T LD_") + dtype_tag(t) + "\n#define SV_T SV_" + dtype_tag(t) + "\n";
   src += std::string("#define A_K_FAST ") + (a_k_fast ? "1" : "0") + "\n";
   src += std::string("#define B_K_FAST ") + (b_k_fast ? "1" : "0") + "\n";
-  src += kGemm;
+  // bfloat16 pairs: even K and column stride and a 4-byte aligned start, so that every pair
+  // is one aligned 32-bit word.
+  bool pairs = t == DType::BF16 && b_k_fast && K % 2 == 0 && b.cs % 2 == 0 &&
+               XpuRuntime::get().resolve(b.t.raw_data()).offset % 4 == 0;
+  for (int64_t st : b.batch) pairs = pairs && st % 2 == 0;
+  src += std::string("#define BF16_PAIRS ") + (pairs ? "1" : "0") + "\n";
+  const bool gemv = M <= kGemvMaxRows;
+  // 128x128 blocks where there are enough of them to give every compute unit one.
+  const int64_t units = XpuRuntime::get().info(out.device().index).compute_units;
+  const bool big = ((M + 127) / 128) * ((N + 127) / 128) * nbatch >= units;
+  const int r = big ? 8 : 4;
+  src += "#define R " + std::to_string(r) + "\n";
+  src += gemv ? kGemv : kGemm;
   const int device = out.device().index;
   const bool has_self = self != nullptr && (beta.is_floating() ? beta.to_double() != 0.0 : beta.to_int() != 0);
-  Launch l(device, program_source(device, src), "kiln_gemm");
+  Launch l(device, program_source(device, src), gemv ? "kiln_gemv" : "kiln_gemm");
   l.tensor(out).tensor(a.t).tensor(b.t).tensor(has_self ? self->t : out);
   l.value(g).value(cl_int(batch.size())).value(cl_long(M)).value(cl_long(N)).value(cl_long(K));
   if (f64) l.value(cl_double(alpha.to_double())).value(cl_double(beta.to_double()));
   else l.value(cl_float(float(alpha.to_double()))).value(cl_float(float(beta.to_double())));
   l.value(cl_int(has_self ? 1 : 0));
-  const size_t gx = size_t((N + 63) / 64) * 16, gy = size_t((M + 63) / 64) * 16;
+  if (gemv) {
+    // k-contiguous B: 8 columns per group of 256 (32 lanes each); else one column per item.
+    const size_t items = b_k_fast ? size_t((N + 7) / 8) * 256 : size_t(N);
+    l.run_3d(items, size_t(nbatch), 1, 256, 1, 1);
+    return;
+  }
+  const int64_t tile = 16 * r;
+  const size_t gx = size_t((N + tile - 1) / tile) * 16, gy = size_t((M + tile - 1) / tile) * 16;
   l.run_3d(gx, gy, size_t(nbatch), 16, 16, 1);
 }
 
