@@ -118,6 +118,17 @@ TEST(XpuOps, MatmulOddSizesTransposedBatched) {
     Tensor wb = matmul(a.to(DType::BF16).to(DType::F64), b.to(DType::BF16).to(DType::F64));
     expect_close(matmul(a.to(DType::BF16).to(xpu()), b.to(DType::BF16).to(xpu())), wb, 2e-2, 2e-2);
   }
+  // bfloat16 products in every operand layout, batched (on NVIDIA GPUs the tensor-core kernel).
+  {
+    Tensor a = randn({2, 150, 72}).to(DType::BF16), b = randn({72, 260}).to(DType::BF16);
+    Tensor want = matmul(a.to(DType::F64), b.to(DType::F64));
+    Tensor xa = a.to(xpu()), xb = b.to(xpu());
+    expect_close(matmul(xa, xb), want, 2e-2, 2e-2);
+    expect_close(matmul(xa.transpose(1, 2).contiguous().transpose(1, 2), xb.t().contiguous().t()), want, 2e-2, 2e-2);
+    Tensor self = randn({260}).to(DType::BF16);
+    expect_close(addmm(self.to(xpu()), xa[0], xb, 0.5, 2.0),
+                 addmm(self.to(DType::F64), a[0].to(DType::F64), b.to(DType::F64), 0.5, 2.0), 2e-2, 5e-2);
+  }
   // Few rows times a transposed bfloat16 weight (the pairs path for even K).
   for (int64_t k : {300, 257}) {
     Tensor x = randn({2, k}).to(DType::BF16), w = randn({70, k}).to(DType::BF16);

@@ -4,12 +4,15 @@
 // (8x8) values, over K in steps of 16 staged in local memory.
 // The loads walk whichever dim of A and B is contiguous (compile-time variants), so a
 // Linear's transposed weight reads coalesced. Computes in float (double for float64).
+#include <iostream>
+#include <memory>
 #include <string>
 
 #include "kiln/core/error.h"
 #include "kiln/dispatch/registry.h"
 #include "kiln/tensor/empty.h"
 #include "xpu_kernel_util.h"
+#include "xpu_mma_gemm.h"
 #include "xpu_tensor_util.h"
 
 namespace kiln::xpu {
@@ -273,14 +276,35 @@ void run_gemm(const Tensor& out, const Operand& a, const Operand& b, const Opera
   for (int64_t st : b.batch) pairs = pairs && st % 2 == 0;
   src += std::string("#define BF16_PAIRS ") + (pairs ? "1" : "0") + "\n";
   const bool gemv = M <= kGemvMaxRows;
+  const int device = out.device().index;
+  const bool has_self = self != nullptr && (beta.is_floating() ? beta.to_double() != 0.0 : beta.to_int() != 0);
+  if (t == DType::BF16 && !gemv && mma_gemm_usable(device)) {
+    std::string mma = std::string("#define A_K_FAST ") + (a_k_fast ? "1" : "0") + "\n#define B_K_FAST " +
+                      (b_k_fast ? "1" : "0") + "\n" + mma_gemm_source();
+    std::unique_ptr<Launch> l;
+    try {
+      l = std::make_unique<Launch>(device, program_source(device, mma), "kiln_gemm_mma");
+    } catch (const DeviceError& e) {
+      // This driver's compiler refused it: say so once, then use the portable kernel.
+      std::cerr << "kiln warning: xpu:" << device << ": the tensor-core bfloat16 kernel did not "
+                << "build; using the portable one. " << std::string(e.what()).substr(0, 800) << "\n";
+      mark_mma_gemm_unusable(device);
+    }
+    if (l) {
+      l->tensor(out).tensor(a.t).tensor(b.t).tensor(has_self ? self->t : out);
+      l->value(g).value(cl_int(batch.size())).value(cl_long(M)).value(cl_long(N)).value(cl_long(K));
+      l->value(cl_float(float(alpha.to_double()))).value(cl_float(float(beta.to_double())));
+      l->value(cl_int(has_self ? 1 : 0));
+      l->run_3d(size_t((N + 127) / 128) * 256, size_t((M + 127) / 128), size_t(nbatch), 256, 1, 1);
+      return;
+    }
+  }
   // 128x128 blocks where there are enough of them to give every compute unit one.
   const int64_t units = XpuRuntime::get().info(out.device().index).compute_units;
   const bool big = ((M + 127) / 128) * ((N + 127) / 128) * nbatch >= units;
   const int r = big ? 8 : 4;
   src += "#define R " + std::to_string(r) + "\n";
   src += gemv ? kGemv : kGemm;
-  const int device = out.device().index;
-  const bool has_self = self != nullptr && (beta.is_floating() ? beta.to_double() != 0.0 : beta.to_int() != 0);
   Launch l(device, program_source(device, src), gemv ? "kiln_gemv" : "kiln_gemm");
   l.tensor(out).tensor(a.t).tensor(b.t).tensor(has_self ? self->t : out);
   l.value(g).value(cl_int(batch.size())).value(cl_long(M)).value(cl_long(N)).value(cl_long(K));

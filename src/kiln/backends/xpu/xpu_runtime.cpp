@@ -1,6 +1,8 @@
 // Discovery, contexts, queues, memory and program cache of the xpu (OpenCL) backend.
 #include "xpu_runtime.h"
 
+#include <CL/cl_ext.h>
+
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -110,6 +112,9 @@ XpuRuntime::XpuRuntime() {
         d.fp64 = device_string(api, id, CL_DEVICE_EXTENSIONS).find("cl_khr_fp64") != std::string::npos;
         d.correctly_rounded_sqrt = (device_value<cl_device_fp_config>(api, id, CL_DEVICE_SINGLE_FP_CONFIG) &
                                     CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
+        if (device_string(api, id, CL_DEVICE_EXTENSIONS).find("cl_nv_device_attribute_query") !=
+            std::string::npos)
+          d.nv_compute_major = int(device_value<cl_uint>(api, id, CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV));
         devices_.push_back(d);
       }
     }

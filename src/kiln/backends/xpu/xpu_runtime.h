@@ -32,6 +32,7 @@ struct DeviceInfo {
   size_t max_work_group = 1;
   bool fp64 = false;
   bool correctly_rounded_sqrt = false;
+  int nv_compute_major = 0;  // NVIDIA's compute capability (cl_nv_device_attribute_query), else 0
 };
 
 // One device's live state, created on first use.
