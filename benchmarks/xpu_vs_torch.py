@@ -5,6 +5,10 @@ Runs `kiln bench --sections xpu` (the C++ figures), then the same cases in PyTor
 kiln / torch for each. Both time `reps` queued ops per synchronisation, median of rounds.
 
     python benchmarks/xpu_vs_torch.py [--kiln build/release/kiln] [--quick] [--json out.json]
+    python benchmarks/xpu_vs_torch.py --render out.json [--note TEXT] > benchmarks/RESULTS-xpu.md
+
+--render writes the markdown table of a saved run (the device machine's runs come back as
+JSON; RESULTS-xpu.md is rendered from one).
 """
 import argparse
 import json
@@ -73,12 +77,35 @@ def time_torch(torch, dev, fn, reps, rounds=7):
     return samples[len(samples) // 2]
 
 
+def render(path, note):
+    with open(path) as f:
+        run = json.load(f)
+    out = ["# kiln xpu benchmark results", "",
+           "Rendered by `python benchmarks/xpu_vs_torch.py --render RUN.json` from a run of",
+           "`python benchmarks/xpu_vs_torch.py --json RUN.json` (kiln's C++ `kiln bench --sections xpu`",
+           "and PyTorch in one script). Each figure: median over rounds of 10 queued ops and one wait.", ""]
+    if note:
+        out += [f"- {line}" for line in note.split("; ")]
+    out += [f"- peer: {run['peer']}", f"- kiln {run['kiln'].get('kiln_version', '?')} "
+            f"({run['kiln'].get('build_type', '?')})", "",
+            "| case | kiln | torch | unit | kiln/torch |", "|---|---|---|---|---|"]
+    for r in run["rows"]:
+        out.append(f"| {r['case']} | {r['kiln']:.2f} | {r['torch']:.2f} | {r['unit']} | {r['ratio']:.2f}x |")
+    out += ["", "kiln/torch above 1: kiln faster (the latency row: torch's time over kiln's)."]
+    print("\n".join(out))
+
+
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--render", default=None, help="print the markdown table of a saved --json run")
+    ap.add_argument("--note", default="", help="with --render: header lines, separated by '; '")
     ap.add_argument("--kiln", default=os.path.join(os.path.dirname(__file__), "..", "build", "release", "kiln"))
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
+    if args.render:
+        render(args.render, args.note)
+        return 0
 
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "kiln.json")

