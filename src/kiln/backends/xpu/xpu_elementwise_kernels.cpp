@@ -237,6 +237,13 @@ void div_kernel(OpCall& call) {
   elementwise(out, {call.inputs[0], call.inputs[1]}, with_result_type(out.dtype(), body));
 }
 
+// lerp(start, end, weight) in the two forms PyTorch uses (exact at both ends).
+void lerp_kernel(OpCall& call) {
+  const Tensor& out = call.outs[0];
+  elementwise(out, {call.inputs[0], call.inputs[1], call.inputs[2]},
+              with_result_type(out.dtype(), "r = fabs(c) < (R)0.5 ? a + c * (b - a) : b - (b - a) * ((R)1 - c);"));
+}
+
 void where_kernel(OpCall& call) {
   const Tensor& out = call.outs[0];
   elementwise(out, {call.inputs[0], call.inputs[1], call.inputs[2]},
@@ -288,6 +295,7 @@ void register_elementwise_kernels() {
   reg("sub", add_kernel<true>, kNumericDTypes);
   reg("div", div_kernel, kFloatDTypes);
   reg("where", where_kernel, kAllDTypes);
+  reg("lerp", lerp_kernel, kFloatDTypes);
   reg("addcmul", addc_kernel<false>, kNumericDTypes);
   reg("addcdiv", addc_kernel<true>, kFloatDTypes);
 }

@@ -3,7 +3,8 @@
 //   seed and offset, so a seeded program gets the same numbers on xpu as on cpu;
 // - ops whose output size depends on the data (nonzero, masked_select, unique): their size
 //   has to reach the host before the output exists anyway;
-// - sort and topk.
+// - sort and topk; scatter_add (embedding's backward: deterministic sums without float
+//   atomics, which OpenCL 1.2 lacks).
 // The inputs are copied to the host, the CPU kernel runs, and the results are copied back
 // into the xpu outputs. Unlike KILN_FALLBACK=cpu this is the op's xpu kernel: no warning.
 #include "kiln/core/error.h"
@@ -45,7 +46,7 @@ void host_staged_kernel(OpCall& call) {
 void register_host_staged_kernels() {
   for (const char* name : {"uniform_", "normal_", "bernoulli_", "random_", "bernoulli", "dropout",
                            "multinomial", "randperm", "nonzero", "masked_select", "unique", "sort",
-                           "topk"}) {
+                           "topk", "scatter_add"}) {
     const KernelEntry cpu = detail::registered_kernel(name, DeviceType::CPU);
     if (cpu.fn) register_kernel(name, DeviceType::XPU, host_staged_kernel, cpu.dtypes);
   }

@@ -3,6 +3,8 @@
 // its input as rows: the reduced dims moved last and made contiguous, so that one work-group
 // reduces one row (or one piece of a long row, then a second pass combines the pieces).
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <string>
 
 #include "kiln/core/error.h"
@@ -60,29 +62,40 @@ Rows rows_of(const Tensor& t, const std::vector<int64_t>& reduced) {
 }
 
 struct ReduceKind {
-  const char* init;     // the accumulator's start
-  const char* combine;  // COMBINE(x, y)
-  const char* finish;   // applied to the final value v (a row's result)
+  std::string init;       // the accumulator's start
+  std::string combine;    // COMBINE(x, y)
+  std::string transform;  // of each input value y on the first pass (norm's |y|^p)
+  std::string finish;     // of a row's result v on the last pass (norm's root)
 };
 
-ReduceKind reduce_kind(const std::string& op) {
-  if (op == "sum" || op == "mean") return {"(ACC)0", "x = x + y", "v"};
-  if (op == "prod") return {"(ACC)1", "x = x * y", "v"};
-  if (op == "amax") return {"LOWEST", "x = (y > x || y != y) ? y : x", "v"};
-  if (op == "amin") return {"HIGHEST", "x = (y < x || y != y) ? y : x", "v"};
-  if (op == "all") return {"(ACC)1", "x = (x != 0) && (y != 0)", "v"};
-  return {"(ACC)0", "x = (x != 0) || (y != 0)", "v"};  // any
+// p of norm(p): 2 and 1 in closed form, inf / -inf as max / min of |y|, 0 counts nonzeros.
+ReduceKind reduce_kind(const std::string& op, double p) {
+  if (op == "sum" || op == "mean") return {"(ACC)0", "x = x + y", "", ""};
+  if (op == "prod") return {"(ACC)1", "x = x * y", "", ""};
+  if (op == "amax") return {"LOWEST", "x = (y > x || y != y) ? y : x", "", ""};
+  if (op == "amin") return {"HIGHEST", "x = (y < x || y != y) ? y : x", "", ""};
+  if (op == "all") return {"(ACC)1", "x = (x != 0) && (y != 0)", "", ""};
+  if (op == "any") return {"(ACC)0", "x = (x != 0) || (y != 0)", "", ""};
+  // norm
+  if (std::isinf(p))
+    return {p > 0 ? "(ACC)0" : "HIGHEST",
+            p > 0 ? "x = (y > x || y != y) ? y : x" : "x = (y < x || y != y) ? y : x", "y = fabs(y);", ""};
+  if (p == 0) return {"(ACC)0", "x = x + y", "y = (y != (ACC)0) ? (ACC)1 : (ACC)0;", ""};
+  if (p == 1) return {"(ACC)0", "x = x + y", "y = fabs(y);", ""};
+  if (p == 2) return {"(ACC)0", "x = x + y", "y = y * y;", "v = sqrt(v);"};
+  const std::string ps = std::to_string(p);
+  return {"(ACC)0", "x = x + y", "y = pow(fabs(y), (ACC)" + ps + ");", "v = pow(v, (ACC)1 / (ACC)" + ps + ");"};
 }
 
 // One pass: each work-group reduces piece `get_group_id(0) % parts` of row
 // `get_group_id(0) / parts` into out[group] (times scale on the last pass of a mean).
-std::string reduce_source(DType in, DType out, DType acc, const std::string& op) {
-  ReduceKind k = reduce_kind(op);
+std::string reduce_source(DType in, DType out, DType acc, const ReduceKind& k, bool first, bool last) {
+  const bool additive = k.combine == "x = x + y" && is_floating(acc);
   std::string s = "typedef CT_" + std::string(dtype_tag(acc)) + " ACC;\n";
   const bool fl = is_floating(acc);
   s += std::string("#define LOWEST ") + (fl ? "(ACC)(-INFINITY)" : "(ACC)(-0x7fffffffffffffffL - 1)") + "\n";
   s += std::string("#define HIGHEST ") + (fl ? "(ACC)(INFINITY)" : "(ACC)0x7fffffffffffffffL") + "\n";
-  s += std::string("#define COMBINE(x, y) ") + k.combine + "\n";
+  s += "#define COMBINE(x, y) " + k.combine + "\n";
   s += kGroupCombine;
   s += "__kernel void kiln_reduce(__global char* ob, ulong oo, __global const char* ib, ulong io,\n"
        "                          long rows, long len, long parts, SC_" + std::string(dtype_tag(acc)) +
@@ -93,13 +106,17 @@ std::string reduce_source(DType in, DType out, DType acc, const std::string& op)
        "    long row = g / parts, part = g % parts;\n"
        "    long chunk = (len + parts - 1) / parts;\n"
        "    long begin = part * chunk, end = min(len, begin + chunk);\n"
-       "    ACC acc = " + std::string(k.init) + ";\n"
+       "    ACC acc = " + k.init + ", comp = 0;\n"
        "    for (long j = begin + get_local_id(0); j < end; j += get_local_size(0)) {\n"
        "      ACC x = acc, y = (ACC)LD_" + dtype_tag(in) + "(ip, row * len + j);\n"
-       "      COMBINE(x, y); acc = x;\n"
+       "      " + (first ? k.transform : std::string()) + "\n" +
+       // Sums compensated (Kahan): an item adds thousands of terms of a long row in float.
+       (additive ? "      ACC yk = y - comp, tk = acc + yk; comp = (tk - acc) - yk; acc = tk;\n"
+                 : "      COMBINE(x, y); acc = x;\n") +
        "    }\n"
        "    GROUP_COMBINE(acc, scratch)\n"
-       "    if (get_local_id(0) == 0) { ACC v = acc; if (apply_scale) v = v * (ACC)scale; SV_" +
+       "    if (get_local_id(0) == 0) { ACC v = acc; " + (last ? k.finish : std::string()) +
+       " if (apply_scale) v = v * (ACC)scale; SV_" +
        dtype_tag(out) + "(op, g, v); }\n"
        "  }\n"
        "}\n";
@@ -114,10 +131,11 @@ DType accumulator(DType out) {
   return DType::I64;
 }
 
-void run_reduce_pass(const Tensor& out, const Tensor& in, DType acc, const std::string& op,
-                     int64_t rows, int64_t len, int64_t parts, double scale, bool apply_scale) {
+void run_reduce_pass(const Tensor& out, const Tensor& in, DType acc, const ReduceKind& kind, bool first,
+                     bool last, int64_t rows, int64_t len, int64_t parts, double scale, bool apply_scale) {
   const int device = in.device().index;
-  Launch l(device, program_source(device, reduce_source(in.dtype(), out.dtype(), acc, op)), "kiln_reduce");
+  Launch l(device, program_source(device, reduce_source(in.dtype(), out.dtype(), acc, kind, first, last)),
+           "kiln_reduce");
   l.tensor(out).tensor(in).value(cl_long(rows)).value(cl_long(len)).value(cl_long(parts));
   if (acc == DType::F64) l.value(cl_double(scale));
   else if (acc == DType::F32) l.value(cl_float(float(scale)));
@@ -136,6 +154,8 @@ void reduce_kernel(OpCall& call) {
   const DType acc = accumulator(out.dtype());
   const double scale = r.len > 0 ? 1.0 / double(r.len) : std::numeric_limits<double>::quiet_NaN();
   const bool mean = op == "mean";
+  const ReduceKind kind = reduce_kind(op, op == "norm" && call.has_attr(2) ? call.double_attr(2) : 2.0);
+  // The second pass adds (or takes extremes of) the pieces: the first pass's combine, no transform.
   Tensor target = out.is_contiguous() ? out : empty_tensor(out.shape(), out.dtype(), out.device());
   // Few long rows: split each row over enough groups to fill the device, then combine.
   const int compute_units = XpuRuntime::get().info(in.device().index).compute_units;
@@ -144,10 +164,10 @@ void reduce_kernel(OpCall& call) {
     parts = std::min<int64_t>((int64_t(compute_units) * 8 + r.rows - 1) / r.rows, r.len / 4096);
   if (parts > 1) {
     Tensor partial = empty_tensor({r.rows, parts}, acc, in.device());
-    run_reduce_pass(partial, r.data, acc, op, r.rows, r.len, parts, 1.0, false);
-    run_reduce_pass(target, partial, acc, op == "mean" ? "sum" : op, r.rows, parts, 1, scale, mean);
+    run_reduce_pass(partial, r.data, acc, kind, true, false, r.rows, r.len, parts, 1.0, false);
+    run_reduce_pass(target, partial, acc, kind, false, true, r.rows, parts, 1, scale, mean);
   } else {
-    run_reduce_pass(target, r.data, acc, op, r.rows, r.len, 1, scale, mean);
+    run_reduce_pass(target, r.data, acc, kind, true, true, r.rows, r.len, 1, scale, mean);
   }
   if (!out.is_contiguous()) copy_into(out, target);
 }
@@ -364,6 +384,7 @@ void register_reduction_kernels() {
   reg("amin", reduce_kernel, kAllDTypes);
   reg("all", reduce_kernel, kAllDTypes);
   reg("any", reduce_kernel, kAllDTypes);
+  reg("norm", reduce_kernel, kFloatDTypes);
   reg("argmax", arg_kernel<true, false>, kNumericDTypes);
   reg("argmin", arg_kernel<false, false>, kNumericDTypes);
   reg("max.dim", arg_kernel<true, true>, kNumericDTypes);

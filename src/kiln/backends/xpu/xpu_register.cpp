@@ -9,6 +9,7 @@ void register_reduction_kernels();    // xpu_reduction_kernels.cpp
 void register_matmul_kernels();       // xpu_matmul_kernels.cpp
 void register_indexing_kernels();     // xpu_indexing_kernels.cpp
 void register_host_staged_kernels();  // xpu_host_staged.cpp
+void register_loss_kernels();         // xpu_loss_kernels.cpp
 
 void register_xpu_kernels() {
   register_elementwise_kernels();
@@ -16,6 +17,7 @@ void register_xpu_kernels() {
   register_matmul_kernels();
   register_indexing_kernels();
   register_host_staged_kernels();
+  register_loss_kernels();
 }
 
 }  // namespace kiln::xpu
