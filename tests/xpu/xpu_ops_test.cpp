@@ -120,12 +120,15 @@ TEST(XpuOps, MatmulOddSizesTransposedBatched) {
   }
   // bfloat16 products in every operand layout, batched (on NVIDIA GPUs the tensor-core kernel).
   {
-    Tensor a = randn({2, 150, 72}).to(DType::BF16), b = randn({72, 260}).to(DType::BF16);
+    Tensor a = randn({2, 150, 72}).to(DType::BF16), b = randn({72, 264}).to(DType::BF16);
     Tensor want = matmul(a.to(DType::F64), b.to(DType::F64));
     Tensor xa = a.to(xpu()), xb = b.to(xpu());
     expect_close(matmul(xa, xb), want, 2e-2, 2e-2);
     expect_close(matmul(xa.transpose(1, 2).contiguous().transpose(1, 2), xb.t().contiguous().t()), want, 2e-2, 2e-2);
-    Tensor self = randn({260}).to(DType::BF16);
+    // A Linear's layout: x [150, 72] times W.t() for W [264, 72] (k contiguous in both).
+    Tensor w = b.t().contiguous();
+    expect_close(matmul(xa[1], w.to(xpu()).t()), matmul(a[1].to(DType::F64), b.to(DType::F64)), 2e-2, 2e-2);
+    Tensor self = randn({264}).to(DType::BF16);
     expect_close(addmm(self.to(xpu()), xa[0], xb, 0.5, 2.0),
                  addmm(self.to(DType::F64), a[0].to(DType::F64), b.to(DType::F64), 0.5, 2.0), 2e-2, 5e-2);
   }

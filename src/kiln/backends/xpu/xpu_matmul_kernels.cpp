@@ -279,8 +279,17 @@ void run_gemm(const Tensor& out, const Operand& a, const Operand& b, const Opera
   const int device = out.device().index;
   const bool has_self = self != nullptr && (beta.is_floating() ? beta.to_double() != 0.0 : beta.to_int() != 0);
   if (t == DType::BF16 && !gemv && mma_gemm_usable(device)) {
+    // 16-byte loads: K, the strides that step between rows and batches, and both starts
+    // multiples of 8 elements (16 bytes); A k-contiguous, B k- or n-contiguous.
+    auto multiple_of_8 = [](const Operand& o, int64_t step) {
+      bool ok = step % 8 == 0 && XpuRuntime::get().resolve(o.t.raw_data()).offset % 16 == 0;
+      for (int64_t st : o.batch) ok = ok && st % 8 == 0;
+      return ok;
+    };
+    const bool vec = K % 8 == 0 && a.cs == 1 && multiple_of_8(a, a.rs) &&
+                     (b.rs == 1 ? multiple_of_8(b, b.cs) : (b.cs == 1 && N % 8 == 0 && multiple_of_8(b, b.rs)));
     std::string mma = std::string("#define A_K_FAST ") + (a_k_fast ? "1" : "0") + "\n#define B_K_FAST " +
-                      (b_k_fast ? "1" : "0") + "\n" + mma_gemm_source();
+                      (b.rs == 1 ? "1" : "0") + "\n#define VEC " + (vec ? "1" : "0") + "\n" + mma_gemm_source();
     std::unique_ptr<Launch> l;
     try {
       l = std::make_unique<Launch>(device, program_source(device, mma), "kiln_gemm_mma");

@@ -39,12 +39,15 @@ void kiln_gemm_mma(__global char* cb, ulong co, __global const char* ab, ulong a
                    __global const char* bb, ulong bo, __global const char* sb, ulong so,
                    GemmGeometry g, int nbatch, long M, long N, long K, float alpha, float beta,
                    int has_self) {
-  // Declared as words: the fragment reads below are 32-bit (a ushort array is only 2-byte
-  // aligned), the tile stores 16-bit through the ushort views.
-  __local uint As32[BM * PAD / 2];
-  __local uint Bs32[BN * PAD / 2];
-  __local ushort* As = (__local ushort*)As32;
-  __local ushort* Bs = (__local ushort*)Bs32;
+  // Declared as 16-byte vectors: the vector tile stores need that alignment, the fragment
+  // reads are 32-bit, the element stores 16-bit (views below). Rows are PAD = 40 elements
+  // (80 bytes, five vectors).
+  __local uint4 As128[BM * PAD / 8];
+  __local uint4 Bs128[BN * PAD / 8];
+  __local uint* As32 = (__local uint*)As128;
+  __local uint* Bs32 = (__local uint*)Bs128;
+  __local ushort* As = (__local ushort*)As128;
+  __local ushort* Bs = (__local ushort*)Bs128;
   const int tid = get_local_id(0), lane = tid % 32, warp = tid / 32;
   const int grp = lane / 4, t = lane % 4;
   const int wm = warp / 4, wn = warp % 4;
@@ -60,6 +63,48 @@ void kiln_gemm_mma(__global char* cb, ulong co, __global const char* ab, ulong a
   __global const ushort* bp = (__global const ushort*)(bb + bo);
   float acc[4][4][4];
   for (int i = 0; i < 4; ++i) for (int j = 0; j < 4; ++j) for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.0f;
+#if VEC
+  // 8 elements per 16-byte load (the host checked K, strides and starts are multiples of
+  // 8 elements): 2 vectors of A and 2 of B per item and step, the next step's loaded into
+  // registers while the current one computes.
+  uint4 ra[2], rb[2];
+#define LOAD_TILES(K0)                                                                    \
+  for (int q = 0; q < 2; ++q) {                                                           \
+    const int c = tid + 256 * q;                                                          \
+    const int row = c >> 2, kc = (c & 3) * 8;                                             \
+    const long gm = m0 + row;                                                             \
+    ra[q] = (gm < M && (K0) + kc < K) ? vload4(0, (__global const uint*)(ap + oa + gm * g.rs[0] + (K0) + kc)) : (uint4)(0); \
+    LOAD_B(q, c, K0)                                                                      \
+  }
+#if B_K_FAST
+#define LOAD_B(q, c, K0)                                                                  \
+  { const long gn = n0 + (c >> 2);                                                        \
+    rb[q] = (gn < N && (K0) + (c & 3) * 8 < K) ? vload4(0, (__global const uint*)(bp + ob_ + gn * g.cs[1] + (K0) + (c & 3) * 8)) : (uint4)(0); }
+#else
+#define LOAD_B(q, c, K0)                                                                  \
+  { const long gk = (K0) + (c >> 4), gn = n0 + (c & 15) * 8;                              \
+    rb[q] = (gn < N && gk < K) ? vload4(0, (__global const uint*)(bp + ob_ + gk * g.rs[1] + gn)) : (uint4)(0); }
+#endif
+  LOAD_TILES(0)
+  for (long k0 = 0; k0 < K; k0 += BK) {
+    for (int q = 0; q < 2; ++q) {
+      const int c = tid + 256 * q;
+      As128[((c >> 2) * PAD + (c & 3) * 8) / 8] = ra[q];
+#if B_K_FAST
+      Bs128[((c >> 2) * PAD + (c & 3) * 8) / 8] = rb[q];
+#else
+      // B row-major: 8 columns of one k row, written down 8 rows of Bs (k innermost there).
+      const int k = c >> 4, nc = (c & 15) * 8;
+      const uint w[4] = {rb[q].x, rb[q].y, rb[q].z, rb[q].w};
+      for (int e = 0; e < 4; ++e) {
+        Bs[(nc + 2 * e) * PAD + k] = (ushort)(w[e] & 0xffffu);
+        Bs[(nc + 2 * e + 1) * PAD + k] = (ushort)(w[e] >> 16);
+      }
+#endif
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (k0 + BK < K) { LOAD_TILES(k0 + BK) }
+#else
   for (long k0 = 0; k0 < K; k0 += BK) {
     for (int q = 0; q < (BM * BK) / 256; ++q) {
       const int e = tid + 256 * q;
@@ -79,6 +124,7 @@ void kiln_gemm_mma(__global char* cb, ulong co, __global const char* ab, ulong a
       Bs[n * PAD + k2] = (gn < N && gk2 < K) ? bp[ob_ + gk2 * g.rs[1] + gn * g.cs[1]] : (ushort)0;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
+#endif
     __local const uint* A32 = As32;
     __local const uint* B32 = Bs32;
     for (int kk = 0; kk < BK; kk += 16) {
