@@ -121,9 +121,10 @@ size_t default_local_size(int device) {
 }
 
 Launch::Launch(int device, const std::string& source, const char* name)
-    : device_(device),
-      kernel_(XpuRuntime::get().kernel(device, source, name)),
-      lock_(XpuRuntime::get().device_mutex(device)) {}
+    : Launch(device, XpuRuntime::get().kernel(device, source, name)) {}
+
+Launch::Launch(int device, cl_kernel kernel)
+    : device_(device), kernel_(kernel), lock_(XpuRuntime::get().device_mutex(device)) {}
 
 Launch& Launch::raw(const void* p, size_t n) {
   check_cl(cl().clSetKernelArg(kernel_, next_++, n, p), "clSetKernelArg");
@@ -288,9 +289,22 @@ void elementwise(const Tensor& out, const std::vector<Tensor>& inputs, const std
   for (const ScalarArg& s : scalars) scalar_dtypes.push_back(s.dtype);
   bool dense = ndim == 1;
   for (size_t t = 0; t < nt; ++t) dense = dense && (g.stride[t][0] == 1 || g.size[0] == 1);
-  const std::string source = program_source(
-      device, elementwise_source(out.dtype(), in_dtypes, scalar_dtypes, body, raw, dense));
-  Launch launch(device, source, "kiln_elementwise");
+  // The kernel's identity: body, dtypes, form; its source is generated once per key.
+  std::string key = body;
+  key += raw ? "|raw|" : "|";
+  key += dense ? "dense|" : "strided|";
+  key += dtype_tag(out.dtype());
+  for (DType t : in_dtypes) (key += ',') += dtype_tag(t);
+  key += '|';
+  for (DType t : scalar_dtypes) (key += ',') += dtype_tag(t);
+  cl_kernel kernel = XpuRuntime::get().kernel_by_key(
+      device, key,
+      [&] {
+        return program_source(device,
+                              elementwise_source(out.dtype(), in_dtypes, scalar_dtypes, body, raw, dense));
+      },
+      "kiln_elementwise");
+  Launch launch(device, kernel);
   launch.tensor(out);
   for (const Tensor& t : inputs) launch.tensor(t);
   launch.value(g).value(cl_int(ndim)).value(cl_long(n));

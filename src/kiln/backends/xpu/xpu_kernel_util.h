@@ -24,6 +24,7 @@ bool device_has_fp64(int device);
 class Launch {
  public:
   Launch(int device, const std::string& source, const char* name);
+  Launch(int device, cl_kernel kernel);  // a kernel from XpuRuntime::kernel_by_key
   ~Launch() = default;
   Launch& tensor(const Tensor& t);  // two arguments: __global char* base, ulong byte offset
   template <typename T>

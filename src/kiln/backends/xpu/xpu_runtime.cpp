@@ -237,6 +237,20 @@ int64_t XpuRuntime::allocated_bytes(int device) const {
   return allocated_[size_t(device)];
 }
 
+cl_kernel XpuRuntime::kernel_by_key(int device, const std::string& key,
+                                     const std::function<std::string()>& make_source,
+                                     const char* name) {
+  DeviceState& st = state(device);
+  {
+    std::lock_guard lock(st.mutex);
+    if (auto it = st.kernels_by_key.find(key); it != st.kernels_by_key.end()) return it->second;
+  }
+  cl_kernel k = kernel(device, make_source(), name);
+  std::lock_guard lock(st.mutex);
+  st.kernels_by_key.emplace(key, k);
+  return k;
+}
+
 cl_kernel XpuRuntime::kernel(int device, const std::string& source, const char* name) {
   DeviceState& st = state(device);
   std::lock_guard lock(st.mutex);

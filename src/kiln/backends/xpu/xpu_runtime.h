@@ -9,6 +9,7 @@
 // addresses are unique and fault if host code ever dereferences one (decision 0086).
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -41,6 +42,7 @@ struct DeviceState {
   std::vector<cl_command_queue> queues;  // [stream id]; 0 is the default stream
   std::unordered_map<std::string, cl_program> programs;       // by full source
   std::unordered_map<std::string, cl_kernel> kernels;         // by source + kernel name
+  std::unordered_map<std::string, cl_kernel> kernels_by_key;  // by a caller's short key
   // Held from a cached kernel's first clSetKernelArg to its enqueue (a cl_kernel's
   // arguments are shared state).
   std::mutex mutex;
@@ -78,6 +80,11 @@ class XpuRuntime {
   // The kernel `name` of a program built from source for the device (cached by source).
   // The returned kernel's arguments are shared: set and enqueue under device_mutex().
   cl_kernel kernel(int device, const std::string& source, const char* name);
+  // The same, cached under a short key that stands for the source: make_source runs only the
+  // first time (generating and hashing a kernel's whole text on every call cost microseconds
+  // per op).
+  cl_kernel kernel_by_key(int device, const std::string& key,
+                          const std::function<std::string()>& make_source, const char* name);
   std::mutex& device_mutex(int device) { return state(device).mutex; }
 
  private:
