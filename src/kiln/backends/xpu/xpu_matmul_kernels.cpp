@@ -28,9 +28,24 @@ struct GemmGeometry {
   cl_long cs[4];                           // column strides
 };
 
+// What every product kernel starts with: the geometry passed by value (GemmGeometry above)
+// and the element offsets of one batch in A, B, C and self.
+constexpr const char* kGemmPrelude = R"CL(
+typedef struct { long batch_size[4]; long batch_stride[4][4]; long rs[4]; long cs[4]; } GemmGeometry;
+inline void gemm_batch_offsets(const GemmGeometry* g, int nbatch, long batch, long* oa, long* ob,
+                               long* oc, long* os) {
+  *oa = 0; *ob = 0; *oc = 0; *os = 0;
+  for (int d = nbatch - 1; d >= 0; --d) {
+    long c = batch % g->batch_size[d];
+    batch /= g->batch_size[d];
+    *oa += c * g->batch_stride[0][d]; *ob += c * g->batch_stride[1][d];
+    *oc += c * g->batch_stride[2][d]; *os += c * g->batch_stride[3][d];
+  }
+}
+)CL";
+
 // R (4 or 8) values per item and dim: 64x64 or 128x128 blocks of C per group of 16x16 items.
 constexpr const char* kGemm = R"CL(
-typedef struct { long batch_size[4]; long batch_stride[4][4]; long rs[4]; long cs[4]; } GemmGeometry;
 #define TM (16 * R)
 #define TN (16 * R)
 #define TK 16
@@ -42,13 +57,8 @@ void kiln_gemm(__global char* cb, ulong co, __global const char* ab, ulong ao,
   __local ACC Bs[TK][TN + 1];
   const int tx = get_local_id(0), ty = get_local_id(1), tid = ty * 16 + tx;
   const long n0 = (long)get_group_id(0) * TN, m0 = (long)get_group_id(1) * TM;
-  long rest = get_group_id(2), oa = 0, ob_ = 0, oc = 0, os = 0;
-  for (int d = nbatch - 1; d >= 0; --d) {
-    long c = rest % g.batch_size[d];
-    rest /= g.batch_size[d];
-    oa += c * g.batch_stride[0][d]; ob_ += c * g.batch_stride[1][d];
-    oc += c * g.batch_stride[2][d]; os += c * g.batch_stride[3][d];
-  }
+  long oa, ob_, oc, os;
+  gemm_batch_offsets(&g, nbatch, get_group_id(2), &oa, &ob_, &oc, &os);
   __global const char* ap = ab + ao;
   __global const char* bp = bb + bo;
   ACC acc[R][R];
@@ -105,19 +115,13 @@ void kiln_gemm(__global char* cb, ulong co, __global const char* ab, ulong ao,
 constexpr int kGemvMaxRows = 8;
 
 constexpr const char* kGemv = R"CL(
-typedef struct { long batch_size[4]; long batch_stride[4][4]; long rs[4]; long cs[4]; } GemmGeometry;
 #define MAXM 8
 __kernel void kiln_gemv(__global char* cb, ulong co, __global const char* ab, ulong ao,
                         __global const char* bb, ulong bo, __global const char* sb, ulong so,
                         GemmGeometry g, int nbatch, long M, long N, long K, ACC alpha, ACC beta,
                         int has_self) {
-  long rest = get_group_id(1), oa = 0, ob_ = 0, oc = 0, os = 0;
-  for (int d = nbatch - 1; d >= 0; --d) {
-    long c = rest % g.batch_size[d];
-    rest /= g.batch_size[d];
-    oa += c * g.batch_stride[0][d]; ob_ += c * g.batch_stride[1][d];
-    oc += c * g.batch_stride[2][d]; os += c * g.batch_stride[3][d];
-  }
+  long oa, ob_, oc, os;
+  gemm_batch_offsets(&g, nbatch, get_group_id(1), &oa, &ob_, &oc, &os);
   __global const char* ap = ab + ao;
   __global const char* bp = bb + bo;
   ACC acc[MAXM];
@@ -265,7 +269,7 @@ void run_gemm(const Tensor& out, const Operand& a, const Operand& b, const Opera
   const bool f64 = t == DType::F64;
   const bool a_k_fast = a.cs == 1 || (a.rs != 1 && std::abs(a.cs) < std::abs(a.rs));
   const bool b_k_fast = b.rs == 1 && b.cs != 1;
-  std::string src = std::string("typedef CT_") + (f64 ? "F64" : "F32") + " ACC;\n";
+  std::string src = kGemmPrelude + std::string("typedef CT_") + (f64 ? "F64" : "F32") + " ACC;\n";
   src += std::string("#define LD_T LD_") + dtype_tag(t) + "\n#define SV_T SV_" + dtype_tag(t) + "\n";
   src += std::string("#define A_K_FAST ") + (a_k_fast ? "1" : "0") + "\n";
   src += std::string("#define B_K_FAST ") + (b_k_fast ? "1" : "0") + "\n";
@@ -288,7 +292,7 @@ void run_gemm(const Tensor& out, const Operand& a, const Operand& b, const Opera
     };
     const bool vec = K % 8 == 0 && a.cs == 1 && multiple_of_8(a, a.rs) &&
                      (b.rs == 1 ? multiple_of_8(b, b.cs) : (b.cs == 1 && N % 8 == 0 && multiple_of_8(b, b.rs)));
-    std::string mma = std::string("#define A_K_FAST ") + (a_k_fast ? "1" : "0") + "\n#define B_K_FAST " +
+    std::string mma = kGemmPrelude + std::string("#define A_K_FAST ") + (a_k_fast ? "1" : "0") + "\n#define B_K_FAST " +
                       (b.rs == 1 ? "1" : "0") + "\n#define VEC " + (vec ? "1" : "0") + "\n" + mma_gemm_source();
     std::unique_ptr<Launch> l;
     try {

@@ -29,7 +29,6 @@ void mark_mma_gemm_unusable(int device) { g_failed.fetch_or(uint64_t(1) << devic
 //   B: b0 = (k 2t..2t+1, col g), b1 = (k 2t+8.., col g)
 //   C: c0, c1 = (row g, cols 2t, 2t+1), c2, c3 = (row g+8, same cols)
 const char* const kSource = R"CL(
-typedef struct { long batch_size[4]; long batch_stride[4][4]; long rs[4]; long cs[4]; } GemmGeometry;
 #define BM 128
 #define BN 128
 #define BK 32
@@ -52,13 +51,8 @@ void kiln_gemm_mma(__global char* cb, ulong co, __global const char* ab, ulong a
   const int grp = lane / 4, t = lane % 4;
   const int wm = warp / 4, wn = warp % 4;
   const long n0 = (long)get_group_id(0) * BN, m0 = (long)get_group_id(1) * BM;
-  long rest = get_group_id(2), oa = 0, ob_ = 0, oc = 0, os = 0;
-  for (int d = nbatch - 1; d >= 0; --d) {
-    long c = rest % g.batch_size[d];
-    rest /= g.batch_size[d];
-    oa += c * g.batch_stride[0][d]; ob_ += c * g.batch_stride[1][d];
-    oc += c * g.batch_stride[2][d]; os += c * g.batch_stride[3][d];
-  }
+  long oa, ob_, oc, os;
+  gemm_batch_offsets(&g, nbatch, get_group_id(2), &oa, &ob_, &oc, &os);
   __global const ushort* ap = (__global const ushort*)(ab + ao);
   __global const ushort* bp = (__global const ushort*)(bb + bo);
   float acc[4][4][4];

@@ -12,7 +12,8 @@ namespace kiln::xpu {
 bool mma_gemm_usable(int device);
 void mark_mma_gemm_unusable(int device);
 
-// The OpenCL C of kernel kiln_gemm_mma: the same arguments as kiln_gemm, work-groups of 256
+// The OpenCL C of kernel kiln_gemm_mma, to follow the product prelude (GemmGeometry,
+// gemm_batch_offsets in xpu_matmul_kernels.cpp): the same arguments as kiln_gemm, work-groups of 256
 // items each computing a 128x128 block of C (A_K_FAST / B_K_FAST pick the load order; VEC
 // loads 8 elements at a time where mma_vector_loads_apply says so).
 const char* mma_gemm_source();
