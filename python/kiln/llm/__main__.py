@@ -44,7 +44,7 @@ def _cmd_generate(args):
         kiln.set_num_threads(args.threads)
     dtype = {None: None, "float32": kiln.float32, "bfloat16": kiln.bfloat16}[args.dtype]
     t0 = time.perf_counter()
-    model, tok = load(args.model, dtype=dtype, dequantize=args.dequantize)
+    model, tok = load(args.model, dtype=dtype, dequantize=args.dequantize, device=args.device)
     if tok is None:
         raise ValueError(f"{args.model} has no tokenizer (no tokenizer.ggml.model key); "
                          f"generate needs one to encode the prompt")
@@ -96,6 +96,7 @@ def main(argv=None):
     g.add_argument("--seed", type=int, default=None)
     g.add_argument("--threads", type=int, default=None)
     g.add_argument("--dtype", choices=["float32", "bfloat16"], default=None)
+    g.add_argument("--device", default="cpu", help="cpu (default) or xpu (the GPU backend)")
     g.add_argument("--dequantize", action="store_true",
                    help="widen quantised weights to float (faster for K-quant files)")
     g.add_argument("--no-bos", action="store_true", help="do not add the BOS token")

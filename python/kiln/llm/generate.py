@@ -66,6 +66,8 @@ class Sampler:
 
     def __call__(self, logits, history):
         """The next token id; history: the ids so far (prompt included, as HuggingFace)."""
+        # One row of vocabulary logits: chosen on the host (the generator is a host one).
+        logits = logits.cpu()
         if self.repetition_penalty is not None and self.repetition_penalty != 1.0:
             logits = self.penalize(logits, history)
         if self.temperature == 0.0:

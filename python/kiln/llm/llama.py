@@ -191,13 +191,13 @@ class _Rotary:
     carries the sign (-sin on the first of each pair). Tables are computed in float64 and
     grown on demand (doubling), so a 128k-token context costs nothing until it is used."""
 
-    def __init__(self, config, freq_factors, dtype):
+    def __init__(self, config, freq_factors, dtype, device="cpu"):
         self.rope_dim, self.head_dim = config.rope_dim, config.head_dim
-        self.style, self.dtype = config.rope_style, dtype
+        self.style, self.dtype, self.device = config.rope_style, dtype, device
         inv_freq = kiln.tensor([config.rope_theta ** (-2.0 * i / self.rope_dim)
                                 for i in range(self.rope_dim // 2)], dtype=kiln.float64)
         if freq_factors is not None:       # Llama 3.1+: per-frequency divisors
-            inv_freq = inv_freq / freq_factors.to(kiln.float64)
+            inv_freq = inv_freq / freq_factors.cpu().to(kiln.float64)
         self.inv_freq = inv_freq / config.rope_scale    # linear scaling: positions / scale
         self.cos = self.sin = None
         self.capacity = 0
@@ -220,8 +220,8 @@ class _Rotary:
         else:
             cos = kiln.cat([cos, cos], -1)
             sin = kiln.cat([-sin, sin], -1)
-        self.cos = cos.unsqueeze(1).to(self.dtype)
-        self.sin = sin.unsqueeze(1).to(self.dtype)
+        self.cos = cos.unsqueeze(1).to(self.dtype).to(self.device)
+        self.sin = sin.unsqueeze(1).to(self.dtype).to(self.device)
         self.capacity = capacity
 
     def apply(self, x, cos, sin):
@@ -243,10 +243,10 @@ class KVCache:
     so that decoding writes in place and never reallocates. `length` is how many positions
     hold valid entries (forward sets it to start_pos + tokens)."""
 
-    def __init__(self, n_layers, batch, n_kv_heads, max_len, head_dim, dtype):
+    def __init__(self, n_layers, batch, n_kv_heads, max_len, head_dim, dtype, device="cpu"):
         shape = (batch, n_kv_heads, max_len, head_dim)
-        self.keys = [kiln.zeros(shape, dtype=dtype) for _ in range(n_layers)]
-        self.values = [kiln.zeros(shape, dtype=dtype) for _ in range(n_layers)]
+        self.keys = [kiln.zeros(shape, dtype=dtype, device=device) for _ in range(n_layers)]
+        self.values = [kiln.zeros(shape, dtype=dtype, device=device) for _ in range(n_layers)]
         self.batch, self.max_len, self.length = batch, max_len, 0
 
     def reset(self):
@@ -256,7 +256,11 @@ class KVCache:
 # --- the model ---------------------------------------------------------------------------
 
 class LlamaModel:
-    def __init__(self, config: LlamaConfig, weights: dict, *, dtype=kiln.float32):
+    """device: where the weights, cache and computation live ("cpu", or "xpu" for the GPU
+    backend, where quantised weights are dequantised to `dtype` at load: the block-format
+    kernels are CPU kernels)."""
+
+    def __init__(self, config: LlamaConfig, weights: dict, *, dtype=kiln.float32, device="cpu"):
         if dtype not in _COMPUTE_DTYPES:
             raise ValueError(f"LlamaModel: dtype must be kiln.float32 or kiln.bfloat16, "
                              f"got {dtype}")
@@ -265,14 +269,25 @@ class LlamaModel:
                             f"{type(config).__name__}")
         _check_weights(config, weights)
         self.config, self.dtype = config, dtype
+        self.device = kiln.device(device) if isinstance(device, str) else device
+        on_cpu = self.device.type == "cpu"
         converted = {}
 
         def convert(w):
-            """Tensors to the compute dtype (once per tensor: a tied table is shared)."""
-            if not isinstance(w, Tensor) or w.dtype == dtype:
+            """Tensors to the compute dtype and the device (once per tensor: a tied table is
+            shared); off the CPU, quantised weights are dequantised."""
+            if w is None:
+                return w
+            if not isinstance(w, Tensor):
+                if on_cpu:
+                    return w
+                if id(w) not in converted:
+                    converted[id(w)] = w.dequantize().to(dtype).contiguous().to(self.device)
+                return converted[id(w)]
+            if w.dtype == dtype and w.device == self.device:
                 return w
             if id(w) not in converted:
-                converted[id(w)] = w.to(dtype).contiguous()
+                converted[id(w)] = w.to(dtype).contiguous().to(self.device)
             return converted[id(w)]
 
         self._embedding = self._embedding_table(weights["token_embd.weight"], convert)
@@ -280,18 +295,18 @@ class LlamaModel:
         # Tied output: the embedding weight itself (a quantised table keeps its fast .linear).
         self._output = convert(weights.get("output.weight", weights["token_embd.weight"]))
         self._layers = [_Layer(weights, i, convert) for i in range(config.n_layers)]
-        self._rotary = _Rotary(config, weights.get("rope_freqs.weight"), dtype)
+        self._rotary = _Rotary(config, weights.get("rope_freqs.weight"), dtype, self.device)
         self._groups = config.n_heads // config.n_kv_heads
 
     @classmethod
-    def from_gguf(cls, source, *, dtype=kiln.float32):
+    def from_gguf(cls, source, *, dtype=kiln.float32, device="cpu"):
         """A model from a GGUF file path (or a kiln.gguf.GGUFReader). Quantised weights stay
         quantised (kiln.quant.GGMLWeight)."""
         from kiln.gguf import GGUFReader
         reader = source if isinstance(source, GGUFReader) else GGUFReader(source)
         shapes = {n: reader.tensor_info(n).shape for n in reader.tensor_names}
         config = LlamaConfig.from_gguf_metadata(reader.metadata, shapes)
-        return cls(config, reader.tensors(), dtype=dtype)
+        return cls(config, reader.tensors(), dtype=dtype, device=device)
 
     @staticmethod
     def _embedding_table(table, convert):
@@ -311,7 +326,7 @@ class LlamaModel:
         if not isinstance(max_len, int) or not 0 < max_len <= c.context_length:
             raise ValueError(f"new_cache: max_len must be in [1, {c.context_length}] (the "
                              f"context length), got {max_len!r}")
-        return KVCache(c.n_layers, batch, c.n_kv_heads, max_len, c.head_dim, self.dtype)
+        return KVCache(c.n_layers, batch, c.n_kv_heads, max_len, c.head_dim, self.dtype, self.device)
 
     def __call__(self, tokens, cache=None, start_pos=None, *, last_only=False):
         return self.forward(tokens, cache, start_pos, last_only=last_only)
@@ -360,7 +375,7 @@ class LlamaModel:
             bad = low if low < 0 else high
             raise ValueError(f"LlamaModel.forward: token id {bad} is outside the vocabulary "
                              f"[0, {self.config.vocab_size})")
-        return tokens.to(kiln.int64)
+        return tokens.to(kiln.int64).to(self.device)
 
     def _check_positions(self, cache, start_pos, batch, length):
         if cache is None:
@@ -394,8 +409,8 @@ class LlamaModel:
         (see _attention), or None for a single new token, which sees every cached position."""
         if length == 1:
             return None
-        query_pos = kiln.arange(start_pos, start_pos + length).repeat(self._groups)
-        key_pos = kiln.arange(start_pos + length)
+        query_pos = kiln.arange(start_pos, start_pos + length, device=self.device).repeat(self._groups)
+        key_pos = kiln.arange(start_pos + length, device=self.device)
         return key_pos.unsqueeze(0) <= query_pos.unsqueeze(1)
 
     def _attention(self, layer, x, kv_cache, start_pos, cos, sin, mask):

@@ -4,7 +4,7 @@ from ..gguf import GGUFReader
 from ..quant import GGMLWeight
 
 
-def load(path, *, dtype=None, dequantize=False):
+def load(path, *, dtype=None, dequantize=False, device="cpu"):
     """(LlamaModel, GGUFTokenizer) from a GGUF file; the tokenizer is None when the file has
     none (no "tokenizer.ggml.model" key, e.g. converted without a byte-level BPE tokenizer).
 
@@ -14,6 +14,8 @@ def load(path, *, dtype=None, dequantize=False):
     tensors. dequantize=True widens every weight to float32 (then to `dtype`).
     dtype: the activations' dtype: float32, or bfloat16 (the default for a BF16 file, whose
     weights are then used as they are).
+    device: "cpu", or "xpu" to run on the GPU backend (quantised weights are then dequantised
+    to `dtype` at load).
     """
     from .llama import LlamaConfig, LlamaModel
     from .tokenizer import GGUFTokenizer
@@ -25,7 +27,7 @@ def load(path, *, dtype=None, dequantize=False):
     if dtype is None:
         matrices = [w for w in weights.values() if not isinstance(w, GGMLWeight) and w.dim() == 2]
         dtype = _C.bfloat16 if matrices and all(w.dtype == _C.bfloat16 for w in matrices) else _C.float32
-    model = LlamaModel(config, weights, dtype=dtype)
+    model = LlamaModel(config, weights, dtype=dtype, device=device)
     if "tokenizer.ggml.model" not in reader.metadata:
         return model, None
     return model, GGUFTokenizer.from_metadata(reader.metadata)

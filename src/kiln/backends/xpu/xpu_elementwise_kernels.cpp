@@ -132,7 +132,7 @@ void gelu_kernel(OpCall& call) {
               with_result_type(out.dtype(),
                                tanh_form ? "r = (R)0.5 * a * ((R)1 + tanh((R)0.7978845608028654 * "
                                            "(a + (R)0.044715 * a * a * a)));"
-                                         : "r = (R)0.5 * a * ((R)1 + erf(a * (R)0.7071067811865476));"));
+                                         : "r = (R)0.5 * a * erfc(-a * (R)0.7071067811865476);"));  // erfc: no cancellation for a << 0
 }
 
 void leaky_relu_kernel(OpCall& call) {

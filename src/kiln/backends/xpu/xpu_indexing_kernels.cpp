@@ -1,5 +1,5 @@
 // xpu kernels of the indexing and shape ops a model's forward pass needs: cat, index_select
-// (embedding lookups), masked_fill, tril / triu.
+// (embedding lookups), masked_fill, tril / triu, flip, roll, repeat.
 #include <string>
 
 #include "kiln/core/error.h"
@@ -101,9 +101,97 @@ void tri_kernel(OpCall& call) {
   if (!out.is_contiguous()) copy_into(out, target);
 }
 
+// A view of t narrowed to [start, start + length) along dim (no data moved).
+Tensor narrowed(const Tensor& t, int64_t dim, int64_t start, int64_t length) {
+  Shape shape = t.shape();
+  shape[size_t(dim)] = length;
+  return make_view(t, shape, t.strides(), t.storage_offset() + start * t.stride(dim));
+}
+
+void raw_copy(const Tensor& dst, const Tensor& src) {
+  if (dst.numel() > 0) elementwise(dst, {src}, "r = a;", {}, /*raw=*/true);
+}
+
+// flip: the input read through a view whose flipped dims step backwards from their last
+// element (the elementwise kernel's offsets are signed).
+void flip_kernel(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const Tensor& out = call.outs[0];
+  if (x.numel() == 0) return;
+  Strides strides = x.strides();
+  int64_t offset = x.storage_offset();
+  std::vector<bool> flipped(size_t(x.dim()), false);
+  for (int64_t d : call.ints_attr(0)) flipped[size_t(d < 0 ? d + x.dim() : d)] = true;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (!flipped[size_t(d)]) continue;
+    offset += (x.size(d) - 1) * strides[size_t(d)];
+    strides[size_t(d)] = -strides[size_t(d)];
+  }
+  raw_copy(out, make_view(x, x.shape(), strides, offset));
+}
+
+// roll: per rolled dim, two slab copies (out[s:] = in[:n - s], out[:s] = in[n - s:]); more
+// than one rolled dim goes through temporaries.
+void roll_kernel(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const Tensor& out = call.outs[0];
+  if (x.numel() == 0) return;
+  const auto& shifts = call.ints_attr(0);
+  const auto& dims = call.ints_attr(1);
+  std::vector<int64_t> shift(size_t(x.dim()), 0);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const int64_t d = dims[i] < 0 ? dims[i] + x.dim() : dims[i];
+    const int64_t n = x.size(d);
+    shift[size_t(d)] = ((shift[size_t(d)] + shifts[i] % n) % n + n) % n;
+  }
+  std::vector<int64_t> todo;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (shift[size_t(d)] != 0) todo.push_back(d);
+  if (todo.empty()) {
+    raw_copy(out, x);
+    return;
+  }
+  Tensor src = x;
+  for (size_t i = 0; i < todo.size(); ++i) {
+    const int64_t d = todo[i], n = x.size(d), sh = shift[size_t(d)];
+    Tensor dst = i + 1 == todo.size() ? out : empty_tensor(x.shape(), x.dtype(), x.device());
+    raw_copy(narrowed(dst, d, sh, n - sh), narrowed(src, d, 0, n - sh));
+    raw_copy(narrowed(dst, d, 0, sh), narrowed(src, d, n - sh, sh));
+    src = dst;
+  }
+}
+
+// repeat: out viewed as [r0, s0, r1, s1, ...] (contiguous) reads the input viewed with
+// stride 0 over each r (leading repeats beyond the input's dims read it whole).
+void repeat_kernel(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const Tensor& out = call.outs[0];
+  if (out.numel() == 0) return;
+  const auto& reps = call.ints_attr(0);
+  const int64_t lead = int64_t(reps.size()) - x.dim();
+  Shape shape;
+  Strides in_strides;
+  for (size_t i = 0; i < reps.size(); ++i) {
+    const int64_t d = int64_t(i) - lead;
+    const int64_t size = d >= 0 ? x.size(d) : 1;
+    shape.push_back(reps[i]);
+    in_strides.push_back(0);
+    shape.push_back(size);
+    in_strides.push_back(d >= 0 ? x.stride(d) : 0);
+  }
+  Tensor target = out.is_contiguous() ? out : empty_tensor(out.shape(), out.dtype(), out.device());
+  Tensor in_view = make_view(x, shape, in_strides, x.storage_offset());
+  Tensor out_view = make_view(target, shape, contiguous_strides(shape), target.storage_offset());
+  raw_copy(out_view, in_view);
+  if (!out.is_contiguous()) copy_into(out, target);
+}
+
 }  // namespace
 
 void register_indexing_kernels() {
+  register_kernel("flip", DeviceType::XPU, flip_kernel, kAllDTypes);
+  register_kernel("roll", DeviceType::XPU, roll_kernel, kAllDTypes);
+  register_kernel("repeat", DeviceType::XPU, repeat_kernel, kAllDTypes);
   register_kernel("cat", DeviceType::XPU, cat_kernel, kAllDTypes);
   register_kernel("index_select", DeviceType::XPU, index_select_kernel, kAllDTypes);
   register_kernel("masked_fill", DeviceType::XPU, masked_fill_kernel, kAllDTypes);
