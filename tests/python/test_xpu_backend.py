@@ -562,3 +562,24 @@ def test_llama_decoder_on_the_device_matches_the_cpu(dtype, tmp_path):
         model, _ = llm_load(str(path), device=XPU)
         reference, _ = llm_load(str(path), dequantize=True)  # the same dense weights on the CPU
         close(model(ids), k2t(reference(ids)), 1e-4, 1e-4)
+
+
+@pytest.mark.parametrize("dims,groups,stride,padding,dilation", [
+    (2, 1, 1, 1, 1), (2, 2, 2, 0, 1), (2, 4, 1, 2, 2), (1, 1, 2, 1, 1), (3, 1, 1, 1, 1)])
+def test_convolution_forward(dims, groups, stride, padding, dilation):
+    spatial = {1: (19,), 2: (11, 9), 3: (6, 7, 5)}[dims]
+    x = torch.randn(2, 4, *spatial, dtype=torch.float64)
+    w = torch.randn(8, 4 // groups, *([3] * dims), dtype=torch.float64)
+    b = torch.randn(8, dtype=torch.float64)
+    conv = {1: torch.nn.functional.conv1d, 2: torch.nn.functional.conv2d, 3: torch.nn.functional.conv3d}[dims]
+    kconv = {1: kiln.nn.functional.conv1d, 2: kiln.nn.functional.conv2d, 3: kiln.nn.functional.conv3d}[dims]
+    want = conv(x, w, b, stride, padding, dilation, groups)
+    close(kconv(t2k(x), t2k(w), t2k(b), stride, padding, dilation, groups), want, 1e-12, 1e-12)
+    close(kconv(t2k(x.float()), t2k(w.float()), None, stride, padding, dilation, groups),
+          conv(x, w, None, stride, padding, dilation, groups).float(), 1e-4, 1e-4)
+    if dims == 2:
+        xl = t2k(x.float()).to(memory_format=kiln.channels_last)
+        close(kconv(xl, t2k(w.float()), t2k(b.float()), stride, padding, dilation, groups), want.float(), 1e-4, 1e-4)
+        close(kconv(t2k(x.bfloat16()), t2k(w.bfloat16()), t2k(b.bfloat16()), stride, padding, dilation, groups),
+              conv(x.bfloat16().double(), w.bfloat16().double(), b.bfloat16().double(), stride, padding, dilation,
+                   groups).bfloat16(), 3e-2, 3e-2)

@@ -10,6 +10,7 @@
 
 #include "kiln/kiln.h"
 #include "kiln/nn/functional.h"
+#include "kiln/ops/conv.h"
 #include "kiln/runtime/backend.h"
 
 namespace kiln {
@@ -153,6 +154,21 @@ TEST(XpuOps, IndexSelectCatAndErrors) {
   Tensor p = randn({2, 3}), q = randn({2, 5});
   expect_close(cat({p.to(xpu()), q.to(xpu())}, 1), cat({p, q}, 1), 0, 0);
   EXPECT_THROW(add(ones({3}).to(xpu()), ones({3})), Error);
+}
+
+TEST(XpuOps, ConvolutionWithEveryActivation) {
+  Tensor x = randn({2, 6, 9, 8}, DType::F64), w = randn({4, 3, 3, 3}, DType::F64), b = randn({4}, DType::F64);
+  ConvOptions o;
+  o.stride = {2, 1};
+  o.padding = {1, 1};
+  o.groups = 2;
+  expect_close(convolution(x.to(xpu()), w.to(xpu()), b.to(xpu()), o), convolution(x, w, b, o), 1e-12, 1e-12);
+  for (auto act : {ConvActivation::Relu, ConvActivation::Clip, ConvActivation::HardSigmoid,
+                   ConvActivation::HardSwish}) {
+    ConvEpilogue e{act, act == ConvActivation::HardSigmoid ? 0.2 : -0.5, act == ConvActivation::HardSigmoid ? 0.5 : 0.7};
+    expect_close(convolution_activation(x.to(xpu()), w.to(xpu()), b.to(xpu()), o, e),
+                 convolution_activation(x, w, b, o, e), 1e-12, 1e-12);
+  }
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "kiln/core/error.h"
 #include "kiln/dispatch/registry.h"
 #include "kiln/tensor/empty.h"
+#include "xpu_gemm.h"
 #include "xpu_kernel_util.h"
 #include "xpu_mma_gemm.h"
 #include "xpu_tensor_util.h"
@@ -216,12 +217,7 @@ __kernel void kiln_gemv(__global char* cb, ulong co, __global const char* ab, ul
 }
 )CL";
 
-// One operand as batch strides (over the output's batch dims) and row / column strides.
-struct Operand {
-  Tensor t;
-  std::vector<int64_t> batch;  // per output batch dim; 0 where broadcast
-  int64_t rs = 0, cs = 0;
-};
+using Operand = GemmOperand;
 
 Operand matrix(const Tensor& t, const Shape& batch, bool vector_as_row, bool is_vector) {
   Operand o;
@@ -242,6 +238,8 @@ Operand matrix(const Tensor& t, const Shape& batch, bool vector_as_row, bool is_
   o.cs = t.size(t.dim() - 1) == 1 ? 0 : t.stride(t.dim() - 1);
   return o;
 }
+
+}  // namespace
 
 void run_gemm(const Tensor& out, const Operand& a, const Operand& b, const Operand* self,
               const Operand& c, const Shape& batch, int64_t M, int64_t N, int64_t K,
@@ -334,6 +332,8 @@ void run_gemm(const Tensor& out, const Operand& a, const Operand& b, const Opera
   const size_t gx = size_t((N + tile - 1) / tile) * 16, gy = size_t((M + tile - 1) / tile) * 16;
   l.run_3d(gx, gy, size_t(nbatch), 16, 16, 1);
 }
+
+namespace {
 
 void zero_fill(const Tensor& out) { elementwise(out, {}, "r = 0;"); }
 

@@ -10,6 +10,7 @@ void register_matmul_kernels();       // xpu_matmul_kernels.cpp
 void register_indexing_kernels();     // xpu_indexing_kernels.cpp
 void register_host_staged_kernels();  // xpu_host_staged.cpp
 void register_loss_kernels();         // xpu_loss_kernels.cpp
+void register_conv_kernels();         // xpu_conv_kernels.cpp
 
 void register_xpu_kernels() {
   register_elementwise_kernels();
@@ -18,6 +19,7 @@ void register_xpu_kernels() {
   register_indexing_kernels();
   register_host_staged_kernels();
   register_loss_kernels();
+  register_conv_kernels();
 }
 
 }  // namespace kiln::xpu
