@@ -583,3 +583,53 @@ def test_convolution_forward(dims, groups, stride, padding, dilation):
         close(kconv(t2k(x.bfloat16()), t2k(w.bfloat16()), t2k(b.bfloat16()), stride, padding, dilation, groups),
               conv(x.bfloat16().double(), w.bfloat16().double(), b.bfloat16().double(), stride, padding, dilation,
                    groups).bfloat16(), 3e-2, 3e-2)
+
+
+@pytest.mark.parametrize("dims", [1, 2, 3])
+def test_pooling_forward(dims):
+    spatial = {1: (17,), 2: (9, 11), 3: (5, 6, 7)}[dims]
+    x = torch.randn(2, 3, *spatial)
+    x.view(-1)[5] = float("nan")
+    F, KF = torch.nn.functional, kiln.nn.functional
+    mp = {1: (F.max_pool1d, KF.max_pool1d), 2: (F.max_pool2d, KF.max_pool2d), 3: (F.max_pool3d, KF.max_pool3d)}[dims]
+    ap = {1: (F.avg_pool1d, KF.avg_pool1d), 2: (F.avg_pool2d, KF.avg_pool2d), 3: (F.avg_pool3d, KF.avg_pool3d)}[dims]
+    aa = {1: (F.adaptive_avg_pool1d, KF.adaptive_avg_pool1d), 2: (F.adaptive_avg_pool2d, KF.adaptive_avg_pool2d),
+          3: (F.adaptive_avg_pool3d, KF.adaptive_avg_pool3d)}[dims]
+    for kw in ({"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True},
+               {"kernel_size": 2}, {"kernel_size": 3, "stride": 1, "padding": 1, "dilation": 2}):
+        want, wi = mp[0](x, return_indices=True, **kw)
+        got, gi = mp[1](t2k(x), return_indices=True, **kw)
+        close(got, want, 0, 0)
+        close(gi, wi, 0, 0)
+    for kw in ({"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True, "count_include_pad": False},
+               {"kernel_size": 3, "stride": 2, "padding": 1}, {"kernel_size": 2, "divisor_override": 3}):
+        if dims == 1 and "divisor_override" in kw:
+            continue  # torch's avg_pool1d has no divisor_override
+        close(ap[1](t2k(x), **kw), ap[0](x, **kw), 1e-6, 1e-6)
+    close(aa[1](t2k(x), [3] * dims), aa[0](x, [3] * dims), 1e-6, 1e-6)
+    close(aa[1](t2k(x), [1] * dims), aa[0](x, [1] * dims), 1e-6, 1e-6)
+
+
+def test_cnn_inference_on_the_device_without_fallback():
+    """Conv / BatchNorm (eval) / ReLU / pooling / Linear, a ResNet stem and head in miniature."""
+    def body(nn):
+        return nn.Sequential(nn.Conv2d(3, 8, 7, stride=2, padding=3), nn.BatchNorm2d(8), nn.ReLU(),
+                             nn.MaxPool2d(3, stride=2, padding=1), nn.Conv2d(8, 16, 3, padding=1, groups=2),
+                             nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 5))
+    net = body(torch.nn)
+    with torch.no_grad():
+        net[1].running_mean.uniform_(-0.5, 0.5)
+        net[1].running_var.uniform_(0.5, 2.0)
+    net.eval()
+    knet = body(kiln.nn)
+    knet.load_state_dict({k: kiln.tensor(v.detach().numpy()) for k, v in net.state_dict().items()})
+    knet = knet.to(XPU).eval()
+    x = torch.randn(2, 3, 32, 32)
+    before = kiln._C._total_fallback_calls()
+    with kiln.no_grad():
+        y = knet(t2k(x))
+        yl = knet(t2k(x).to(memory_format=kiln.channels_last))
+    assert kiln._C._total_fallback_calls() == before
+    with torch.no_grad():
+        close(y, net(x), 1e-4, 1e-5)
+        close(yl, net(x), 1e-4, 1e-5)

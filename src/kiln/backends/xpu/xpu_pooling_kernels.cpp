@@ -1,0 +1,157 @@
+// xpu kernels of forward pooling over 1-3 spatial dims: max_pool (values and the flat
+// spatial index of each maximum, NaN winning as in torch), avg_pool (ceil_mode,
+// count_include_pad, divisor_override as torch) and adaptive_avg_pool. One work item per
+// output element walks its window; leading dims (batch, channels) are planes.
+#include <string>
+
+#include "kiln/core/error.h"
+#include "kiln/dispatch/registry.h"
+#include "kiln/tensor/empty.h"
+#include "xpu_kernel_util.h"
+#include "xpu_tensor_util.h"
+
+namespace kiln::xpu {
+
+namespace {
+
+struct PoolGeometry {
+  cl_long in_size[3], out_size[3], ksize[3], stride[3], padding[3], dilation[3];
+  cl_long planes, divisor;  // divisor: avg_pool's override, 0 when none
+  cl_int count_include_pad;
+};
+
+constexpr const char* kPool = R"CL(
+typedef struct {
+  long in_size[3], out_size[3], ksize[3], stride[3], padding[3], dilation[3];
+  long planes, divisor;
+  int count_include_pad;
+} PoolGeometry;
+__kernel void kiln_pool(__global char* ob, ulong oo, __global char* ib_, ulong io,
+                        __global const char* xb, ulong xo, PoolGeometry g) {
+  __global const char* xp = xb + xo;
+  const long out_plane = g.out_size[0] * g.out_size[1] * g.out_size[2];
+  const long in_plane = g.in_size[0] * g.in_size[1] * g.in_size[2];
+  const long total = g.planes * out_plane;
+  for (long e = get_global_id(0); e < total; e += get_global_size(0)) {
+    const long plane = e / out_plane, o = e % out_plane;
+    long oc[3] = {o / (g.out_size[1] * g.out_size[2]), (o / g.out_size[2]) % g.out_size[1], o % g.out_size[2]};
+    long lo[3], hi[3];
+    long pool = 1;
+    for (int d = 0; d < 3; ++d) {
+#if KIND == 2
+      lo[d] = (oc[d] * g.in_size[d]) / g.out_size[d];
+      hi[d] = ((oc[d] + 1) * g.in_size[d] + g.out_size[d] - 1) / g.out_size[d];
+#else
+      lo[d] = oc[d] * g.stride[d] - g.padding[d];
+      hi[d] = min(lo[d] + g.ksize[d], g.in_size[d] + g.padding[d]);
+      pool *= hi[d] - lo[d];
+#endif
+    }
+    const long base = plane * in_plane;
+#if KIND == 0
+    ACC best = 0; long bi = -1;
+    for (long kd = 0; kd < g.ksize[0]; ++kd) {
+      const long id = lo[0] + kd * g.dilation[0];
+      if (id < 0 || id >= g.in_size[0]) continue;
+      for (long kh = 0; kh < g.ksize[1]; ++kh) {
+        const long ih = lo[1] + kh * g.dilation[1];
+        if (ih < 0 || ih >= g.in_size[1]) continue;
+        for (long kw = 0; kw < g.ksize[2]; ++kw) {
+          const long iw = lo[2] + kw * g.dilation[2];
+          if (iw < 0 || iw >= g.in_size[2]) continue;
+          const long at = (id * g.in_size[1] + ih) * g.in_size[2] + iw;
+          const ACC v = (ACC)LD_T(xp, base + at);
+          if (bi < 0 || v > best || (v != v && best == best)) { best = v; bi = at; }
+        }
+      }
+    }
+    SV_T(ob + oo, e, best);
+    ((__global long*)(ib_ + io))[e] = bi;
+#else
+    long clo[3], chi[3], count = 1;
+    for (int d = 0; d < 3; ++d) {
+      clo[d] = max(lo[d], 0L);
+      chi[d] = min(hi[d], g.in_size[d]);
+      count *= chi[d] - clo[d];
+    }
+    ACC sum = 0;
+    for (long id = clo[0]; id < chi[0]; ++id)
+      for (long ih = clo[1]; ih < chi[1]; ++ih)
+        for (long iw = clo[2]; iw < chi[2]; ++iw)
+          sum += (ACC)LD_T(xp, base + (id * g.in_size[1] + ih) * g.in_size[2] + iw);
+#if KIND == 1
+    const long divide = g.divisor > 0 ? g.divisor : (g.count_include_pad ? pool : count);
+#else
+    const long divide = count;
+#endif
+    SV_T(ob + oo, e, sum / (ACC)divide);
+#endif
+  }
+}
+)CL";
+
+// kind 0 max, 1 avg, 2 adaptive avg.
+void run_pool(OpCall& call, int kind) {
+  const Tensor& x = call.inputs[0];
+  const Tensor& out = call.outs[0];
+  if (out.numel() == 0) return;
+  const std::vector<int64_t> ksize = kind == 2 ? std::vector<int64_t>{} : call.ints_attr(0);
+  const int64_t nd = kind == 2 ? int64_t(call.ints_attr(0).size()) : int64_t(ksize.size());
+  PoolGeometry g{};
+  const int64_t first = 3 - nd;
+  for (int d = 0; d < 3; ++d) {
+    g.in_size[d] = g.out_size[d] = g.ksize[d] = g.stride[d] = g.dilation[d] = 1;
+    g.padding[d] = 0;
+  }
+  for (int64_t d = 0; d < nd; ++d) {
+    const size_t s = size_t(first + d);
+    g.in_size[s] = x.size(x.dim() - nd + d);
+    g.out_size[s] = out.size(out.dim() - nd + d);
+    if (kind != 2) {
+      g.ksize[s] = ksize[size_t(d)];
+      g.stride[s] = call.ints_attr(1)[size_t(d)];
+      g.padding[s] = call.ints_attr(2)[size_t(d)];
+      if (kind == 0) g.dilation[s] = call.ints_attr(3)[size_t(d)];
+    }
+  }
+  g.planes = 1;
+  for (int64_t d = 0; d < x.dim() - nd; ++d) g.planes *= x.size(d);
+  if (kind == 1) {
+    g.count_include_pad = call.bool_attr(4) ? 1 : 0;
+    g.divisor = call.has_attr(5) ? call.int_attr(5) : 0;
+  }
+  Tensor xc = contiguous_on_device(x);
+  Tensor target = out.is_contiguous() ? out : empty_tensor(out.shape(), out.dtype(), out.device());
+  Tensor idx;
+  if (kind == 0) {
+    const Tensor& io = call.outs[1];
+    idx = io.is_contiguous() ? io : empty_tensor(io.shape(), DType::I64, io.device());
+  }
+  const int device = x.device().index;
+  const std::string acc = x.dtype() == DType::F64 ? "F64" : "F32";
+  const std::string src = "#define KIND " + std::to_string(kind) + "\ntypedef CT_" + acc +
+                          " ACC;\n#define LD_T LD_" + dtype_tag(x.dtype()) + "\n#define SV_T SV_" +
+                          dtype_tag(x.dtype()) + "\n" + kPool;
+  {
+    Launch l(device, program_source(device, src), "kiln_pool");
+    l.tensor(target).tensor(kind == 0 ? idx : target).tensor(xc).value(g);
+    const size_t local = default_local_size(device);
+    l.run(std::min<size_t>((size_t(out.numel()) + local - 1) / local, 65536) * local, local);
+  }
+  if (!out.is_contiguous()) copy_into(out, target);
+  if (kind == 0 && !call.outs[1].is_contiguous()) copy_into(call.outs[1], idx);
+}
+
+void max_pool_kernel(OpCall& call) { run_pool(call, 0); }
+void avg_pool_kernel(OpCall& call) { run_pool(call, 1); }
+void adaptive_avg_pool_kernel(OpCall& call) { run_pool(call, 2); }
+
+}  // namespace
+
+void register_pooling_kernels() {
+  register_kernel("max_pool", DeviceType::XPU, max_pool_kernel, kFloatDTypes);
+  register_kernel("avg_pool", DeviceType::XPU, avg_pool_kernel, kFloatDTypes);
+  register_kernel("adaptive_avg_pool", DeviceType::XPU, adaptive_avg_pool_kernel, kFloatDTypes);
+}
+
+}  // namespace kiln::xpu
