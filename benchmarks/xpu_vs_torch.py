@@ -35,6 +35,12 @@ def torch_case(torch, dev, name, quick):
         x = torch.randn(1, k, device=dev).to(dt[m.group(1)])
         w = torch.randn(n, k, device=dev).to(dt[m.group(1)])
         return (lambda: torch.matmul(x, w.t())), n * k * w.element_size() / 1e9
+    m = re.match(r"conv2d (\w+) (\d+)x(\d+)x(\d+)x(\d+) k3$", name)
+    if m:
+        nb, c, h, w_ = (int(m.group(i)) for i in range(2, 6))
+        x = torch.randn(nb, c, h, w_, device=dev).to(dt[m.group(1)])
+        w = torch.randn(c, c, 3, 3, device=dev).to(dt[m.group(1)])
+        return (lambda: torch.nn.functional.conv2d(x, w, padding=1)), 2.0 * nb * c * h * w_ * c * 9 / 1e12
     n = (1 << 16) if quick else (1 << 26)
     cols = 4096
     x = torch.randn(n // cols, cols, device=dev)

@@ -11,6 +11,7 @@
 #include "kiln/kiln.h"
 #include "kiln/nn/functional.h"
 #include "kiln/ops/conv.h"
+#include "kiln/nn/functional_conv.h"
 #include "kiln/runtime/backend.h"
 
 namespace kiln {
@@ -169,6 +170,18 @@ TEST(XpuOps, ConvolutionWithEveryActivation) {
     expect_close(convolution_activation(x.to(xpu()), w.to(xpu()), b.to(xpu()), o, e),
                  convolution_activation(x, w, b, o, e), 1e-12, 1e-12);
   }
+}
+
+TEST(XpuOps, PoolingForward) {
+  Tensor x = randn({2, 3, 9, 11}, DType::F64);
+  auto [v, i] = nn::functional::max_pool2d_with_indices(x.to(xpu()), {3, 3}, {2, 2}, {1, 1}, {1, 1}, true);
+  auto [rv, ri] = nn::functional::max_pool2d_with_indices(x, {3, 3}, {2, 2}, {1, 1}, {1, 1}, true);
+  expect_close(v, rv, 0, 0);
+  expect_close(i, ri, 0, 0);
+  expect_close(nn::functional::avg_pool2d(x.to(xpu()), {3, 3}, {2, 2}, {1, 1}, false, false),
+               nn::functional::avg_pool2d(x, {3, 3}, {2, 2}, {1, 1}, false, false), 1e-12, 1e-12);
+  expect_close(nn::functional::adaptive_avg_pool2d(x.to(xpu()), {4, 3}),
+               nn::functional::adaptive_avg_pool2d(x, {4, 3}), 1e-12, 1e-12);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "kiln/kiln.h"
 #include "kiln/nn/functional.h"
+#include "kiln/ops/conv.h"
 #include "kiln/runtime/backend.h"
 #include "tools/bench/bench.h"
 
@@ -56,6 +57,17 @@ void bench_xpu(const Options& opt, Report& rep) {
     double s = timed([&] { y = matmul(x, w.t()); });
     record("linear M=1 " + std::string(dtype_name(t)) + " " + std::to_string(K) + "x" + std::to_string(N),
            "weight bandwidth", "GB/s", double(N * K) * double(element_size(t)) / s / 1e9);
+  }
+  // A ResNet stage's 3x3 convolution (stride 1, padding 1), NCHW.
+  for (DType t : {DType::F32, DType::BF16}) {
+    const int64_t N = opt.quick ? 2 : 16, C = 64, HW = opt.quick ? 14 : 56;
+    Tensor x = randn({N, C, HW, HW}).to(t).to(dev), w = randn({C, C, 3, 3}).to(t).to(dev), y;
+    ConvOptions o;
+    o.padding = {1, 1};
+    double s = timed([&] { y = convolution(x, w, Tensor(), o); });
+    record("conv2d " + std::string(dtype_name(t)) + " " + std::to_string(N) + "x64x" + std::to_string(HW) + "x" +
+               std::to_string(HW) + " k3",
+           "throughput", "TFLOP/s", 2.0 * double(N * C * HW * HW) * double(C * 9) / s / 1e12);
   }
   const int64_t n = opt.quick ? (1 << 16) : (int64_t(1) << 26);
   const int64_t cols = 4096, rows = n / cols;
