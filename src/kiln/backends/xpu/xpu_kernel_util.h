@@ -20,7 +20,7 @@ std::string program_source(int device, const std::string& body);
 bool device_has_fp64(int device);
 
 // Sets a cached kernel's arguments and enqueues it on the current stream of the device.
-// Holds the device's kernel mutex for its lifetime: make no other Launch meanwhile.
+// Holds the device's kernel mutex (recursive) for its lifetime, so other threads wait.
 class Launch {
  public:
   Launch(int device, const std::string& source, const char* name);
@@ -40,7 +40,7 @@ class Launch {
  private:
   int device_;
   cl_kernel kernel_;
-  std::unique_lock<std::mutex> lock_;
+  std::unique_lock<std::recursive_mutex> lock_;
   cl_uint next_ = 0;
 };
 

@@ -44,8 +44,9 @@ struct DeviceState {
   std::unordered_map<std::string, cl_kernel> kernels;         // by source + kernel name
   std::unordered_map<std::string, cl_kernel> kernels_by_key;  // by a caller's short key
   // Held from a cached kernel's first clSetKernelArg to its enqueue (a cl_kernel's
-  // arguments are shared state).
-  std::mutex mutex;
+  // arguments are shared state). Recursive: a kernel that launches a helper kernel (a copy)
+  // while its own launch is being set up must not deadlock; the two are different kernels.
+  std::recursive_mutex mutex;
 };
 
 // Where an address kiln handed out lives.
@@ -85,7 +86,7 @@ class XpuRuntime {
   // per op).
   cl_kernel kernel_by_key(int device, const std::string& key,
                           const std::function<std::string()>& make_source, const char* name);
-  std::mutex& device_mutex(int device) { return state(device).mutex; }
+  std::recursive_mutex& device_mutex(int device) { return state(device).mutex; }
 
  private:
   XpuRuntime();
