@@ -31,7 +31,10 @@ int print_info() {
   for (DeviceType t : registered_device_types()) {
     Backend& b = get_backend(t);
     int n = b.device_count();
-    std::cout << "  " << b.name() << ": " << n << " device" << (n == 1 ? "" : "s") << "\n";
+    std::cout << "  " << b.name() << ": " << n << " device" << (n == 1 ? "" : "s");
+    if (t == DeviceType::XPU && n == 0)
+      std::cout << " (OpenCL GPUs; KILN_XPU_DEVICE_TYPES=all also admits CPU drivers such as PoCL)";
+    std::cout << "\n";
     for (int i = 0; i < n; ++i) {
       auto p = b.properties(i);
       std::cout << "    " << Device(t, i).str() << "  " << p.name;
