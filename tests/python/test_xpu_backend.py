@@ -633,3 +633,87 @@ def test_cnn_inference_on_the_device_without_fallback():
     with torch.no_grad():
         close(y, net(x), 1e-4, 1e-5)
         close(yl, net(x), 1e-4, 1e-5)
+
+
+@pytest.mark.parametrize("dims,groups,stride,padding,dilation", [
+    (2, 1, 1, 1, 1), (2, 2, 2, 1, 1), (1, 1, 3, 0, 2), (3, 2, 1, 1, 1), (2, 4, 2, 0, 1)])
+def test_convolution_backward_and_transposed(dims, groups, stride, padding, dilation):
+    spatial = {1: (20,), 2: (10, 9), 3: (5, 6, 5)}[dims]
+    F, KF = torch.nn.functional, kiln.nn.functional
+    x = torch.randn(2, 4, *spatial, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(8, 4 // groups, *([3] * dims), dtype=torch.float64, requires_grad=True)
+    b = torch.randn(8, dtype=torch.float64, requires_grad=True)
+    conv = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[dims]
+    kconv = {1: KF.conv1d, 2: KF.conv2d, 3: KF.conv3d}[dims]
+    y = conv(x, w, b, stride, padding, dilation, groups)
+    g = torch.randn_like(y)
+    y.backward(g)
+    kx, kw, kb = (t2k(t.detach()).requires_grad_(True) for t in (x, w, b))
+    before = kiln._C._total_fallback_calls()
+    ky = kconv(kx, kw, kb, stride, padding, dilation, groups)
+    ky.backward(t2k(g))
+    assert kiln._C._total_fallback_calls() == before
+    close(ky, y.detach(), 1e-12, 1e-12)
+    close(kx.grad, x.grad, 1e-12, 1e-12)
+    close(kw.grad, w.grad, 1e-12, 1e-12)
+    close(kb.grad, b.grad, 1e-12, 1e-12)
+    if dims == 2:
+        tconv, ktconv = F.conv_transpose2d, KF.conv_transpose2d
+        wt = torch.randn(4, 6 // groups if 6 % groups == 0 else 2, 3, 3, dtype=torch.float64)
+        want = tconv(x.detach(), wt, None, stride, padding, 1 if stride > 1 else 0, groups, dilation)
+        close(ktconv(t2k(x.detach()), t2k(wt), None, stride, padding, 1 if stride > 1 else 0, groups, dilation),
+              want, 1e-12, 1e-12)
+
+
+@pytest.mark.parametrize("dims", [1, 2, 3])
+def test_pooling_backward(dims):
+    spatial = {1: (17,), 2: (9, 11), 3: (5, 6, 7)}[dims]
+    F, KF = torch.nn.functional, kiln.nn.functional
+    ap = {1: (F.avg_pool1d, KF.avg_pool1d), 2: (F.avg_pool2d, KF.avg_pool2d), 3: (F.avg_pool3d, KF.avg_pool3d)}[dims]
+    aa = {1: (F.adaptive_avg_pool1d, KF.adaptive_avg_pool1d), 2: (F.adaptive_avg_pool2d, KF.adaptive_avg_pool2d),
+          3: (F.adaptive_avg_pool3d, KF.adaptive_avg_pool3d)}[dims]
+    mp = {1: (F.max_pool1d, KF.max_pool1d), 2: (F.max_pool2d, KF.max_pool2d), 3: (F.max_pool3d, KF.max_pool3d)}[dims]
+    cases = [(ap, {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True, "count_include_pad": False}),
+             (ap, {"kernel_size": 3, "stride": 2, "padding": 1}), (ap, {"kernel_size": 2, "stride": 1}),
+             (aa, {"output_size": [3] * dims}), (aa, {"output_size": [4] * dims}),
+             (mp, {"kernel_size": 3, "stride": 2, "padding": 1})]
+    if dims > 1:
+        cases.append((ap, {"kernel_size": 2, "divisor_override": 3}))
+    for (fn, kfn), kw in cases:
+        x = torch.randn(2, 3, *spatial, dtype=torch.float64, requires_grad=True)
+        y = fn(x, **kw)
+        g = torch.randn_like(y)
+        y.backward(g)
+        kx = t2k(x.detach()).requires_grad_(True)
+        before = kiln._C._total_fallback_calls()
+        kfn(kx, **kw).backward(t2k(g))
+        assert kiln._C._total_fallback_calls() == before
+        close(kx.grad, x.grad, 1e-12, 1e-12)
+
+
+def test_var_std_and_cnn_training_step():
+    x = torch.randn(6, 7, 33, dtype=torch.float64)
+    for dims, corr in (([2], 1), ([0, 2], 0), ([1], 2)):
+        close(kiln.var(t2k(x), dims, correction=corr), torch.var(x, dims, correction=corr), 1e-12, 1e-12)
+        close(kiln.std(t2k(x), dims, correction=corr, keepdim=True), torch.std(x, dims, correction=corr, keepdim=True),
+              1e-12, 1e-12)
+
+    def body(nn):
+        return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+                             nn.Conv2d(8, 8, 3, padding=1, groups=2), nn.AdaptiveAvgPool2d(2), nn.Flatten(),
+                             nn.Linear(32, 4))
+    net = body(torch.nn).double()
+    knet = body(kiln.nn).to(kiln.float64)
+    knet.load_state_dict({k: kiln.tensor(v.detach().numpy()) for k, v in net.state_dict().items()})
+    knet = knet.to(XPU)
+    x, t = torch.randn(4, 3, 12, 12, dtype=torch.float64), torch.randint(0, 4, (4,))
+    loss = torch.nn.functional.cross_entropy(net(x), t)
+    loss.backward()
+    before = kiln._C._total_fallback_calls()
+    kloss = kiln.nn.functional.cross_entropy(knet(t2k(x)), t2k(t))
+    kloss.backward()
+    assert kiln._C._total_fallback_calls() == before
+    close(kloss, loss.detach(), 1e-12, 1e-12)
+    for (name, p), (_, kp) in zip(net.named_parameters(), knet.named_parameters()):
+        close(kp.grad, p.grad, 1e-10, 1e-12)
+    close(knet[1].running_var, net[1].running_var, 1e-12, 1e-12)

@@ -2,8 +2,9 @@
 // bias; any input layout, channels-last included): the input unfolded into columns
 // [N, groups, C/groups * kernel volume, output positions] by one kernel, then per group a
 // batched product weight [Cout/groups, C/groups * kernel] x columns (xpu_gemm.h) written
-// straight into the output with the bias as the product's added term. Transposed
-// convolution and the backward passes have no xpu kernel (KILN_FALLBACK=cpu).
+// straight into the output with the bias as the product's added term. Transposed convolution
+// (the input gradient) is the product W^T x followed by a gathering fold; the weight
+// gradient is one product per group over all samples.
 #include <string>
 
 #include "kiln/core/error.h"
@@ -21,14 +22,14 @@ namespace {
 struct UnfoldGeometry {
   cl_long in_size[3], out_size[3], ksize[3], stride[3], padding[3], dilation[3];
   cl_long in_stride[5];  // N, C, D, H, W of the input, in elements
-  cl_long channels_per_group, groups;
+  cl_long channels_per_group, groups, batch;
 };
 
 constexpr const char* kUnfold = R"CL(
 typedef struct {
   long in_size[3], out_size[3], ksize[3], stride[3], padding[3], dilation[3];
   long in_stride[5];
-  long channels_per_group, groups;
+  long channels_per_group, groups, batch;
 } UnfoldGeometry;
 __kernel void kiln_unfold(__global char* cb, ulong co, __global const char* xb, ulong xo,
                           UnfoldGeometry g, long total) {
@@ -38,9 +39,15 @@ __kernel void kiln_unfold(__global char* cb, ulong co, __global const char* xb, 
   const long kv = g.ksize[0] * g.ksize[1] * g.ksize[2];
   const long Kg = g.channels_per_group * kv;
   for (long e = get_global_id(0); e < total; e += get_global_size(0)) {
+#if N_INNER  // columns [groups, Kg, N, L] (the weight gradient's layout)
+    const long l = e % L, r = e / L;
+    const long n = r % g.batch, r2 = r / g.batch;
+    const long kk = r2 % Kg, grp = r2 / Kg;
+#else        // columns [N, groups, Kg, L]
     const long l = e % L, r = e / L;
     const long kk = r % Kg, ng = r / Kg;
     const long grp = ng % g.groups, n = ng / g.groups;
+#endif
     const long ow = l % g.out_size[2], oh = (l / g.out_size[2]) % g.out_size[1],
                od = l / (g.out_size[2] * g.out_size[1]);
     const long kw = kk % g.ksize[2], kh = (kk / g.ksize[2]) % g.ksize[1],
@@ -67,83 +74,241 @@ int64_t spatial_step(const Tensor& out) {
   return out.stride(nd - 1);
 }
 
-void convolution_kernel(OpCall& call) {
-  const Tensor& x = call.inputs[0];
-  const Tensor& out = call.outs[0];
-  KILN_CHECK(!call.bool_attr(3), NotImplementedError,
-             "transposed convolution has no xpu kernel; set KILN_FALLBACK=cpu to run it on the CPU");
-  if (out.numel() == 0) return;
-  const Tensor w = contiguous_on_device(call.inputs[1]);
-  const Tensor& bias = call.inputs[2];
-  const auto& stride = call.ints_attr(0);
-  const auto& padding = call.ints_attr(1);
-  const auto& dilation = call.ints_attr(2);
-  const int64_t groups = call.int_attr(5);
+// The unfold geometry of input x for a convolution with weight w, output out (spatial dims
+// padded to three) from attrs {stride, padding, dilation} at `first`.
+UnfoldGeometry unfold_geometry(const Tensor& x, const Shape& kernel, const Shape& out_spatial,
+                               const OpCall& call, size_t first, int64_t groups) {
   const int64_t nd = x.dim() - 2;
   KILN_CHECK(nd >= 1 && nd <= 3, NotImplementedError, "xpu convolution: 1 to 3 spatial dims, got ", nd);
+  const auto& stride = call.ints_attr(first);
+  const auto& padding = call.ints_attr(first + 1);
+  const auto& dilation = call.ints_attr(first + 2);
   UnfoldGeometry g{};
-  const int64_t first = 3 - nd;  // spatial dims fill the last slots of 3
   for (int d = 0; d < 3; ++d) {
     g.in_size[d] = g.out_size[d] = g.ksize[d] = g.stride[d] = g.dilation[d] = 1;
     g.padding[d] = 0;
+    g.in_stride[2 + d] = 0;
   }
   g.in_stride[0] = x.stride(0);
   g.in_stride[1] = x.stride(1);
-  for (int d = 0; d < 3; ++d) g.in_stride[2 + d] = 0;
+  const int64_t first_slot = 3 - nd;
   for (int64_t d = 0; d < nd; ++d) {
-    const size_t s = size_t(first + d);
+    const size_t s = size_t(first_slot + d);
     g.in_size[s] = x.size(2 + d);
-    g.out_size[s] = out.size(2 + d);
-    g.ksize[s] = w.size(2 + d);
+    g.out_size[s] = out_spatial[size_t(d)];
+    g.ksize[s] = kernel[size_t(d)];
     g.stride[s] = stride[size_t(d)];
     g.padding[s] = padding[size_t(d)];
     g.dilation[s] = dilation[size_t(d)];
     g.in_stride[2 + s] = x.stride(2 + d);
   }
-  const int64_t N = x.size(0), C = x.size(1), Cout = w.size(0);
-  g.channels_per_group = C / groups;
+  g.channels_per_group = x.size(1) / groups;
   g.groups = groups;
-  const int64_t kv = g.ksize[0] * g.ksize[1] * g.ksize[2];
-  const int64_t Kg = g.channels_per_group * kv, L = g.out_size[0] * g.out_size[1] * g.out_size[2];
-  Tensor col = empty_tensor({N, groups, Kg, L}, x.dtype(), x.device());
+  g.batch = x.size(0);
+  return g;
+}
+
+int64_t volume(const cl_long* v) { return v[0] * v[1] * v[2]; }
+
+// Columns of x: [N, groups, Kg, L], or [groups, Kg, N, L] with n_inner.
+Tensor unfold(const Tensor& x, const UnfoldGeometry& g, bool n_inner) {
+  const int64_t Kg = g.channels_per_group * volume(g.ksize), L = volume(g.out_size);
+  Tensor col = n_inner ? empty_tensor({g.groups, Kg, g.batch, L}, x.dtype(), x.device())
+                       : empty_tensor({g.batch, g.groups, Kg, L}, x.dtype(), x.device());
+  if (col.numel() == 0) return col;
   const int device = x.device().index;
-  {
-    Launch l(device, program_source(device, std::string("#define ST_T ST_") + dtype_tag(x.dtype()) + "\n" + kUnfold),
-             "kiln_unfold");
-    l.tensor(col).tensor(x).value(g).value(cl_long(col.numel()));
-    const size_t local = default_local_size(device);
-    l.run(std::min<size_t>((size_t(col.numel()) + local - 1) / local, 65536) * local, local);
+  Launch l(device,
+           program_source(device, std::string("#define ST_T ST_") + dtype_tag(x.dtype()) +
+                                      "\n#define N_INNER " + (n_inner ? "1" : "0") + "\n" + kUnfold),
+           "kiln_unfold");
+  l.tensor(col).tensor(x).value(g).value(cl_long(col.numel()));
+  const size_t local = default_local_size(device);
+  l.run(std::min<size_t>((size_t(col.numel()) + local - 1) / local, 65536) * local, local);
+  return col;
+}
+
+Shape spatial_of(const Tensor& t) { return Shape(t.shape().begin() + 2, t.shape().end()); }
+
+// A matrix operand over a batch of one dim.
+GemmOperand operand(const Tensor& base, int64_t offset, int64_t batch_stride, int64_t rs, int64_t cs) {
+  GemmOperand o;
+  o.t = make_view(base, {1}, {1}, base.storage_offset() + offset);
+  o.batch = {batch_stride};
+  o.rs = rs;
+  o.cs = cs;
+  return o;
+}
+
+void transposed_convolution(OpCall& call);
+
+void convolution_kernel(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const Tensor& out = call.outs[0];
+  if (call.bool_attr(3)) {
+    transposed_convolution(call);
+    return;
   }
+  if (out.numel() == 0) return;
+  const Tensor w = contiguous_on_device(call.inputs[1]);
+  const Tensor& bias = call.inputs[2];
+  const int64_t groups = call.int_attr(5);
+  const UnfoldGeometry g = unfold_geometry(x, spatial_of(w), spatial_of(out), call, 0, groups);
+  const int64_t N = x.size(0), Cout = w.size(0);
+  const int64_t Kg = g.channels_per_group * volume(g.ksize), L = volume(g.out_size);
+  const Tensor col = unfold(x, g, false);
   // out as [N][Cout][L]: straight when its positions merge into one run, else a temporary.
   const int64_t step = spatial_step(out);
   Tensor target = step != 0 ? out : empty_tensor(out.shape(), out.dtype(), out.device());
   const int64_t tstep = step != 0 ? step : 1;
   const int64_t cg = Cout / groups;
   for (int64_t grp = 0; grp < groups; ++grp) {
-    GemmOperand a, b, c, s;
-    a.t = make_view(w, {cg, Kg}, {Kg, 1}, w.storage_offset() + grp * cg * Kg);
-    a.batch = {0};
-    a.rs = Kg;
-    a.cs = 1;
-    b.t = make_view(col, {Kg, L}, {L, 1}, col.storage_offset() + grp * Kg * L);
-    b.batch = {groups * Kg * L};
-    b.rs = L;
-    b.cs = 1;
-    Tensor c_view = make_view(target, {cg, L}, {target.stride(1), tstep},
-                              target.storage_offset() + grp * cg * target.stride(1));
-    c.batch = {target.stride(0)};
-    c.rs = target.stride(1);
-    c.cs = tstep;
-    if (bias.defined()) {
-      s.t = make_view(bias, {cg}, {bias.stride(0)}, bias.storage_offset() + grp * cg * bias.stride(0));
-      s.batch = {0};
-      s.rs = bias.stride(0);
-      s.cs = 0;
-    }
-    run_gemm(c_view, a, b, bias.defined() ? &s : nullptr, c, {N}, cg, L, Kg, Scalar(int64_t(1)),
+    GemmOperand a = operand(w, grp * cg * Kg, 0, Kg, 1);
+    GemmOperand b = operand(col, grp * Kg * L, groups * Kg * L, L, 1);
+    GemmOperand c = operand(target, grp * cg * target.stride(1), target.stride(0), target.stride(1), tstep);
+    GemmOperand s;
+    if (bias.defined()) s = operand(bias, grp * cg * bias.stride(0), 0, bias.stride(0), 0);
+    run_gemm(c.t, a, b, bias.defined() ? &s : nullptr, c, {N}, cg, L, Kg, Scalar(int64_t(1)),
              Scalar(int64_t(bias.defined() ? 1 : 0)));
   }
   if (step == 0) copy_into(out, target);
+}
+
+// Transposed convolution: per group the columns W^T x ([Cout/G * kernel, L_in] per sample),
+// then a fold that gathers, for each output element, the columns whose window covers it
+// (no atomics: each output is written by one item), plus the bias.
+constexpr const char* kFold = R"CL(
+typedef struct {
+  long in_size[3], out_size[3], ksize[3], stride[3], padding[3], dilation[3];
+  long out_stride[5];
+  long cout_per_group, groups, batch, has_bias;
+} FoldGeometry;
+__kernel void kiln_fold(__global char* ob, ulong oo, __global const char* colb, ulong colo,
+                        __global const char* bb, ulong bo, FoldGeometry g, long total) {
+  const long L = g.in_size[0] * g.in_size[1] * g.in_size[2];
+  const long kv = g.ksize[0] * g.ksize[1] * g.ksize[2];
+  const long cout = g.cout_per_group * g.groups;
+  for (long e = get_global_id(0); e < total; e += get_global_size(0)) {
+    const long ow = e % g.out_size[2], oh = (e / g.out_size[2]) % g.out_size[1];
+    const long od = (e / (g.out_size[2] * g.out_size[1])) % g.out_size[0];
+    const long rest = e / (g.out_size[0] * g.out_size[1] * g.out_size[2]);
+    const long co = rest % cout, n = rest / cout;
+    const long grp = co / g.cout_per_group, cl = co % g.cout_per_group;
+    const long oc[3] = {od, oh, ow};
+    ACC sum = g.has_bias ? (ACC)LD_T(bb + bo, co) : (ACC)0;
+    for (long kd = 0; kd < g.ksize[0]; ++kd) {
+      const long td = oc[0] + g.padding[0] - kd * g.dilation[0];
+      if (td < 0 || td % g.stride[0]) continue;
+      const long id = td / g.stride[0];
+      if (id >= g.in_size[0]) continue;
+      for (long kh = 0; kh < g.ksize[1]; ++kh) {
+        const long th = oc[1] + g.padding[1] - kh * g.dilation[1];
+        if (th < 0 || th % g.stride[1]) continue;
+        const long ih = th / g.stride[1];
+        if (ih >= g.in_size[1]) continue;
+        for (long kw = 0; kw < g.ksize[2]; ++kw) {
+          const long tw = oc[2] + g.padding[2] - kw * g.dilation[2];
+          if (tw < 0 || tw % g.stride[2]) continue;
+          const long iw = tw / g.stride[2];
+          if (iw >= g.in_size[2]) continue;
+          const long row = cl * kv + (kd * g.ksize[1] + kh) * g.ksize[2] + kw;
+          const long at = ((n * g.groups + grp) * g.cout_per_group * kv + row) * L +
+                          (id * g.in_size[1] + ih) * g.in_size[2] + iw;
+          sum += (ACC)LD_T(colb + colo, at);
+        }
+      }
+    }
+    SV_T(ob + oo, n * g.out_stride[0] + co * g.out_stride[1] + od * g.out_stride[2] +
+                  oh * g.out_stride[3] + ow * g.out_stride[4], sum);
+  }
+}
+)CL";
+
+struct FoldGeometry {
+  cl_long in_size[3], out_size[3], ksize[3], stride[3], padding[3], dilation[3];
+  cl_long out_stride[5];
+  cl_long cout_per_group, groups, batch, has_bias;
+};
+
+void transposed_convolution(OpCall& call) {
+  const Tensor& out = call.outs[0];
+  if (out.numel() == 0) return;
+  const Tensor x = contiguous_on_device(call.inputs[0]);
+  const Tensor w = contiguous_on_device(call.inputs[1]);  // [Cin, Cout / G, kernel...]
+  const Tensor& bias = call.inputs[2];
+  const int64_t groups = call.int_attr(5);
+  const int64_t nd = x.dim() - 2;
+  KILN_CHECK(nd >= 1 && nd <= 3, NotImplementedError, "xpu convolution: 1 to 3 spatial dims, got ", nd);
+  const int64_t N = x.size(0), Cin = x.size(1), cig = Cin / groups, cog = w.size(1);
+  FoldGeometry g{};
+  for (int d = 0; d < 3; ++d) {
+    g.in_size[d] = g.out_size[d] = g.ksize[d] = g.stride[d] = g.dilation[d] = 1;
+    g.padding[d] = 0;
+    g.out_stride[2 + d] = 0;
+  }
+  g.out_stride[0] = out.stride(0);
+  g.out_stride[1] = out.stride(1);
+  for (int64_t d = 0; d < nd; ++d) {
+    const size_t s = size_t(3 - nd + d);
+    g.in_size[s] = x.size(2 + d);
+    g.out_size[s] = out.size(2 + d);
+    g.ksize[s] = w.size(2 + d);
+    g.stride[s] = call.ints_attr(0)[size_t(d)];
+    g.padding[s] = call.ints_attr(1)[size_t(d)];
+    g.dilation[s] = call.ints_attr(2)[size_t(d)];
+    g.out_stride[2 + s] = out.stride(2 + d);
+  }
+  g.cout_per_group = cog;
+  g.groups = groups;
+  g.batch = N;
+  g.has_bias = bias.defined() ? 1 : 0;
+  const int64_t kv = volume(g.ksize), Lin = volume(g.in_size), Kt = cog * kv;
+  Tensor col = empty_tensor({N, groups, Kt, Lin}, x.dtype(), x.device());
+  for (int64_t grp = 0; grp < groups; ++grp) {
+    // W_g^T [Kt, cig]: element (r, c) of w's [cig, Kt] block at c * Kt + r.
+    GemmOperand a = operand(w, grp * cig * Kt, 0, 1, Kt);
+    GemmOperand b = operand(x, grp * cig * Lin, Cin * Lin, Lin, 1);
+    GemmOperand c = operand(col, grp * Kt * Lin, groups * Kt * Lin, Lin, 1);
+    run_gemm(c.t, a, b, nullptr, c, {N}, Kt, Lin, cig, Scalar(int64_t(1)), Scalar(int64_t(0)));
+  }
+  const int device = x.device().index;
+  const std::string acc = x.dtype() == DType::F64 ? "F64" : "F32";
+  Launch l(device,
+           program_source(device, "typedef CT_" + acc + " ACC;\n#define LD_T LD_" +
+                                      std::string(dtype_tag(x.dtype())) + "\n#define SV_T SV_" +
+                                      dtype_tag(out.dtype()) + "\n" + kFold),
+           "kiln_fold");
+  l.tensor(out).tensor(col).tensor(bias.defined() ? bias : col).value(g).value(cl_long(out.numel()));
+  const size_t local = default_local_size(device);
+  l.run(std::min<size_t>((size_t(out.numel()) + local - 1) / local, 65536) * local, local);
+}
+
+// convolution_weight_grad(input, grad_output): attrs {weight_shape, stride, padding,
+// dilation, transposed, output_padding, groups}. Per group dW = dY^T-rows x columns^T over all
+// samples at once: the columns laid out [groups, Kg, N, L] and dY as [Cout, N, L].
+void convolution_weight_grad_kernel(OpCall& call) {
+  const Tensor& out = call.outs[0];
+  KILN_CHECK(!call.bool_attr(4), NotImplementedError,
+             "the weight gradient of a transposed convolution has no xpu kernel; set "
+             "KILN_FALLBACK=cpu to run it on the CPU");
+  if (out.numel() == 0) return;
+  const Tensor& x = call.inputs[0];
+  const Tensor& gy = call.inputs[1];
+  const int64_t groups = call.int_attr(6);
+  const UnfoldGeometry g = unfold_geometry(x, spatial_of(out), spatial_of(gy), call, 1, groups);
+  const int64_t N = x.size(0), Cout = gy.size(1), cg = Cout / groups;
+  const int64_t Kg = g.channels_per_group * volume(g.ksize), L = volume(g.out_size);
+  const Tensor col = unfold(x, g, true);
+  // dY [N, Cout, L] -> [Cout, N, L].
+  const Tensor dyt = contiguous_on_device(
+      permuted_view(reshaped_view(contiguous_on_device(gy), {N, Cout, L}), {1, 0, 2}));
+  Tensor target = out.is_contiguous() ? out : empty_tensor(out.shape(), out.dtype(), out.device());
+  for (int64_t grp = 0; grp < groups; ++grp) {
+    GemmOperand a = operand(dyt, grp * cg * N * L, 0, N * L, 1);
+    GemmOperand b = operand(col, grp * Kg * N * L, 0, 1, N * L);
+    GemmOperand c = operand(target, grp * cg * Kg, 0, Kg, 1);
+    run_gemm(c.t, a, b, nullptr, c, {1}, cg, Kg, N * L, Scalar(int64_t(1)), Scalar(int64_t(0)));
+  }
+  if (!out.is_contiguous()) copy_into(out, target);
 }
 
 // convolution_activation: the convolution, then its activation over the output in place
@@ -170,6 +335,7 @@ void convolution_activation_kernel(OpCall& call) {
 void register_conv_kernels() {
   register_kernel("convolution", DeviceType::XPU, convolution_kernel, kFloatDTypes);
   register_kernel("convolution_activation", DeviceType::XPU, convolution_activation_kernel, kFloatDTypes);
+  register_kernel("convolution_weight_grad", DeviceType::XPU, convolution_weight_grad_kernel, kFloatDTypes);
 }
 
 }  // namespace kiln::xpu

@@ -1,4 +1,5 @@
-// xpu kernels of forward pooling over 1-3 spatial dims: max_pool (values and the flat
+// xpu kernels of pooling over 1-3 spatial dims (max pooling's backward is a scatter_add,
+// staged through the host): max_pool (values and the flat
 // spatial index of each maximum, NaN winning as in torch), avg_pool (ceil_mode,
 // count_include_pad, divisor_override as torch) and adaptive_avg_pool. One work item per
 // output element walks its window; leading dims (batch, channels) are planes.
@@ -90,6 +91,123 @@ __kernel void kiln_pool(__global char* ob, ulong oo, __global char* ib_, ulong i
 }
 )CL";
 
+// The backward of avg pooling (KIND 1) and adaptive avg pooling (KIND 2), gathered: one item
+// per input element adds grad / divisor over the outputs whose window covers it (no atomics).
+constexpr const char* kPoolBackward = R"CL(
+typedef struct {
+  long in_size[3], out_size[3], ksize[3], stride[3], padding[3], dilation[3];
+  long planes, divisor;
+  int count_include_pad;
+} PoolGeometry;
+// Output o's window along dim d: [lo, hi) clamped, and (avg) its unclamped size.
+inline void window(const PoolGeometry* g, int d, long o, long* lo, long* hi, long* full) {
+#if KIND == 2
+  *lo = (o * g->in_size[d]) / g->out_size[d];
+  *hi = ((o + 1) * g->in_size[d] + g->out_size[d] - 1) / g->out_size[d];
+  *full = *hi - *lo;
+#else
+  long a = o * g->stride[d] - g->padding[d];
+  long b = min(a + g->ksize[d], g->in_size[d] + g->padding[d]);
+  *full = b - a;
+  *lo = max(a, 0L);
+  *hi = min(b, g->in_size[d]);
+#endif
+}
+__kernel void kiln_pool_backward(__global char* gib, ulong gio, __global const char* gb, ulong go,
+                                 PoolGeometry g) {
+  const long in_plane = g.in_size[0] * g.in_size[1] * g.in_size[2];
+  const long out_plane = g.out_size[0] * g.out_size[1] * g.out_size[2];
+  const long total = g.planes * in_plane;
+  for (long e = get_global_id(0); e < total; e += get_global_size(0)) {
+    const long plane = e / in_plane, i = e % in_plane;
+    const long ic[3] = {i / (g.in_size[1] * g.in_size[2]), (i / g.in_size[2]) % g.in_size[1], i % g.in_size[2]};
+    long first[3], last[3];
+    for (int d = 0; d < 3; ++d) {
+#if KIND == 2
+      first[d] = max((ic[d] * g.out_size[d]) / g.in_size[d] - 1, 0L);
+      last[d] = min(((ic[d] + 1) * g.out_size[d]) / g.in_size[d] + 1, g.out_size[d] - 1);
+#else
+      // o * s - p <= i < o * s - p + k
+      const long t = ic[d] + g.padding[d] - g.ksize[d] + 1;
+      first[d] = max(t <= 0 ? 0 : (t + g.stride[d] - 1) / g.stride[d], 0L);
+      last[d] = min((ic[d] + g.padding[d]) / g.stride[d], g.out_size[d] - 1);
+#endif
+    }
+    ACC sum = 0;
+    for (long od = first[0]; od <= last[0]; ++od)
+      for (long oh = first[1]; oh <= last[1]; ++oh)
+        for (long ow = first[2]; ow <= last[2]; ++ow) {
+          const long oc[3] = {od, oh, ow};
+          long count = 1, pool = 1;
+          bool inside = true;
+          for (int d = 0; d < 3; ++d) {
+            long lo, hi, full;
+            window(&g, d, oc[d], &lo, &hi, &full);
+            inside = inside && ic[d] >= lo && ic[d] < hi;
+            count *= hi - lo;
+            pool *= full;
+          }
+          if (!inside) continue;
+#if KIND == 1
+          const long divide = g.divisor > 0 ? g.divisor : (g.count_include_pad ? pool : count);
+#else
+          const long divide = count;
+#endif
+          sum += (ACC)LD_T(gb + go, plane * out_plane + (od * g.out_size[1] + oh) * g.out_size[2] + ow) / (ACC)divide;
+        }
+    SV_T(gib + gio, e, sum);
+  }
+}
+)CL";
+
+// avg_pool_backward: inputs {grad_output}, attrs {input_size, kernel, stride, padding,
+// ceil_mode, count_include_pad, divisor?}; adaptive_avg_pool_backward: attrs {input_size,
+// spatial_dims}. Outs {grad_input} of input_size.
+void run_pool_backward(OpCall& call, int kind) {
+  const Tensor& gy = call.inputs[0];
+  const Tensor& gx = call.outs[0];
+  if (gx.numel() == 0) return;
+  const int64_t nd = kind == 2 ? call.int_attr(1) : int64_t(call.ints_attr(1).size());
+  PoolGeometry g{};
+  for (int d = 0; d < 3; ++d) {
+    g.in_size[d] = g.out_size[d] = g.ksize[d] = g.stride[d] = g.dilation[d] = 1;
+    g.padding[d] = 0;
+  }
+  for (int64_t d = 0; d < nd; ++d) {
+    const size_t s = size_t(3 - nd + d);
+    g.in_size[s] = gx.size(gx.dim() - nd + d);
+    g.out_size[s] = gy.size(gy.dim() - nd + d);
+    if (kind == 1) {
+      g.ksize[s] = call.ints_attr(1)[size_t(d)];
+      g.stride[s] = call.ints_attr(2)[size_t(d)];
+      g.padding[s] = call.ints_attr(3)[size_t(d)];
+    }
+  }
+  g.planes = 1;
+  for (int64_t d = 0; d < gx.dim() - nd; ++d) g.planes *= gx.size(d);
+  if (kind == 1) {
+    g.count_include_pad = call.bool_attr(5) ? 1 : 0;
+    g.divisor = call.has_attr(6) ? call.int_attr(6) : 0;
+  }
+  Tensor gyc = contiguous_on_device(gy);
+  Tensor target = gx.is_contiguous() ? gx : empty_tensor(gx.shape(), gx.dtype(), gx.device());
+  const int device = gy.device().index;
+  const std::string acc = gy.dtype() == DType::F64 ? "F64" : "F32";
+  const std::string src = "#define KIND " + std::to_string(kind) + "\ntypedef CT_" + acc +
+                          " ACC;\n#define LD_T LD_" + dtype_tag(gy.dtype()) + "\n#define SV_T SV_" +
+                          dtype_tag(gx.dtype()) + "\n" + kPoolBackward;
+  {
+    Launch l(device, program_source(device, src), "kiln_pool_backward");
+    l.tensor(target).tensor(gyc).value(g);
+    const size_t local = default_local_size(device);
+    l.run(std::min<size_t>((size_t(gx.numel()) + local - 1) / local, 65536) * local, local);
+  }
+  if (!gx.is_contiguous()) copy_into(gx, target);
+}
+
+void avg_pool_backward_kernel(OpCall& call) { run_pool_backward(call, 1); }
+void adaptive_avg_pool_backward_kernel(OpCall& call) { run_pool_backward(call, 2); }
+
 // kind 0 max, 1 avg, 2 adaptive avg.
 void run_pool(OpCall& call, int kind) {
   const Tensor& x = call.inputs[0];
@@ -152,6 +270,9 @@ void register_pooling_kernels() {
   register_kernel("max_pool", DeviceType::XPU, max_pool_kernel, kFloatDTypes);
   register_kernel("avg_pool", DeviceType::XPU, avg_pool_kernel, kFloatDTypes);
   register_kernel("adaptive_avg_pool", DeviceType::XPU, adaptive_avg_pool_kernel, kFloatDTypes);
+  register_kernel("avg_pool_backward", DeviceType::XPU, avg_pool_backward_kernel, kFloatDTypes);
+  register_kernel("adaptive_avg_pool_backward", DeviceType::XPU, adaptive_avg_pool_backward_kernel,
+                  kFloatDTypes);
 }
 
 }  // namespace kiln::xpu

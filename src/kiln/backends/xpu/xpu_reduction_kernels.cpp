@@ -371,9 +371,55 @@ void norm_kernel(OpCall& call) {
   l.run(size_t(std::min<int64_t>(rows, 65536)) * kGroup, kGroup);
 }
 
+// var / std over dims (attrs {dims, keepdim, correction}): per row the mean, then the sum of
+// squared deviations (two passes over the row, as the CPU), divided by len - correction.
+template <bool kStd>
+void var_kernel(OpCall& call) {
+  const Tensor& in = call.inputs[0];
+  const Tensor& out = call.outs[0];
+  if (out.numel() == 0) return;
+  const std::vector<int64_t> dims = normalized_dims(call.ints_attr(0), in.dim());
+  const double correction = call.has_attr(2) ? call.double_attr(2) : 1.0;
+  Rows r = rows_of(in, dims);
+  Tensor target = out.is_contiguous() ? out : empty_tensor(out.shape(), out.dtype(), out.device());
+  const std::string acc = in.dtype() == DType::F64 ? "F64" : "F32";
+  const std::string t = dtype_tag(in.dtype());
+  std::string s = "typedef CT_" + acc + " ACC;\n#define COMBINE(x, y) x = x + y\n";
+  s += kGroupCombine;
+  s += "__kernel void kiln_var(__global char* ob, ulong oo, __global const char* ib, ulong io,\n"
+       "                       long rows, long len, ACC divisor) {\n"
+       "  __local ACC scratch[256];\n"
+       "  __global const char* ip = ib + io;\n"
+       "  for (long row = get_group_id(0); row < rows; row += get_num_groups(0)) {\n"
+       "    ACC sum = 0;\n"
+       "    for (long j = get_local_id(0); j < len; j += get_local_size(0)) sum += (ACC)LD_" + t + "(ip, row * len + j);\n"
+       "    GROUP_COMBINE(sum, scratch)\n"
+       "    const ACC mean = sum / (ACC)len;\n"
+       "    ACC sq = 0;\n"
+       "    for (long j = get_local_id(0); j < len; j += get_local_size(0)) {\n"
+       "      ACC d = (ACC)LD_" + t + "(ip, row * len + j) - mean; sq += d * d; }\n"
+       "    GROUP_COMBINE(sq, scratch)\n"
+       "    if (get_local_id(0) == 0) { ACC v = sq / divisor; " + (kStd ? "v = sqrt(v); " : "") +
+       "SV_" + dtype_tag(out.dtype()) + "(ob + oo, row, v); }\n"
+       "  }\n"
+       "}\n";
+  const int device = in.device().index;
+  {
+    Launch l(device, program_source(device, s), "kiln_var");
+    l.tensor(target).tensor(r.data).value(cl_long(r.rows)).value(cl_long(r.len));
+    const double divisor = std::max(double(r.len) - correction, 0.0);
+    if (in.dtype() == DType::F64) l.value(cl_double(divisor));
+    else l.value(cl_float(float(divisor)));
+    l.run(size_t(std::min<int64_t>(r.rows, 65536)) * kGroup, kGroup);
+  }
+  if (!out.is_contiguous()) copy_into(out, target);
+}
+
 }  // namespace
 
 void register_reduction_kernels() {
+  register_kernel("var", DeviceType::XPU, var_kernel<false>, kFloatDTypes);
+  register_kernel("std", DeviceType::XPU, var_kernel<true>, kFloatDTypes);
   auto reg = [](const char* name, KernelFn fn, DTypeMask mask) {
     register_kernel(name, DeviceType::XPU, fn, mask);
   };
