@@ -172,6 +172,28 @@ TEST(XpuOps, ConvolutionWithEveryActivation) {
   }
 }
 
+TEST(XpuOps, ConvolutionGradientsAndTransposed) {
+  Tensor x = randn({2, 4, 9, 8}, DType::F64), gy = randn({2, 6, 5, 8}, DType::F64);
+  ConvOptions o;
+  o.stride = {2, 1};
+  o.padding = {1, 1};
+  o.groups = 2;
+  // The weight gradient of a [6, 2, 3, 3] kernel, and the input gradient (a transposed
+  // convolution with the same weight).
+  expect_close(convolution_weight_grad(x.to(xpu()), gy.to(xpu()), {6, 2, 3, 3}, o),
+               convolution_weight_grad(x, gy, {6, 2, 3, 3}, o), 1e-12, 1e-12);
+  Tensor w = randn({6, 2, 3, 3}, DType::F64);
+  ConvOptions t = o;
+  t.transposed = true;
+  t.output_padding = {0, 0};
+  expect_close(convolution(gy.to(xpu()), w.to(xpu()), Tensor(), t), convolution(gy, w, Tensor(), t), 1e-12, 1e-12);
+  Tensor xf = randn({2, 64, 14, 14}), wf = randn({64, 64, 3, 3}), gf = randn({2, 64, 14, 14});
+  ConvOptions p;
+  p.padding = {1, 1};
+  expect_close(convolution_weight_grad(xf.to(xpu()), gf.to(xpu()), {64, 64, 3, 3}, p),
+               convolution_weight_grad(xf.to(DType::F64), gf.to(DType::F64), {64, 64, 3, 3}, p), 1e-4, 1e-3);
+}
+
 TEST(XpuOps, PoolingForward) {
   Tensor x = randn({2, 3, 9, 11}, DType::F64);
   auto [v, i] = nn::functional::max_pool2d_with_indices(x.to(xpu()), {3, 3}, {2, 2}, {1, 1}, {1, 1}, true);
