@@ -21,6 +21,30 @@ struct PoolGeometry {
   cl_int count_include_pad;
 };
 
+// The geometry of pooling `in` (an input-shaped tensor) to `out` over their last nd dims,
+// padded to three; the window attrs are given for the windowed pools (null: adaptive).
+PoolGeometry pool_geometry(const Tensor& in, const Tensor& out, int64_t nd,
+                           const std::vector<int64_t>* ksize, const std::vector<int64_t>* stride,
+                           const std::vector<int64_t>* padding, const std::vector<int64_t>* dilation) {
+  PoolGeometry g{};
+  for (int d = 0; d < 3; ++d) {
+    g.in_size[d] = g.out_size[d] = g.ksize[d] = g.stride[d] = g.dilation[d] = 1;
+    g.padding[d] = 0;
+  }
+  for (int64_t d = 0; d < nd; ++d) {
+    const size_t s = size_t(3 - nd + d), i = size_t(d);
+    g.in_size[s] = in.size(in.dim() - nd + d);
+    g.out_size[s] = out.size(out.dim() - nd + d);
+    if (ksize) g.ksize[s] = (*ksize)[i];
+    if (stride) g.stride[s] = (*stride)[i];
+    if (padding) g.padding[s] = (*padding)[i];
+    if (dilation) g.dilation[s] = (*dilation)[i];
+  }
+  g.planes = 1;
+  for (int64_t d = 0; d < in.dim() - nd; ++d) g.planes *= in.size(d);
+  return g;
+}
+
 constexpr const char* kPool = R"CL(
 typedef struct {
   long in_size[3], out_size[3], ksize[3], stride[3], padding[3], dilation[3];
@@ -168,23 +192,9 @@ void run_pool_backward(OpCall& call, int kind) {
   const Tensor& gx = call.outs[0];
   if (gx.numel() == 0) return;
   const int64_t nd = kind == 2 ? call.int_attr(1) : int64_t(call.ints_attr(1).size());
-  PoolGeometry g{};
-  for (int d = 0; d < 3; ++d) {
-    g.in_size[d] = g.out_size[d] = g.ksize[d] = g.stride[d] = g.dilation[d] = 1;
-    g.padding[d] = 0;
-  }
-  for (int64_t d = 0; d < nd; ++d) {
-    const size_t s = size_t(3 - nd + d);
-    g.in_size[s] = gx.size(gx.dim() - nd + d);
-    g.out_size[s] = gy.size(gy.dim() - nd + d);
-    if (kind == 1) {
-      g.ksize[s] = call.ints_attr(1)[size_t(d)];
-      g.stride[s] = call.ints_attr(2)[size_t(d)];
-      g.padding[s] = call.ints_attr(3)[size_t(d)];
-    }
-  }
-  g.planes = 1;
-  for (int64_t d = 0; d < gx.dim() - nd; ++d) g.planes *= gx.size(d);
+  PoolGeometry g = pool_geometry(gx, gy, nd, kind == 1 ? &call.ints_attr(1) : nullptr,
+                                 kind == 1 ? &call.ints_attr(2) : nullptr,
+                                 kind == 1 ? &call.ints_attr(3) : nullptr, nullptr);
   if (kind == 1) {
     g.count_include_pad = call.bool_attr(5) ? 1 : 0;
     g.divisor = call.has_attr(6) ? call.int_attr(6) : 0;
@@ -213,27 +223,12 @@ void run_pool(OpCall& call, int kind) {
   const Tensor& x = call.inputs[0];
   const Tensor& out = call.outs[0];
   if (out.numel() == 0) return;
-  const std::vector<int64_t> ksize = kind == 2 ? std::vector<int64_t>{} : call.ints_attr(0);
-  const int64_t nd = kind == 2 ? int64_t(call.ints_attr(0).size()) : int64_t(ksize.size());
-  PoolGeometry g{};
-  const int64_t first = 3 - nd;
-  for (int d = 0; d < 3; ++d) {
-    g.in_size[d] = g.out_size[d] = g.ksize[d] = g.stride[d] = g.dilation[d] = 1;
-    g.padding[d] = 0;
-  }
-  for (int64_t d = 0; d < nd; ++d) {
-    const size_t s = size_t(first + d);
-    g.in_size[s] = x.size(x.dim() - nd + d);
-    g.out_size[s] = out.size(out.dim() - nd + d);
-    if (kind != 2) {
-      g.ksize[s] = ksize[size_t(d)];
-      g.stride[s] = call.ints_attr(1)[size_t(d)];
-      g.padding[s] = call.ints_attr(2)[size_t(d)];
-      if (kind == 0) g.dilation[s] = call.ints_attr(3)[size_t(d)];
-    }
-  }
-  g.planes = 1;
-  for (int64_t d = 0; d < x.dim() - nd; ++d) g.planes *= x.size(d);
+  const bool windowed = kind != 2;
+  const int64_t nd = int64_t(call.ints_attr(0).size());
+  PoolGeometry g = pool_geometry(x, out, nd, windowed ? &call.ints_attr(0) : nullptr,
+                                 windowed ? &call.ints_attr(1) : nullptr,
+                                 windowed ? &call.ints_attr(2) : nullptr,
+                                 kind == 0 ? &call.ints_attr(3) : nullptr);
   if (kind == 1) {
     g.count_include_pad = call.bool_attr(4) ? 1 : 0;
     g.divisor = call.has_attr(5) ? call.int_attr(5) : 0;
