@@ -19,8 +19,14 @@ namespace kiln::xpu {
 namespace {
 
 // Geometry of the unfold, spatial dims padded to 3 (size 1, stride 1, no padding).
-struct UnfoldGeometry {
+// The window of a convolution over up to 3 spatial dims, padded to three (size 1, stride 1,
+// no padding): the leading fields of both geometries below (the OpenCL structs list them flat).
+struct ConvWindow {
   cl_long in_size[3], out_size[3], ksize[3], stride[3], padding[3], dilation[3];
+};
+
+struct UnfoldGeometry {
+  ConvWindow w;
   cl_long in_stride[5];  // N, C, D, H, W of the input, in elements
   cl_long channels_per_group, groups, batch;
 };
@@ -74,34 +80,43 @@ int64_t spatial_step(const Tensor& out) {
   return out.stride(nd - 1);
 }
 
-// The unfold geometry of input x for a convolution with weight w, output out (spatial dims
-// padded to three) from attrs {stride, padding, dilation} at `first`.
-UnfoldGeometry unfold_geometry(const Tensor& x, const Shape& kernel, const Shape& out_spatial,
-                               const OpCall& call, size_t first, int64_t groups) {
+// The window of a convolution reading x ([N, C, spatial...]) into out_spatial positions with
+// a kernel of the given spatial size; attrs {stride, padding, dilation} from `first`.
+ConvWindow conv_window(const Tensor& x, const Shape& kernel, const Shape& out_spatial,
+                       const OpCall& call, size_t first) {
   const int64_t nd = x.dim() - 2;
   KILN_CHECK(nd >= 1 && nd <= 3, NotImplementedError, "xpu convolution: 1 to 3 spatial dims, got ", nd);
-  const auto& stride = call.ints_attr(first);
-  const auto& padding = call.ints_attr(first + 1);
-  const auto& dilation = call.ints_attr(first + 2);
-  UnfoldGeometry g{};
+  ConvWindow w{};
   for (int d = 0; d < 3; ++d) {
-    g.in_size[d] = g.out_size[d] = g.ksize[d] = g.stride[d] = g.dilation[d] = 1;
-    g.padding[d] = 0;
-    g.in_stride[2 + d] = 0;
+    w.in_size[d] = w.out_size[d] = w.ksize[d] = w.stride[d] = w.dilation[d] = 1;
+    w.padding[d] = 0;
   }
-  g.in_stride[0] = x.stride(0);
-  g.in_stride[1] = x.stride(1);
-  const int64_t first_slot = 3 - nd;
   for (int64_t d = 0; d < nd; ++d) {
-    const size_t s = size_t(first_slot + d);
-    g.in_size[s] = x.size(2 + d);
-    g.out_size[s] = out_spatial[size_t(d)];
-    g.ksize[s] = kernel[size_t(d)];
-    g.stride[s] = stride[size_t(d)];
-    g.padding[s] = padding[size_t(d)];
-    g.dilation[s] = dilation[size_t(d)];
-    g.in_stride[2 + s] = x.stride(2 + d);
+    const size_t s = size_t(3 - nd + d), i = size_t(d);
+    w.in_size[s] = x.size(2 + d);
+    w.out_size[s] = out_spatial[i];
+    w.ksize[s] = kernel[i];
+    w.stride[s] = call.ints_attr(first)[i];
+    w.padding[s] = call.ints_attr(first + 1)[i];
+    w.dilation[s] = call.ints_attr(first + 2)[i];
   }
+  return w;
+}
+
+// t's strides as N, C, then the spatial dims padded to three (0 for the missing ones).
+void strides5(const Tensor& t, cl_long* out) {
+  const int64_t nd = t.dim() - 2;
+  out[0] = t.stride(0);
+  out[1] = t.stride(1);
+  for (int d = 0; d < 3; ++d) out[2 + d] = 0;
+  for (int64_t d = 0; d < nd; ++d) out[2 + 3 - nd + d] = t.stride(2 + d);
+}
+
+UnfoldGeometry unfold_geometry(const Tensor& x, const Shape& kernel, const Shape& out_spatial,
+                               const OpCall& call, size_t first, int64_t groups) {
+  UnfoldGeometry g{};
+  g.w = conv_window(x, kernel, out_spatial, call, first);
+  strides5(x, g.in_stride);
   g.channels_per_group = x.size(1) / groups;
   g.groups = groups;
   g.batch = x.size(0);
@@ -112,7 +127,7 @@ int64_t volume(const cl_long* v) { return v[0] * v[1] * v[2]; }
 
 // Columns of x: [N, groups, Kg, L], or [groups, Kg, N, L] with n_inner.
 Tensor unfold(const Tensor& x, const UnfoldGeometry& g, bool n_inner) {
-  const int64_t Kg = g.channels_per_group * volume(g.ksize), L = volume(g.out_size);
+  const int64_t Kg = g.channels_per_group * volume(g.w.ksize), L = volume(g.w.out_size);
   Tensor col = n_inner ? empty_tensor({g.groups, Kg, g.batch, L}, x.dtype(), x.device())
                        : empty_tensor({g.batch, g.groups, Kg, L}, x.dtype(), x.device());
   if (col.numel() == 0) return col;
@@ -154,7 +169,7 @@ void convolution_kernel(OpCall& call) {
   const int64_t groups = call.int_attr(5);
   const UnfoldGeometry g = unfold_geometry(x, spatial_of(w), spatial_of(out), call, 0, groups);
   const int64_t N = x.size(0), Cout = w.size(0);
-  const int64_t Kg = g.channels_per_group * volume(g.ksize), L = volume(g.out_size);
+  const int64_t Kg = g.channels_per_group * volume(g.w.ksize), L = volume(g.w.out_size);
   const Tensor col = unfold(x, g, false);
   // out as [N][Cout][L]: straight when its positions merge into one run, else a temporary.
   const int64_t step = spatial_step(out);
@@ -224,7 +239,7 @@ __kernel void kiln_fold(__global char* ob, ulong oo, __global const char* colb, 
 )CL";
 
 struct FoldGeometry {
-  cl_long in_size[3], out_size[3], ksize[3], stride[3], padding[3], dilation[3];
+  ConvWindow w;
   cl_long out_stride[5];
   cl_long cout_per_group, groups, batch, has_bias;
 };
@@ -236,32 +251,15 @@ void transposed_convolution(OpCall& call) {
   const Tensor w = contiguous_on_device(call.inputs[1]);  // [Cin, Cout / G, kernel...]
   const Tensor& bias = call.inputs[2];
   const int64_t groups = call.int_attr(5);
-  const int64_t nd = x.dim() - 2;
-  KILN_CHECK(nd >= 1 && nd <= 3, NotImplementedError, "xpu convolution: 1 to 3 spatial dims, got ", nd);
   const int64_t N = x.size(0), Cin = x.size(1), cig = Cin / groups, cog = w.size(1);
   FoldGeometry g{};
-  for (int d = 0; d < 3; ++d) {
-    g.in_size[d] = g.out_size[d] = g.ksize[d] = g.stride[d] = g.dilation[d] = 1;
-    g.padding[d] = 0;
-    g.out_stride[2 + d] = 0;
-  }
-  g.out_stride[0] = out.stride(0);
-  g.out_stride[1] = out.stride(1);
-  for (int64_t d = 0; d < nd; ++d) {
-    const size_t s = size_t(3 - nd + d);
-    g.in_size[s] = x.size(2 + d);
-    g.out_size[s] = out.size(2 + d);
-    g.ksize[s] = w.size(2 + d);
-    g.stride[s] = call.ints_attr(0)[size_t(d)];
-    g.padding[s] = call.ints_attr(1)[size_t(d)];
-    g.dilation[s] = call.ints_attr(2)[size_t(d)];
-    g.out_stride[2 + s] = out.stride(2 + d);
-  }
+  g.w = conv_window(x, spatial_of(w), spatial_of(out), call, 0);
+  strides5(out, g.out_stride);
   g.cout_per_group = cog;
   g.groups = groups;
   g.batch = N;
   g.has_bias = bias.defined() ? 1 : 0;
-  const int64_t kv = volume(g.ksize), Lin = volume(g.in_size), Kt = cog * kv;
+  const int64_t kv = volume(g.w.ksize), Lin = volume(g.w.in_size), Kt = cog * kv;
   Tensor col = empty_tensor({N, groups, Kt, Lin}, x.dtype(), x.device());
   for (int64_t grp = 0; grp < groups; ++grp) {
     // W_g^T [Kt, cig]: element (r, c) of w's [cig, Kt] block at c * Kt + r.
@@ -296,7 +294,7 @@ void convolution_weight_grad_kernel(OpCall& call) {
   const int64_t groups = call.int_attr(6);
   const UnfoldGeometry g = unfold_geometry(x, spatial_of(out), spatial_of(gy), call, 1, groups);
   const int64_t N = x.size(0), Cout = gy.size(1), cg = Cout / groups;
-  const int64_t Kg = g.channels_per_group * volume(g.ksize), L = volume(g.out_size);
+  const int64_t Kg = g.channels_per_group * volume(g.w.ksize), L = volume(g.w.out_size);
   const Tensor col = unfold(x, g, true);
   // dY [N, Cout, L] -> [Cout, N, L].
   const Tensor dyt = contiguous_on_device(
