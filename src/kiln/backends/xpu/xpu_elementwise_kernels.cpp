@@ -122,9 +122,6 @@ void unary_kernel(OpCall& call) {
   elementwise(out, {in}, with_result_type(r, body));
 }
 
-// Scalars in the compute type of dtype t (what SC_<t> is in OpenCL C).
-DType scalar_type(DType t) { return t; }
-
 void gelu_kernel(OpCall& call) {
   const Tensor& out = call.outs[0];
   const bool tanh_form = call.has_attr(0) && call.string_attr(0) == "tanh";
@@ -141,7 +138,7 @@ void gelu_kernel(OpCall& call) {
 void leaky_relu_kernel(OpCall& call) {
   const Tensor& out = call.outs[0];
   elementwise(out, {call.inputs[0]}, with_result_type(out.dtype(), "r = a > (R)0 ? a : a * (R)s0;"),
-              {{Scalar(call.double_attr(0)), scalar_type(out.dtype())}});
+              {{Scalar(call.double_attr(0)), out.dtype()}});
 }
 
 void softplus_kernel(OpCall& call) {

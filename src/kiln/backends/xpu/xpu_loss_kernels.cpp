@@ -32,7 +32,7 @@ void nll_loss_kernel(OpCall& call) {
   const Tensor& x = call.inputs[0];
   const Tensor& target = call.inputs[1];
   const Tensor& weight = call.inputs[2];
-  const int64_t N = x.size(0), C = x.size(1), D = x.size(2), n = N * D;
+  const int64_t N = x.size(0), C = x.size(1), D = x.size(2);
   const auto reduction = NllReduction(call.int_attr(0));
   const int64_t ignore = call.int_attr(1);
   check_targets(target, C, ignore, "nll_loss");
@@ -77,7 +77,6 @@ void nll_loss_kernel(OpCall& call) {
   l.value(cl_long(N)).value(cl_long(C)).value(cl_long(D));
   l.value(cl_long(x.stride(0))).value(cl_long(x.stride(1))).value(cl_long(x.stride(2)));
   l.value(cl_long(ignore)).value(cl_int(int(reduction))).value(cl_int(weight.defined() ? 1 : 0));
-  (void)n;
   l.run(256, 256);
 }
 
