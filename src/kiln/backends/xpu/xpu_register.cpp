@@ -12,6 +12,7 @@ void register_host_staged_kernels();  // xpu_host_staged.cpp
 void register_loss_kernels();         // xpu_loss_kernels.cpp
 void register_conv_kernels();         // xpu_conv_kernels.cpp
 void register_pooling_kernels();      // xpu_pooling_kernels.cpp
+void register_ggml_kernels();         // xpu_ggml_kernels.cpp
 
 void register_xpu_kernels() {
   register_elementwise_kernels();
@@ -22,6 +23,7 @@ void register_xpu_kernels() {
   register_loss_kernels();
   register_conv_kernels();
   register_pooling_kernels();
+  register_ggml_kernels();
 }
 
 }  // namespace kiln::xpu
