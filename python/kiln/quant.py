@@ -1,10 +1,12 @@
 """kiln.quant: weights kept in ggml's block-quantised formats (llama.cpp's Q8_0, Q4_0, and the
 K-quants read from GGUF files), and the Linear product over them.
 
-`GGMLWeight` holds a Linear weight [out_features, in_features] as its raw blocks. For Q8_0 and
-Q4_0, `linear(x)` runs in the quantised domain as llama.cpp does (activations quantised to 8
-bits per 32-value block, exact integer block products; decoding reads about one byte per
-weight); other types are dequantised per call (load them with `dequantize()` instead).
+`GGMLWeight` holds a Linear weight [out_features, in_features] as its raw blocks. For Q8_0,
+Q4_0, Q4_K, Q5_K and Q6_K, `linear(x)` runs in the quantised domain as llama.cpp does
+(activations quantised to 8 bits per 32-value block, exact integer block products; decoding
+reads about one byte per weight); other types are dequantised per call (load them with
+`dequantize()` instead). `to("xpu")` moves the blocks to the GPU backend, whose kernels for
+the same five types read them there (decision 0087).
 """
 from . import _C
 from ._C import Tensor
@@ -76,21 +78,38 @@ class GGMLWeight:
 
     @property
     def has_kernel(self):
+        """Whether linear() multiplies in the block format (on the CPU and on xpu alike)."""
         return _g.has_kernel(_type_number(self.type))
+
+    @property
+    def device(self):
+        return self.raw.device
+
+    def to(self, device):
+        """The same weight with its blocks on `device`."""
+        return GGMLWeight(self.raw.to(device), self.type, self.shape)
 
     def linear(self, x, bias=None):
         """x[..., in_features] @ W^T (+ bias) -> float32 [..., out_features]."""
         return _g.ggml_linear(x, self.raw, _type_number(self.type), self.in_features, bias)
 
     def dequantize(self):
-        """The weight's values as a float32 tensor [out_features, in_features]."""
+        """The weight's values as a float32 tensor [out_features, in_features], on the weight's
+        device (blocks off the CPU are dequantised on the host)."""
+        if self.raw.device.type != "cpu":
+            return _g.dequantize(self.raw.cpu(), _type_number(self.type), self.in_features).to(self.raw.device)
         return _g.dequantize(self.raw, _type_number(self.type), self.in_features)
 
     def dequantize_rows(self, ids):
         """Rows `ids` (an int64 tensor of any shape) as float32 [*ids.shape, in_features]: an
-        embedding lookup that reads only the rows it needs."""
+        embedding lookup that reads only the rows it needs. Off the CPU the rows are gathered on
+        the device, dequantised on the host (a few rows per decoding step) and sent back."""
         flat = ids.reshape(-1)
-        rows = _g.dequantize(self.raw.index_select(0, flat), _type_number(self.type), self.in_features)
+        if self.raw.device.type != "cpu":
+            picked = self.raw.index_select(0, flat.to(self.raw.device)).cpu()
+            rows = _g.dequantize(picked, _type_number(self.type), self.in_features).to(self.raw.device)
+        else:
+            rows = _g.dequantize(self.raw.index_select(0, flat), _type_number(self.type), self.in_features)
         return rows.reshape(*ids.shape, self.in_features)
 
     def __repr__(self):

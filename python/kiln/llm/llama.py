@@ -26,6 +26,7 @@ from __future__ import annotations
 import kiln
 import kiln.nn.functional as F
 from kiln import Tensor
+from kiln.quant import GGMLWeight
 
 from .llama_config import LlamaConfig  # noqa: F401  (re-exported: kiln.llm.llama.LlamaConfig)
 
@@ -257,8 +258,9 @@ class KVCache:
 
 class LlamaModel:
     """device: where the weights, cache and computation live ("cpu", or "xpu" for the GPU
-    backend, where quantised weights are dequantised to `dtype` at load: the block-format
-    kernels are CPU kernels)."""
+    backend). On xpu, kiln.quant.GGMLWeight matrices of the types ggml_linear has kernels for
+    (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) stay quantised, their blocks moved to the device; other
+    quantised weights are dequantised to `dtype` at load (decision 0087)."""
 
     def __init__(self, config: LlamaConfig, weights: dict, *, dtype=kiln.float32, device="cpu"):
         if dtype not in _COMPUTE_DTYPES:
@@ -275,14 +277,18 @@ class LlamaModel:
 
         def convert(w):
             """Tensors to the compute dtype and the device (once per tensor: a tied table is
-            shared); off the CPU, quantised weights are dequantised."""
+            shared); off the CPU, quantised weights move there as blocks where the device
+            multiplies them in that format, else they are dequantised."""
             if w is None:
                 return w
             if not isinstance(w, Tensor):
                 if on_cpu:
                     return w
                 if id(w) not in converted:
-                    converted[id(w)] = w.dequantize().to(dtype).contiguous().to(self.device)
+                    if isinstance(w, GGMLWeight) and w.has_kernel:
+                        converted[id(w)] = w.to(self.device)
+                    else:
+                        converted[id(w)] = w.dequantize().to(dtype).contiguous().to(self.device)
                 return converted[id(w)]
             if w.dtype == dtype and w.device == self.device:
                 return w

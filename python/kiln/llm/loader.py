@@ -14,8 +14,8 @@ def load(path, *, dtype=None, dequantize=False, device="cpu"):
     tensors. dequantize=True widens every weight to float32 (then to `dtype`).
     dtype: the activations' dtype: float32, or bfloat16 (the default for a BF16 file, whose
     weights are then used as they are).
-    device: "cpu", or "xpu" to run on the GPU backend (quantised weights are then dequantised
-    to `dtype` at load).
+    device: "cpu", or "xpu" to run on the GPU backend (Q8_0, Q4_0, Q4_K, Q5_K and Q6_K
+    matrices stay quantised on the device; other block types are dequantised to `dtype`).
     """
     from .llama import LlamaConfig, LlamaModel
     from .tokenizer import GGUFTokenizer
