@@ -659,10 +659,22 @@ def test_convolution_backward_and_transposed(dims, groups, stride, padding, dila
     close(kb.grad, b.grad, 1e-12, 1e-12)
     if dims == 2:
         tconv, ktconv = F.conv_transpose2d, KF.conv_transpose2d
-        wt = torch.randn(4, 6 // groups if 6 % groups == 0 else 2, 3, 3, dtype=torch.float64)
-        want = tconv(x.detach(), wt, None, stride, padding, 1 if stride > 1 else 0, groups, dilation)
-        close(ktconv(t2k(x.detach()), t2k(wt), None, stride, padding, 1 if stride > 1 else 0, groups, dilation),
-              want, 1e-12, 1e-12)
+        wt = torch.randn(4, 6 // groups if 6 % groups == 0 else 2, 3, 3, dtype=torch.float64, requires_grad=True)
+        bt = torch.randn(wt.shape[1] * groups, dtype=torch.float64, requires_grad=True)
+        xt = x.detach().requires_grad_(True)
+        out_pad = 1 if stride > 1 else 0
+        want = tconv(xt, wt, bt, stride, padding, out_pad, groups, dilation)
+        gt = torch.randn_like(want)
+        want.backward(gt)
+        kxt, kwt, kbt = (t2k(t.detach()).requires_grad_(True) for t in (xt, wt, bt))
+        before = kiln._C._total_fallback_calls()
+        got = ktconv(kxt, kwt, kbt, stride, padding, out_pad, groups, dilation)
+        got.backward(t2k(gt))
+        assert kiln._C._total_fallback_calls() == before
+        close(got, want.detach(), 1e-12, 1e-12)
+        close(kxt.grad, xt.grad, 1e-12, 1e-12)
+        close(kwt.grad, wt.grad, 1e-12, 1e-12)  # the transposed convolution's weight gradient
+        close(kbt.grad, bt.grad, 1e-12, 1e-12)
 
 
 @pytest.mark.parametrize("dims", [1, 2, 3])
@@ -717,3 +729,47 @@ def test_var_std_and_cnn_training_step():
     for (name, p), (_, kp) in zip(net.named_parameters(), knet.named_parameters()):
         close(kp.grad, p.grad, 1e-10, 1e-12)
     close(knet[1].running_var, net[1].running_var, 1e-12, 1e-12)
+
+
+def _pointwise_chain(x, y):
+    z = (x * 0.5 + 1.0).relu() * y
+    w = kiln.erf(x / 1.4142135) + 1
+    return z.sum(-1), x * 0.5 * w, (x - 3).clamp(-1, 2).abs().sqrt(), kiln.maximum(x, y) - kiln.minimum(y, x)
+
+
+def test_compiled_pointwise_chains_fuse_into_one_kernel_on_the_device():
+    """Graph mode on xpu: fuse_pointwise's groups become pointwise_program nodes, which run as
+    one generated kernel each, equal bit for bit to the eager xpu ops (and close to torch)."""
+    cf = kiln.compile(_pointwise_chain)
+    tx, ty = torch.randn(5, 37) * 3, torch.randn(5, 37)
+    tx[0, :3] = float("nan")
+    x, y = t2k(tx), t2k(ty)
+    before = kiln._C._total_fallback_calls()
+    with kiln.no_grad():
+        for _ in range(2):
+            got = cf(x, y)
+            want = _pointwise_chain(x, y)
+            for g, w in zip(got, want):
+                assert g.device.type == "xpu"
+                np.testing.assert_array_equal(k2t(g).numpy(), k2t(w).numpy())
+    assert kiln._C._total_fallback_calls() == before
+    assert cf.captures == 1 and cf.replays == 1
+    assert cf.graphs()[0].count("pointwise_program") >= 2
+    tw = torch.erf(tx / 1.4142135) + 1
+    close(got[1], tx * 0.5 * tw, 1e-5, 1e-6)
+    close(got[2], (tx - 3).clamp(-1, 2).abs().sqrt(), 1e-6, 1e-6)
+    close(got[3], torch.maximum(tx, ty) - torch.minimum(ty, tx), 0, 0)
+
+
+def test_hardswish_runs_as_one_program_on_the_device():
+    x = torch.randn(4, 8, 5, 5) * 4
+    for fn, kfn in ((torch.nn.functional.hardswish, kiln.nn.functional.hardswish),
+                    (torch.nn.functional.hardsigmoid, kiln.nn.functional.hardsigmoid)):
+        with kiln.no_grad():
+            got = kfn(t2k(x))
+            cl = kfn(t2k(x).to(memory_format=kiln.channels_last))
+        close(got, fn(x), 1e-6, 1e-7)
+        close(cl, fn(x), 1e-6, 1e-7)
+        # The same program as ops (autograd records them): the same bits.
+        kx = t2k(x).requires_grad_(True)
+        np.testing.assert_array_equal(k2t(kfn(kx).detach()).numpy(), k2t(got).numpy())

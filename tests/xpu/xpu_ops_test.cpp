@@ -11,6 +11,7 @@
 #include "kiln/kiln.h"
 #include "kiln/nn/functional.h"
 #include "kiln/ops/conv.h"
+#include "kiln/ops/pointwise_program.h"
 #include "kiln/nn/functional_conv.h"
 #include "kiln/runtime/backend.h"
 
@@ -134,6 +135,17 @@ TEST(XpuOps, MatmulOddSizesTransposedBatched) {
     expect_close(addmm(self.to(xpu()), xa[0], xb, 0.5, 2.0),
                  addmm(self.to(DType::F64), a[0].to(DType::F64), b.to(DType::F64), 0.5, 2.0), 2e-2, 5e-2);
   }
+  // Rows, K and starts that are multiples of 8 (on NVIDIA GPUs the pipelined tensor-core
+  // kernel): blocks of 64 rows (M <= 64) and of 128, K not a multiple of the 32-wide step,
+  // B n-contiguous (N a multiple of 8) and k-contiguous (any N), a broadcast batch.
+  for (auto [m, k, n] : std::vector<std::array<int64_t, 3>>{{40, 200, 136}, {64, 32, 8}, {129, 264, 264}, {9, 8, 16}}) {
+    Tensor a = randn({3, m, k}).to(DType::BF16), b = randn({k, n}).to(DType::BF16);
+    Tensor want = matmul(a.to(DType::F64), b.to(DType::F64));
+    const double atol = 2e-2 * std::sqrt(double(k) / 64.0);
+    expect_close(matmul(a.to(xpu()), b.to(xpu())), want, 2e-2, atol);
+    Tensor w = randn({n + 3, k}).to(DType::BF16);  // a Linear's weight, N not a multiple of 8
+    expect_close(matmul(a.to(xpu()), w.to(xpu()).t()), matmul(a.to(DType::F64), w.to(DType::F64).t()), 2e-2, atol);
+  }
   // Few rows times a transposed bfloat16 weight (the pairs path for even K).
   for (int64_t k : {300, 257}) {
     Tensor x = randn({2, k}).to(DType::BF16), w = randn({70, k}).to(DType::BF16);
@@ -192,6 +204,46 @@ TEST(XpuOps, ConvolutionGradientsAndTransposed) {
   p.padding = {1, 1};
   expect_close(convolution_weight_grad(xf.to(xpu()), gf.to(xpu()), {64, 64, 3, 3}, p),
                convolution_weight_grad(xf.to(DType::F64), gf.to(DType::F64), {64, 64, 3, 3}, p), 1e-4, 1e-3);
+}
+
+// A fused pointwise program (graph mode's fuse_pointwise, hardswish) as one generated kernel:
+// every step kind, registers, scalars, channel vectors along dim 1 and along the last dim,
+// reversed operands; bit for bit the same steps run as separate xpu ops.
+TEST(XpuOps, PointwiseProgramEqualsItsSteps) {
+  using Op = PointwiseOp;
+  using Kind = PointwiseOperand;
+  for (bool last_dim : {false, true}) {
+    PointwiseProgram p;
+    p.registers = 4;
+    p.scalars = {0.5f, -1.0f, 2.0f, 3.0f};
+    p.last_dim = last_dim;
+    const int64_t C = last_dim ? 7 : 6;
+    p.channels = {std::vector<float>(size_t(C)), std::vector<float>(size_t(C))};
+    for (int64_t c = 0; c < C; ++c) {
+      p.channels[0][size_t(c)] = 0.25f * float(c) - 0.6f;
+      p.channels[1][size_t(c)] = 1.0f + 0.125f * float(c);
+    }
+    p.steps = {{Op::Mul, 1, 0, Kind::Channel, 1, false},  {Op::Add, 1, 1, Kind::Channel, 0, false},
+               {Op::Sub, 2, 1, Kind::Scalar, 3, true},    {Op::Div, 2, 2, Kind::Register, 0, false},
+               {Op::Max, 3, 2, Kind::Register, 1, false}, {Op::Min, 3, 3, Kind::Scalar, 2, false},
+               {Op::Clamp, 2, 1, Kind::Scalar, 0, false}, {Op::Relu, 1, 0, Kind::Scalar, 0, false},
+               {Op::Neg, 1, 1, Kind::Scalar, 0, false},   {Op::Abs, 1, 1, Kind::Scalar, 0, false},
+               {Op::Sqrt, 1, 1, Kind::Scalar, 0, false},  {Op::Erf, 2, 2, Kind::Scalar, 0, false},
+               {Op::Mul, 1, 1, Kind::Register, 2, false}, {Op::Add, 1, 1, Kind::Register, 3, false}};
+    std::vector<float> values = (randn({3, 6, 5, 7}) * 2.0).to_vector<float>();
+    values[3] = std::nanf("");
+    values[50] = -0.0f;
+    Tensor x = tensor_from(values, Shape{3, 6, 5, 7}, TensorOptions(DType::F32));
+    Tensor xx = x.to(xpu());
+    ASSERT_TRUE(pointwise_program_supported(xx, p));
+    Tensor fused = pointwise_program(xx, p), steps = run_pointwise_steps(xx, p);
+    EXPECT_TRUE(same_values(fused, steps));
+    expect_close(fused, run_pointwise_steps(x.to(DType::F64), p), 1e-5, 1e-6);
+    if (!last_dim) {  // a channels-last input gives the same values
+      Tensor cl = pointwise_program(xx.contiguous(MemoryFormat::ChannelsLast), p);
+      EXPECT_TRUE(same_values(cl, steps));
+    }
+  }
 }
 
 TEST(XpuOps, PoolingForward) {

@@ -45,7 +45,7 @@ struct PointwiseProgram {
   bool last_dim = false;  // the vectors run along the input's last dim instead of dim 1
 };
 
-// Whether pointwise_program takes x: a float32 tensor on the CPU, with x.size(1) (x.size(-1)
+// Whether pointwise_program takes x: a float32 tensor on the CPU or an xpu device, with x.size(1) (x.size(-1)
 // when last_dim) equal to the channel vectors' length when there are any. Otherwise
 // run_pointwise_steps gives the same values through ordinary ops (any device).
 bool pointwise_program_supported(const Tensor& x, const PointwiseProgram& program);

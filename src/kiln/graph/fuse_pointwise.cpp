@@ -73,15 +73,18 @@ class Fuser {
   }
 
  private:
-  bool f32_dense_cpu(ValueId id) const {
+  // The devices with a pointwise_program kernel: the CPU's interpreter and the xpu backend's
+  // generated kernels.
+  bool f32_dense_fusable(ValueId id) const {
     const ValueInfo& v = g_.info[size_t(id)];
-    return v.dtype == DType::F32 && v.device.type == DeviceType::CPU && v.dense;
+    return v.dtype == DType::F32 && v.dense &&
+           (v.device.type == DeviceType::CPU || v.device.type == DeviceType::XPU);
   }
 
   void consider(size_t i) {
     const Node& n = g_.nodes[i];
     const std::optional<Step> step = step_of(n);
-    if (!step || !f32_dense_cpu(n.results[0])) return;
+    if (!step || !f32_dense_fusable(n.results[0])) return;
     // The tensor operands: each must be in one group (or be its root), or be a literal.
     int64_t group = -1;
     ValueId fresh_root = kNoValue;
@@ -101,7 +104,7 @@ class Fuser {
       return;
     if (group < 0 && fresh_root == kNoValue) return;  // literals only: constant folding's job
     if (group < 0) {
-      if (!f32_dense_cpu(fresh_root)) return;
+      if (!f32_dense_fusable(fresh_root)) return;
       groups_.push_back({});
       group = int64_t(groups_.size() - 1);
       groups_.back().root = fresh_root;

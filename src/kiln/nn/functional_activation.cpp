@@ -24,7 +24,7 @@ Tensor nonpositive(const Tensor& x) { return clamp(x, std::nullopt, kZero); }
 
 // x + 3, clamped to [0, 6], optionally times x, over 6: hardsigmoid and hardswish as one
 // pass (pointwise_program, bit for bit the op sequence) when there is no gradient to record
-// and the program takes x (float32 on the CPU), else as the ops. [16, 64, 56, 56] float32,
+// and the program takes x (float32 on the CPU or xpu), else as the ops. [16, 64, 56, 56] float32,
 // two threads, no grad (same process, two rounds): hardswish as ops 814-846 us, as the
 // program 243-244 (PyTorch 183-188); hardsigmoid 520-530 -> 202 (PyTorch 192-204).
 Tensor hard_sigmoid_family(const Tensor& x, bool times_x) {

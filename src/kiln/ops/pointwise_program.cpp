@@ -125,7 +125,8 @@ PointwiseProgram decode_pointwise_program(const std::vector<int64_t>& code) {
 }
 
 bool pointwise_program_supported(const Tensor& x, const PointwiseProgram& p) {
-  if (!x.defined() || x.dtype() != DType::F32 || x.device().type != DeviceType::CPU) return false;
+  if (!x.defined() || x.dtype() != DType::F32) return false;
+  if (x.device().type != DeviceType::CPU && x.device().type != DeviceType::XPU) return false;
   if (p.channels.empty()) return true;
   const int64_t c = int64_t(p.channels[0].size());
   return p.last_dim ? x.dim() >= 1 && x.size(-1) == c : x.dim() >= 2 && x.size(1) == c;
@@ -134,7 +135,7 @@ bool pointwise_program_supported(const Tensor& x, const PointwiseProgram& p) {
 Tensor pointwise_program(const Tensor& x, const PointwiseProgram& p) {
   check_pointwise_program(p);
   KILN_CHECK(pointwise_program_supported(x, p), ValueError,
-             "pointwise_program: expected a float32 cpu tensor",
+             "pointwise_program: expected a float32 cpu or xpu tensor",
              p.channels.empty() ? std::string()
                                 : " with " + std::to_string(p.channels[0].size()) +
                                       (p.last_dim ? " values in its last dim"

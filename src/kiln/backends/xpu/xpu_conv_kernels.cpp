@@ -5,6 +5,8 @@
 // straight into the output with the bias as the product's added term. Transposed convolution
 // (the input gradient) is the product W^T x followed by a gathering fold; the weight
 // gradient is one product per group over all samples.
+#include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "kiln/core/error.h"
@@ -37,36 +39,45 @@ typedef struct {
   long in_stride[5];
   long channels_per_group, groups, batch;
 } UnfoldGeometry;
+// Items: dim 0 walks the output positions of one column row (neighbouring items write
+// neighbouring columns), dim 1 the rows; the row's decomposition is shared by the items of a
+// group. IDX is int where every offset fits (the host checks), since 64-bit division is
+// several times slower on GPUs and the kernel is mostly index arithmetic.
 __kernel void kiln_unfold(__global char* cb, ulong co, __global const char* xb, ulong xo,
-                          UnfoldGeometry g, long total) {
+                          UnfoldGeometry g) {
   __global ST_T* col = (__global ST_T*)(cb + co);
   __global const ST_T* x = (__global const ST_T*)(xb + xo);
-  const long L = g.out_size[0] * g.out_size[1] * g.out_size[2];
-  const long kv = g.ksize[0] * g.ksize[1] * g.ksize[2];
-  const long Kg = g.channels_per_group * kv;
-  for (long e = get_global_id(0); e < total; e += get_global_size(0)) {
+  const IDX ow_n = (IDX)g.out_size[2], oh_n = (IDX)g.out_size[1];
+  const IDX L = (IDX)g.out_size[0] * oh_n * ow_n;
+  const IDX kw_n = (IDX)g.ksize[2], kh_n = (IDX)g.ksize[1];
+  const IDX kv = (IDX)g.ksize[0] * kh_n * kw_n;
+  const IDX Kg = (IDX)g.channels_per_group * kv;
+  const IDX rows = Kg * (IDX)g.groups * (IDX)g.batch;
+  for (IDX r = get_global_id(1); r < rows; r += get_global_size(1)) {
 #if N_INNER  // columns [groups, Kg, N, L] (the weight gradient's layout)
-    const long l = e % L, r = e / L;
-    const long n = r % g.batch, r2 = r / g.batch;
-    const long kk = r2 % Kg, grp = r2 / Kg;
+    const IDX n = r % (IDX)g.batch, r2 = r / (IDX)g.batch;
+    const IDX kk = r2 % Kg, grp = r2 / Kg;
 #else        // columns [N, groups, Kg, L]
-    const long l = e % L, r = e / L;
-    const long kk = r % Kg, ng = r / Kg;
-    const long grp = ng % g.groups, n = ng / g.groups;
+    const IDX kk = r % Kg, ng = r / Kg;
+    const IDX grp = ng % (IDX)g.groups, n = ng / (IDX)g.groups;
 #endif
-    const long ow = l % g.out_size[2], oh = (l / g.out_size[2]) % g.out_size[1],
-               od = l / (g.out_size[2] * g.out_size[1]);
-    const long kw = kk % g.ksize[2], kh = (kk / g.ksize[2]) % g.ksize[1],
-               kd = (kk / (g.ksize[2] * g.ksize[1])) % g.ksize[0];
-    const long c = grp * g.channels_per_group + kk / kv;
-    const long id = od * g.stride[0] - g.padding[0] + kd * g.dilation[0];
-    const long ih = oh * g.stride[1] - g.padding[1] + kh * g.dilation[1];
-    const long iw = ow * g.stride[2] - g.padding[2] + kw * g.dilation[2];
-    ST_T v = 0;
-    if (id >= 0 && id < g.in_size[0] && ih >= 0 && ih < g.in_size[1] && iw >= 0 && iw < g.in_size[2])
-      v = x[n * g.in_stride[0] + c * g.in_stride[1] + id * g.in_stride[2] + ih * g.in_stride[3] +
-            iw * g.in_stride[4]];
-    col[e] = v;
+    const IDX kw = kk % kw_n, kh = (kk / kw_n) % kh_n, kd = (kk / (kw_n * kh_n)) % (IDX)g.ksize[0];
+    const IDX c = grp * (IDX)g.channels_per_group + kk / kv;
+    const IDX base = n * (IDX)g.in_stride[0] + c * (IDX)g.in_stride[1];
+    const IDX dd = kd * (IDX)g.dilation[0] - (IDX)g.padding[0];
+    const IDX dh = kh * (IDX)g.dilation[1] - (IDX)g.padding[1];
+    const IDX dw = kw * (IDX)g.dilation[2] - (IDX)g.padding[2];
+    for (IDX l = get_global_id(0); l < L; l += get_global_size(0)) {
+      const IDX ow = l % ow_n, oh = (l / ow_n) % oh_n, od = l / (ow_n * oh_n);
+      const IDX id = od * (IDX)g.stride[0] + dd;
+      const IDX ih = oh * (IDX)g.stride[1] + dh;
+      const IDX iw = ow * (IDX)g.stride[2] + dw;
+      ST_T v = 0;
+      if (id >= 0 && id < (IDX)g.in_size[0] && ih >= 0 && ih < (IDX)g.in_size[1] && iw >= 0 &&
+          iw < (IDX)g.in_size[2])
+        v = x[base + id * (IDX)g.in_stride[2] + ih * (IDX)g.in_stride[3] + iw * (IDX)g.in_stride[4]];
+      col[r * L + l] = v;
+    }
   }
 }
 )CL";
@@ -132,13 +143,21 @@ Tensor unfold(const Tensor& x, const UnfoldGeometry& g, bool n_inner) {
                        : empty_tensor({g.batch, g.groups, Kg, L}, x.dtype(), x.device());
   if (col.numel() == 0) return col;
   const int device = x.device().index;
+  // 32-bit indices where the columns and every input offset fit.
+  int64_t x_extent = 1;
+  for (int64_t d = 0; d < x.dim(); ++d) x_extent += (x.size(d) - 1) * std::abs(x.stride(d));
+  const bool small = col.numel() < (int64_t(1) << 31) && x_extent < (int64_t(1) << 31);
   Launch l(device,
            program_source(device, std::string("#define ST_T ST_") + dtype_tag(x.dtype()) +
-                                      "\n#define N_INNER " + (n_inner ? "1" : "0") + "\n" + kUnfold),
+                                      "\n#define N_INNER " + (n_inner ? "1" : "0") +
+                                      "\ntypedef " + (small ? "int" : "long") + " IDX;\n" + kUnfold),
            "kiln_unfold");
-  l.tensor(col).tensor(x).value(g).value(cl_long(col.numel()));
+  l.tensor(col).tensor(x).value(g);
   const size_t local = default_local_size(device);
-  l.run(std::min<size_t>((size_t(col.numel()) + local - 1) / local, 65536) * local, local);
+  const size_t rows = size_t(col.numel() / L);
+  // Groups of 64 positions x (local / 64) rows; 8 positions where rows are shorter.
+  const size_t l0 = std::min<size_t>(local, L >= 64 ? 64 : 8), l1 = local / l0;
+  l.run_2d(std::min<size_t>(size_t(L), 1024), std::min<size_t>(rows, 65535), l0, l1);
   return col;
 }
 
@@ -283,14 +302,15 @@ void transposed_convolution(OpCall& call) {
 // convolution_weight_grad(input, grad_output): attrs {weight_shape, stride, padding,
 // dilation, transposed, output_padding, groups}. Per group dW = dY^T-rows x columns^T over all
 // samples at once: the columns laid out [groups, Kg, N, L] and dY as [Cout, N, L].
+// A transposed convolution's weight ([Cin, Cout / G, kernel...]) gets the same computation with
+// the roles swapped: it is the weight gradient of the plain convolution that maps the
+// transposed one's output gradient (input) to its input (output gradient).
 void convolution_weight_grad_kernel(OpCall& call) {
   const Tensor& out = call.outs[0];
-  KILN_CHECK(!call.bool_attr(4), NotImplementedError,
-             "the weight gradient of a transposed convolution has no xpu kernel; set "
-             "KILN_FALLBACK=cpu to run it on the CPU");
   if (out.numel() == 0) return;
-  const Tensor& x = call.inputs[0];
-  const Tensor& gy = call.inputs[1];
+  const bool transposed = call.bool_attr(4);
+  const Tensor& x = transposed ? call.inputs[1] : call.inputs[0];
+  const Tensor& gy = transposed ? call.inputs[0] : call.inputs[1];
   const int64_t groups = call.int_attr(6);
   const UnfoldGeometry g = unfold_geometry(x, spatial_of(out), spatial_of(gy), call, 1, groups);
   const int64_t N = x.size(0), Cout = gy.size(1), cg = Cout / groups;

@@ -6,11 +6,17 @@
 
 #include "kiln/core/error.h"
 #include "kiln/dispatch/registry.h"
+#include "xpu_elementwise_bodies.h"
 #include "xpu_kernel_util.h"
 
 namespace kiln::xpu {
 
 namespace {
+
+// add / sub with alpha 1, div without a rounding mode.
+constexpr const char* kAddBody = "r = a + b;";
+constexpr const char* kSubBody = "r = a - b;";
+constexpr const char* kDivBody = "r = a / b;";
 
 // In the statements: R is the output's compute type; a, b, c the inputs; s0, s1 scalars.
 std::string with_result_type(DType out, const std::string& body) {
@@ -219,7 +225,7 @@ void add_kernel(OpCall& call) {
   const Tensor& out = call.outs[0];
   const Scalar alpha = call.has_attr(0) ? call.scalar_attr(0) : Scalar(int64_t(1));
   const bool one = alpha.is_floating() ? alpha.to_double() == 1.0 : alpha.to_int() == 1;
-  std::string body = one ? (kSub ? "r = a - b;" : "r = a + b;")
+  std::string body = one ? (kSub ? kSubBody : kAddBody)
                          : (kSub ? "r = a - (R)s0 * b;" : "r = a + (R)s0 * b;");
   std::vector<ScalarArg> scalars;
   if (!one) scalars.push_back({alpha, out.dtype()});
@@ -233,7 +239,7 @@ void div_kernel(OpCall& call) {
   std::string mode = call.has_attr(0) ? call.string_attr(0) : "";
   const char* body = mode == "trunc" ? "r = trunc(a / b);"
                      : mode == "floor" ? "r = floor(a / b);"
-                                       : "r = a / b;";
+                                       : kDivBody;
   elementwise(out, {call.inputs[0], call.inputs[1]}, with_result_type(out.dtype(), body));
 }
 
@@ -260,6 +266,17 @@ void addc_kernel(OpCall& call) {
 }
 
 }  // namespace
+
+std::string float_elementwise_body(const std::string& op) {
+  if (op == "add") return kAddBody;
+  if (op == "sub") return kSubBody;
+  if (op == "div") return kDivBody;
+  auto u = unary_bodies().find(op);
+  if (u != unary_bodies().end()) return u->second.floating;
+  auto b = binary_bodies().find(op);
+  if (b != binary_bodies().end() && b->second.floating) return b->second.floating;
+  return "";
+}
 
 void register_elementwise_kernels() {
   auto reg = [](const char* name, KernelFn fn, DTypeMask mask) {

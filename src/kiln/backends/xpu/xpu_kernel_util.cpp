@@ -81,7 +81,7 @@ constexpr const char* kPreludeF64 = R"CL(
 )CL";
 
 constexpr int kMaxDims = 8;
-constexpr int kMaxInputs = 3;
+constexpr int kMaxInputs = 6;  // a fused pointwise program: x and up to 5 channel vectors
 
 // The elementwise geometry passed by value (matching the OpenCL struct below).
 struct Geometry {
@@ -179,7 +179,8 @@ std::string elementwise_source(DType out, const std::vector<DType>& ins,
                                const std::vector<DType>& scalars, const std::string& body,
                                bool raw, bool dense) {
   std::string s;
-  s += "typedef struct { long size[8]; long stride[4][8]; } Geometry;\n";
+  s += "typedef struct { long size[" + std::to_string(kMaxDims) + "]; long stride[" + std::to_string(kMaxInputs + 1) +
+       "][" + std::to_string(kMaxDims) + "]; } Geometry;\n";
   s += "__kernel void kiln_elementwise(__global char* ob, ulong oo";
   for (size_t k = 0; k < ins.size(); ++k)
     s += ", __global const char* ib" + std::to_string(k) + ", ulong io" + std::to_string(k);
@@ -206,7 +207,7 @@ std::string elementwise_source(DType out, const std::vector<DType>& ins,
       s += "      o" + std::to_string(t) + " += c * g.stride[" + std::to_string(t) + "][d];\n";
     s += "    }\n";
   }
-  static const char* names[] = {"a", "b", "c"};
+  static const char* names[kMaxInputs] = {"a", "b", "c", "d", "e", "f"};
   const std::string ot = dtype_tag(out);
   for (size_t k = 0; k < ins.size(); ++k) {
     const std::string t = dtype_tag(ins[k]);

@@ -51,7 +51,7 @@ struct ScalarArg {
 };
 
 // out[i] = body over inputs broadcast to out's shape, any strides (dims merged where every
-// tensor allows). In body: a, b, c (the inputs in their compute types), s0, s1, ... (the
+// tensor allows). In body: a, b, c, ... f (up to six inputs, in their compute types), s0, s1, ... (the
 // scalars), i (the flat output index, long); it assigns r (the output's compute type). `raw`
 // moves storage values unconverted (a copy between tensors of one dtype).
 void elementwise(const Tensor& out, const std::vector<Tensor>& inputs, const std::string& body,

@@ -46,16 +46,22 @@ inline void gemm_batch_offsets(const GemmGeometry* g, int nbatch, long batch, lo
 )CL";
 
 // R (4 or 8) values per item and dim: 64x64 or 128x128 blocks of C per group of 16x16 items.
+// An item's values are rows ty * 4 + {0..3} (+ 64 for R = 8) and the same of columns, so its
+// operands come out of local memory as 4-vectors (a quarter of the scalar reads, which held
+// the float32 kernel at a third of cuBLAS); the next step's tiles are loaded into registers
+// while the current step computes.
 constexpr const char* kGemm = R"CL(
 #define TM (16 * R)
 #define TN (16 * R)
 #define TK 16
+#define PADDED (TM + 4)
+#define PER_ITEM ((TM * TK) / 256)
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void kiln_gemm(__global char* cb, ulong co, __global const char* ab, ulong ao,
                __global const char* bb, ulong bo, __global const char* sb, ulong so,
                GemmGeometry g, int nbatch, long M, long N, long K, ACC alpha, ACC beta, int has_self) {
-  __local ACC As[TK][TM + 1];
-  __local ACC Bs[TK][TN + 1];
+  __local ACC As[TK * PADDED];
+  __local ACC Bs[TK * PADDED];
   const int tx = get_local_id(0), ty = get_local_id(1), tid = ty * 16 + tx;
   const long n0 = (long)get_group_id(0) * TN, m0 = (long)get_group_id(1) * TM;
   long oa, ob_, oc, os;
@@ -64,29 +70,46 @@ void kiln_gemm(__global char* cb, ulong co, __global const char* ab, ulong ao,
   __global const char* bp = bb + bo;
   ACC acc[R][R];
   for (int i = 0; i < R; ++i) for (int j = 0; j < R; ++j) acc[i][j] = 0;
-  for (long k0 = 0; k0 < K; k0 += TK) {
-    for (int q = 0; q < (TM * TK) / 256; ++q) {
-      int e = tid + 256 * q;
+  ACC ra[PER_ITEM], rb[PER_ITEM];
 #if A_K_FAST
-      int m = e / TK, k = e % TK;
+#define A_POS(e, m, k) const int m = (e) / TK, k = (e) % TK
 #else
-      int m = e % TM, k = e / TM;
+#define A_POS(e, m, k) const int m = (e) % TM, k = (e) / TM
 #endif
-      long gm = m0 + m, gk = k0 + k;
-      As[k][m] = (gm < M && gk < K) ? (ACC)LD_T(ap, oa + gm * g.rs[0] + gk * g.cs[0]) : (ACC)0;
 #if B_K_FAST
-      int n = e / TK, k2 = e % TK;
+#define B_POS(e, n, k) const int n = (e) / TK, k = (e) % TK
 #else
-      int n = e % TN, k2 = e / TN;
+#define B_POS(e, n, k) const int n = (e) % TN, k = (e) / TN
 #endif
-      long gn = n0 + n, gk2 = k0 + k2;
-      Bs[k2][n] = (gn < N && gk2 < K) ? (ACC)LD_T(bp, ob_ + gk2 * g.rs[1] + gn * g.cs[1]) : (ACC)0;
+#define LOAD_REGS(K0)                                                                      \
+  for (int q = 0; q < PER_ITEM; ++q) {                                                     \
+    const int e = tid + 256 * q;                                                           \
+    A_POS(e, m, k);                                                                        \
+    const long gm = m0 + m, gk = (K0) + k;                                                 \
+    ra[q] = (gm < M && gk < K) ? (ACC)LD_T(ap, oa + gm * g.rs[0] + gk * g.cs[0]) : (ACC)0;  \
+    B_POS(e, n, k2);                                                                       \
+    const long gn = n0 + n, gk2 = (K0) + k2;                                               \
+    rb[q] = (gn < N && gk2 < K) ? (ACC)LD_T(bp, ob_ + gk2 * g.rs[1] + gn * g.cs[1]) : (ACC)0; \
+  }
+  LOAD_REGS(0)
+  for (long k0 = 0; k0 < K; k0 += TK) {
+    for (int q = 0; q < PER_ITEM; ++q) {
+      const int e = tid + 256 * q;
+      A_POS(e, m, k);
+      As[k * PADDED + m] = ra[q];
+      B_POS(e, n, k2);
+      Bs[k2 * PADDED + n] = rb[q];
     }
     barrier(CLK_LOCAL_MEM_FENCE);
+    if (k0 + TK < K) { LOAD_REGS(k0 + TK) }
     for (int kk = 0; kk < TK; ++kk) {
       ACC a[R], b[R];
-      for (int i = 0; i < R; ++i) a[i] = As[kk][ty + 16 * i];
-      for (int j = 0; j < R; ++j) b[j] = Bs[kk][tx + 16 * j];
+      for (int h = 0; h < R / 4; ++h) {
+        const ACC4 av = vload4(0, As + kk * PADDED + h * 64 + ty * 4);
+        const ACC4 bv = vload4(0, Bs + kk * PADDED + h * 64 + tx * 4);
+        a[4 * h] = av.x; a[4 * h + 1] = av.y; a[4 * h + 2] = av.z; a[4 * h + 3] = av.w;
+        b[4 * h] = bv.x; b[4 * h + 1] = bv.y; b[4 * h + 2] = bv.z; b[4 * h + 3] = bv.w;
+      }
       for (int i = 0; i < R; ++i)
         for (int j = 0; j < R; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
     }
@@ -95,10 +118,10 @@ void kiln_gemm(__global char* cb, ulong co, __global const char* ab, ulong ao,
   __global char* cp = cb + co;
   __global const char* sp = sb + so;
   for (int i = 0; i < R; ++i) {
-    long m = m0 + ty + 16 * i;
+    const long m = m0 + (i / 4) * 64 + ty * 4 + i % 4;
     if (m >= M) continue;
     for (int j = 0; j < R; ++j) {
-      long n = n0 + tx + 16 * j;
+      const long n = n0 + (j / 4) * 64 + tx * 4 + j % 4;
       if (n >= N) continue;
       ACC v = alpha * acc[i][j];
       if (has_self) v += beta * (ACC)LD_T(sp, os + m * g.rs[3] + n * g.cs[3]);
@@ -267,7 +290,8 @@ void run_gemm(const Tensor& out, const Operand& a, const Operand& b, const Opera
   const bool f64 = t == DType::F64;
   const bool a_k_fast = a.cs == 1 || (a.rs != 1 && std::abs(a.cs) < std::abs(a.rs));
   const bool b_k_fast = b.rs == 1 && b.cs != 1;
-  std::string src = kGemmPrelude + std::string("typedef CT_") + (f64 ? "F64" : "F32") + " ACC;\n";
+  std::string src = kGemmPrelude + std::string("typedef CT_") + (f64 ? "F64" : "F32") + " ACC;\n" +
+                    (f64 ? "typedef double4 ACC4;\n" : "typedef float4 ACC4;\n");
   src += std::string("#define LD_T LD_") + dtype_tag(t) + "\n#define SV_T SV_" + dtype_tag(t) + "\n";
   src += std::string("#define A_K_FAST ") + (a_k_fast ? "1" : "0") + "\n";
   src += std::string("#define B_K_FAST ") + (b_k_fast ? "1" : "0") + "\n";
@@ -290,29 +314,45 @@ void run_gemm(const Tensor& out, const Operand& a, const Operand& b, const Opera
     };
     const bool vec = K % 8 == 0 && a.cs == 1 && multiple_of_8(a, a.rs) &&
                      (b.rs == 1 ? multiple_of_8(b, b.cs) : (b.cs == 1 && N % 8 == 0 && multiple_of_8(b, b.rs)));
-    std::string mma = kGemmPrelude + std::string("#define A_K_FAST ") + (a_k_fast ? "1" : "0") + "\n#define B_K_FAST " +
-                      (b.rs == 1 ? "1" : "0") + "\n#define VEC " + (vec ? "1" : "0") + "\n" + mma_gemm_source();
-    std::unique_ptr<Launch> l;
-    try {
-      l = std::make_unique<Launch>(device, program_source(device, mma), "kiln_gemm_mma");
-    } catch (const DeviceError& e) {
-      // This driver's compiler refused it: say so once, then use the portable kernel.
-      std::cerr << "kiln warning: xpu:" << device << ": the tensor-core bfloat16 kernel did not "
-                << "build; using the portable one. " << std::string(e.what()).substr(0, 800) << "\n";
-      mark_mma_gemm_unusable(device);
-    }
-    if (l) {
+    // Both tensor-core kernels take kiln_gemm's arguments (alpha and beta as float); false
+    // (after a warning, once) where the driver's compiler refuses the program.
+    auto try_mma = [&](const std::string& source, const char* name, int rows_per_block, const char* what,
+                       void (*mark_unusable)(int)) {
+      std::unique_ptr<Launch> l;
+      try {
+        l = std::make_unique<Launch>(device, program_source(device, kGemmPrelude + source), name);
+      } catch (const DeviceError& e) {
+        std::cerr << "kiln warning: xpu:" << device << ": the " << what << " did not build; "
+                  << "using another kernel. " << std::string(e.what()).substr(0, 1500) << "\n";
+        mark_unusable(device);
+        return false;
+      }
       l->tensor(out).tensor(a.t).tensor(b.t).tensor(has_self ? self->t : out);
       l->value(g).value(cl_int(batch.size())).value(cl_long(M)).value(cl_long(N)).value(cl_long(K));
       l->value(cl_float(float(alpha.to_double()))).value(cl_float(float(beta.to_double())));
       l->value(cl_int(has_self ? 1 : 0));
-      l->run_3d(size_t((N + 127) / 128) * 256, size_t((M + 127) / 128), size_t(nbatch), 256, 1, 1);
+      l->run_3d(size_t((N + 127) / 128) * 256, size_t((M + rows_per_block - 1) / rows_per_block),
+                size_t(nbatch), 256, 1, 1);
+      return true;
+    };
+    const std::string b_k_fast_define = std::string("#define B_K_FAST ") + (b.rs == 1 ? "1" : "0") + "\n";
+    // Blocks of 64 rows where A is that short (a convolution's output channels), so that half
+    // of each block does not idle.
+    const int bm = M <= 64 ? 64 : 128;
+    if (vec && mma_async_usable(device) &&
+        try_mma("#define BM " + std::to_string(bm) + "\n" + b_k_fast_define + mma_gemm_async_source(),
+                "kiln_gemm_mma_async", bm, "pipelined tensor-core bfloat16 kernel", mark_mma_async_unusable))
       return;
-    }
+    if (try_mma(std::string("#define A_K_FAST ") + (a_k_fast ? "1" : "0") + "\n" + b_k_fast_define +
+                    "#define VEC " + (vec ? "1" : "0") + "\n" + mma_gemm_source(),
+                "kiln_gemm_mma", 128, "tensor-core bfloat16 kernel", mark_mma_gemm_unusable))
+      return;
   }
-  // 128x128 blocks where there are enough of them to give every compute unit one.
+  // 128x128 blocks where there are enough of them to give every compute unit one and
+  // neither side is short enough to leave half of each block idle (a convolution's 64
+  // output channels).
   const int64_t units = XpuRuntime::get().info(out.device().index).compute_units;
-  const bool big = ((M + 127) / 128) * ((N + 127) / 128) * nbatch >= units;
+  const bool big = M > 64 && N > 64 && ((M + 127) / 128) * ((N + 127) / 128) * nbatch >= units;
   const int r = big ? 8 : 4;
   src += "#define R " + std::to_string(r) + "\n";
   src += gemv ? kGemv : kGemm;

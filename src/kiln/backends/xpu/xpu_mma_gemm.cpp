@@ -9,7 +9,8 @@
 namespace kiln::xpu {
 
 namespace {
-std::atomic<uint64_t> g_failed{0};  // bit per device index (< 64)
+std::atomic<uint64_t> g_failed{0};        // bit per device index (< 64)
+std::atomic<uint64_t> g_async_failed{0};  // the same for the pipelined kernel
 }
 
 bool mma_gemm_usable(int device) {
@@ -20,6 +21,14 @@ bool mma_gemm_usable(int device) {
 }
 
 void mark_mma_gemm_unusable(int device) { g_failed.fetch_or(uint64_t(1) << device); }
+
+bool mma_async_usable(int device) {
+  const char* env = std::getenv("KILN_XPU_MMA");
+  if (env && std::strcmp(env, "1") == 0) return false;
+  return mma_gemm_usable(device) && !(g_async_failed.load() & (uint64_t(1) << device));
+}
+
+void mark_mma_async_unusable(int device) { g_async_failed.fetch_or(uint64_t(1) << device); }
 
 // Block 128x128 of C, 8 warps as 2 (rows) x 4 (columns), each warp 64x32 as 4x4 mma tiles
 // of 16x8. A and B stage through local memory as bfloat16 with k innermost, rows padded to

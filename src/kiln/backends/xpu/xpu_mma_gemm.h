@@ -18,4 +18,12 @@ void mark_mma_gemm_unusable(int device);
 // loads 8 elements at a time where mma_vector_loads_apply says so).
 const char* mma_gemm_source();
 
+// The pipelined variant, kiln_gemm_mma_async (xpu_mma_gemm_async.cpp): same arguments, for
+// VEC operands only (16-byte aligned rows), blocks of BM (a define: 128 or 64) x 128 rows and
+// columns. Off with KILN_XPU_MMA=1 (the first kernel only, for comparison) or after its
+// program once failed to build on the device.
+const char* mma_gemm_async_source();
+bool mma_async_usable(int device);
+void mark_mma_async_unusable(int device);
+
 }  // namespace kiln::xpu

@@ -13,6 +13,7 @@ void register_loss_kernels();         // xpu_loss_kernels.cpp
 void register_conv_kernels();         // xpu_conv_kernels.cpp
 void register_pooling_kernels();      // xpu_pooling_kernels.cpp
 void register_ggml_kernels();         // xpu_ggml_kernels.cpp
+void register_pointwise_program_kernel();  // xpu_pointwise_program.cpp
 
 void register_xpu_kernels() {
   register_elementwise_kernels();
@@ -24,6 +25,7 @@ void register_xpu_kernels() {
   register_conv_kernels();
   register_pooling_kernels();
   register_ggml_kernels();
+  register_pointwise_program_kernel();
 }
 
 }  // namespace kiln::xpu
