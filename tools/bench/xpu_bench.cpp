@@ -2,10 +2,14 @@
 // `reps` ops and waits for the device once, so the figure is device time plus 1/reps of one
 // host round trip. benchmarks/xpu_vs_torch.py runs this and PyTorch on the same device
 // kind (CUDA where present) and prints the ratios.
+#include <cstring>
 #include <iomanip>
 #include <iostream>
+#include <random>
 
+#include "kiln/core/half.h"
 #include "kiln/kiln.h"
+#include "kiln/quant/ggml_linear.h"
 #include "kiln/nn/functional.h"
 #include "kiln/ops/conv.h"
 #include "kiln/runtime/backend.h"
@@ -57,6 +61,31 @@ void bench_xpu(const Options& opt, Report& rep) {
     double s = timed([&] { y = matmul(x, w.t()); });
     record("linear M=1 " + std::string(dtype_name(t)) + " " + std::to_string(K) + "x" + std::to_string(N),
            "weight bandwidth", "GB/s", double(N * K) * double(element_size(t)) / s / 1e9);
+  }
+  // Decoding and prefill over ggml block weights kept on the device (random blocks with
+  // small float16 scales): M=1 as weight bandwidth, M=128 (dequantise + GEMM) as throughput.
+  for (quant::GGMLType type : {quant::GGMLType::Q8_0, quant::GGMLType::Q4_K, quant::GGMLType::Q6_K}) {
+    const int64_t K = opt.quick ? 256 : 4096, N = opt.quick ? 256 : 11008;
+    const quant::GGMLTypeInfo& ti = quant::ggml_type_info(type);
+    const int64_t row_bytes = quant::ggml_row_bytes(type, K);
+    std::vector<uint8_t> blocks(size_t(N * row_bytes));
+    std::mt19937 rng(1);
+    for (auto& v : blocks) v = uint8_t(rng());
+    const size_t scale_at = type == quant::GGMLType::Q6_K ? 208 : 0;  // d (and Q4_K's dmin at 2)
+    const uint16_t small = Half::from_float(1e-3f);
+    for (size_t b = 0; b < blocks.size(); b += size_t(ti.block_bytes)) {
+      std::memcpy(&blocks[b + scale_at], &small, 2);
+      if (type == quant::GGMLType::Q4_K) std::memcpy(&blocks[b + 2], &small, 2);
+    }
+    Tensor w = from_blob_copy(blocks.data(), {N, row_bytes}, DType::U8, Device(DeviceType::CPU, 0)).to(dev);
+    Tensor x1 = randn({1, K}).to(dev), xm = randn({128, K}).to(dev), y;
+    const std::string shape = std::to_string(K) + "x" + std::to_string(N);
+    double s = timed([&] { y = quant::ggml_linear(x1, w, type, K); });
+    record("ggml_linear " + std::string(ti.name) + " M=1 " + shape, "weight bandwidth", "GB/s",
+           double(w.nbytes()) / s / 1e9);
+    s = timed([&] { y = quant::ggml_linear(xm, w, type, K); });
+    record("ggml_linear " + std::string(ti.name) + " M=128 " + shape, "throughput", "TFLOP/s",
+           2.0 * 128 * double(N) * double(K) / s / 1e12);
   }
   // A ResNet stage's 3x3 convolution (stride 1, padding 1), NCHW.
   for (DType t : {DType::F32, DType::BF16}) {
