@@ -13,6 +13,10 @@
 // multiplied by the bfloat16 GEMM (result rounded to bfloat16). Other quantised types with
 // few rows are dequantised to float32 per call (correct, slow: load those dequantised).
 // Output float32; input float32, bfloat16 or float16 (widened first). No gradient.
+//
+// On xpu (weight and input on the device; Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) the activations stay
+// float32: the result is x @ dequantize(W) up to float32 sums, read from the blocks for up to
+// 8 rows, dequantised to float32 and multiplied by the xpu GEMM beyond (decision 0087).
 #include <cstdint>
 
 #include "kiln/quant/ggml_types.h"
