@@ -15,7 +15,8 @@ struct OpenCLApi {
   X(clCreateContext) X(clReleaseContext) X(clCreateCommandQueue) X(clReleaseCommandQueue)     \
   X(clCreateBuffer) X(clReleaseMemObject) X(clEnqueueWriteBuffer) X(clEnqueueReadBuffer)      \
   X(clEnqueueCopyBuffer) X(clEnqueueFillBuffer) X(clCreateProgramWithSource)                  \
-  X(clBuildProgram) X(clGetProgramBuildInfo) X(clReleaseProgram) X(clCreateKernel)            \
+  X(clBuildProgram) X(clGetProgramBuildInfo) X(clGetProgramInfo) X(clReleaseProgram)         \
+  X(clCreateKernel)                                                                           \
   X(clReleaseKernel) X(clSetKernelArg) X(clEnqueueNDRangeKernel) X(clFinish) X(clFlush)       \
   X(clEnqueueMarkerWithWaitList) X(clEnqueueBarrierWithWaitList) X(clWaitForEvents)           \
   X(clGetEventInfo) X(clGetEventProfilingInfo) X(clReleaseEvent) X(clGetKernelWorkGroupInfo)

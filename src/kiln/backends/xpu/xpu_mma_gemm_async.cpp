@@ -9,8 +9,8 @@
 
 namespace kiln::xpu {
 
-// Block BM x 128 of C (BM = 128, or 64 for short A), 8 warps as 2 (rows) x 4 (columns), each
-// warp (BM / 2) x 32 as MT x 4 mma tiles of 16x8. Local memory per stage: A as [BM][40]
+// Block BM x 128 of C (BM = 128, or 64 for short A), warps as 2 (rows) x 128 / (8 WN) (columns),
+// each warp (BM / 2) x 8 WN as MT x WN mma tiles of 16x8 (WN = 4 or 8, a define with BM). Local memory per stage: A as [BM][40]
 // (k innermost, rows padded to 80 bytes so the 8 row addresses of one ldmatrix matrix hit
 // distinct banks), B as [128][40] when k-contiguous or [32][136] (n innermost, 272-byte rows:
 // again 8 distinct bank groups) when n-contiguous.
@@ -20,6 +20,8 @@ const char* const kAsyncSource = R"CL(
 #define BN 128
 #define BK 32
 #define MT (BM / 32)
+#define WARPS_N (BN / (8 * WN))
+#define NTHREADS (64 * WARPS_N)
 #define APAD 40
 #if B_K_FAST
 #define BPITCH 40
@@ -45,7 +47,7 @@ inline void ldsm_x4_trans(uint addr, uint* r) {
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
 }
 
-__kernel __attribute__((reqd_work_group_size(256, 1, 1)))
+__kernel __attribute__((reqd_work_group_size(NTHREADS, 1, 1)))
 void kiln_gemm_mma_async(__global char* cb, ulong co, __global const char* ab, ulong ao,
                          __global const char* bb, ulong bo, __global const char* sb, ulong so,
                          GemmGeometry g, int nbatch, long M, long N, long K, float alpha, float beta,
@@ -54,7 +56,7 @@ void kiln_gemm_mma_async(__global char* cb, ulong co, __global const char* ab, u
   const uint sbase = (uint)(ulong)smem;
   const int tid = get_local_id(0), lane = tid % 32, warp = tid / 32;
   const int grp = lane / 4, t = lane % 4;
-  const int wm = warp / 4, wn = warp % 4;
+  const int wm = warp / WARPS_N, wn = warp % WARPS_N;
   const long n0 = (long)get_group_id(0) * BN, m0 = (long)get_group_id(1) * BM;
   long oa, ob_, oc, os;
   gemm_batch_offsets(&g, nbatch, get_group_id(2), &oa, &ob_, &oc, &os);
@@ -68,14 +70,14 @@ void kiln_gemm_mma_async(__global char* cb, ulong co, __global const char* ab, u
   {                                                                                        \
     const uint sa = sbase + (uint)((S) * STAGE_ELEMS * 2);                                 \
     const uint sbb = sa + (uint)(A_ELEMS * 2);                                             \
-    for (int c = tid; c < BM * 4; c += 256) {                                              \
+    for (int c = tid; c < BM * 4; c += NTHREADS) {                                              \
       const int row = c >> 2, kc = (c & 3) * 8;                                            \
       const long gm = m0 + row, gk = (K0) + kc;                                            \
       const bool in = gm < M && gk < K;                                                    \
       cp_async16(sa + (uint)((row * APAD + kc) * 2),                                       \
                  (ulong)(in ? ap + gm * g.rs[0] + gk : ap), in ? 16u : 0u);                \
     }                                                                                      \
-    for (int c = tid; c < 512; c += 256) {                                                 \
+    for (int c = tid; c < 512; c += NTHREADS) {                                                 \
       LOAD_B_CHUNK(c, K0)                                                                  \
     }                                                                                      \
   }
@@ -95,18 +97,18 @@ void kiln_gemm_mma_async(__global char* cb, ulong co, __global const char* ab, u
                (ulong)(in ? bp + gk * g.rs[1] + gn : bp), in ? 16u : 0u); }
 #endif
 
-  float acc[MT][4][4];
-  for (int i = 0; i < MT; ++i) for (int j = 0; j < 4; ++j) for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.0f;
+  float acc[MT][WN][4];
+  for (int i = 0; i < MT; ++i) for (int j = 0; j < WN; ++j) for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.0f;
 
   // Lane-invariant parts of the ldmatrix addresses (bytes within a stage).
   // A: lanes 0-15 give rows 0-15 at k 0, lanes 16-31 the same rows at k 8.
   const uint a_lane = (uint)(((wm * (BM / 2) + (lane & 15)) * APAD + (lane >> 4) * 8) * 2);
 #if B_K_FAST
   // B [n][k]: lanes 0-7 rows n 0-7 at k 0, 8-15 the same at k 8, 16-31 rows n 8-15.
-  const uint b_lane = (uint)(((wn * 32 + (lane >> 4) * 8 + (lane & 7)) * BPITCH + ((lane >> 3) & 1) * 8) * 2);
+  const uint b_lane = (uint)(((wn * 8 * WN + (lane >> 4) * 8 + (lane & 7)) * BPITCH + ((lane >> 3) & 1) * 8) * 2);
 #else
   // B [k][n] (transposed reads): lanes 0-7 rows k 0-7, 8-15 rows k 8-15, 16-31 columns n + 8.
-  const uint b_lane = (uint)(((lane & 7) + ((lane >> 3) & 1) * 8) * BPITCH * 2 + (wn * 32 + (lane >> 4) * 8) * 2);
+  const uint b_lane = (uint)(((lane & 7) + ((lane >> 3) & 1) * 8) * BPITCH * 2 + (wn * 8 * WN + (lane >> 4) * 8) * 2);
 #endif
 
   const long ktiles = (K + BK - 1) / BK;
@@ -121,9 +123,9 @@ void kiln_gemm_mma_async(__global char* cb, ulong co, __global const char* ab, u
     const uint sa = sbase + (uint)(s * STAGE_ELEMS * 2);
     const uint sbb = sa + (uint)(A_ELEMS * 2);
     for (int kk = 0; kk < BK; kk += 16) {
-      uint a[MT][4], b[4][2];
+      uint a[MT][4], b[WN][2];
       for (int i = 0; i < MT; ++i) ldsm_x4(sa + a_lane + (uint)((i * 16 * APAD + kk) * 2), a[i]);
-      for (int jp = 0; jp < 2; ++jp) {
+      for (int jp = 0; jp < WN / 2; ++jp) {
         uint r[4];
 #if B_K_FAST
         ldsm_x4(sbb + b_lane + (uint)((jp * 16 * BPITCH + kk) * 2), r);
@@ -133,7 +135,7 @@ void kiln_gemm_mma_async(__global char* cb, ulong co, __global const char* ab, u
         b[2 * jp][0] = r[0]; b[2 * jp][1] = r[1]; b[2 * jp + 1][0] = r[2]; b[2 * jp + 1][1] = r[3];
       }
       for (int i = 0; i < MT; ++i)
-        for (int j = 0; j < 4; ++j)
+        for (int j = 0; j < WN; ++j)
           asm volatile(
               "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
@@ -145,10 +147,10 @@ void kiln_gemm_mma_async(__global char* cb, ulong co, __global const char* ab, u
   __global char* cp = cb + co;
   __global const char* sp = sb + so;
   for (int i = 0; i < MT; ++i)
-    for (int j = 0; j < 4; ++j)
+    for (int j = 0; j < WN; ++j)
       for (int q = 0; q < 4; ++q) {
         const long m = m0 + wm * (BM / 2) + i * 16 + grp + (q >= 2 ? 8 : 0);
-        const long n = n0 + wn * 32 + j * 8 + 2 * t + (q & 1);
+        const long n = n0 + wn * 8 * WN + j * 8 + 2 * t + (q & 1);
         if (m >= M || n >= N) continue;
         float v = alpha * acc[i][j][q];
         if (has_self) v += beta * LD_BF16(sp, os + m * g.rs[3] + n * g.cs[3]);

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "kiln/core/error.h"
@@ -15,6 +17,21 @@
 namespace kiln::xpu {
 
 namespace {
+
+// KILN_XPU_DUMP_DIR: each program's source and the driver's binary for it (PTX on NVIDIA),
+// named by the source's hash, for reading what the compiler made of a kernel. Best effort.
+void dump_program(const char* dir, cl_program program, const std::string& source) {
+  const OpenCLApi& api = *opencl_api();
+  const std::string base = std::string(dir) + "/kiln_" + std::to_string(std::hash<std::string>{}(source));
+  std::ofstream(base + ".cl") << source;
+  size_t size = 0;
+  if (api.clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr) != CL_SUCCESS || size == 0)
+    return;
+  std::string binary(size, '\0');
+  unsigned char* where = reinterpret_cast<unsigned char*>(binary.data());
+  if (api.clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof where, &where, nullptr) != CL_SUCCESS) return;
+  std::ofstream(base + ".bin", std::ios::binary) << binary;
+}
 
 std::string device_string(const OpenCLApi& api, cl_device_id d, cl_device_info what) {
   size_t n = 0;
@@ -280,6 +297,7 @@ cl_kernel XpuRuntime::kernel(int device, const std::string& source, const char* 
       KILN_THROW(DeviceError, "xpu: building kernel '", name, "' for ", d.name, " failed with ",
                  cl_status_name(status), ":\n", log);
     }
+    if (const char* dir = std::getenv("KILN_XPU_DUMP_DIR")) dump_program(dir, program, source);
     st.programs.emplace(source, program);
   }
   cl_int status = CL_SUCCESS;
