@@ -4,6 +4,7 @@
 #include "nn/conv_ref.h"
 #include "kiln/nn/conv.h"
 #include "kiln/nn/pooling.h"
+#include "kiln/ops/pooling.h"
 #include "nn/nn_test_util.h"
 
 namespace kiln::nn {
@@ -167,6 +168,10 @@ TEST(PoolGrad, GradcheckAndGradgradcheck) {
       [](const V& in) { return F::adaptive_max_pool2d(in[0], {3, 4}); }, V{x});
   KILN_EXPECT_GRADCHECK([](const V& in) { return F::max_pool1d(in[0].flatten(2), {4}, {3}, {2}); },
                         V{x});
+  // Second order: max_pool_backward's own derivative (a gather through the indices).
+  auto mp = [](const V& in) { return F::max_pool2d(in[0], {3, 2}, {1, 2}, {1, 1}, {1, 1}, false); };
+  auto rm = autograd::gradgradcheck(mp, V{x});
+  EXPECT_TRUE(rm.ok) << rm.message;
   Tensor y = leaf({2, 3, 7, 6}, 34);
   auto avg = [](const V& in) {
     return F::avg_pool2d(in[0], {3, 3}, {2, 2}, {1, 1}, true, false);
@@ -202,6 +207,22 @@ TEST(PoolLayers, ModulesAndErrors) {
   EXPECT_THROW(F::avg_pool2d(x, {2}, {}, {0}, false, true, 0), Error);  // divisor 0
   EXPECT_THROW(F::adaptive_avg_pool2d(randn({2, 0, 4, 4}), {2, 2}), ShapeError);
   EXPECT_THROW(F::adaptive_avg_pool2d(x, {2, 2, 2}), Error);
+}
+
+// max_pool_backward adds each gradient where its index points; an index outside the input
+// plane (a corrupted or foreign indices tensor) is an IndexError, not a stray write.
+TEST(MaxPoolBackward, RejectsIndicesOutsideThePlane) {
+  PoolOptions o;
+  o.kernel_size = {2, 2};
+  o.stride = {2, 2};
+  o.padding = {0, 0};
+  o.dilation = {1, 1};
+  Tensor gy = ones({1, 1, 2, 2});
+  Tensor idx = tensor_from(std::vector<int64_t>{0, 3, 8, 16}, Shape{1, 1, 2, 2});
+  EXPECT_THROW(max_pool_backward(gy, idx, {1, 1, 4, 4}, o), IndexError);
+  Tensor ok = tensor_from(std::vector<int64_t>{0, 0, 8, 15}, Shape{1, 1, 2, 2});
+  EXPECT_EQ(max_pool_backward(gy * 2.0, ok, {1, 1, 4, 4}, o).to_vector<float>(),
+            (std::vector<float>{4, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 2}));
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "kiln/nn/functional.h"
 #include "kiln/ops/conv.h"
 #include "kiln/ops/pointwise_program.h"
+#include "kiln/ops/pooling.h"
 #include "kiln/nn/functional_conv.h"
 #include "kiln/runtime/backend.h"
 
@@ -243,6 +244,48 @@ TEST(XpuOps, PointwiseProgramEqualsItsSteps) {
       Tensor cl = pointwise_program(xx.contiguous(MemoryFormat::ChannelsLast), p);
       EXPECT_TRUE(same_values(cl, steps));
     }
+  }
+}
+
+// max pooling's backward gathers per input element on the device; with overlapping windows
+// (one element the maximum of several) its sums run in the CPU's order: the same bits.
+TEST(XpuOps, MaxPoolBackwardEqualsTheCpu) {
+  struct Case {
+    Shape in;
+    PoolOptions o;
+  };
+  std::vector<Case> cases(3);
+  cases[0].in = {2, 3, 9, 11};
+  cases[0].o.kernel_size = {3, 3};
+  cases[0].o.stride = {1, 2};
+  cases[0].o.padding = {1, 1};
+  cases[0].o.dilation = {1, 2};
+  cases[1].in = {3, 17};
+  cases[1].o.kernel_size = {4};
+  cases[1].o.stride = {1};
+  cases[1].o.padding = {2};
+  cases[1].o.dilation = {1};
+  cases[1].o.ceil_mode = true;
+  cases[2].in = {1, 2, 5, 6, 7};
+  cases[2].o.kernel_size = {2, 3, 3};
+  cases[2].o.stride = {1, 1, 2};
+  cases[2].o.padding = {0, 1, 1};
+  cases[2].o.dilation = {1, 1, 1};
+  for (const Case& c : cases) {
+    const int64_t nd = int64_t(c.o.kernel_size.size());
+    // Few distinct values: ties and repeated maxima.
+    Tensor x = kiln::round(randn(c.in) * 2.0);
+    auto [v, idx] = max_pool_with_indices(x, nd, c.o);
+    Tensor gy = randn(v.shape());
+    Tensor want = max_pool_backward(gy, idx, c.in, c.o);
+    Tensor got = max_pool_backward(gy.to(xpu()), idx.to(xpu()), c.in, c.o);
+    ASSERT_EQ(got.device().type, DeviceType::XPU);
+    EXPECT_TRUE(same_values(got, want));
+    // float64 and bfloat16 gradients.
+    expect_close(max_pool_backward(gy.to(DType::F64).to(xpu()), idx.to(xpu()), c.in, c.o),
+                 max_pool_backward(gy.to(DType::F64), idx, c.in, c.o), 0, 0);
+    expect_close(max_pool_backward(gy.to(DType::BF16).to(xpu()), idx.to(xpu()), c.in, c.o),
+                 max_pool_backward(gy.to(DType::BF16), idx, c.in, c.o), 0, 0);
   }
 }
 

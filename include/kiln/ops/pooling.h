@@ -41,5 +41,11 @@ Tensor avg_pool_backward(const Tensor& grad_output, const Shape& input_shape,
                          const PoolOptions& options);
 Tensor adaptive_avg_pool_backward(const Tensor& grad_output, const Shape& input_shape,
                                   int64_t spatial_dims);
+// The gradient of max_pool: each output's gradient added to the input element its index
+// names (indices as max_pool_with_indices gives them). options as given to max_pool, lists
+// expanded to one entry per dim: the windows let a device gather per input element instead
+// of scattering (no atomics, the CPU's order of sums).
+Tensor max_pool_backward(const Tensor& grad_output, const Tensor& indices, const Shape& input_shape,
+                         const PoolOptions& options);
 
 }  // namespace kiln

@@ -83,10 +83,24 @@ Tensor scatter_by_indices(const Tensor& grad, const Tensor& indices, const Shape
                  input_shape);
 }
 
+// max_pool attrs {kernel, stride, padding, dilation, ceil_mode}, expanded per dim.
 Grads d_max_pool(const GradContext& ctx, const Grads& go) {
   OpCall c = ctx.as_call();
-  return {scatter_by_indices(go[0], ctx.output(1), ctx.input_shapes[0], c.ints_attr(0).size(),
-                             ctx.input_dtypes[0], ctx.input_devices[0])};
+  PoolOptions o;
+  o.kernel_size = c.ints_attr(0);
+  o.stride = c.ints_attr(1);
+  o.padding = c.ints_attr(2);
+  o.dilation = c.ints_attr(3);
+  return {max_pool_backward(go[0], ctx.output(1), ctx.input_shapes[0], o)};
+}
+// max_pool_backward is linear in the gradient: its derivative reads each output's element of
+// the incoming gradient back through the same indices (a gather); the indices get none.
+Grads d_max_pool_backward(const GradContext& ctx, const Grads& go) {
+  const Shape& gy = ctx.input_shapes[0];
+  const size_t nd = ctx.as_call().ints_attr(1).size(), lead = gy.size() - nd;
+  Shape flat(gy.begin(), gy.begin() + int64_t(lead));
+  flat.push_back(-1);
+  return {reshape(gather(reshape(go[0], flat), -1, reshape(ctx.input(1), flat)), gy), Tensor()};
 }
 Grads d_adaptive_max_pool(const GradContext& ctx, const Grads& go) {
   OpCall c = ctx.as_call();
@@ -131,6 +145,7 @@ void register_conv_derivatives() {
   register_derivative("convolution", d_convolution);
   register_derivative("convolution_weight_grad", d_convolution_weight_grad);
   register_derivative("max_pool", d_max_pool);
+  register_derivative("max_pool_backward", d_max_pool_backward);
   register_derivative("adaptive_max_pool", d_adaptive_max_pool);
   register_derivative("avg_pool", d_avg_pool);
   register_derivative("avg_pool_backward", d_avg_pool_backward);

@@ -227,6 +227,17 @@ Tensor adaptive_avg_pool_backward(const Tensor& grad_output, const Shape& input_
                  {std::vector<int64_t>(input_shape.begin(), input_shape.end()), spatial_dims});
 }
 
+Tensor max_pool_backward(const Tensor& grad_output, const Tensor& indices, const Shape& input_shape,
+                         const PoolOptions& o) {
+  KILN_CHECK(indices.dtype() == DType::I64 && indices.shape() == grad_output.shape(), ShapeError,
+             "max_pool_backward: expected int64 indices of the gradient's shape ",
+             shape_str(grad_output.shape()), ", got ", dtype_name(indices.dtype()), " ",
+             shape_str(indices.shape()));
+  return call_op(KILN_OP("max_pool_backward"), {grad_output.contiguous(), indices.contiguous()},
+                 {std::vector<int64_t>(input_shape.begin(), input_shape.end()), o.kernel_size,
+                  o.stride, o.padding, o.dilation});
+}
+
 namespace ops {
 void register_pooling_ops() {
   register_op("max_pool",
@@ -243,6 +254,10 @@ void register_pooling_ops() {
               "avg_pool_backward(Tensor grad_output, int[] input_size, int[] kernel_size, "
               "int[] stride, int[] padding, bool ceil_mode, bool count_include_pad, "
               "int? divisor_override) -> Tensor",
+              input_shape_meta);
+  register_op("max_pool_backward",
+              "max_pool_backward(Tensor grad_output, Tensor indices, int[] input_size, "
+              "int[] kernel_size, int[] stride, int[] padding, int[] dilation) -> Tensor",
               input_shape_meta);
   register_op("adaptive_avg_pool", "adaptive_avg_pool(Tensor self, int[] output_size) -> Tensor",
               adaptive_meta);

@@ -3,6 +3,7 @@
 // pooling whose leading pooled dims have size 1. Sums accumulate in double and each output
 // is rounded once. Inputs arrive contiguous.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -448,6 +449,39 @@ void avg_pool_backward_kernel(OpCall& call) {
   });
 }
 
+// inputs {grad_output, indices} (contiguous, one index per output into its input plane);
+// attrs {input_size, ...}: each output's gradient added to the element it picked, in output
+// order (PyTorch's order; float32 / float64 add in their own type, the 16-bit types in float32
+// rounded once). Indices outside the plane are an error, not a stray write.
+template <typename T>
+void max_pool_backward_kernel(OpCall& call) {
+  const Tensor& gy = call.inputs[0];
+  const Tensor& gx = call.outs[0];
+  const size_t nd = call.ints_attr(1).size();
+  const PoolGeometry g = geometry(gx.shape(), gy.shape(), nd, call.ints_attr(1),
+                                  call.ints_attr(2), call.ints_attr(3));
+  using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const T* src = static_cast<const T*>(gy.raw_data());
+  const int64_t* idx = static_cast<const int64_t*>(call.inputs[1].raw_data());
+  T* dst = static_cast<T*>(gx.raw_data());
+  const int64_t I = g.in_size(), O = g.out_size();
+  std::atomic<int64_t> bad{-1};
+  parallel_planes(g, [&](int64_t b) {
+    std::vector<Acc> acc(size_t(I), Acc(0));
+    for (int64_t o = 0; o < O; ++o) {
+      const int64_t i = idx[b * O + o];
+      if (i < 0 || i >= I) {
+        bad.store(i);
+        continue;
+      }
+      acc[size_t(i)] += convert_value<Acc>(src[b * O + o]);
+    }
+    for (int64_t i = 0; i < I; ++i) dst[b * I + i] = convert_value<T>(acc[size_t(i)]);
+  });
+  KILN_CHECK(bad.load() == -1, IndexError, "max_pool_backward: index ", bad.load(),
+             " is outside an input plane of ", I, " elements");
+}
+
 // --- adaptive pooling ----------------------------------------------------------------
 // Window of output o along a dim: [floor(o * in / out), ceil((o + 1) * in / out)).
 inline int64_t adaptive_lo(int64_t o, int64_t in, int64_t out) { return (o * in) / out; }
@@ -554,6 +588,7 @@ void adaptive_max_pool_kernel(OpCall& call) {
 KILN_POOL_DISPATCH(max_pool)
 KILN_POOL_DISPATCH(avg_pool)
 KILN_POOL_DISPATCH(avg_pool_backward)
+KILN_POOL_DISPATCH(max_pool_backward)
 KILN_POOL_DISPATCH(adaptive_avg_pool)
 KILN_POOL_DISPATCH(adaptive_avg_pool_backward)
 KILN_POOL_DISPATCH(adaptive_max_pool)
@@ -565,6 +600,7 @@ void register_pooling_kernels() {
   register_kernel("max_pool", DeviceType::CPU, max_pool_dispatch, kFloatDTypes);
   register_kernel("avg_pool", DeviceType::CPU, avg_pool_dispatch, kFloatDTypes);
   register_kernel("avg_pool_backward", DeviceType::CPU, avg_pool_backward_dispatch, kFloatDTypes);
+  register_kernel("max_pool_backward", DeviceType::CPU, max_pool_backward_dispatch, kFloatDTypes);
   register_kernel("adaptive_avg_pool", DeviceType::CPU, adaptive_avg_pool_dispatch, kFloatDTypes);
   register_kernel("adaptive_avg_pool_backward", DeviceType::CPU,
                   adaptive_avg_pool_backward_dispatch, kFloatDTypes);

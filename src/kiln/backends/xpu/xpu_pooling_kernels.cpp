@@ -1,8 +1,9 @@
-// xpu kernels of pooling over 1-3 spatial dims (max pooling's backward is a scatter_add,
-// staged through the host): max_pool (values and the flat
-// spatial index of each maximum, NaN winning as in torch), avg_pool (ceil_mode,
-// count_include_pad, divisor_override as torch) and adaptive_avg_pool. One work item per
-// output element walks its window; leading dims (batch, channels) are planes.
+// xpu kernels of pooling over 1-3 spatial dims: max_pool (values and the flat spatial index
+// of each maximum, NaN winning as in torch), avg_pool (ceil_mode, count_include_pad,
+// divisor_override as torch) and adaptive_avg_pool, one work item per output element walking
+// its window; their backward ops (adaptive max pooling's is a scatter_add staged through the
+// host), one work item per input element gathering from the outputs whose windows hold it.
+// Leading dims (batch, channels) are planes.
 #include <string>
 
 #include "kiln/core/error.h"
@@ -138,7 +139,7 @@ inline void window(const PoolGeometry* g, int d, long o, long* lo, long* hi, lon
 #endif
 }
 __kernel void kiln_pool_backward(__global char* gib, ulong gio, __global const char* gb, ulong go,
-                                 PoolGeometry g) {
+                                 __global const char* ixb, ulong ixo, PoolGeometry g) {
   const long in_plane = g.in_size[0] * g.in_size[1] * g.in_size[2];
   const long out_plane = g.out_size[0] * g.out_size[1] * g.out_size[2];
   const long total = g.planes * in_plane;
@@ -147,7 +148,12 @@ __kernel void kiln_pool_backward(__global char* gib, ulong gio, __global const c
     const long ic[3] = {i / (g.in_size[1] * g.in_size[2]), (i / g.in_size[2]) % g.in_size[1], i % g.in_size[2]};
     long first[3], last[3];
     for (int d = 0; d < 3; ++d) {
-#if KIND == 2
+#if KIND == 0
+      // o * s - p + j * dilation == i for some tap j < k
+      const long t = ic[d] + g.padding[d] - g.dilation[d] * (g.ksize[d] - 1);
+      first[d] = t <= 0 ? 0 : (t + g.stride[d] - 1) / g.stride[d];
+      last[d] = min((ic[d] + g.padding[d]) / g.stride[d], g.out_size[d] - 1);
+#elif KIND == 2
       first[d] = max((ic[d] * g.out_size[d]) / g.in_size[d] - 1, 0L);
       last[d] = min(((ic[d] + 1) * g.out_size[d]) / g.in_size[d] + 1, g.out_size[d] - 1);
 #else
@@ -162,6 +168,15 @@ __kernel void kiln_pool_backward(__global char* gib, ulong gio, __global const c
       for (long oh = first[1]; oh <= last[1]; ++oh)
         for (long ow = first[2]; ow <= last[2]; ++ow) {
           const long oc[3] = {od, oh, ow};
+#if KIND == 0
+          // The outputs whose window has i as a tap, in output order (the CPU's order of
+          // sums); each adds its gradient where its index names i.
+          bool tap = true;
+          for (int d = 0; d < 3; ++d) tap = tap && (ic[d] + g.padding[d] - oc[d] * g.stride[d]) % g.dilation[d] == 0;
+          const long o = plane * out_plane + (od * g.out_size[1] + oh) * g.out_size[2] + ow;
+          if (tap && ((__global const long*)(ixb + ixo))[o] == i) sum += (ACC)LD_T(gb + go, o);
+          continue;
+#endif
           long count = 1, pool = 1;
           bool inside = true;
           for (int d = 0; d < 3; ++d) {
@@ -184,22 +199,26 @@ __kernel void kiln_pool_backward(__global char* gib, ulong gio, __global const c
 }
 )CL";
 
-// avg_pool_backward: inputs {grad_output}, attrs {input_size, kernel, stride, padding,
+// max_pool_backward: inputs {grad_output, indices}, attrs {input_size, kernel, stride, padding,
+// dilation}; avg_pool_backward: inputs {grad_output}, attrs {input_size, kernel, stride, padding,
 // ceil_mode, count_include_pad, divisor?}; adaptive_avg_pool_backward: attrs {input_size,
-// spatial_dims}. Outs {grad_input} of input_size.
+// spatial_dims}. Outs {grad_input} of input_size. Kind 0 max, 1 avg, 2 adaptive avg.
 void run_pool_backward(OpCall& call, int kind) {
   const Tensor& gy = call.inputs[0];
   const Tensor& gx = call.outs[0];
   if (gx.numel() == 0) return;
   const int64_t nd = kind == 2 ? call.int_attr(1) : int64_t(call.ints_attr(1).size());
-  PoolGeometry g = pool_geometry(gx, gy, nd, kind == 1 ? &call.ints_attr(1) : nullptr,
-                                 kind == 1 ? &call.ints_attr(2) : nullptr,
-                                 kind == 1 ? &call.ints_attr(3) : nullptr, nullptr);
+  const bool windowed = kind != 2;
+  PoolGeometry g = pool_geometry(gx, gy, nd, windowed ? &call.ints_attr(1) : nullptr,
+                                 windowed ? &call.ints_attr(2) : nullptr,
+                                 windowed ? &call.ints_attr(3) : nullptr,
+                                 kind == 0 ? &call.ints_attr(4) : nullptr);
   if (kind == 1) {
     g.count_include_pad = call.bool_attr(5) ? 1 : 0;
     g.divisor = call.has_attr(6) ? call.int_attr(6) : 0;
   }
   Tensor gyc = contiguous_on_device(gy);
+  Tensor indices = kind == 0 ? contiguous_on_device(call.inputs[1]) : gyc;
   Tensor target = gx.is_contiguous() ? gx : empty_tensor(gx.shape(), gx.dtype(), gx.device());
   const int device = gy.device().index;
   const std::string acc = gy.dtype() == DType::F64 ? "F64" : "F32";
@@ -208,13 +227,14 @@ void run_pool_backward(OpCall& call, int kind) {
                           dtype_tag(gx.dtype()) + "\n" + kPoolBackward;
   {
     Launch l(device, program_source(device, src), "kiln_pool_backward");
-    l.tensor(target).tensor(gyc).value(g);
+    l.tensor(target).tensor(gyc).tensor(indices).value(g);
     const size_t local = default_local_size(device);
     l.run(std::min<size_t>((size_t(gx.numel()) + local - 1) / local, 65536) * local, local);
   }
   if (!gx.is_contiguous()) copy_into(gx, target);
 }
 
+void max_pool_backward_kernel(OpCall& call) { run_pool_backward(call, 0); }
 void avg_pool_backward_kernel(OpCall& call) { run_pool_backward(call, 1); }
 void adaptive_avg_pool_backward_kernel(OpCall& call) { run_pool_backward(call, 2); }
 
@@ -266,6 +286,7 @@ void register_pooling_kernels() {
   register_kernel("avg_pool", DeviceType::XPU, avg_pool_kernel, kFloatDTypes);
   register_kernel("adaptive_avg_pool", DeviceType::XPU, adaptive_avg_pool_kernel, kFloatDTypes);
   register_kernel("avg_pool_backward", DeviceType::XPU, avg_pool_backward_kernel, kFloatDTypes);
+  register_kernel("max_pool_backward", DeviceType::XPU, max_pool_backward_kernel, kFloatDTypes);
   register_kernel("adaptive_avg_pool_backward", DeviceType::XPU, adaptive_avg_pool_backward_kernel,
                   kFloatDTypes);
 }
