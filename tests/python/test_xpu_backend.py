@@ -773,3 +773,26 @@ def test_hardswish_runs_as_one_program_on_the_device():
         # The same program as ops (autograd records them): the same bits.
         kx = t2k(x).requires_grad_(True)
         np.testing.assert_array_equal(k2t(kfn(kx).detach()).numpy(), k2t(got).numpy())
+
+
+def test_sign_nan_to_num_and_gelu_backward_kernels():
+    x = torch.tensor([float("nan"), -0.0, 0.0, -2.5, 3.0, float("inf"), -float("inf"), 1e-30])
+    for dt in (torch.float32, torch.float64, torch.bfloat16, torch.float16):
+        close(kiln.sign(t2k(x.to(dt))), torch.sign(x.to(dt)), 0, 0)
+        close(kiln.nan_to_num(t2k(x.to(dt))), torch.nan_to_num(x.to(dt)), 0, 0)
+        close(kiln.nan_to_num(t2k(x.to(dt)), nan=1.5, posinf=7.0, neginf=-7.0),
+              torch.nan_to_num(x.to(dt), nan=1.5, posinf=7.0, neginf=-7.0), 0, 0)
+    for dt in (torch.int8, torch.uint8, torch.int64, torch.bool):
+        v = torch.tensor([-3, 0, 5, 1]).to(dt) if dt != torch.uint8 else torch.tensor([0, 3, 200, 1], dtype=dt)
+        close(kiln.sign(t2k(v)), torch.sign(v), 0, 0)
+    # gelu's backward as one kernel on the device (float32) against torch float64.
+    for approximate in ("none", "tanh"):
+        xs = torch.randn(3, 257, dtype=torch.float64) * 3
+        xs.requires_grad_(True)
+        g = torch.randn(3, 257, dtype=torch.float64)
+        torch.nn.functional.gelu(xs, approximate=approximate).backward(g)
+        kx = t2k(xs.detach().float()).requires_grad_(True)
+        before = kiln._C._total_fallback_calls()
+        kiln.nn.functional.gelu(kx, approximate=approximate).backward(t2k(g.float()))
+        assert kiln._C._total_fallback_calls() == before
+        close(kx.grad, xs.grad, 1e-5, 1e-6)

@@ -289,6 +289,22 @@ TEST(XpuOps, MaxPoolBackwardEqualsTheCpu) {
   }
 }
 
+// gelu's backward as one kernel, both forms, every float dtype, against the CPU kernel (whose
+// own tests check it against PyTorch): float64 to rounding, the 16-bit types to one ulp.
+TEST(XpuOps, GeluBackwardMatchesTheCpu) {
+  for (const char* form : {"none", "tanh"}) {
+    Tensor x = randn({5, 67}, DType::F64) * 3.0, g = randn({5, 67}, DType::F64);
+    expect_close(gelu_backward(g.to(xpu()), x.to(xpu()), form), gelu_backward(g, x, form), 1e-12, 1e-12);
+    expect_close(gelu_backward(g.to(DType::F32).to(xpu()), x.to(DType::F32).to(xpu()), form),
+                 gelu_backward(g, x, form), 1e-5, 1e-6);
+    for (DType t : {DType::BF16, DType::F16}) {
+      const double tol = t == DType::BF16 ? 1e-2 : 2e-3;
+      expect_close(gelu_backward(g.to(t).to(xpu()), x.to(t).to(xpu()), form),
+                   gelu_backward(g.to(t), x.to(t), form).to(DType::F64), tol, tol);
+    }
+  }
+}
+
 TEST(XpuOps, PoolingForward) {
   Tensor x = randn({2, 3, 9, 11}, DType::F64);
   auto [v, i] = nn::functional::max_pool2d_with_indices(x.to(xpu()), {3, 3}, {2, 2}, {1, 1}, {1, 1}, true);

@@ -1,6 +1,7 @@
 // xpu kernels of the elementwise ops: copies and conversions, fill, arange, unary, binary
 // and ternary ops. Each is one OpenCL C statement over the generic strided kernel
 // (xpu_kernel_util.h); the op's name picks the statement, the dtypes pick the types.
+#include <limits>
 #include <string>
 #include <unordered_map>
 
@@ -112,6 +113,8 @@ const std::unordered_map<std::string, UnaryBodies>& unary_bodies() {
       {"isnan", {"r = isnan(a);", "r = 0;"}},
       {"isinf", {"r = isinf(a);", "r = 0;"}},
       {"isfinite", {"r = isfinite(a);", "r = 1;"}},
+      // NaN and zeros give +0, as torch.
+      {"sign", {"r = (R)((a > (R)0) - (a < (R)0));", "r = (R)((a > 0) - (a < 0));"}},
   };
   return m;
 }
@@ -152,6 +155,41 @@ void softplus_kernel(OpCall& call) {
   elementwise(out, {call.inputs[0]},
               with_result_type(out.dtype(), "r = a * s0 > s1 ? a : log1p(exp(a * s0)) / s0;"),
               {{Scalar(call.double_attr(0)), out.dtype()}, {Scalar(call.double_attr(1)), out.dtype()}});
+}
+
+// nan_to_num(nan?, posinf?, neginf?): absent replacements are 0 and the dtype's largest and
+// lowest finite values (the CPU kernel's rule).
+void nan_to_num_kernel(OpCall& call) {
+  const Tensor& out = call.outs[0];
+  const DType t = out.dtype();
+  const double big = t == DType::F16    ? 65504.0
+                     : t == DType::BF16 ? 3.3895313892515355e38
+                     : t == DType::F32  ? double(std::numeric_limits<float>::max())
+                                        : std::numeric_limits<double>::max();
+  const double nan_v = call.has_attr(0) ? call.double_attr(0) : 0.0;
+  const double pos_v = call.has_attr(1) ? call.double_attr(1) : big;
+  const double neg_v = call.has_attr(2) ? call.double_attr(2) : -big;
+  elementwise(out, {call.inputs[0]},
+              with_result_type(t, "r = isnan(a) ? (R)s0 : isinf(a) ? (a > (R)0 ? (R)s1 : (R)s2) : a;"),
+              {{Scalar(nan_v), t}, {Scalar(pos_v), t}, {Scalar(neg_v), t}});
+}
+
+// gelu_backward(grad_output, self, approximate): grad_output * gelu'(x) in one pass, in float
+// (double for float64), with the CPU kernel's formulas (gelu_backward_kernel.cpp) but one.
+void gelu_backward_kernel(OpCall& call) {
+  const Tensor& out = call.outs[0];
+  const bool tanh_form = call.string_attr(0) == "tanh";
+  // tanh form: 1 - tanh(u)^2 as 1 / cosh(u)^2, since a tanh one ulp short of 1 (OpenCL
+  // allows it) times x * dinner (~85 at x = 9) was 5e-6 off where the derivative is 1.
+  const char* body =
+      tanh_form ? "R x2 = b * b; R u = (R)0.7978845608028654 * (b + (R)0.044715 * x2 * b);"
+                  " R t = tanh(u); R ch = cosh(u);"
+                  " R dinner = (R)0.7978845608028654 * ((R)1 + (R)0.134145 * x2);"
+                  " r = a * ((R)0.5 * ((R)1 + t) + (R)0.5 * b * ((R)1 / (ch * ch)) * dinner);"
+                : "R cdf = (R)0.5 * ((R)1 + erf(b * (R)0.7071067811865476));"
+                  " R pdf = exp((R)-0.5 * b * b) * (R)0.3989422804014327;"
+                  " r = a * (cdf + b * pdf);";
+  elementwise(out, {call.inputs[0], call.inputs[1]}, with_result_type(out.dtype(), body));
 }
 
 void clamp_kernel(OpCall& call) {
@@ -290,7 +328,7 @@ void register_elementwise_kernels() {
   for (const auto& [name, bodies] : unary_bodies()) {
     DTypeMask mask = kFloatDTypes;
     if (bodies.integral) mask |= kIntDTypes;
-    if (name == "logical_not" || name == "isnan" || name == "isinf" || name == "isfinite")
+    if (name == "logical_not" || name == "isnan" || name == "isinf" || name == "isfinite" || name == "sign")
       mask = kAllDTypes;
     reg(name.c_str(), unary_kernel, mask);
   }
@@ -298,6 +336,8 @@ void register_elementwise_kernels() {
   reg("leaky_relu", leaky_relu_kernel, kFloatDTypes);
   reg("softplus", softplus_kernel, kFloatDTypes);
   reg("clamp", clamp_kernel, kNumericDTypes);
+  reg("nan_to_num", nan_to_num_kernel, kFloatDTypes);
+  reg("gelu_backward", gelu_backward_kernel, kFloatDTypes);
   for (const auto& [name, bodies] : binary_bodies()) {
     DTypeMask mask = 0;
     if (bodies.floating) mask |= kFloatDTypes;
