@@ -796,3 +796,28 @@ def test_sign_nan_to_num_and_gelu_backward_kernels():
         kiln.nn.functional.gelu(kx, approximate=approximate).backward(t2k(g.float()))
         assert kiln._C._total_fallback_calls() == before
         close(kx.grad, xs.grad, 1e-5, 1e-6)
+
+
+def test_gather_on_the_device():
+    x = torch.randn(4, 5, 6)
+    cases = [(0, torch.randint(0, 4, (3, 5, 6))), (1, torch.randint(0, 5, (4, 2, 3))),
+             (-1, torch.randint(0, 6, (2, 5, 7))), (2, torch.randint(0, 6, (4, 5, 0)))]
+    for dim, idx in cases:
+        close(kiln.gather(t2k(x), dim, t2k(idx)), torch.gather(x, dim, idx), 0, 0)
+        # A transposed (non-contiguous) source, and other dtypes.
+        xt = x.transpose(0, 2).contiguous().transpose(0, 2)
+        close(kiln.gather(t2k(x).transpose(0, 2).contiguous().transpose(0, 2), dim, t2k(idx)),
+              torch.gather(xt, dim, idx), 0, 0)
+        for dt in (torch.bfloat16, torch.int32, torch.bool):
+            close(kiln.gather(t2k(x.to(dt)), dim, t2k(idx)), torch.gather(x.to(dt), dim, idx), 0, 0)
+    s = torch.tensor(3.5)
+    close(kiln.gather(t2k(s), 0, t2k(torch.tensor(0))), torch.gather(s, 0, torch.tensor(0)), 0, 0)
+    before = kiln._C._total_fallback_calls()
+    kx = t2k(x).requires_grad_(True)
+    kiln.gather(kx, 1, t2k(cases[1][1])).sum().backward()
+    tx = x.clone().requires_grad_(True)
+    torch.gather(tx, 1, cases[1][1]).sum().backward()
+    close(kx.grad, tx.grad, 0, 0)
+    assert kiln._C._total_fallback_calls() == before
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        kiln.gather(t2k(x), 1, t2k(torch.tensor([[[5]]])))

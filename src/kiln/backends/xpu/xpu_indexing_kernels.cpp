@@ -1,5 +1,6 @@
 // xpu kernels of the indexing and shape ops a model's forward pass needs: cat, index_select
-// (embedding lookups), masked_fill, tril / triu, flip, roll, repeat.
+// (embedding lookups), gather, masked_fill, tril / triu, flip, roll, repeat.
+#include <algorithm>
 #include <string>
 
 #include "kiln/core/error.h"
@@ -76,6 +77,65 @@ void index_select_kernel(OpCall& call) {
     const size_t local = default_local_size(device);
     const size_t groups = std::min<size_t>((size_t(out.numel()) + local - 1) / local, 65536);
     l.run(groups * local, local);
+  }
+  if (!out.is_contiguous()) copy_into(out, target);
+}
+
+// gather(self, dim, index): out[c] = self[c with c[dim] = index[c]], out shaped as index (whose
+// other dims may be shorter than self's). Indices checked on the host as index_select's; an
+// index out of range is the CPU kernel's error (a RuntimeError in Python, as torch's).
+constexpr int kMaxGatherDims = 8;
+
+struct GatherGeometry {
+  cl_long index_size[kMaxGatherDims];
+  cl_long self_stride[kMaxGatherDims];
+};
+
+void gather_kernel(OpCall& call) {
+  const Tensor& self = call.inputs[0];
+  const Tensor& index = call.inputs[1];
+  const Tensor& out = call.outs[0];
+  if (out.numel() == 0) return;
+  const int64_t nd = std::max<int64_t>(self.dim(), 1);
+  KILN_CHECK(nd <= kMaxGatherDims, NotImplementedError, "gather on xpu: at most ", kMaxGatherDims,
+             " dims, got ", nd);
+  const int64_t dim = self.dim() == 0 ? 0 : (call.int_attr(0) < 0 ? call.int_attr(0) + self.dim() : call.int_attr(0));
+  const int64_t size = self.dim() == 0 ? 1 : self.size(dim);
+  for (int64_t v : to_host(index).to_vector<int64_t>())
+    if (v < 0 || v >= size)
+      KILN_THROW(Error, "gather(): index ", v, " is out of bounds for dimension ", dim, " with size ", size);
+  GatherGeometry g{};
+  for (int64_t d = 0; d < nd; ++d) {
+    g.index_size[d] = index.dim() == 0 ? 1 : index.size(d);
+    g.self_stride[d] = self.dim() == 0 ? 0 : self.stride(d);
+  }
+  Tensor idx = contiguous_on_device(index);
+  Tensor target = out.is_contiguous() ? out : empty_tensor(out.shape(), out.dtype(), out.device());
+  const std::string t = dtype_tag(self.dtype()), it = dtype_tag(index.dtype());
+  const std::string source =
+      "typedef struct { long index_size[8]; long self_stride[8]; } GatherGeometry;\n"
+      "__kernel void kiln_gather(__global char* ob, ulong oo, __global const char* sb, ulong so,\n"
+      "    __global const char* ib, ulong io, GatherGeometry g, int nd, int dim, long n) {\n"
+      "  __global ST_" + t + "* op = (__global ST_" + t + "*)(ob + oo);\n"
+      "  __global const ST_" + t + "* sp = (__global const ST_" + t + "*)(sb + so);\n"
+      "  for (long i = get_global_id(0); i < n; i += get_global_size(0)) {\n"
+      "    long rest = i, at = 0;\n"
+      "    for (int d = nd - 1; d >= 0; --d) {\n"
+      "      const long c = rest % g.index_size[d];\n"
+      "      rest /= g.index_size[d];\n"
+      "      if (d != dim) at += c * g.self_stride[d];\n"
+      "    }\n"
+      "    at += (long)LD_" + it + "(ib + io, i) * g.self_stride[dim];\n"
+      "    op[i] = sp[at];\n"
+      "  }\n"
+      "}\n";
+  const int device = self.device().index;
+  {  // the launch holds the device's kernel lock: released before the copy below
+    Launch l(device, program_source(device, source), "kiln_gather");
+    l.tensor(target).tensor(self).tensor(idx).value(g);
+    l.value(cl_int(nd)).value(cl_int(dim)).value(cl_long(out.numel()));
+    const size_t local = default_local_size(device);
+    l.run(std::min<size_t>((size_t(out.numel()) + local - 1) / local, 65536) * local, local);
   }
   if (!out.is_contiguous()) copy_into(out, target);
 }
@@ -194,6 +254,7 @@ void register_indexing_kernels() {
   register_kernel("repeat", DeviceType::XPU, repeat_kernel, kAllDTypes);
   register_kernel("cat", DeviceType::XPU, cat_kernel, kAllDTypes);
   register_kernel("index_select", DeviceType::XPU, index_select_kernel, kAllDTypes);
+  register_kernel("gather", DeviceType::XPU, gather_kernel, kAllDTypes);
   register_kernel("masked_fill", DeviceType::XPU, masked_fill_kernel, kAllDTypes);
   register_kernel("tril", DeviceType::XPU, tri_kernel<true>, kAllDTypes);
   register_kernel("triu", DeviceType::XPU, tri_kernel<false>, kAllDTypes);
