@@ -1,6 +1,7 @@
 // xpu kernels of the indexing and shape ops a model's forward pass needs: cat, index_select
 // (embedding lookups), gather, masked_fill, tril / triu, flip, roll, repeat.
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "kiln/core/error.h"
@@ -14,6 +15,14 @@ namespace kiln::xpu {
 namespace {
 
 std::string result_type(DType t) { return std::string("typedef CT_") + dtype_tag(t) + " R; "; }
+
+// The first index outside [0, size), read on the host (a copy and a wait), if any: the kernels
+// below then never read outside their source buffer.
+std::optional<int64_t> first_out_of_range(const Tensor& index, int64_t size) {
+  for (int64_t v : to_host(index).to_vector<int64_t>())
+    if (v < 0 || v >= size) return v;
+  return std::nullopt;
+}
 
 void cat_kernel(OpCall& call) {
   const Tensor& out = call.outs[0];
@@ -44,11 +53,9 @@ void index_select_kernel(OpCall& call) {
   if (out.numel() == 0) return;
   const int64_t dim = self.dim() == 0 ? 0 : (call.int_attr(0) < 0 ? call.int_attr(0) + self.dim() : call.int_attr(0));
   const int64_t size = self.dim() == 0 ? 1 : self.size(dim);
-  Tensor host_index = to_host(index);
-  const std::vector<int64_t> values = host_index.to_vector<int64_t>();
-  for (int64_t v : values)
-    KILN_CHECK(v >= 0 && v < size, IndexError, "index_select(): index ", v,
-               " is out of bounds for dimension ", dim, " with size ", size);
+  if (auto bad = first_out_of_range(index, size))
+    KILN_THROW(IndexError, "index_select(): index ", *bad, " is out of bounds for dimension ", dim,
+               " with size ", size);
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < dim; ++d) outer *= self.size(d);
   for (int64_t d = dim + 1; d < self.dim(); ++d) inner *= self.size(d);
@@ -101,9 +108,8 @@ void gather_kernel(OpCall& call) {
              " dims, got ", nd);
   const int64_t dim = self.dim() == 0 ? 0 : (call.int_attr(0) < 0 ? call.int_attr(0) + self.dim() : call.int_attr(0));
   const int64_t size = self.dim() == 0 ? 1 : self.size(dim);
-  for (int64_t v : to_host(index).to_vector<int64_t>())
-    if (v < 0 || v >= size)
-      KILN_THROW(Error, "gather(): index ", v, " is out of bounds for dimension ", dim, " with size ", size);
+  if (auto bad = first_out_of_range(index, size))
+    KILN_THROW(Error, "gather(): index ", *bad, " is out of bounds for dimension ", dim, " with size ", size);
   GatherGeometry g{};
   for (int64_t d = 0; d < nd; ++d) {
     g.index_size[d] = index.dim() == 0 ? 1 : index.size(d);
