@@ -146,7 +146,7 @@ std::vector<Tensor> rnn(const Tensor& input, const Tensor& h0, const Tensor& c0,
   h_all = initial_state(h_all, state, x, "h0", o.mode);
   if (o.mode == RnnMode::Lstm) c_all = initial_state(c_all, state, x, "c0", o.mode);
   const bool fused_cell = o.mode == RnnMode::Lstm && x.dtype() == DType::F32 &&
-                          x.device().type == DeviceType::CPU &&
+                          (x.device().type == DeviceType::CPU || x.device().type == DeviceType::XPU) &&
                           !records_gradient(input, h0, c0, weights);
   std::vector<Tensor> h_n, c_n;
   for (int64_t layer = 0; layer < o.num_layers; ++layer) {

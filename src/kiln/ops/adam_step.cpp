@@ -16,14 +16,14 @@ bool adam_step_supported(const Tensor& param, const Tensor& grad, const Tensor& 
         t->shape() != param.shape() || t->device() != param.device())
       return false;
   const DeviceType d = param.device().type;
-  return d == DeviceType::CPU || d == DeviceType::Testing;
+  return d == DeviceType::CPU || d == DeviceType::Testing || d == DeviceType::XPU;
 }
 
 void adam_step_(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
                 const AdamStepScalars& s) {
   KILN_CHECK(adam_step_supported(param, grad, exp_avg, exp_avg_sq), ValueError,
              "adam_step_: expected contiguous float32 parameter, gradient and moments of one "
-             "shape on the cpu or testing device, got ",
+             "shape on the cpu, xpu or testing device, got ",
              dtype_name(param.dtype()), " ", shape_str(param.shape()), " on ",
              param.device().str(), " with a ", dtype_name(grad.dtype()), " ",
              shape_str(grad.shape()), " gradient");

@@ -1,10 +1,14 @@
 // Ops the xpu backend runs through host memory on purpose (decision 0086):
 // - random ops: the CPU kernel draws from the same counter-based generator with the same
 //   seed and offset, so a seeded program gets the same numbers on xpu as on cpu;
-// - ops whose output size depends on the data (nonzero, masked_select, unique): their size
-//   has to reach the host before the output exists anyway;
-// - sort and topk; scatter_add (embedding's backward: deterministic sums without float
-//   atomics, which OpenCL 1.2 lacks).
+// - ops whose output size depends on the data (nonzero, masked_select, unique,
+//   repeat_interleave with a repeats tensor, one_hot inferring its classes): their size has to
+//   reach the host before the output exists anyway;
+// - sort and topk; scatter_add, scatter_reduce and index_put with accumulate=True (embedding's
+//   and advanced indexing's backward: deterministic sums in the CPU's order, without float
+//   atomics, which OpenCL 1.2 lacks);
+// - the linear-algebra factorisations (LAPACK on the host, decision 0076): sequential pivoting
+//   that a GPU runs well only through a vendor solver library.
 // The inputs are copied to the host, the CPU kernel runs, and the results are copied back
 // into the xpu outputs. Unlike KILN_FALLBACK=cpu this is the op's xpu kernel: no warning.
 #include "kiln/core/error.h"
@@ -14,9 +18,7 @@
 
 namespace kiln::xpu {
 
-namespace {
-
-void host_staged_kernel(OpCall& call) {
+void run_on_host(OpCall& call) {
   const KernelEntry& cpu = call.op->kernels[size_t(DeviceType::CPU)];
   KILN_CHECK(cpu.fn != nullptr, NotImplementedError, "op '", call.op->name, "' has no kernel for xpu");
   const Device cpu_device(DeviceType::CPU, 0);
@@ -41,14 +43,15 @@ void host_staged_kernel(OpCall& call) {
   for (size_t i = 0; i < call.outs.size(); ++i) from_host(call.outs[i], host.outs[i]);
 }
 
-}  // namespace
-
 void register_host_staged_kernels() {
   for (const char* name : {"uniform_", "normal_", "bernoulli_", "random_", "bernoulli", "dropout",
                            "multinomial", "randperm", "nonzero", "masked_select", "unique", "sort",
-                           "topk", "scatter_add"}) {
+                           "topk", "scatter_add", "scatter_reduce", "repeat_interleave",
+                           "one_hot.infer", "linalg_cholesky_ex", "linalg_det", "linalg_eigh",
+                           "linalg_lu_factor_ex", "linalg_lu_solve", "linalg_qr", "linalg_slogdet",
+                           "linalg_solve_ex", "linalg_svd"}) {
     const KernelEntry cpu = detail::registered_kernel(name, DeviceType::CPU);
-    if (cpu.fn) register_kernel(name, DeviceType::XPU, host_staged_kernel, cpu.dtypes);
+    if (cpu.fn) register_kernel(name, DeviceType::XPU, run_on_host, cpu.dtypes);
   }
 }
 

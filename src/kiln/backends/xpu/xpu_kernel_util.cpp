@@ -80,6 +80,67 @@ constexpr const char* kPreludeF64 = R"CL(
 #define SV_F64(p, i, v) (((__global double*)(p))[i] = (double)(v))
 )CL";
 
+// digamma, trigamma and erfinv (no OpenCL built-ins): the CPU's special_functions.h in
+// KILN_SPT (double where the device has fp64, else float), without its recursion (OpenCL C
+// has none): the reflection's second term is computed first, then the positive argument's.
+constexpr const char* kSpecialFunctions = R"CL(
+#define KILN_PI 3.14159265358979323846
+inline KILN_SPT kiln_digamma(KILN_SPT x) {
+  if (x == 0) return copysign((KILN_SPT)INFINITY, -x);
+  KILN_SPT r = 0;
+  if (x < 0) {
+    if (x == floor(x)) return (KILN_SPT)NAN;
+    r = -(KILN_SPT)KILN_PI / tan((KILN_SPT)KILN_PI * x);
+    x = 1 - x;
+  }
+  while (x < 10) { r -= 1 / x; x += 1; }
+  const KILN_SPT f = 1 / (x * x);
+  const KILN_SPT series = f * ((KILN_SPT)1.0 / 12 - f * ((KILN_SPT)1.0 / 120 - f * ((KILN_SPT)1.0 / 252 -
+      f * ((KILN_SPT)1.0 / 240 - f * ((KILN_SPT)1.0 / 132 - f * ((KILN_SPT)691.0 / 32760))))));
+  return r + log(x) - (KILN_SPT)0.5 / x - series;
+}
+inline KILN_SPT kiln_trigamma(KILN_SPT x) {
+  if (x <= 0 && x == floor(x)) return (KILN_SPT)INFINITY;
+  KILN_SPT r = 0, sign = 1;
+  if (x < 0) {
+    const KILN_SPT s = sin((KILN_SPT)KILN_PI * x);
+    r = (KILN_SPT)KILN_PI * (KILN_SPT)KILN_PI / (s * s);
+    sign = -1;
+    x = 1 - x;
+  }
+  KILN_SPT t = 0;
+  while (x < 10) { t += 1 / (x * x); x += 1; }
+  const KILN_SPT f = 1 / (x * x);
+  const KILN_SPT series = 1 / x + f / 2 + f / x * ((KILN_SPT)1.0 / 6 - f * ((KILN_SPT)1.0 / 30 -
+      f * ((KILN_SPT)1.0 / 42 - f * ((KILN_SPT)1.0 / 30 - f * ((KILN_SPT)5.0 / 66)))));
+  return r + sign * (t + series);
+}
+inline KILN_SPT kiln_erfinv(KILN_SPT y) {
+  if (isnan(y) || y < -1 || y > 1) return (KILN_SPT)NAN;
+  if (y == 1 || y == -1) return copysign((KILN_SPT)INFINITY, y);
+  KILN_SPT w = -log((1 - y) * (1 + y)), p, x;
+  if (w < 5) {
+    w -= (KILN_SPT)2.5;
+    p = (KILN_SPT)2.81022636e-08;
+    p = (KILN_SPT)3.43273939e-07 + p * w; p = (KILN_SPT)-3.5233877e-06 + p * w;
+    p = (KILN_SPT)-4.39150654e-06 + p * w; p = (KILN_SPT)0.00021858087 + p * w;
+    p = (KILN_SPT)-0.00125372503 + p * w; p = (KILN_SPT)-0.00417768164 + p * w;
+    p = (KILN_SPT)0.246640727 + p * w; p = (KILN_SPT)1.50140941 + p * w;
+  } else {
+    w = sqrt(w) - 3;
+    p = (KILN_SPT)-0.000200214257;
+    p = (KILN_SPT)0.000100950558 + p * w; p = (KILN_SPT)0.00134934322 + p * w;
+    p = (KILN_SPT)-0.00367342844 + p * w; p = (KILN_SPT)0.00573950773 + p * w;
+    p = (KILN_SPT)-0.0076224613 + p * w; p = (KILN_SPT)0.00943887047 + p * w;
+    p = (KILN_SPT)1.00167406 + p * w; p = (KILN_SPT)2.83297682 + p * w;
+  }
+  x = p * y;
+  for (int i = 0; i < 2; ++i)
+    x -= (erf(x) - y) / (2 / sqrt((KILN_SPT)KILN_PI) * exp(-x * x));
+  return x;
+}
+)CL";
+
 constexpr int kMaxDims = 8;
 constexpr int kMaxInputs = 6;  // a fused pointwise program: x and up to 5 channel vectors
 
@@ -110,8 +171,11 @@ const char* dtype_tag(DType t) {
 bool device_has_fp64(int device) { return XpuRuntime::get().info(device).fp64; }
 
 std::string program_source(int device, const std::string& body) {
-  std::string s = device_has_fp64(device) ? kPreludeF64 : "";
+  const bool fp64 = device_has_fp64(device);
+  std::string s = fp64 ? kPreludeF64 : "";
   s += kPrelude;
+  s += fp64 ? "#define KILN_SPT double\n" : "#define KILN_SPT float\n";
+  s += kSpecialFunctions;
   s += body;
   return s;
 }
@@ -129,6 +193,14 @@ Launch::Launch(int device, cl_kernel kernel)
 Launch& Launch::raw(const void* p, size_t n) {
   check_cl(cl().clSetKernelArg(kernel_, next_++, n, p), "clSetKernelArg");
   return *this;
+}
+
+Launch& Launch::scalar(const Scalar& v, DType dtype) {
+  switch (dtype) {
+    case DType::F64: return value(cl_double(v.to_double()));
+    case DType::F32: case DType::BF16: case DType::F16: return value(cl_float(float(v.to_double())));
+    default: return value(cl_long(v.is_floating() ? int64_t(v.to_double()) : v.to_int()));
+  }
 }
 
 Launch& Launch::local_bytes(size_t n) {
@@ -309,17 +381,7 @@ void elementwise(const Tensor& out, const std::vector<Tensor>& inputs, const std
   launch.tensor(out);
   for (const Tensor& t : inputs) launch.tensor(t);
   launch.value(g).value(cl_int(ndim)).value(cl_long(n));
-  for (const ScalarArg& s : scalars) {
-    switch (s.dtype) {
-      case DType::F64: launch.value(cl_double(s.value.to_double())); break;
-      case DType::F32: case DType::BF16: case DType::F16:
-        launch.value(cl_float(float(s.value.to_double())));
-        break;
-      default:
-        launch.value(cl_long(s.value.is_floating() ? int64_t(s.value.to_double()) : s.value.to_int()));
-        break;
-    }
-  }
+  for (const ScalarArg& s : scalars) launch.scalar(s.value, s.dtype);
   const size_t local = default_local_size(device);
   // A grid of at most 64K groups; each work item strides over the rest.
   const size_t groups = std::min<size_t>((size_t(n) + local - 1) / local, 65536);

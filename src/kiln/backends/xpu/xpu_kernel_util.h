@@ -30,6 +30,8 @@ class Launch {
   template <typename T>
   Launch& value(const T& v) { return raw(&v, sizeof(T)); }
   Launch& raw(const void* p, size_t n);
+  // A scalar in the kernel's SC_<dtype> type (double, float or long).
+  Launch& scalar(const Scalar& v, DType dtype);
   Launch& local_bytes(size_t n);  // a __local buffer argument
   // Enqueues global_size work items (rounded up to a multiple of local_size).
   void run(size_t global_size, size_t local_size);

@@ -1,6 +1,7 @@
 // xpu kernels of pooling over 1-3 spatial dims: max_pool (values and the flat spatial index
 // of each maximum, NaN winning as in torch), avg_pool (ceil_mode, count_include_pad,
-// divisor_override as torch) and adaptive_avg_pool, one work item per output element walking
+// divisor_override as torch), adaptive_avg_pool and adaptive_max_pool (a later NaN in a window
+// replacing an earlier one, as the CPU kernel), one work item per output element walking
 // its window; their backward ops (adaptive max pooling's is a scatter_add staged through the
 // host), one work item per input element gathering from the outputs whose windows hold it.
 // Leading dims (batch, channels) are planes.
@@ -64,7 +65,7 @@ __kernel void kiln_pool(__global char* ob, ulong oo, __global char* ib_, ulong i
     long lo[3], hi[3];
     long pool = 1;
     for (int d = 0; d < 3; ++d) {
-#if KIND == 2
+#if KIND >= 2
       lo[d] = (oc[d] * g.in_size[d]) / g.out_size[d];
       hi[d] = ((oc[d] + 1) * g.in_size[d] + g.out_size[d] - 1) / g.out_size[d];
 #else
@@ -91,6 +92,18 @@ __kernel void kiln_pool(__global char* ob, ulong oo, __global char* ib_, ulong i
         }
       }
     }
+    SV_T(ob + oo, e, best);
+    ((__global long*)(ib_ + io))[e] = bi;
+#elif KIND == 3
+    // The CPU's adaptive max: a later NaN replaces an earlier one.
+    ACC best = 0; long bi = -1;
+    for (long id = lo[0]; id < hi[0]; ++id)
+      for (long ih = lo[1]; ih < hi[1]; ++ih)
+        for (long iw = lo[2]; iw < hi[2]; ++iw) {
+          const long at = (id * g.in_size[1] + ih) * g.in_size[2] + iw;
+          const ACC v = (ACC)LD_T(xp, base + at);
+          if (bi < 0 || v > best || v != v) { best = v; bi = at; }
+        }
     SV_T(ob + oo, e, best);
     ((__global long*)(ib_ + io))[e] = bi;
 #else
@@ -208,7 +221,7 @@ void run_pool_backward(OpCall& call, int kind) {
   const Tensor& gx = call.outs[0];
   if (gx.numel() == 0) return;
   const int64_t nd = kind == 2 ? call.int_attr(1) : int64_t(call.ints_attr(1).size());
-  const bool windowed = kind != 2;
+  const bool windowed = kind < 2;
   PoolGeometry g = pool_geometry(gx, gy, nd, windowed ? &call.ints_attr(1) : nullptr,
                                  windowed ? &call.ints_attr(2) : nullptr,
                                  windowed ? &call.ints_attr(3) : nullptr,
@@ -238,12 +251,12 @@ void max_pool_backward_kernel(OpCall& call) { run_pool_backward(call, 0); }
 void avg_pool_backward_kernel(OpCall& call) { run_pool_backward(call, 1); }
 void adaptive_avg_pool_backward_kernel(OpCall& call) { run_pool_backward(call, 2); }
 
-// kind 0 max, 1 avg, 2 adaptive avg.
+// kind 0 max, 1 avg, 2 adaptive avg, 3 adaptive max.
 void run_pool(OpCall& call, int kind) {
   const Tensor& x = call.inputs[0];
   const Tensor& out = call.outs[0];
   if (out.numel() == 0) return;
-  const bool windowed = kind != 2;
+  const bool windowed = kind < 2;
   const int64_t nd = int64_t(call.ints_attr(0).size());
   PoolGeometry g = pool_geometry(x, out, nd, windowed ? &call.ints_attr(0) : nullptr,
                                  windowed ? &call.ints_attr(1) : nullptr,
@@ -256,7 +269,8 @@ void run_pool(OpCall& call, int kind) {
   Tensor xc = contiguous_on_device(x);
   Tensor target = out.is_contiguous() ? out : empty_tensor(out.shape(), out.dtype(), out.device());
   Tensor idx;
-  if (kind == 0) {
+  const bool indices = kind == 0 || kind == 3;
+  if (indices) {
     const Tensor& io = call.outs[1];
     idx = io.is_contiguous() ? io : empty_tensor(io.shape(), DType::I64, io.device());
   }
@@ -267,17 +281,18 @@ void run_pool(OpCall& call, int kind) {
                           dtype_tag(x.dtype()) + "\n" + kPool;
   {
     Launch l(device, program_source(device, src), "kiln_pool");
-    l.tensor(target).tensor(kind == 0 ? idx : target).tensor(xc).value(g);
+    l.tensor(target).tensor(indices ? idx : target).tensor(xc).value(g);
     const size_t local = default_local_size(device);
     l.run(std::min<size_t>((size_t(out.numel()) + local - 1) / local, 65536) * local, local);
   }
   if (!out.is_contiguous()) copy_into(out, target);
-  if (kind == 0 && !call.outs[1].is_contiguous()) copy_into(call.outs[1], idx);
+  if (indices && !call.outs[1].is_contiguous()) copy_into(call.outs[1], idx);
 }
 
 void max_pool_kernel(OpCall& call) { run_pool(call, 0); }
 void avg_pool_kernel(OpCall& call) { run_pool(call, 1); }
 void adaptive_avg_pool_kernel(OpCall& call) { run_pool(call, 2); }
+void adaptive_max_pool_kernel(OpCall& call) { run_pool(call, 3); }
 
 }  // namespace
 
@@ -285,6 +300,7 @@ void register_pooling_kernels() {
   register_kernel("max_pool", DeviceType::XPU, max_pool_kernel, kFloatDTypes);
   register_kernel("avg_pool", DeviceType::XPU, avg_pool_kernel, kFloatDTypes);
   register_kernel("adaptive_avg_pool", DeviceType::XPU, adaptive_avg_pool_kernel, kFloatDTypes);
+  register_kernel("adaptive_max_pool", DeviceType::XPU, adaptive_max_pool_kernel, kFloatDTypes);
   register_kernel("avg_pool_backward", DeviceType::XPU, avg_pool_backward_kernel, kFloatDTypes);
   register_kernel("max_pool_backward", DeviceType::XPU, max_pool_backward_kernel, kFloatDTypes);
   register_kernel("adaptive_avg_pool_backward", DeviceType::XPU, adaptive_avg_pool_backward_kernel,

@@ -415,9 +415,52 @@ void var_kernel(OpCall& call) {
   if (!out.is_contiguous()) copy_into(out, target);
 }
 
+// logsumexp over dims (attrs {dims, keepdim}): per row the max, then log(sum(exp(x - max))) +
+// max, an infinite max taken as 0 (all -inf gives -inf, any +inf gives +inf), as the CPU.
+void logsumexp_kernel(OpCall& call) {
+  const Tensor& in = call.inputs[0];
+  const Tensor& out = call.outs[0];
+  if (out.numel() == 0) return;
+  Rows r = rows_of(in, normalized_dims(call.ints_attr(0), in.dim()));
+  Tensor target = out.is_contiguous() ? out : empty_tensor(out.shape(), out.dtype(), out.device());
+  const std::string acc = in.dtype() == DType::F64 ? "F64" : "F32";
+  const std::string t = dtype_tag(in.dtype());
+  std::string s = "typedef CT_" + acc + " ACC;\n";
+  s += kGroupCombine;
+  s += "__kernel void kiln_logsumexp(__global char* ob, ulong oo, __global const char* ib, ulong io,\n"
+       "                             long rows, long len) {\n"
+       "  __local ACC scratch[256];\n"
+       "  __global const char* ip = ib + io;\n"
+       "  for (long row = get_group_id(0); row < rows; row += get_num_groups(0)) {\n"
+       "    ACC m = -INFINITY;\n"
+       "    for (long j = get_local_id(0); j < len; j += get_local_size(0)) {\n"
+       "      const ACC y = (ACC)LD_" + t + "(ip, row * len + j); m = (y > m || y != y) ? y : m; }\n"
+       "#define COMBINE(x, y) x = (y > x || y != y) ? y : x\n"
+       "    GROUP_COMBINE(m, scratch)\n"
+       "#undef COMBINE\n"
+       "    if (isinf(m)) m = 0;\n"
+       "    ACC sum = 0;\n"
+       "    for (long j = get_local_id(0); j < len; j += get_local_size(0))\n"
+       "      sum += exp((ACC)LD_" + t + "(ip, row * len + j) - m);\n"
+       "#define COMBINE(x, y) x = x + y\n"
+       "    GROUP_COMBINE(sum, scratch)\n"
+       "#undef COMBINE\n"
+       "    if (get_local_id(0) == 0) SV_" + std::string(dtype_tag(out.dtype())) + "(ob + oo, row, log(sum) + m);\n"
+       "  }\n"
+       "}\n";
+  const int device = in.device().index;
+  {  // the launch holds the device's kernel lock: released before the copy below
+    Launch l(device, program_source(device, s), "kiln_logsumexp");
+    l.tensor(target).tensor(r.data).value(cl_long(r.rows)).value(cl_long(r.len));
+    l.run(size_t(std::min<int64_t>(r.rows, 65536)) * kGroup, kGroup);
+  }
+  if (!out.is_contiguous()) copy_into(out, target);
+}
+
 }  // namespace
 
 void register_reduction_kernels() {
+  register_kernel("logsumexp", DeviceType::XPU, logsumexp_kernel, kFloatDTypes);
   register_kernel("var", DeviceType::XPU, var_kernel<false>, kFloatDTypes);
   register_kernel("std", DeviceType::XPU, var_kernel<true>, kFloatDTypes);
   auto reg = [](const char* name, KernelFn fn, DTypeMask mask) {

@@ -14,6 +14,10 @@ void register_conv_kernels();         // xpu_conv_kernels.cpp
 void register_pooling_kernels();      // xpu_pooling_kernels.cpp
 void register_ggml_kernels();         // xpu_ggml_kernels.cpp
 void register_pointwise_program_kernel();  // xpu_pointwise_program.cpp
+void register_advanced_indexing_kernels();  // xpu_advanced_indexing.cpp
+void register_pad_kernel();                 // xpu_pad_kernel.cpp
+void register_scan_kernels();               // xpu_scan_kernels.cpp
+void register_fused_update_kernels();       // xpu_fused_update_kernels.cpp
 
 void register_xpu_kernels() {
   register_elementwise_kernels();
@@ -26,6 +30,10 @@ void register_xpu_kernels() {
   register_pooling_kernels();
   register_ggml_kernels();
   register_pointwise_program_kernel();
+  register_advanced_indexing_kernels();
+  register_pad_kernel();
+  register_scan_kernels();
+  register_fused_update_kernels();
 }
 
 }  // namespace kiln::xpu

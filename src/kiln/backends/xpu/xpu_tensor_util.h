@@ -5,6 +5,10 @@
 
 #include "kiln/tensor/tensor.h"
 
+namespace kiln {
+struct OpCall;
+}
+
 namespace kiln::xpu {
 
 // t itself when contiguous, else a contiguous copy on t's device.
@@ -20,6 +24,10 @@ void copy_into(const Tensor& dst, const Tensor& src);
 Tensor to_host(const Tensor& t);
 // Writes a contiguous host tensor into an xpu tensor of the same shape (any strides).
 void from_host(const Tensor& dst, const Tensor& host);
+
+// Runs the op's CPU kernel on host copies of the inputs and writes its results into the xpu
+// outputs (xpu_host_staged.cpp): the xpu kernel of ops that stage through host memory.
+void run_on_host(OpCall& call);
 
 // Dims as non-negative indices, sorted and unique; empty means every dim.
 std::vector<int64_t> normalized_dims(const std::vector<int64_t>& dims, int64_t ndim);
