@@ -212,6 +212,49 @@ def test_index_gradient_on_the_device():
     close(x.grad, t.grad)
 
 
+# ---- scatter_add: keys along dim on the device, other index forms through the host ----
+@pytest.mark.parametrize("dtype", [kiln.float32, kiln.bfloat16, kiln.float64, kiln.int64, kiln.int32])
+def test_scatter_add_of_keys_along_dim_equals_the_cpu_bit_for_bit(dtype):
+    torch.manual_seed(4)
+    keys = torch.randint(0, 9, (40,))
+    src = kiln.tensor((torch.randn(40, 6) * 3).numpy()).to(dtype)
+    self_ = kiln.tensor((torch.randn(9, 6) * 3).numpy()).to(dtype)
+    for dim, idx, s, base in ((0, t2k(keys, "cpu").reshape(40, 1).expand(40, 6), src, self_),
+                              (1, t2k(keys, "cpu").reshape(1, 40).expand(6, 40), src.t(), self_.t())):
+        got = base.to(XPU).scatter_add(dim, idx.to(XPU), s.to(XPU))
+        same_bits(got, base.scatter_add(dim, idx, s))
+
+
+def test_embedding_and_index_select_gradients_on_the_device():
+    torch.manual_seed(5)
+    w = torch.randn(50, 8, requires_grad=True)
+    tokens = torch.randint(0, 50, (4, 30))
+    kw = t2k(w.detach()).requires_grad_()
+    y = F.embedding(t2k(tokens), kw)
+    g = torch.randn(4, 30, 8)
+    TF.embedding(tokens, w).backward(g)
+    y.backward(t2k(g))
+    assert kw.grad.device.type == "xpu"
+    close(kw.grad, w.grad, rtol=1e-5, atol=1e-5)
+    cw = t2k(w.detach(), "cpu").requires_grad_()
+    F.embedding(t2k(tokens, "cpu"), cw).backward(t2k(g, "cpu"))
+    same_bits(kw.grad, cw.grad)
+    t = torch.zeros(5, 3)
+    i = torch.tensor([4, 0, 4, 2])
+    v = torch.randn(4, 3)
+    close(t2k(t).index_add(0, t2k(i), t2k(v)), t.index_add(0, i, v))
+
+
+def test_scatter_add_general_index_and_errors():
+    t = torch.randn(4, 6)
+    src = torch.randn(4, 6)
+    index = torch.randint(0, 6, (4, 6))  # differs per row: staged through the host
+    close(t2k(t).scatter_add(1, t2k(index), t2k(src)), t.scatter_add(1, index, src))
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        kiln.zeros(3, 2, device=XPU).scatter_add(0, t2k(torch.tensor([[3], [0]])).expand(2, 2).contiguous()[:, :1].expand(2, 2),
+                                                 kiln.ones(2, 2, device=XPU))
+
+
 # ---- scatter, one_hot ----
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool])
 def test_scatter_src_and_value(dtype):

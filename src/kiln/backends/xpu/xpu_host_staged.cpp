@@ -4,9 +4,10 @@
 // - ops whose output size depends on the data (nonzero, masked_select, unique,
 //   repeat_interleave with a repeats tensor, one_hot inferring its classes): their size has to
 //   reach the host before the output exists anyway;
-// - sort and topk; scatter_add, scatter_reduce and index_put with accumulate=True (embedding's
-//   and advanced indexing's backward: deterministic sums in the CPU's order, without float
-//   atomics, which OpenCL 1.2 lacks);
+// - sort and topk; scatter_reduce, index_put with accumulate=True (advanced indexing's
+//   backward) and scatter_add's general index forms (xpu_scatter_add.cpp runs the common one
+//   on the device): deterministic sums in the CPU's order, without float atomics, which
+//   OpenCL 1.2 lacks;
 // - the linear-algebra factorisations (LAPACK on the host, decision 0076): sequential pivoting
 //   that a GPU runs well only through a vendor solver library.
 // The inputs are copied to the host, the CPU kernel runs, and the results are copied back
@@ -46,7 +47,7 @@ void run_on_host(OpCall& call) {
 void register_host_staged_kernels() {
   for (const char* name : {"uniform_", "normal_", "bernoulli_", "random_", "bernoulli", "dropout",
                            "multinomial", "randperm", "nonzero", "masked_select", "unique", "sort",
-                           "topk", "scatter_add", "scatter_reduce", "repeat_interleave",
+                           "topk", "scatter_reduce", "repeat_interleave",
                            "one_hot.infer", "linalg_cholesky_ex", "linalg_det", "linalg_eigh",
                            "linalg_lu_factor_ex", "linalg_lu_solve", "linalg_qr", "linalg_slogdet",
                            "linalg_solve_ex", "linalg_svd"}) {

@@ -2,8 +2,8 @@
 // of each maximum, NaN winning as in torch), avg_pool (ceil_mode, count_include_pad,
 // divisor_override as torch), adaptive_avg_pool and adaptive_max_pool (a later NaN in a window
 // replacing an earlier one, as the CPU kernel), one work item per output element walking
-// its window; their backward ops (adaptive max pooling's is a scatter_add staged through the
-// host), one work item per input element gathering from the outputs whose windows hold it.
+// its window; their backward ops (adaptive max pooling's is a scatter_add of a per-element
+// index, which stages through the host), one work item per input element gathering from the outputs whose windows hold it.
 // Leading dims (batch, channels) are planes.
 #include <string>
 

@@ -18,6 +18,7 @@ void register_advanced_indexing_kernels();  // xpu_advanced_indexing.cpp
 void register_pad_kernel();                 // xpu_pad_kernel.cpp
 void register_scan_kernels();               // xpu_scan_kernels.cpp
 void register_fused_update_kernels();       // xpu_fused_update_kernels.cpp
+void register_scatter_add_kernel();         // xpu_scatter_add.cpp
 
 void register_xpu_kernels() {
   register_elementwise_kernels();
@@ -34,6 +35,7 @@ void register_xpu_kernels() {
   register_pad_kernel();
   register_scan_kernels();
   register_fused_update_kernels();
+  register_scatter_add_kernel();
 }
 
 }  // namespace kiln::xpu
