@@ -129,7 +129,9 @@ _METHODS += ["arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh"]
 
 @_export()
 def xlogy(input, other):
-    x = input if isinstance(input, _C.Tensor) else _C.tensor(input)
+    # a Python number input becomes a tensor on other's device (as torch's wrapped scalars)
+    x = input if isinstance(input, _C.Tensor) else _C.tensor(
+        input, device=other.device if isinstance(other, _C.Tensor) else None)
     y = other if isinstance(other, _C.Tensor) else _like(_float(x), other)
     x, y = _float(x), _float(y)
     # 0 where x == 0 (even for y == 0), NaN where y is NaN, as torch
@@ -266,8 +268,11 @@ def equal(input, other):
 
 @_export()
 def isin(elements, test_elements, *, assume_unique=False, invert=False):
-    e = elements if isinstance(elements, _C.Tensor) else _C.tensor(elements)
-    t = test_elements if isinstance(test_elements, _C.Tensor) else _C.tensor(test_elements)
+    # a Python scalar / list side is made on the other side's device
+    e = elements if isinstance(elements, _C.Tensor) else _C.tensor(
+        elements, device=test_elements.device if isinstance(test_elements, _C.Tensor) else None)
+    t = test_elements if isinstance(test_elements, _C.Tensor) else _C.tensor(test_elements,
+                                                                             device=e.device)
     t = t.reshape(-1)
     if t.numel() == 0:
         found = _C.zeros_like(e, dtype=_C.bool)
@@ -395,35 +400,35 @@ def index_fill(input, dim, index, value):
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None,
                  sorter=None):
     """A binary search of every value, all values a step at a time (log2(n) gathers): memory
-    of the values' size, not values x boundaries."""
+    of the values' size, not values x boundaries. The answer, the count of boundaries before
+    each value, is built from the powers of two down (add, compare, where: no integer
+    division, which the xpu backend has no int64 kernel for)."""
     if side is not None:
         right = side == "right"
     seq = sorted_sequence if sorter is None else sorted_sequence.gather(-1, sorter)
     scalar = not isinstance(input, _C.Tensor)
-    v = _C.tensor([input], dtype=seq.dtype) if scalar else input
+    v = _C.tensor([input], dtype=seq.dtype, device=seq.device) if scalar else input
     n = seq.size(-1)
     if seq.dim() == 1:
         flat = v.reshape(-1)
-        lo = _C.zeros(flat.shape, dtype=_C.int64)
-        hi = _C.full(flat.shape, n, dtype=_C.int64)
-        pick = lambda mid: seq.gather(0, mid.clamp(0, _b.max(n - 1, 0)))  # noqa: E731
+        pick = lambda i: seq.gather(0, i)  # noqa: E731
     else:
         if tuple(seq.shape[:-1]) != tuple(v.shape[:-1]):
             raise RuntimeError("torch.searchsorted(): boundaries tensor should be 1 dimension "
                                "or the first N-1 dimensions of boundaries tensor and input "
                                "value tensor must match")
         flat = v
-        lo = _C.zeros(v.shape, dtype=_C.int64)
-        hi = _C.full(v.shape, n, dtype=_C.int64)
-        pick = lambda mid: seq.gather(-1, mid.clamp(0, _b.max(n - 1, 0)))  # noqa: E731
-    steps = _b.max(n, 1).bit_length()
-    for _ in range(steps if n else 0):
-        mid = (lo + hi) // 2
-        s = pick(mid)
-        go = ((s <= flat) if right else (s < flat)) & (mid < hi)
-        lo = _C.where(go, mid + 1, lo)
-        hi = _C.where(go, hi, mid)
-    r = lo.reshape(v.shape) if seq.dim() == 1 else lo
+        pick = lambda i: seq.gather(-1, i)  # noqa: E731
+    count = _C.zeros(flat.shape, dtype=_C.int64, device=seq.device)  # gathers from seq
+    step = 1 << (n.bit_length() - 1) if n else 0
+    while step:
+        nxt = count + step  # take `step` more boundaries if the last of them is before v
+        s = pick((nxt - 1).clamp(0, n - 1))
+        # "not after v" as torch writes it: a NaN value counts every boundary (lands at n)
+        go = ~((s > flat) if right else (s >= flat)) & (nxt <= n)
+        count = _C.where(go, nxt, count)
+        step >>= 1
+    r = count.reshape(v.shape) if seq.dim() == 1 else count
     if scalar:
         r = r.reshape(())
     return r.to(_C.int32) if out_int32 else r
@@ -609,9 +614,9 @@ def diag(input, diagonal=0):
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     n = input.size(-1) + _b.abs(offset)
     batch = tuple(input.shape[:-1])
-    idx = _C.arange(input.size(-1))
+    idx = _C.arange(input.size(-1), device=input.device)
     rows, cols = (idx, idx + offset) if offset >= 0 else (idx - offset, idx)
-    flat = _C.zeros(batch + (n * n,), dtype=input.dtype)
+    flat = _C.zeros(batch + (n * n,), dtype=input.dtype, device=input.device)
     flat = flat.scatter(-1, (rows * n + cols).expand(batch + (input.size(-1),)), input)
     out = flat.reshape(batch + (n, n))
     nd = out.dim()
@@ -709,8 +714,8 @@ def block_diag(*tensors):
         dtype = _C.promote_types(dtype, t.dtype)
     rows, c = [], 0
     for t in ts:
-        left = _C.zeros(t.size(0), c, dtype=dtype)
-        right = _C.zeros(t.size(0), cols - c - t.size(1), dtype=dtype)
+        left = _C.zeros(t.size(0), c, dtype=dtype, device=t.device)
+        right = _C.zeros(t.size(0), cols - c - t.size(1), dtype=dtype, device=t.device)
         rows.append(_C.cat([left, t.to(dtype), right], 1))
         c += t.size(1)
     return _C.cat(rows, 0)
@@ -729,8 +734,9 @@ def tril_indices(row, col, offset=0, *, dtype=None, device=None):
     r = _C.arange(row).unsqueeze(1).expand(row, col)
     c = _C.arange(col).unsqueeze(0).expand(row, col)
     mask = (c - r) <= offset
-    out = _C.stack([r[mask], c[mask]], 0)
-    return out if dtype is None else out.to(dtype)
+    out = _C.stack([r[mask], c[mask]], 0)  # built on the CPU, then moved where asked
+    return out.to(device=device if device is not None else out.device,
+                  dtype=dtype if dtype is not None else out.dtype)
 
 
 @_export(method=False)
@@ -738,8 +744,9 @@ def triu_indices(row, col, offset=0, *, dtype=None, device=None):
     r = _C.arange(row).unsqueeze(1).expand(row, col)
     c = _C.arange(col).unsqueeze(0).expand(row, col)
     mask = (c - r) >= offset
-    out = _C.stack([r[mask], c[mask]], 0)
-    return out if dtype is None else out.to(dtype)
+    out = _C.stack([r[mask], c[mask]], 0)  # built on the CPU, then moved where asked
+    return out.to(device=device if device is not None else out.device,
+                  dtype=dtype if dtype is not None else out.dtype)
 
 
 @_export(method=False)
@@ -750,7 +757,8 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
 @_export(method=False)
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
     r = _C.pow(float(base), _C.linspace(start, end, steps, dtype=_C.float64))
-    r = r.to(dtype if dtype is not None else _C.get_default_dtype())
+    r = r.to(dtype=dtype if dtype is not None else _C.get_default_dtype(),
+             device=device if device is not None else r.device)
     return r.requires_grad_(requires_grad) if requires_grad else r
 
 

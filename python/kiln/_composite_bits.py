@@ -13,8 +13,9 @@ def _operands(name, input, other):
     b = other if isinstance(other, _C.Tensor) else None
     if a is None and b is None:
         raise TypeError(f"{name}: expected a tensor operand")
-    a = a if a is not None else _C.full((), input, dtype=b.dtype)
-    b = b if b is not None else _C.full((), other, dtype=a.dtype)
+    # a Python number operand becomes a 0-d tensor on the tensor operand's device
+    a = a if a is not None else _C.full((), input, dtype=b.dtype, device=b.device)
+    b = b if b is not None else _C.full((), other, dtype=a.dtype, device=a.device)
     dtype = _C.promote_types(a.dtype, b.dtype)
     word = str(dtype).split(".")[-1]
     if word not in _BITS:
@@ -32,7 +33,8 @@ def _wrapped(value, bits, signed):
 def bitwise_left_shift(input, other):
     a, shift, dtype, bits = _operands("lshift", input, other)
     signed = dtype != _C.uint8
-    powers = _C.tensor([_wrapped(1 << k, bits, signed) for k in range(bits)], dtype=_C.int64)
+    powers = _C.tensor([_wrapped(1 << k, bits, signed) for k in range(bits)], dtype=_C.int64,
+                        device=a.device)
     valid = (shift >= 0) & (shift < bits)
     factor = powers[shift.clamp(0, bits - 1)].to(dtype)
     return _C.where(valid, a * factor, _C.zeros_like(a * factor))
@@ -42,7 +44,7 @@ def bitwise_left_shift(input, other):
 def bitwise_right_shift(input, other):
     a, shift, dtype, bits = _operands("rshift", input, other)
     wide = a.to(_C.int64)
-    powers = _C.tensor([1 << k for k in range(63)], dtype=_C.int64)
+    powers = _C.tensor([1 << k for k in range(63)], dtype=_C.int64, device=a.device)
     valid = (shift >= 0) & (shift < min(bits, 63))
     quotient = _C.floor_divide(wide, powers[shift.clamp(0, 62)])
     sign_fill = -(wide < 0).to(_C.int64)

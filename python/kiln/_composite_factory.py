@@ -13,9 +13,10 @@ _FLOATS = (_C.float16, _C.bfloat16, _C.float32, _C.float64)
 
 # --- windows ------------------------------------------------------------------------------
 
-def _window(name, window_length, periodic, dtype, requires_grad, values):
+def _window(name, window_length, periodic, dtype, requires_grad, values, device=None):
     """values(n, N) for n = 0..N-1 in float64, N one more than window_length when periodic
-    (the last sample is then dropped), rounded once to dtype."""
+    (the last sample is then dropped), rounded once to dtype; computed on the CPU (a device
+    may have no float64) and moved to `device`."""
     dtype = _C.get_default_dtype() if dtype is None else dtype
     if dtype not in _FLOATS:
         raise RuntimeError(f"{name} expects floating point dtypes, got: {dtype}")
@@ -28,6 +29,8 @@ def _window(name, window_length, periodic, dtype, requires_grad, values):
         size = window_length + 1 if periodic else window_length
         n = _C.arange(size, dtype=_C.float64)
         r = values(n, size).narrow(0, 0, window_length).to(dtype)
+    if device is not None:
+        r = r.to(device)
     return r.requires_grad_(True) if requires_grad else r
 
 
@@ -45,28 +48,28 @@ def _cosine_sum(coefficients):
 def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
                 requires_grad=False):
     return _window("hann_window", window_length, periodic, dtype, requires_grad,
-                   _cosine_sum((0.5, 0.5)))
+                   _cosine_sum((0.5, 0.5)), device)
 
 
 @export(method=False)
 def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None,
                    layout=None, device=None, requires_grad=False):
     return _window("hamming_window", window_length, periodic, dtype, requires_grad,
-                   _cosine_sum((alpha, beta)))
+                   _cosine_sum((alpha, beta)), device)
 
 
 @export(method=False)
 def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
                     requires_grad=False):
     return _window("blackman_window", window_length, periodic, dtype, requires_grad,
-                   _cosine_sum((0.42, 0.5, 0.08)))
+                   _cosine_sum((0.42, 0.5, 0.08)), device)
 
 
 @export(method=False)
 def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
                     requires_grad=False):
     return _window("bartlett_window", window_length, periodic, dtype, requires_grad,
-                   lambda n, size: 1.0 - _C.abs(n * (2.0 / (size - 1)) - 1.0))
+                   lambda n, size: 1.0 - _C.abs(n * (2.0 / (size - 1)) - 1.0), device)
 
 
 @export(method=False)
@@ -79,7 +82,8 @@ def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout
         ratio = (n - half) / half
         arg = beta * _C.sqrt((1.0 - ratio * ratio).clamp(min=0.0))
         return special.i0(arg) / special.i0(_C.full((), float(beta), dtype=_C.float64))
-    return _window("kaiser_window", window_length, periodic, dtype, requires_grad, values)
+    return _window("kaiser_window", window_length, periodic, dtype, requires_grad, values,
+                   device)
 
 
 # --- random -------------------------------------------------------------------------------
@@ -107,7 +111,8 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
             raise TypeError("normal() missing 1 required positional argument: \"size\"")
         shape = tuple(size)
         dtype = _C.get_default_dtype() if dtype is None else dtype
-    noise = _C.empty(shape, dtype=dtype)
+    # the draws on the tensor arguments' device (else the one asked for)
+    noise = _C.empty(shape, dtype=dtype, device=tensors[0].device if tensors else device)
     noise.normal_(0.0, 1.0, generator=generator) if generator is not None else noise.normal_()
     r = mean + std * noise
     if requires_grad:
@@ -152,6 +157,8 @@ def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=F
         raise RuntimeError("upper bound and larger bound inconsistent with step sign")
     r = (_C.arange(count, dtype=_C.float64) * float(step) + float(start)).to(
         _C.get_default_dtype() if dtype is None else dtype)
+    if device is not None:
+        r = r.to(device)
     return r.requires_grad_(True) if requires_grad else r
 
 

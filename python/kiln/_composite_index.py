@@ -15,7 +15,7 @@ def _scatter_into_view(input, src, view_of, name):
     """input with the elements that view_of(input) would show replaced by src: the view is
     taken of the flat positions (arange), so any view op works, and one scatter writes src
     (differentiable in both input and src)."""
-    positions = view_of(_C.arange(input.numel()).reshape(tuple(input.shape)))
+    positions = view_of(_C.arange(input.numel(), device=input.device).reshape(tuple(input.shape)))
     if tuple(src.shape) != tuple(positions.shape):
         raise RuntimeError(f"{name}: expected src to have a size equal to the slice of self. "
                            f"src size = {list(src.shape)}, slice size = "
@@ -188,7 +188,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     d = 0 if dim is None else dim % _b.max(input.dim(), 1)
     n = x.size(d)
     if n == 0:
-        empty = _C.zeros(0, dtype=_C.int64)
+        empty = _C.zeros(0, dtype=_C.int64, device=x.device)
         out = [x.clone()] + ([empty.reshape(tuple(input.shape)) if dim is None else empty]
                              if return_inverse else []) + ([empty] if return_counts else [])
         return out[0] if len(out) == 1 else tuple(out)
@@ -196,7 +196,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     others = tuple(i for i in range(x.dim()) if i != d)
     if others:  # a slice starts a run when any of its elements differs
         differs = differs.any(others)
-    starts = _C.cat([_C.ones(_b.min(n, 1), dtype=_C.bool), differs.reshape(-1)])
+    starts = _C.cat([_C.ones(_b.min(n, 1), dtype=_C.bool, device=x.device), differs.reshape(-1)])
     run_of = _C.cumsum(starts.to(_C.int64), 0) - 1
     start_at = _C.nonzero(starts).reshape(-1)
     values = x.index_select(d, start_at)
@@ -205,7 +205,8 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
         out.append(run_of.reshape(tuple(input.shape)) if dim is None else run_of)
     if return_counts:
         ends = _C.cat([start_at.narrow(0, 1, _b.max(start_at.numel() - 1, 0)),
-                       _C.full((_b.min(start_at.numel(), 1),), n, dtype=_C.int64)])
+                       _C.full((_b.min(start_at.numel(), 1),), n, dtype=_C.int64,
+                               device=x.device)])
         out.append(ends - start_at)
     return values if len(out) == 1 else tuple(out)
 
@@ -218,14 +219,15 @@ def combinations(input, r=2, with_replacement=False):
         raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
     if r < 0:
         raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    where = {"dtype": _C.int64, "device": input.device}  # the row indices, by input's side
     if r == 0:  # indexing keeps the result in input's graph, as torch
-        return input[_C.zeros(0, dtype=_C.int64)]
+        return input[_C.zeros(0, **where)]
     pick = _itertools.combinations_with_replacement if with_replacement else \
         _itertools.combinations
     rows = list(pick(range(input.numel()), r))
     if not rows:
-        return input[_C.zeros((0, r), dtype=_C.int64)]
-    return input[_C.tensor(rows, dtype=_C.int64)]
+        return input[_C.zeros((0, r), **where)]
+    return input[_C.tensor(rows, **where)]
 
 
 # --- copies of views ----------------------------------------------------------------------
@@ -272,7 +274,7 @@ def new(self, *args, **kwargs):
         if isinstance(data, Size):
             return _C.empty(tuple(data), **kwargs)
         if isinstance(data, _C.Tensor):
-            return data.detach().to(kwargs["dtype"])
+            return data.detach().to(dtype=kwargs["dtype"], device=kwargs["device"])
         return _C.tensor(data, **kwargs)
     raise TypeError(f"new() received an invalid combination of arguments: {args}")
 

@@ -12,10 +12,13 @@ from ._composite_more import export, PROPERTIES
 _FLOATS = (_C.float16, _C.bfloat16, _C.float32, _C.float64)
 
 
-def _tensor(x, like=None):
+def _tensor(x, like=None, device=None):
+    """x as a tensor: a Python number becomes a 0-d one of like's dtype, on like's device (or
+    on `device`): ops take no cpu operand next to an xpu one."""
     if isinstance(x, _C.Tensor):
         return x
-    return _C.tensor(x) if like is None else _C.full((), x, dtype=like.dtype)
+    return _C.tensor(x, device=device) if like is None else \
+        _C.full((), x, dtype=like.dtype, device=like.device)
 
 
 # --- integers -----------------------------------------------------------------------------
@@ -87,7 +90,7 @@ def frexp(input):
 @export()
 def ldexp(input, other):
     """input * 2^other; a float input keeps its dtype against integer exponents, as torch."""
-    other = _tensor(other)
+    other = _tensor(other, device=input.device)
     if input.is_floating_point():
         dtype = _C.promote_types(input.dtype, other.dtype) if other.is_floating_point() \
             else input.dtype

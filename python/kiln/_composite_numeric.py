@@ -121,7 +121,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         w = aweights if w is None else w * aweights
     if w is None:
         avg = x.mean(1)
-        w_sum = _C.full((), float(n), dtype=x.dtype)
+        w_sum = _C.full((), float(n), dtype=x.dtype, device=x.device)
         norm = w_sum - correction
     else:
         w = w.to(x.dtype) if not w.is_floating_point() else w
@@ -213,8 +213,8 @@ def vander(x, N=None, increasing=False):
         raise RuntimeError("N must be non-negative.")
     dtype = _C.promote_types(x.dtype, _C.int64)
     if n == 0:
-        return _C.empty((x.numel(), 0), dtype=dtype)
-    ones = _C.ones((x.numel(), 1), dtype=dtype)
+        return _C.empty((x.numel(), 0), dtype=dtype, device=x.device)
+    ones = _C.ones((x.numel(), 1), dtype=dtype, device=x.device)
     columns = x.to(dtype).unsqueeze(1).expand(x.numel(), n - 1)
     r = _C.cat([ones, columns], 1).cumprod(1)
     return r if increasing else r.flip(1)
@@ -227,14 +227,14 @@ def mode(input, dim=-1, keepdim=False):
     """The most frequent value along dim (the smallest among equally frequent ones) and the
     index of its last occurrence, as torch: runs of a stable sort."""
     if input.dim() == 0:
-        return _Mode(input.clone(), _C.zeros((), dtype=_C.int64))
+        return _Mode(input.clone(), _C.zeros((), dtype=_C.int64, device=input.device))
     d = dim % input.dim()
     x = input.movedim(d, -1)
     n = x.size(-1)
     if n == 0:
         raise IndexError(f"mode(): Expected reduction dim {dim} to have non-zero size.")
     s, order = x.detach().sort(-1, stable=True)
-    starts = _C.cat([_C.ones(tuple(s.shape[:-1]) + (1,), dtype=_C.bool),
+    starts = _C.cat([_C.ones(tuple(s.shape[:-1]) + (1,), dtype=_C.bool, device=s.device),
                      s.narrow(-1, 1, n - 1) != s.narrow(-1, 0, n - 1)], -1)
     run = _C.cumsum(starts.to(_C.int64), -1) - 1
     counts = _C.zeros_like(run).scatter_add(-1, run, _C.ones_like(run))
@@ -276,13 +276,13 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False):
                                f"{lo} max {hi}")
         if lo == hi:
             lo, hi = lo - 0.5, hi + 0.5
-        edges = _C.linspace(lo, hi, bins + 1, dtype=input.dtype)
+        edges = _C.linspace(lo, hi, bins + 1, dtype=input.dtype, device=x.device)
     nbins = edges.numel() - 1
     w = _C.ones_like(x) if weight is None else weight.reshape(-1).to(x.dtype)
     inside = (x >= edges[0]) & (x <= edges[-1])
     from ._composite import searchsorted
     b = (searchsorted(edges, x, right=True) - 1).clamp(0, _b.max(nbins - 1, 0))
-    hist = _C.zeros(_b.max(nbins, 0), dtype=input.dtype).scatter_add(
+    hist = _C.zeros(_b.max(nbins, 0), dtype=input.dtype, device=x.device).scatter_add(
         0, b, _C.where(inside, w, _C.zeros_like(w)))
     if density:
         widths = edges.narrow(0, 1, nbins) - edges.narrow(0, 0, nbins)

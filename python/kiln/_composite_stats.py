@@ -2,7 +2,8 @@
 (median, nanmedian, kthvalue, quantile, nanquantile, msort), running extremes (cummax,
 cummin), counting (bincount, histc), in-place forms of out-of-place ops (index_add_, tril_,
 fill_diagonal_, masked_scatter_, ...) and the random fills torch has beyond uniform / normal
-(exponential_, geometric_, log_normal_, cauchy_)."""
+(exponential_, geometric_, log_normal_, cauchy_). Helper tensors (indices, counts) are made
+on the input's device: the ops take no mixed cpu / xpu operands."""
 import builtins as _b
 import math as _math
 
@@ -27,7 +28,7 @@ def _median(input, dim, keepdim, ignore_nan, name):
     if dim is None:
         x = input.reshape(-1)
         if x.numel() == 0:
-            return _C.full((), _math.nan, dtype=input.dtype)
+            return _C.full((), _math.nan, dtype=input.dtype, device=input.device)
         r = _median(x, 0, False, ignore_nan, name)
         return r[0]
     s, order = input.sort(dim)  # NaN sorts last
@@ -61,7 +62,8 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     s, order = x.sort(dim)
     shape = list(x.shape)
     shape[dim] = 1
-    v, i = _pick(s, order, dim, _C.full(shape, k - 1, dtype=_C.int64), keepdim or not input.dim())
+    v, i = _pick(s, order, dim, _C.full(shape, k - 1, dtype=_C.int64, device=x.device),
+                 keepdim or not input.dim())
     if not input.dim():
         v, i = v.reshape(()), i.reshape(())
     return _values_indices("kthvalue", v, i)
@@ -79,7 +81,8 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
     if not input.is_floating_point():
         raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
     scalar_q = not isinstance(q, _C.Tensor)
-    qs = _C.tensor([float(q)], dtype=input.dtype) if scalar_q else q.to(input.dtype).reshape(-1)
+    qs = _C.tensor([float(q)], dtype=input.dtype, device=input.device) if scalar_q else \
+        q.to(input.dtype).reshape(-1)
     if bool(((qs < 0) | (qs > 1)).any()):
         raise RuntimeError(f"{name}() q values must be in the range [0, 1]")
     x = input.reshape(-1) if dim is None else input
@@ -134,10 +137,10 @@ def _cumulative_extreme(input, dim, greater, name):
     x = input
     n = x.size(dim) if x.dim() else 1
     if x.dim() == 0:
-        return _values_indices(name, x.clone(), _C.zeros((), dtype=_C.int64))
+        return _values_indices(name, x.clone(), _C.zeros((), dtype=_C.int64, device=x.device))
     shape = [1] * x.dim()
     shape[dim] = n
-    idx = _C.arange(n).reshape(shape).expand(tuple(x.shape)).contiguous()
+    idx = _C.arange(n, device=x.device).reshape(shape).expand(tuple(x.shape)).contiguous()
     v = x.detach()
     shift = 1
     while shift < n:
@@ -181,10 +184,11 @@ def bincount(input, weights=None, minlength=0):
     size = _b.max(int(input.max().item()) + 1 if input.numel() else 0, minlength)
     idx = input.to(_C.int64)
     if weights is None:
-        return _C.zeros(size, dtype=_C.int64).scatter_add(0, idx, _C.ones_like(idx))
+        return _C.zeros(size, dtype=_C.int64, device=idx.device).scatter_add(
+            0, idx, _C.ones_like(idx))
     w = weights.to(_C.float64) if not weights.is_floating_point() else weights
     dtype = _C.float64 if weights.dtype != _C.float32 else _C.float32
-    return _C.zeros(size, dtype=dtype).scatter_add(0, idx, w.to(dtype))
+    return _C.zeros(size, dtype=dtype, device=idx.device).scatter_add(0, idx, w.to(dtype))
 
 
 @_export()
@@ -203,7 +207,7 @@ def histc(input, bins=100, min=0, max=0):
         raise RuntimeError("max must be larger than min")
     inside = (x >= lo) & (x <= hi)
     b = ((x - lo) * (bins / (hi - lo))).floor().to(_C.int64).clamp(0, bins - 1)
-    counts = _C.zeros(bins, dtype=input.dtype)
+    counts = _C.zeros(bins, dtype=input.dtype, device=input.device)
     return counts.scatter_add(0, b, inside.to(input.dtype))
 
 
@@ -253,12 +257,12 @@ def fill_diagonal_(self, fill_value, wrap=False):
         raise RuntimeError("all dimensions of input must be of equal length")
     n = _b.min(self.shape)
     step = sum(_math.prod(self.shape[d + 1:]) for d in range(self.dim()))
-    flat = _C.arange(self.numel()).reshape(tuple(self.shape))
+    flat = _C.arange(self.numel(), device=self.device).reshape(tuple(self.shape))
     limit = self.numel() if (wrap and self.dim() == 2) else n * step - step + 1
     mask = (flat % step == 0) & (flat < limit)
     if wrap and self.dim() == 2:  # after each block of C + 1 rows torch skips one row
-        rows = _C.arange(self.size(0)).reshape(-1, 1).expand(tuple(self.shape))
-        cols = _C.arange(self.size(1)).reshape(1, -1).expand(tuple(self.shape))
+        rows = _C.arange(self.size(0), device=self.device).reshape(-1, 1).expand(tuple(self.shape))
+        cols = _C.arange(self.size(1), device=self.device).reshape(1, -1).expand(tuple(self.shape))
         mask = (rows % (self.size(1) + 1)) == cols
     return self.masked_fill_(mask, fill_value)
 

@@ -18,22 +18,23 @@ def _eps(dtype):
 
 
 def _eye_like(A, n):
-    return _C.eye(n, dtype=A.dtype).expand(*A.shape[:-2], n, n)
+    return _C.eye(n, dtype=A.dtype, device=A.device).expand(*A.shape[:-2], n, n)
 
 
 def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):
     """A = P L U from lu_factor's packed factors and 1-based row interchanges."""
     m, n = LU_data.shape[-2], LU_data.shape[-1]
     k = _b.min(m, n)
-    L = U = P = _C.empty(0, dtype=LU_data.dtype)
+    L = U = P = _C.empty(0, dtype=LU_data.dtype, device=LU_data.device)
     if unpack_data:
-        L = LU_data[..., :, :k].tril(-1) + _C.eye(m, k, dtype=LU_data.dtype)
+        L = LU_data[..., :, :k].tril(-1) + _C.eye(m, k, dtype=LU_data.dtype, device=LU_data.device)
         U = LU_data[..., :k, :].triu()
     if unpack_pivots:
         # Apply the interchanges to 0..m-1 in order: row j of P^T A is row perm[j] of A.
         import numpy as np
         batch = _math.prod(LU_pivots.shape[:-1])  # not reshape(-1, k): a batch can be empty
-        piv = np.asarray(LU_pivots.to(_C.int64).numpy()).reshape(batch, LU_pivots.shape[-1]) - 1
+        piv = np.asarray(LU_pivots.to(_C.int64).cpu().numpy()).reshape(
+            batch, LU_pivots.shape[-1]) - 1
         if piv.size and (piv.min() < 0 or piv.max() >= m):
             raise RuntimeError(f"lu_unpack: pivots must be in [1, {m}], as lu_factor gives them")
         perm = np.tile(np.arange(m), (piv.shape[0], 1))
@@ -43,7 +44,8 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=N
             perm[rows, i], perm[rows, piv[:, i]] = b, a
         p = np.zeros((piv.shape[0], m, m))
         p[rows[:, None], perm, np.arange(m)[None, :]] = 1
-        P = _C.tensor(p.reshape(*LU_data.shape[:-2], m, m)).to(LU_data.dtype)
+        P = _C.tensor(p.reshape(*LU_data.shape[:-2], m, m)).to(dtype=LU_data.dtype,
+                                                              device=LU_data.device)
     return _f._out(_lu_unpack_t(P, L, U), out)
 
 
@@ -138,12 +140,12 @@ def lstsq(A, B, rcond=None, *, driver=None):
         raise RuntimeError(f"torch.linalg.lstsq: input.size(-2) should match other.size(-2), "
                            f"got {m} and {Bm.shape[-2]}")
     cut_ratio = _eps(A.dtype) * _b.max(m, n) if rcond is None or rcond < 0 else rcond
-    empty = _C.empty(0, dtype=A.dtype)
+    empty = _C.empty(0, dtype=A.dtype, device=A.device)
     S = empty
     by_qr = _lstsq_by_qr(A, Bm, cut_ratio) if driver in ("gels", "gelsy") else None
     if by_qr is not None:
         X, k = by_qr
-        rank = _C.full(tuple(A.shape[:-2]), k, dtype=_C.int64)
+        rank = _C.full(tuple(A.shape[:-2]), k, dtype=_C.int64, device=A.device)
     else:
         U, S, Vh = _f.svd(A, full_matrices=False)
         s_max = S.amax(-1, True) if S.shape[-1] else S.sum(-1, True)
@@ -156,7 +158,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
         # [..., k]; a vector B keeps its k = 1 here (torch squeezes only the solution)
         residuals = ((A @ X - Bm) ** 2).sum(-2)
     return _lstsq_t(X.squeeze(-1) if vector else X, residuals,
-                    rank if driver != "gels" else _C.empty(0, dtype=_C.int64),
+                    rank if driver != "gels" else _C.empty(0, dtype=_C.int64, device=A.device),
                     S if driver in ("gelsd", "gelss") else empty)
 
 
@@ -278,8 +280,8 @@ def householder_product(A, tau, *, out=None):
         raise RuntimeError(f"torch.linalg.householder_product: input.shape[-2] must be greater "
                            f"than or equal to input.shape[-1] >= tau.shape[-1], got {m}, {n}, "
                            f"{k}")
-    V = A[..., :, :k].tril(-1) + _C.eye(m, k, dtype=A.dtype)
-    Q = _C.eye(m, n, dtype=A.dtype).expand(*A.shape[:-2], m, n)
+    V = A[..., :, :k].tril(-1) + _C.eye(m, k, dtype=A.dtype, device=A.device)
+    Q = _C.eye(m, n, dtype=A.dtype, device=A.device).expand(*A.shape[:-2], m, n)
     for i in reversed(range(k)):  # Q = H_i Q, from the last reflection back
         v = V[..., :, i:i + 1]
         Q = Q - (tau[..., i:i + 1].unsqueeze(-1) * v) @ (v.mT @ Q)

@@ -41,7 +41,7 @@ def cholesky_solve(input, input2, upper=False, *, out=None):
 
 def cholesky_inverse(input, upper=False, *, out=None):
     n = input.shape[-1]
-    eye = _C.eye(n, dtype=input.dtype).expand(*input.shape[:-2], n, n)
+    eye = _C.eye(n, dtype=input.dtype, device=input.device).expand(*input.shape[:-2], n, n)
     return _f._out(cholesky_solve(eye, input, upper), out)
 
 
@@ -55,8 +55,8 @@ def svd(input, some=True, compute_uv=True, *, out=None):
         S = _f.svdvals(input)
         m, n = input.shape[-2], input.shape[-1]
         batch = tuple(input.shape[:-2])
-        zeros_u = _C.zeros(*batch, m, m, dtype=input.dtype)
-        zeros_v = _C.zeros(*batch, n, n, dtype=input.dtype)
+        zeros_u = _C.zeros(*batch, m, m, dtype=input.dtype, device=input.device)
+        zeros_v = _C.zeros(*batch, n, n, dtype=input.dtype, device=input.device)
         return _f._out(_svd_t(zeros_u, S, zeros_v), out)
     U, S, Vh = _f._L.svd(input, not some)
     return _f._out(_svd_t(U, S, Vh.mT), out)

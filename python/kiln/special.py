@@ -43,7 +43,8 @@ def erfcx(input):
 
 
 def xlog1py(input, other):
-    x = input if isinstance(input, _C.Tensor) else _C.tensor(input)
+    x = input if isinstance(input, _C.Tensor) else _C.tensor(  # on other's device
+        input, device=other.device if isinstance(other, _C.Tensor) else None)
     y = other if isinstance(other, _C.Tensor) else _C.full_like(_composite._float(x), other)
     x, y = _composite._float(x), _composite._float(y)
     r = _C.where(x == 0, _C.zeros_like(x), x * _C.log1p(y))

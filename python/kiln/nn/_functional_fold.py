@@ -14,8 +14,9 @@ def _pair(v, name):
     return v
 
 
-def _block_index(size, kernel, dilation, padding, stride, name):
-    """Flat indices [kh * kw * L] into the padded [Hp * Wp] image, the blocks' grid, and Wp."""
+def _block_index(size, kernel, dilation, padding, stride, name, device):
+    """Flat indices [kh * kw * L] into the padded [Hp * Wp] image, the blocks' grid, and Wp.
+    The indices are built on `device`, the input's (gather / scatter_add take no mixed ones)."""
     (h, w), (kh, kw), (dh, dw), (ph, pw), (sh, sw) = size, kernel, dilation, padding, stride
     if min(kh, kw, dh, dw, sh, sw) <= 0 or min(ph, pw) < 0:
         raise RuntimeError(f"{name}: kernel_size, dilation and stride must be positive and "
@@ -26,10 +27,10 @@ def _block_index(size, kernel, dilation, padding, stride, name):
     if bh <= 0 or bw <= 0:
         raise RuntimeError(f"{name}: the kernel ({kh}, {kw}) with dilation ({dh}, {dw}) does "
                            f"not fit the padded input ({hp}, {wp})")
-    ki = _C.arange(kh).reshape(kh, 1, 1, 1) * dh
-    kj = _C.arange(kw).reshape(1, kw, 1, 1) * dw
-    oi = _C.arange(bh).reshape(1, 1, bh, 1) * sh
-    oj = _C.arange(bw).reshape(1, 1, 1, bw) * sw
+    ki = _C.arange(kh, device=device).reshape(kh, 1, 1, 1) * dh
+    kj = _C.arange(kw, device=device).reshape(1, kw, 1, 1) * dw
+    oi = _C.arange(bh, device=device).reshape(1, 1, bh, 1) * sh
+    oj = _C.arange(bw, device=device).reshape(1, 1, 1, bw) * sw
     return ((ki + oi) * wp + (kj + oj)).reshape(-1), (bh, bw), (hp, wp)
 
 
@@ -42,7 +43,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     kernel, dil, pad = _pair(kernel_size, "kernel_size"), _pair(dilation, "dilation"), \
         _pair(padding, "padding")
     idx, (bh, bw), (hp, wp) = _block_index((h, w), kernel, dil, pad, _pair(stride, "stride"),
-                                           "unfold")
+                                           "unfold", input.device)
     if pad != (0, 0):
         x = _C.pad(x, (pad[1], pad[1], pad[0], pad[0]))
     flat = x.reshape(n, c, hp * wp)
@@ -60,7 +61,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
         _pair(padding, "padding")
     h, w = _pair(output_size, "output_size")
     idx, (bh, bw), (hp, wp) = _block_index((h, w), kernel, dil, pad, _pair(stride, "stride"),
-                                           "fold")
+                                           "fold", input.device)
     n, ck, blocks = cols.shape
     k = kernel[0] * kernel[1]
     if ck % k != 0:
@@ -75,7 +76,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
                            f"input.size(2)={blocks}.")
     c = ck // k
     src = cols.reshape(n, c, k * blocks)
-    out = _C.zeros(n, c, hp * wp, dtype=cols.dtype).scatter_add(
+    out = _C.zeros(n, c, hp * wp, dtype=cols.dtype, device=cols.device).scatter_add(
         2, idx.expand(n, c, idx.numel()), src)
     out = out.reshape(n, c, hp, wp)
     if pad != (0, 0):

@@ -156,7 +156,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         z = z * z
     if weight is not None:
         z = z * weight.gather(0, y.reshape(-1)).reshape(-1, 1)
-    cols = _C.arange(x.size(1)).reshape(1, -1)
+    cols = _C.arange(x.size(1), device=x.device).reshape(1, -1)
     z = _C.where(cols == y, _C.zeros_like(z), z)  # j == y is not a margin
     loss = z.sum(1) / x.size(1)
     if input.dim() < 2:

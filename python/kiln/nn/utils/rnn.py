@@ -21,7 +21,8 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
     for s in seqs:
         missing = longest - s.size(0)
         if missing:
-            fill = _C.full((missing,) + tuple(s.shape[1:]), padding_value, dtype=s.dtype)
+            fill = _C.full((missing,) + tuple(s.shape[1:]), padding_value, dtype=s.dtype,
+                           device=s.device)
             s = _C.cat([s, fill] if padding_side == "right" else [fill, s], 0)
         padded.append(s)
     return _C.stack(padded, 0 if batch_first else 1)
