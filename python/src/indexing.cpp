@@ -171,10 +171,11 @@ void setitem(Tensor& self, nb::handle index, nb::handle value) {
 }  // namespace
 
 void bind_indexing(nb::module_& m, nb::class_<Tensor>& cls) {
-  cls.def("__getitem__", &getitem);
+  // .none(): x[None] passes None itself as the index (a tuple holding None already worked).
+  cls.def("__getitem__", &getitem, nb::arg("index").none());
   cls.def("__setitem__", [](Tensor& self, nb::handle index, nb::handle value) {
     setitem(self, index, value);
-  });
+  }, nb::arg("index").none(), nb::arg("value"));
 
   m.def("index_select", [](const Tensor& x, int64_t dim, const Tensor& index) {
     return kiln::index_select(x, dim, index);

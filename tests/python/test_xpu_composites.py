@@ -4,7 +4,6 @@ made on the input's device: a helper left on the CPU fails with "Expected all te
 the same device". Every result must live on xpu and match torch (integer results exactly).
 On machines without a GPU the device is PoCL's CPU OpenCL driver (conftest sets
 KILN_XPU_DEVICE_TYPES=all)."""
-import os
 
 import numpy as np
 import pytest
@@ -14,15 +13,6 @@ import kiln
 import kiln.nn.functional as F
 
 XPU = "xpu"
-
-# Ops with no int64 kernel on xpu yet: the composites that need them raise NotImplementedError
-# (unless KILN_FALLBACK=cpu runs them on the CPU). strict: the test flags when they land.
-_FALLBACK = os.environ.get("KILN_FALLBACK") == "cpu"
-
-
-def _missing(what):
-    return pytest.mark.xfail(not _FALLBACK, raises=NotImplementedError, strict=True,
-                             reason=f"no xpu kernel yet: {what}")
 
 
 @pytest.fixture(autouse=True)
@@ -108,7 +98,6 @@ def test_median():
     close(t2k(t).median(), t.median())
 
 
-@_missing("int64 floor division (div)")
 def test_nanmedian():
     t = torch.randn(4, 7)
     t[1, 2] = float("nan")
@@ -256,26 +245,22 @@ def test_left_shift():
     close(2 << t2k(t.abs() % 10), 2 << (t.abs() % 10))
 
 
-@_missing("int64 floor division (div)")
 def test_right_shift():
     t = torch.randint(-50, 50, (7,))
     close(t2k(t) >> 2, t >> 2)
 
 
-@_missing("int64 remainder")
 def test_gcd():
     a, b = torch.randint(0, 40, (8,)), torch.randint(0, 40, (8,))
     close(kiln.gcd(t2k(a), t2k(b)), torch.gcd(a, b))
 
 
-@_missing("int64 remainder")
 def test_unravel_index():
     i = torch.tensor([0, 5, 11])
     for g, w in zip(kiln.unravel_index(t2k(i), (3, 4)), torch.unravel_index(i, (3, 4))):
         close(g, w)
 
 
-@_missing("int64 remainder")
 def test_fill_diagonal_():
     t = torch.randn(7, 3)
     close(t2k(t).fill_diagonal_(0.5, wrap=True), t.clone().fill_diagonal_(0.5, wrap=True))
@@ -322,7 +307,6 @@ def test_householder_product():
           torch.linalg.householder_product(a, tau), atol=1e-5)
 
 
-@_missing("linalg_solve_triangular")
 def test_cholesky_inverse():
     a = torch.randn(3, 3)
     L = torch.linalg.cholesky(a @ a.T + 3 * torch.eye(3))

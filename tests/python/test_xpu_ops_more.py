@@ -440,3 +440,43 @@ def test_linalg_factorisations_on_xpu_tensors():
     q, r = kiln.linalg.qr(ka)
     close(q @ r, a, rtol=1e-9, atol=1e-10)
     close(kiln.linalg.inv(ka) @ ka, torch.eye(5, dtype=torch.float64), rtol=1e-9, atol=1e-9)
+
+
+# ---- integer division, and CPU scalars next to xpu tensors ----
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int8, torch.uint8])
+def test_integer_div_fmod_remainder_against_torch(dtype):
+    lo = 0 if dtype == torch.uint8 else -50
+    a = torch.randint(lo, 50, (64,)).to(dtype)
+    b = torch.randint(1, 9, (64,)).to(dtype)
+    if dtype != torch.uint8:
+        b = b * torch.where(torch.rand(64) > 0.5, 1, -1).to(dtype)
+        b[:2] = -1
+        a[0] = torch.iinfo(dtype).min  # INT_MIN / -1 wraps as on the CPU
+    ka, kb = t2k(a), t2k(b)
+    for mode in ("trunc", "floor"):
+        same_bits(kiln.div(ka, kb, rounding_mode=mode), kiln.div(ka.cpu(), kb.cpu(), rounding_mode=mode))
+        if dtype != torch.uint8:
+            close(kiln.div(ka[1:], kb[1:], rounding_mode=mode), torch.div(a[1:], b[1:], rounding_mode=mode))
+    same_bits(ka // kb, ka.cpu() // kb.cpu())
+    close(kiln.fmod(ka[1:], kb[1:]), torch.fmod(a[1:], b[1:]))
+    close(kiln.remainder(ka[1:], kb[1:]), torch.remainder(a[1:], b[1:]))
+    same_bits(kiln.remainder(ka, kb), kiln.remainder(ka.cpu(), kb.cpu()))
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        kiln.div(ka, kb * 0, rounding_mode="floor")
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        kiln.remainder(ka, kb * 0)
+
+
+def test_cpu_scalars_join_xpu_tensors_as_in_torch():
+    x = t2k(torch.arange(6.0))
+    close(x * kiln.tensor(2.0), torch.arange(6.0) * 2)
+    close(kiln.tensor(1.5) + x, torch.arange(6.0) + 1.5)
+    close(kiln.where(x > 2, x, kiln.tensor(-1.0)), torch.where(torch.arange(6.0) > 2, torch.arange(6.0), -1.0))
+    close(x[None], torch.arange(6.0)[None])
+    with pytest.raises(RuntimeError, match="same device"):
+        x + kiln.ones(6)  # only 0-d CPU tensors move
+    out = kiln.empty((), device=XPU)
+    kiln.add(kiln.tensor(1.0), kiln.tensor(2.0), out=out)  # the output's device decides
+    close(out, torch.tensor(3.0))
+    with pytest.raises(RuntimeError, match="same device"):
+        kiln.add(x, x, out=kiln.empty(6))  # outputs never move

@@ -22,26 +22,45 @@ namespace {
 std::atomic<int> g_fallback{-1};  // -1: not read from the environment yet
 std::atomic<int64_t> g_total_fallbacks{0};
 
-// The device every tensor of the call is on; DeviceError naming both when they differ.
-Device call_device(const OpCall& call) {
+// A 0-d CPU input may join tensors on another device, as in PyTorch (a scalar such as
+// `x_xpu * torch.tensor(2.0)`): it is copied to their device.
+bool is_cpu_scalar(const Tensor& t) { return t.dim() == 0 && t.device().type == DeviceType::CPU; }
+
+// The device every tensor of the call is on (0-d CPU inputs aside, which are moved to it);
+// DeviceError naming both when two differ.
+Device call_device(OpCall& call) {
   const Tensor* first = nullptr;
-  auto visit = [&](const Tensor& t) {
-    if (!t.defined()) return;
-    if (!first) {
+  for (const auto& t : call.inputs)
+    if (t.defined() && !is_cpu_scalar(t)) {
       first = &t;
+      break;
+    }
+  for (size_t i = 0; !first && i < call.outs.size(); ++i)
+    if (call.outs[i].defined()) first = &call.outs[i];
+  for (size_t i = 0; !first && i < call.inputs.size(); ++i)
+    if (call.inputs[i].defined()) first = &call.inputs[i];
+  if (!first) {
+    KILN_INTERNAL_ASSERT(call.device.has_value(), "op '", call.op->name,
+                         "' called with no tensor and no device");
+    return resolve_device(*call.device);
+  }
+  const Device device = first->device();
+  bool move_scalars = false;
+  auto check = [&](const Tensor& t, bool input) {
+    if (!t.defined() || t.device() == device) return;
+    if (input && is_cpu_scalar(t)) {
+      move_scalars = true;
       return;
     }
-    KILN_CHECK(t.device() == first->device(), DeviceError,
-               "Expected all tensors to be on the same device, but found at least two "
-               "devices, ", first->device(), " and ", t.device(), " (in op '", call.op->name,
-               "')");
+    KILN_THROW(DeviceError, "Expected all tensors to be on the same device, but found at least two "
+               "devices, ", device, " and ", t.device(), " (in op '", call.op->name, "')");
   };
-  for (const auto& t : call.inputs) visit(t);
-  for (const auto& t : call.outs) visit(t);
-  if (first) return first->device();
-  KILN_INTERNAL_ASSERT(call.device.has_value(), "op '", call.op->name,
-                       "' called with no tensor and no device");
-  return resolve_device(*call.device);
+  for (const auto& t : call.inputs) check(t, true);
+  for (const auto& t : call.outs) check(t, false);
+  if (move_scalars)
+    for (auto& t : call.inputs)
+      if (t.defined() && t.device() != device) t = t.to(device);
+  return device;
 }
 
 DType key_dtype(const OpCall& call, const std::vector<TensorMeta>& metas) {

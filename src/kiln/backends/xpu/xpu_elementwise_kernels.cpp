@@ -9,6 +9,7 @@
 #include "kiln/dispatch/registry.h"
 #include "xpu_elementwise_bodies.h"
 #include "xpu_kernel_util.h"
+#include "xpu_tensor_util.h"
 
 namespace kiln::xpu {
 
@@ -229,9 +230,12 @@ const std::unordered_map<std::string, BinaryBodies>& binary_bodies() {
         "  if (e < 0) { acc = (a == 1) ? (R)1 : ((a == -1) ? ((e & 1) ? (R)-1 : (R)1) : (R)0); }"
         "  else { while (e) { if (e & 1) acc *= base; base *= base; e >>= 1; } }"
         "  r = acc; }"}},
-      {"fmod", {"r = fmod(a, b);", nullptr}},
+      // Integers: C's % (the sign of a), 0 for b = -1 (INT_MIN % -1 overflows); zero divisors
+      // are refused on the host first (check_integer_divisor).
+      {"fmod", {"r = fmod(a, b);", "r = (b == -1) ? (R)0 : (R)(a % b);"}},
       {"remainder",
-       {"{ R m = fmod(a, b); if (m != (R)0 && ((b < (R)0) != (m < (R)0))) m += b; r = m; }", nullptr}},
+       {"{ R m = fmod(a, b); if (m != (R)0 && ((b < (R)0) != (m < (R)0))) m += b; r = m; }",
+        "{ R m = (b == -1) ? (R)0 : (R)(a % b); if (m != 0 && ((m < 0) != (b < 0))) m = (R)(m + b); r = m; }"}},
       {"atan2", {"r = atan2(a, b);", nullptr}},
       {"eq", {"r = a == b;", "r = a == b;"}},
       {"ne", {"r = a != b;", "r = a != b;"}},
@@ -249,6 +253,15 @@ const std::unordered_map<std::string, BinaryBodies>& binary_bodies() {
   return m;
 }
 
+// Integer division by zero is the CPU kernel's error (a kernel cannot raise): the divisor is
+// read on the host first (a copy and a wait; integer division is index arithmetic, rarely a
+// hot path).
+void check_integer_divisor(const Tensor& b) {
+  if (is_floating(b.dtype()) || b.numel() == 0) return;
+  for (int64_t v : to_host(b).to_vector<int64_t>())
+    KILN_CHECK(v != 0, Error, "ZeroDivisionError: integer division by zero");
+}
+
 void binary_kernel(OpCall& call) {
   const Tensor& a = call.inputs[0];
   const Tensor& out = call.outs[0];
@@ -256,6 +269,7 @@ void binary_kernel(OpCall& call) {
   const char* body = is_floating(a.dtype()) ? b.floating : b.integral;
   KILN_CHECK(body != nullptr, NotImplementedError, "\"", call.op->name, "\" not implemented for '",
              dtype_name(a.dtype()), "' on xpu");
+  if (call.op->name == "fmod" || call.op->name == "remainder") check_integer_divisor(call.inputs[1]);
   const DType r = out.dtype() == DType::Bool ? a.dtype() : out.dtype();
   elementwise(out, {a, call.inputs[1]}, with_result_type(r, body));
 }
@@ -275,9 +289,20 @@ void add_kernel(OpCall& call) {
 
 void div_kernel(OpCall& call) {
   const Tensor& out = call.outs[0];
-  KILN_CHECK(is_floating(out.dtype()), NotImplementedError, "\"div\" not implemented for '",
-             dtype_name(out.dtype()), "' on xpu (integer division with a rounding mode)");
   std::string mode = call.has_attr(0) ? call.string_attr(0) : "";
+  if (!is_floating(out.dtype())) {
+    // Integers (a rounding mode given): the CPU's int_div_trunc / int_div_floor; INT_MIN / -1
+    // wraps (negation through ulong).
+    KILN_CHECK(mode == "trunc" || mode == "floor", Error, "div: integer division needs a rounding "
+               "mode, got '", mode, "'");
+    check_integer_divisor(call.inputs[1]);
+    const std::string body =
+        "{ R q = (b == -1) ? (R)(0UL - (ulong)(long)a) : (R)(a / b);" +
+        std::string(mode == "floor" ? " if (b != -1 && (a % b != 0) && ((a < 0) != (b < 0))) q = (R)(q - 1);" : "") +
+        " r = q; }";
+    elementwise(out, {call.inputs[0], call.inputs[1]}, with_result_type(out.dtype(), body));
+    return;
+  }
   const char* body = mode == "trunc" ? "r = trunc(a / b);"
                      : mode == "floor" ? "r = floor(a / b);"
                                        : kDivBody;
@@ -353,7 +378,7 @@ void register_elementwise_kernels() {
   }
   reg("add", add_kernel<false>, kAllDTypes);
   reg("sub", add_kernel<true>, kNumericDTypes);
-  reg("div", div_kernel, kFloatDTypes);
+  reg("div", div_kernel, kNumericDTypes);
   reg("where", where_kernel, kAllDTypes);
   reg("lerp", lerp_kernel, kFloatDTypes);
   reg("addcmul", addc_kernel<false>, kNumericDTypes);

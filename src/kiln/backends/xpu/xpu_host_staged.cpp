@@ -50,7 +50,7 @@ void register_host_staged_kernels() {
                            "topk", "scatter_reduce", "repeat_interleave",
                            "one_hot.infer", "linalg_cholesky_ex", "linalg_det", "linalg_eigh",
                            "linalg_lu_factor_ex", "linalg_lu_solve", "linalg_qr", "linalg_slogdet",
-                           "linalg_solve_ex", "linalg_svd"}) {
+                           "linalg_solve_ex", "linalg_solve_triangular", "linalg_svd"}) {
     const KernelEntry cpu = detail::registered_kernel(name, DeviceType::CPU);
     if (cpu.fn) register_kernel(name, DeviceType::XPU, run_on_host, cpu.dtypes);
   }
