@@ -96,6 +96,23 @@ def _tensor_contains(self, element):
                        f"in a {type(element)}.")
 
 
+def _tensor_xpu(self, device=None, non_blocking=False, memory_format=None):
+    """A copy on the xpu device (this tensor itself when it is already there), as torch's."""
+    target = "xpu" if device is None else (f"xpu:{device}" if isinstance(device, _builtins.int)
+                                           else device)
+    r = self if self.device.type == "xpu" and device is None else self.to(target)
+    return r if memory_format is None else r.contiguous(memory_format=memory_format)
+
+
+def _tensor_new_empty_strided(self, size, stride, *, dtype=None, device=None,
+                              requires_grad=False):
+    return empty_strided(size, stride, dtype=self.dtype if dtype is None else dtype,
+                         device=self.device if device is None else device,
+                         requires_grad=requires_grad)
+
+
+Tensor.xpu = _tensor_xpu
+Tensor.new_empty_strided = _tensor_new_empty_strided
 Tensor.__hash__ = _tensor_hash
 Tensor.__contains__ = _tensor_contains
 Tensor.__iter__ = _tensor_iter

@@ -27,6 +27,7 @@ def _alias(name):
 
 
 for _name in ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+              "conv_transpose3d",
               "avg_pool1d", "adaptive_avg_pool1d", "max_pool1d", "max_pool2d", "max_pool3d",
               "max_pool1d_with_indices", "selu", "celu", "prelu", "threshold", "hardshrink",
               "pixel_shuffle", "pixel_unshuffle", "cosine_similarity", "pairwise_distance",

@@ -57,8 +57,10 @@ void bind_nn_conv(nb::module_& m) {
       Tensor bias = opt(b);
       if (nd == 1)
         return F::conv_transpose1d(x, w, bias, stride, padding, output_padding, groups, dilation);
-      KILN_CHECK(nd == 2, ValueError, "conv_transpose: 1 or 2 spatial dims, got ", nd);
-      return F::conv_transpose2d(x, w, bias, stride, padding, output_padding, groups, dilation);
+      if (nd == 2)
+        return F::conv_transpose2d(x, w, bias, stride, padding, output_padding, groups, dilation);
+      KILN_CHECK(nd == 3, ValueError, "conv_transpose: 1, 2 or 3 spatial dims, got ", nd);
+      return F::conv_transpose3d(x, w, bias, stride, padding, output_padding, groups, dilation);
     });
   }, nb::arg("input"), nb::arg("weight"), nb::arg("bias").none(), nb::arg("nd"),
      nb::arg("stride"), nb::arg("padding"), nb::arg("output_padding"), nb::arg("groups"),

@@ -224,6 +224,7 @@ EXTRA_OPS = [
 
 OPS = (conv_ops(1, N_RANDOM) + conv_ops(2, N_RANDOM) + conv_ops(3, N_RANDOM // 2)
        + conv_transpose_ops(1, N_RANDOM) + conv_transpose_ops(2, N_RANDOM)
+       + conv_transpose_ops(3, N_RANDOM // 2)
        + max_pool_ops(1, N_RANDOM) + max_pool_ops(2, N_RANDOM)
        + avg_pool_ops(1, N_RANDOM) + avg_pool_ops(2, N_RANDOM)
        + adaptive_ops(N_RANDOM) + EXTRA_OPS)
@@ -289,6 +290,11 @@ MODULE_CASES = [
       lambda nn: nn.ConvTranspose2d(3, 3, 3, padding=1, bias=False), [(3, 4, 4)]),
     C("ConvTranspose2d_output_size", lambda nn: nn.ConvTranspose2d(2, 3, 3, stride=2),
       [(1, 2, 4, 4)], call=lambda m, xs, L: m(xs[0], output_size=[10, 9])),
+    C("ConvTranspose3d", lambda nn: nn.ConvTranspose3d(4, 6, (3, 2, 3), stride=(2, 1, 2),
+                                                       padding=1, output_padding=(1, 0, 1),
+                                                       groups=2), [(2, 4, 3, 4, 3)]),
+    C("ConvTranspose3d_output_size", lambda nn: nn.ConvTranspose3d(2, 3, 3, stride=2),
+      [(1, 2, 3, 3, 2)], call=lambda m, xs, L: m(xs[0], output_size=[8, 7, 6])),
     C("MaxPool1d", lambda nn: nn.MaxPool1d(3, stride=2, padding=1), [(2, 3, 9)]),
     C("MaxPool2d", lambda nn: nn.MaxPool2d(2), [(2, 3, 6, 5)]),
     C("MaxPool2d_ceil_dilation", lambda nn: nn.MaxPool2d((3, 2), stride=2, padding=1,

@@ -480,3 +480,25 @@ def test_cpu_scalars_join_xpu_tensors_as_in_torch():
     close(out, torch.tensor(3.0))
     with pytest.raises(RuntimeError, match="same device"):
         kiln.add(x, x, out=kiln.empty(6))  # outputs never move
+
+
+def test_conv_transpose3d_on_the_device_and_tensor_xpu():
+    torch.manual_seed(6)
+    tm = torch.nn.ConvTranspose3d(4, 6, (3, 2, 3), stride=(2, 1, 2), padding=1,
+                                  output_padding=(1, 0, 1), groups=2)
+    km = kiln.nn.ConvTranspose3d(4, 6, (3, 2, 3), stride=(2, 1, 2), padding=1,
+                                 output_padding=(1, 0, 1), groups=2)
+    km.load_state_dict({k: kiln.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    km = km.xpu() if hasattr(km, "xpu") else km.to(XPU)
+    x = torch.randn(2, 4, 3, 4, 3, requires_grad=True)
+    kx = kiln.tensor(x.detach().numpy()).xpu().requires_grad_()
+    assert kx.device.type == "xpu" and kx.xpu() is kx
+    y, ty = km(kx), tm(x)
+    close(y, ty.detach(), rtol=1e-4, atol=1e-5)
+    g = torch.randn(ty.shape)
+    ty.backward(g)
+    y.backward(t2k(g))
+    close(kx.grad, x.grad, rtol=1e-4, atol=1e-5)
+    close(km.weight.grad, tm.weight.grad, rtol=1e-4, atol=1e-4)
+    lazy = kiln.nn.LazyConvTranspose3d(5, 2)
+    assert tuple(lazy(kiln.ones(1, 3, 2, 2, 2)).shape) == tuple(torch.nn.LazyConvTranspose3d(5, 2)(torch.ones(1, 3, 2, 2, 2)).shape)

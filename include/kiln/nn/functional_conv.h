@@ -46,6 +46,10 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bia
                         const IntList& stride = {1}, const IntList& padding = {0},
                         const IntList& output_padding = {0}, int64_t groups = 1,
                         const IntList& dilation = {1});
+Tensor conv_transpose3d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+                        const IntList& stride = {1}, const IntList& padding = {0},
+                        const IntList& output_padding = {0}, int64_t groups = 1,
+                        const IntList& dilation = {1});
 
 // stride empty: equal to kernel_size.
 Tensor max_pool1d(const Tensor& x, const IntList& kernel_size, const IntList& stride = {},

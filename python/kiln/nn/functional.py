@@ -278,6 +278,12 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                            dilation)
 
 
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    return _conv_transpose(3, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation)
+
+
 def _stride(stride):
     # None or an empty list: stride = kernel_size (the C++ side's empty list).
     if stride is None:
@@ -401,7 +407,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                                             bool(enable_gqa))
 
 
-__all__ += ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "max_pool1d",
+__all__ += ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+            "conv_transpose3d", "max_pool1d",
             "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
             "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d",
             "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",

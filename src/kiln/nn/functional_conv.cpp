@@ -111,6 +111,10 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& b, const
                         const IntList& p, const IntList& op, int64_t g, const IntList& d) {
   return conv_transpose_nd("conv_transpose2d", 2, x, w, b, s, p, op, g, d);
 }
+Tensor conv_transpose3d(const Tensor& x, const Tensor& w, const Tensor& b, const IntList& s,
+                        const IntList& p, const IntList& op, int64_t g, const IntList& d) {
+  return conv_transpose_nd("conv_transpose3d", 3, x, w, b, s, p, op, g, d);
+}
 
 Tensor max_pool1d(const Tensor& x, const IntList& k, const IntList& s, const IntList& p,
                   const IntList& d, bool ceil) {

@@ -206,3 +206,8 @@ class ConvTranspose1d(_ConvTransposeNd):
 class ConvTranspose2d(_ConvTransposeNd):
     _nd = 2
     _tuple = staticmethod(_pair)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    _nd = 3
+    _tuple = staticmethod(_triple)

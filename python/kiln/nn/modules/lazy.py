@@ -9,7 +9,7 @@ from ... import _C
 from ..._C import Tensor
 from ...autograd import no_grad
 from .conv import (Conv1d, Conv2d, Conv3d, ConvTranspose1d,  # noqa: F401
-                   ConvTranspose2d)
+                   ConvTranspose2d, ConvTranspose3d)
 from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .linear import Linear, _factory
 from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d
@@ -17,7 +17,7 @@ from ..parameter import Parameter
 
 __all__ = ["UninitializedParameter", "UninitializedBuffer", "LazyModuleMixin", "LazyLinear",
            "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d",
-           "LazyConvTranspose2d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
+           "LazyConvTranspose2d", "LazyConvTranspose3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
            "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d"]
 
 
@@ -232,6 +232,7 @@ LazyConv2d = _lazy_conv(Conv2d)
 LazyConv3d = _lazy_conv(Conv3d)
 LazyConvTranspose1d = _lazy_conv_transpose(ConvTranspose1d)
 LazyConvTranspose2d = _lazy_conv_transpose(ConvTranspose2d)
+LazyConvTranspose3d = _lazy_conv_transpose(ConvTranspose3d)
 
 
 class _LazyNormMixin(LazyModuleMixin):
