@@ -11,6 +11,7 @@
 #include "kiln/runtime/backend.h"
 #include "kiln/runtime/profiler.h"
 #include "kiln/runtime/threads.h"
+#include "kiln/tensor/print_options.h"
 
 namespace kiln::py {
 
@@ -67,6 +68,24 @@ void bind_runtime(nb::module_& m) {
                "only floating-point types are supported as the default type");
     set_default_float_dtype(t);
   }, nb::arg("d"));
+  // torch.set_printoptions' state (python/kiln/__init__.py applies the profiles); sci_mode
+  // -1 chooses per tensor.
+  m.def("_set_print_options", [](int precision, int64_t threshold, int64_t edgeitems,
+                                 int64_t linewidth, int sci_mode) {
+    KILN_CHECK(precision >= 0 && precision <= 100 && threshold >= 0 && edgeitems >= 0 &&
+                   linewidth >= 1,
+               ValueError, "set_printoptions: expected precision in [0, 100], threshold >= 0, "
+               "edgeitems >= 0 and linewidth >= 1, got ", precision, ", ", threshold, ", ",
+               edgeitems, ", ", linewidth);
+    PrintOptions o{precision, threshold, edgeitems, linewidth, std::nullopt};
+    if (sci_mode >= 0) o.sci_mode = sci_mode != 0;
+    set_print_options(o);
+  });
+  m.def("_get_print_options", [] {
+    const PrintOptions o = print_options();
+    return nb::make_tuple(o.precision, o.threshold, o.edgeitems, o.linewidth,
+                          o.sci_mode ? int(*o.sci_mode) : -1);
+  });
   m.def("promote_types", [](DType a, DType b) { return promote_types(a, b); });
   m.def("can_cast", [](DType from, DType to) { return kiln::can_cast(from, to); },
         nb::arg("from_"), nb::arg("to"));

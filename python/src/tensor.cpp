@@ -1,5 +1,6 @@
 // kiln.Tensor: geometry, dtype/device, host reads (item, tolist, repr), conversions
 // (to, cpu, float, ...), copies, fills and the new_* constructors.
+#include "kiln/tensor/print_options.h"
 #include "bind.h"
 #include "kiln/autograd/node.h"
 
@@ -30,12 +31,10 @@ nb::object tolist_rec(const std::vector<double>& f, const std::vector<int64_t>& 
 }
 
 std::string repr(const Tensor& t) {
-  std::string s = nogil([&] { return t.str(); });
-  std::string extra;
-  if (auto fn = autograd::grad_fn(t)) extra = ", grad_fn=<" + fn->name() + ">";
-  else if (autograd::requires_grad(t)) extra = ", requires_grad=True";
-  if (!extra.empty() && !s.empty() && s.back() == ')') s.insert(s.size() - 1, extra);
-  return s;
+  std::vector<std::string> extra;
+  if (auto fn = autograd::grad_fn(t)) extra.push_back("grad_fn=<" + fn->name() + ">");
+  else if (autograd::requires_grad(t)) extra.push_back("requires_grad=True");
+  return nogil([&] { return tensor_repr(t, extra); });
 }
 
 // Tensor.to(...) in all of torch's forms: to(dtype), to(device, dtype=None), to(tensor),

@@ -1,26 +1,37 @@
 // Printing in PyTorch's style: tensor([[1., 2.],\n        [3., 4.]], dtype=kiln.float64).
-// Floats print with 4 decimals ("1.5000"), or as "1." when every value is whole, or in
-// scientific notation when the range is wide; more than 1000 elements are summarised with
-// "..." keeping 3 items at each edge of each dim.
+// Floats print with `precision` decimals ("1.5000"), or as "1." when every value is whole, or
+// in scientific notation when the shown values' range is wide; more than `threshold` elements
+// are summarised with "..." keeping `edgeitems` items at each edge of each dim (only those
+// are read: printing a large tensor copied every element to the host as doubles); rows
+// wrap at `linewidth` (print_options.h, torch.set_printoptions). Checked against torch 2.13.
+#include <algorithm>
 #include <cmath>
-#include <functional>
 #include <cstdio>
+#include <mutex>
 #include <ostream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "kiln/ops/copy.h"
+#include "kiln/ops/indexing.h"
+#include "kiln/tensor/print_options.h"
 #include "kiln/tensor/tensor.h"
 
 namespace kiln {
 
 namespace {
 
+std::mutex g_options_mutex;
+PrintOptions g_options;
+
 struct Formatter {
   bool floating = false, is_bool = false, all_int = true, sci = false;
+  int precision = 4;
   size_t width = 1;
 
   std::string fmt(double v) const {
-    char buf[64];
+    char buf[512];
     if (is_bool) return v != 0 ? "True" : "False";
     if (!floating) {
       std::snprintf(buf, sizeof buf, "%lld", (long long)v);
@@ -29,118 +40,153 @@ struct Formatter {
     if (std::isnan(v)) return "nan";
     if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
     if (sci)
-      std::snprintf(buf, sizeof buf, "%.4e", v);
+      std::snprintf(buf, sizeof buf, "%.*e", precision, v);
     else if (all_int)
       std::snprintf(buf, sizeof buf, "%.0f.", v);
     else
-      std::snprintf(buf, sizeof buf, "%.4f", v);
+      std::snprintf(buf, sizeof buf, "%.*f", precision, v);
     return buf;
   }
 };
 
-constexpr int64_t kThreshold = 1000, kEdge = 3;
-
-void collect(const std::vector<double>& vals, const Shape& shape, bool summarize,
-             std::vector<double>& shown) {
-  // Gathers the values that will be printed (for width and format decisions).
-  std::vector<int64_t> idx(shape.size(), 0);
-  Strides st = contiguous_strides(shape);
-  std::function<void(size_t, int64_t)> rec = [&](size_t d, int64_t base) {
-    if (d == shape.size()) {
-      shown.push_back(vals[size_t(base)]);
-      return;
-    }
-    int64_t n = shape[d];
-    for (int64_t i = 0; i < n; ++i) {
-      if (summarize && n > 2 * kEdge && i == kEdge) i = n - kEdge;
-      rec(d + 1, base + i * st[d]);
-    }
-  };
-  if (numel_of(shape) > 0) rec(0, 0);
+// What is printed of t: each dim longer than 2 * edge cut to its first and last `edge` items
+// (cut[d] says which were), on the host, contiguous.
+Tensor shown_part(const Tensor& t, bool summarize, int64_t edge, std::vector<bool>& cut) {
+  Tensor r = t;
+  cut.assign(size_t(t.dim()), false);
+  for (int64_t d = 0; summarize && d < t.dim(); ++d) {
+    const int64_t n = t.size(d);
+    if (n <= 2 * edge) continue;
+    cut[size_t(d)] = true;
+    r = cat({r.narrow(d, 0, edge), r.narrow(d, n - edge, edge)}, d);
+  }
+  return r.cpu().contiguous();
 }
 
-void print_rec(std::ostream& os, const std::vector<double>& vals, const Shape& shape,
-               const Strides& st, size_t d, int64_t base, const Formatter& f, bool summarize,
-               size_t indent) {
-  if (d == shape.size()) {
-    std::string s = f.fmt(vals[size_t(base)]);
-    os << std::string(f.width > s.size() ? f.width - s.size() : 0, ' ') << s;
+struct Layout {
+  const std::vector<double>& vals;
+  const Shape& shape;  // of the shown part
+  const std::vector<bool>& cut;
+  int64_t edge;
+  int64_t linewidth;
+};
+
+// torch's _tensor_str_with_formatter: the last dim as wrapped lines of elements, "..." an
+// element where the dim was cut; outer dims one row per line, rows apart by blank lines.
+void print_rec(std::ostream& os, const Layout& L, const Strides& st, size_t d, int64_t base,
+               const Formatter& f, size_t indent) {
+  const int64_t n = L.shape[d];
+  if (d + 1 == L.shape.size()) {
+    std::vector<std::string> items;
+    for (int64_t i = 0; i < n; ++i) {
+      if (L.cut[d] && i == L.edge) items.push_back(" ...");
+      std::string s = f.fmt(L.vals[size_t(base + i * st[d])]);
+      items.push_back(std::string(f.width > s.size() ? f.width - s.size() : 0, ' ') + s);
+    }
+    const int64_t per_line =
+        std::max<int64_t>(1, (L.linewidth - int64_t(indent)) / int64_t(f.width + 2));
+    os << '[';
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (i > 0) os << (int64_t(i) % per_line == 0 ? ",\n" + std::string(indent + 1, ' ') : ", ");
+      os << items[i];
+    }
+    os << ']';
     return;
   }
   os << '[';
-  int64_t n = shape[d];
+  const std::string row_sep = "," + std::string(L.shape.size() - d - 1, '\n') + std::string(indent + 1, ' ');
   for (int64_t i = 0; i < n; ++i) {
-    if (summarize && n > 2 * kEdge && i == kEdge) {
-      os << (d + 1 == shape.size() ? " ..." : "...");
-      os << (d + 1 == shape.size() ? ", " : ",\n" + std::string(indent + d + 1, ' '));
-      i = n - kEdge;
-    }
-    print_rec(os, vals, shape, st, d + 1, base + i * st[d], f, summarize, indent);
-    if (i + 1 < n) {
-      if (d + 1 == shape.size()) {
-        os << ", ";
-      } else {
-        os << ',' << std::string(shape.size() - d - 1, '\n') << std::string(indent + d + 1, ' ');
-      }
-    }
+    if (L.cut[d] && i == L.edge) os << "..." << row_sep;
+    print_rec(os, L, st, d + 1, base + i * st[d], f, indent + 1);
+    if (i + 1 < n) os << row_sep;
   }
   os << ']';
 }
 
 }  // namespace
 
-std::string Tensor::str() const {
-  std::ostringstream os;
-  os << *this;
-  return os.str();
+PrintOptions print_options() {
+  std::lock_guard lock(g_options_mutex);
+  return g_options;
 }
 
-std::ostream& operator<<(std::ostream& os, const Tensor& t) {
-  if (!t.defined()) return os << "tensor(undefined)";
-  std::vector<double> vals = t.to_vector<double>();
-  const Shape& shape = t.shape();
-  bool summarize = t.numel() > kThreshold;
+void set_print_options(const PrintOptions& options) {
+  std::lock_guard lock(g_options_mutex);
+  g_options = options;
+}
+
+std::string Tensor::str() const { return tensor_repr(*this, {}); }
+
+std::string tensor_repr(const Tensor& t, const std::vector<std::string>& extra_suffixes) {
+  if (!t.defined()) return "tensor(undefined)";
+  const PrintOptions o = print_options();
+  const bool summarize = t.numel() > o.threshold;
+  std::vector<bool> cut;
+  const Tensor part = t.numel() > 0 ? shown_part(t, summarize, o.edgeitems, cut) : Tensor();
+  const std::vector<double> vals = t.numel() > 0 ? part.to_vector<double>() : std::vector<double>();
   Formatter f;
   f.floating = t.is_floating_point();
   f.is_bool = t.dtype() == DType::Bool;
-  std::vector<double> shown;
-  collect(vals, shape, summarize, shown);
+  f.precision = o.precision;
   if (f.floating) {
     double amax = 0, amin = INFINITY;
     bool any = false;
-    for (double v : shown) {
+    for (double v : vals) {
       if (!std::isfinite(v)) continue;
       any = true;
       if (v != std::trunc(v)) f.all_int = false;
       amax = std::max(amax, std::fabs(v));
       if (v != 0) amin = std::min(amin, std::fabs(v));
     }
-    if (any && (amax >= 1e8 || (amin != INFINITY && (amax / amin > 1000.0 || amin < 1e-4)))) {
-      f.sci = !(f.all_int && amax < 1e8);
-    }
+    // torch's _Formatter: the ratio and size of the nonzero finite values shown.
+    if (any && amin != INFINITY)
+      f.sci = amax / amin > 1000.0 || amax > 1.0e8 || (!f.all_int && amin < 1.0e-4);
+    if (o.sci_mode) f.sci = *o.sci_mode;
   }
-  for (double v : shown) f.width = std::max(f.width, f.fmt(v).size());
+  for (double v : vals) f.width = std::max(f.width, f.fmt(v).size());
 
   const std::string prefix = "tensor(";
+  std::ostringstream os;
   os << prefix;
-  if (t.numel() == 0 && t.dim() > 0) {
+  std::vector<std::string> suffixes;
+  if (!t.device().is_cpu()) suffixes.push_back("device='" + t.device().str() + "'");
+  std::ostringstream dtype_name;
+  dtype_name << "dtype=" << t.dtype();
+  if (t.numel() == 0) {
     os << "[]";
-  } else if (t.dim() == 0) {
-    os << f.fmt(vals[0]);
+    if (t.dim() != 1) {
+      std::string size = "size=(";
+      for (int64_t i = 0; i < t.dim(); ++i) size += (i ? ", " : "") + std::to_string(t.size(i));
+      suffixes.push_back(size + ")");
+    }
+    if (t.dtype() != default_float_dtype()) suffixes.push_back(dtype_name.str());  // as torch
   } else {
-    print_rec(os, vals, shape, contiguous_strides(shape), 0, 0, f, summarize, prefix.size());
+    if (t.dim() == 0) {
+      os << f.fmt(vals[0]);
+    } else {
+      const Layout layout{vals, part.shape(), cut, o.edgeitems, o.linewidth};
+      print_rec(os, layout, contiguous_strides(part.shape()), 0, 0, f, prefix.size());
+    }
+    if (t.dtype() != default_float_dtype() && t.dtype() != DType::I64 && t.dtype() != DType::Bool)
+      suffixes.push_back(dtype_name.str());
   }
-  if (t.numel() == 0 && t.dim() != 1) {
-    os << ", size=(";
-    for (size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
-    os << (shape.size() == 1 ? ",)" : ")");
+  suffixes.insert(suffixes.end(), extra_suffixes.begin(), extra_suffixes.end());
+  // torch's _add_suffixes: a suffix that would pass the line width starts a new line.
+  std::string text = os.str();
+  const size_t newline = text.rfind('\n');
+  int64_t last = int64_t(text.size()) - (newline == std::string::npos ? -1 : int64_t(newline)) + 1;
+  for (const std::string& suffix : suffixes) {
+    if (last + int64_t(suffix.size()) + 2 > o.linewidth) {
+      text += ",\n" + std::string(prefix.size(), ' ') + suffix;
+      last = int64_t(prefix.size() + suffix.size());
+    } else {
+      text += ", " + suffix;
+      last += int64_t(suffix.size()) + 2;
+    }
   }
-  if (!t.device().is_cpu()) os << ", device='" << t.device().str() << "'";
-  bool default_dtype = t.dtype() == default_float_dtype() || t.dtype() == DType::I64 ||
-                       t.dtype() == DType::Bool;
-  if (!default_dtype) os << ", dtype=" << t.dtype();
-  os << ')';
-  return os;
+  return text + ")";
 }
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << tensor_repr(t, {}); }
 
 }  // namespace kiln
