@@ -2,7 +2,6 @@
 kiln.Tensor, kiln.tensor/zeros/rand..., dtypes (kiln.float32, ...), devices ("cpu",
 "testing:0"), autograd (requires_grad, backward, kiln.no_grad, kiln.autograd.grad)."""
 import builtins as _builtins
-import sys as _sys
 
 from . import _C
 from ._C import *  # noqa: F401,F403  (ops, factories, dtypes, devices, Generator, Stream, ...)
@@ -97,28 +96,6 @@ def _tensor_contains(self, element):
                        f"in a {type(element)}.")
 
 
-_PRINT_PROFILES = {"default": (4, 1000, 3, 80), "short": (2, 1000, 2, 80),
-                   "full": (4, _sys.maxsize, 3, 80)}
-
-
-def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None,
-                     profile=None, sci_mode=None):
-    """torch.set_printoptions: a profile ("default", "short", "full") first, then the values
-    given; sci_mode is set on every call (None: chosen per tensor), as torch's."""
-    p, t, e, w, _ = _C._get_print_options()
-    if profile is not None:
-        if profile not in _PRINT_PROFILES:
-            raise ValueError(f"set_printoptions: unknown profile '{profile}' (expected one of "
-                             f"{', '.join(_PRINT_PROFILES)})")
-        p, t, e, w = _PRINT_PROFILES[profile]
-    p = p if precision is None else precision
-    t = t if threshold is None else (
-        _sys.maxsize if threshold == _builtins.float("inf") else _builtins.int(threshold))
-    e = e if edgeitems is None else edgeitems
-    w = w if linewidth is None else linewidth
-    _C._set_print_options(p, t, e, w, -1 if sci_mode is None else _builtins.int(_builtins.bool(sci_mode)))
-
-
 def _tensor_xpu(self, device=None, non_blocking=False, memory_format=None):
     """A copy on the xpu device (this tensor itself when it is already there), as torch's."""
     target = "xpu" if device is None else (f"xpu:{device}" if isinstance(device, _builtins.int)
@@ -167,3 +144,9 @@ from ._compile import compile  # noqa: E402,F401  (graph mode, decision 0081)
 from . import func  # noqa: E402,F401  (torch.func transforms, decision 0082)
 from . import quant, gguf  # noqa: E402,F401  (ggml block formats, GGUF files: decision 0083)
 from . import xpu  # noqa: E402,F401  (the OpenCL GPU backend, decision 0086)
+from ._settings import (set_printoptions, use_deterministic_algorithms,  # noqa: E402,F401
+                        are_deterministic_algorithms_enabled,
+                        is_deterministic_algorithms_warn_only_enabled,
+                        set_deterministic_debug_mode, get_deterministic_debug_mode,
+                        set_float32_matmul_precision, get_float32_matmul_precision)
+vmap = func.vmap

@@ -11,6 +11,7 @@
 #include "kiln/runtime/backend.h"
 #include "kiln/runtime/profiler.h"
 #include "kiln/runtime/threads.h"
+#include "kiln/core/determinism.h"
 #include "kiln/tensor/print_options.h"
 
 namespace kiln::py {
@@ -86,6 +87,8 @@ void bind_runtime(nb::module_& m) {
     return nb::make_tuple(o.precision, o.threshold, o.edgeitems, o.linewidth,
                           o.sci_mode ? int(*o.sci_mode) : -1);
   });
+  m.def("_set_deterministic_algorithms", [](bool on) { set_deterministic_algorithms(on); });
+  m.def("_deterministic_algorithms", [] { return deterministic_algorithms(); });
   m.def("promote_types", [](DType a, DType b) { return promote_types(a, b); });
   m.def("can_cast", [](DType from, DType to) { return kiln::can_cast(from, to); },
         nb::arg("from_"), nb::arg("to"));

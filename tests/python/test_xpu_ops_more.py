@@ -502,3 +502,32 @@ def test_conv_transpose3d_on_the_device_and_tensor_xpu():
     close(km.weight.grad, tm.weight.grad, rtol=1e-4, atol=1e-4)
     lazy = kiln.nn.LazyConvTranspose3d(5, 2)
     assert tuple(lazy(kiln.ones(1, 3, 2, 2, 2)).shape) == tuple(torch.nn.LazyConvTranspose3d(5, 2)(torch.ones(1, 3, 2, 2, 2)).shape)
+
+
+def test_deterministic_mode_makes_duplicate_writes_the_cpus():
+    t = torch.zeros(4, 3)
+    i = torch.tensor([1, 2, 1, 1, 3, 2])
+    v = torch.randn(6, 3)
+    index = torch.tensor([[0, 0, 1, 0, 2]])
+    src = torch.randn(1, 5)
+    assert not kiln.are_deterministic_algorithms_enabled()
+    kiln.use_deterministic_algorithms(True)
+    try:
+        assert kiln.are_deterministic_algorithms_enabled() and kiln.get_deterministic_debug_mode() == 2
+        cpu = t2k(t, "cpu").index_put((t2k(i, "cpu"),), t2k(v, "cpu"))
+        same_bits(t2k(t).index_put((t2k(i),), t2k(v)), cpu)
+        same_bits(t2k(t[:1, :]).scatter(1, t2k(index), t2k(src)),
+                  t2k(t[:1, :], "cpu").scatter(1, t2k(index, "cpu"), t2k(src, "cpu")))
+    finally:
+        kiln.use_deterministic_algorithms(False)
+    assert kiln.get_deterministic_debug_mode() == 0
+    kiln.set_deterministic_debug_mode("warn")
+    assert kiln.is_deterministic_algorithms_warn_only_enabled() and kiln.are_deterministic_algorithms_enabled()
+    kiln.set_deterministic_debug_mode(0)
+    assert not kiln.are_deterministic_algorithms_enabled()
+    kiln.set_float32_matmul_precision("high")
+    assert kiln.get_float32_matmul_precision() == "high"
+    kiln.set_float32_matmul_precision("highest")
+    with pytest.raises(RuntimeError):
+        kiln.set_float32_matmul_precision("fast")
+    assert kiln.vmap is kiln.func.vmap

@@ -2,12 +2,15 @@
 // scatter / scatter.value, one_hot and index_lerp (interpolate's taps). Index values are
 // checked on the host first (a copy and a wait, as index_select's): an index out of range is
 // the CPU kernel's error, never an access outside a buffer. Writes through duplicate indices
-// (index_put without accumulate, scatter) land in an unspecified order, as on PyTorch's GPUs;
-// accumulating writes stage through the host (xpu_host_staged.cpp), which keeps the CPU's sums.
+// (index_put without accumulate, scatter) land in an unspecified order, as on PyTorch's GPUs,
+// unless kiln.use_deterministic_algorithms(True) is on: then they run the CPU kernel through
+// host memory (the last write wins); accumulating writes always stage through the host
+// (xpu_host_staged.cpp), which keeps the CPU's sums.
 #include <algorithm>
 #include <optional>
 #include <string>
 
+#include "kiln/core/determinism.h"
 #include "kiln/core/error.h"
 #include "kiln/dispatch/registry.h"
 #include "kiln/tensor/empty.h"
@@ -178,7 +181,7 @@ void index_put_kernel(OpCall& call) {
   const Tensor& out = call.outs[0];
   std::vector<Tensor> idx(call.inputs.begin() + 2, call.inputs.end());
   std::optional<IndexPlan> p = make_plan(out, idx, values);
-  if (!p || call.bool_attr(0)) return run_on_host(call);
+  if (!p || call.bool_attr(0) || deterministic_algorithms()) return run_on_host(call);
   check_indices("index_put", *p);  // every index before the first write
   copy_unless_same(out, x);
   run_index(out, values, *p, /*put=*/true);
@@ -198,7 +201,7 @@ void scatter_kernel(OpCall& call) {
   const Tensor& index = call.inputs[1];
   const Tensor& out = call.outs[0];
   const int64_t nd = std::max<int64_t>(out.dim(), 1);
-  if (nd > kMaxDims) return run_on_host(call);
+  if (nd > kMaxDims || deterministic_algorithms()) return run_on_host(call);
   const int64_t dim = out.dim() == 0 ? 0 : (call.int_attr(0) < 0 ? call.int_attr(0) + out.dim() : call.int_attr(0));
   const int64_t size = out.dim() == 0 ? 1 : out.size(dim);
   if (auto bad = first_outside(index, 0, size))
