@@ -148,5 +148,6 @@ from ._settings import (set_printoptions, use_deterministic_algorithms,  # noqa:
                         are_deterministic_algorithms_enabled,
                         is_deterministic_algorithms_warn_only_enabled,
                         set_deterministic_debug_mode, get_deterministic_debug_mode,
-                        set_float32_matmul_precision, get_float32_matmul_precision)
+                        set_float32_matmul_precision, get_float32_matmul_precision,
+                        set_default_device, get_default_device)
 vmap = func.vmap

@@ -83,3 +83,15 @@ def set_float32_matmul_precision(precision):
 
 def get_float32_matmul_precision():
     return _matmul_precision
+
+
+def set_default_device(device):
+    """Where factories (zeros, empty, tensor, arange, rand, ..., and so the parameters of nn
+    modules) put their tensors when no device= is given; None: back to the CPU. *_like
+    factories keep following their input, as in torch."""
+    _C._set_default_device(None if device is None else _C.device(device))
+
+
+def get_default_device():
+    d = _C._get_default_device()
+    return _C.device("cpu") if d is None else d

@@ -2,6 +2,8 @@
 // scalar_tensor) and random ops (rand, randn, randint, randperm, bernoulli, multinomial,
 // dropout, uniform_/normal_/bernoulli_). Keywords follow PyTorch: dtype, device,
 // requires_grad, generator; sizes as varargs or one sequence.
+#include <mutex>
+
 #include "bind.h"
 
 namespace kiln::py {
@@ -24,7 +26,19 @@ struct Kw {
   }
 };
 
-Kw parse_kw(const nb::kwargs& kwargs) {
+// torch.set_default_device: where factories called from Python without device= put their
+// tensors (nullopt: the CPU). As torch's device mode, it covers the factories (including the
+// ones nn modules call), not *_like (which follow their input) nor kiln's C++ code.
+std::mutex g_default_device_mutex;
+std::optional<Device> g_default_device;
+
+std::optional<Device> default_device() {
+  std::lock_guard lock(g_default_device_mutex);
+  return g_default_device;
+}
+
+// like: a *_like factory (its device defaults to its input's, not to the default device).
+Kw parse_kw(const nb::kwargs& kwargs, bool like = false) {
   Kw k;
   for (auto [key, value] : kwargs) {
     std::string n = nb::cast<std::string>(key);
@@ -39,6 +53,7 @@ Kw parse_kw(const nb::kwargs& kwargs) {
       KILN_THROW(TypeError, "got an unexpected keyword argument '", n, "'");
     }
   }
+  if (!like && !k.device) k.device = default_device();
   return k;
 }
 
@@ -66,7 +81,7 @@ void def_shape_factory(nb::module_& m, const char* name, F make) {
 template <typename F>
 void def_like(nb::module_& m, const char* name, F make) {
   m.def(name, [make](const Tensor& x, nb::kwargs kwargs) {
-    Kw k = parse_kw(kwargs);
+    Kw k = parse_kw(kwargs, /*like=*/true);
     if (!k.dtype) k.dtype = x.dtype();
     if (!k.device) k.device = x.device();
     return finish(nogil([&] { return make(x.shape(), k); }), k);
@@ -90,8 +105,13 @@ void bind_factories(nb::module_& m) {
         return r;
       });
     }
-    return tensor_from_data(data, dtype, device);
+    return tensor_from_data(data, dtype, device ? device : default_device());
   }, nb::arg("data"), nb::arg("dtype") = nb::none(), nb::arg("device") = nb::none());
+  m.def("_set_default_device", [](std::optional<Device> device) {
+    std::lock_guard lock(g_default_device_mutex);
+    g_default_device = device;
+  }, nb::arg("device").none());
+  m.def("_get_default_device", [] { return default_device(); });  // None: the CPU
   m.def("scalar_tensor", [](const Scalar& s, nb::kwargs kwargs) {
     Kw k = parse_kw(kwargs);
     return finish(nogil([&] { return scalar_tensor(s, k.options(default_float_dtype())); }), k);
@@ -163,12 +183,12 @@ void bind_factories(nb::module_& m) {
   def_like(m, "randn_like", [](const Shape& s, const Kw& k) {
     return randn(s, k.options(DType::F32), k.generator); });
   m.def("full_like", [](const Tensor& x, const Scalar& v, nb::kwargs kwargs) {
-    Kw k = parse_kw(kwargs);
+    Kw k = parse_kw(kwargs, /*like=*/true);
     TensorOptions o(k.dtype.value_or(x.dtype()), k.device.value_or(x.device()));
     return finish(nogil([&] { return full(x.shape(), v, o); }), k);
   }, nb::arg("input"), nb::arg("fill_value"), nb::arg("kwargs"));
   m.def("randint_like", [](const Tensor& x, nb::args args, nb::kwargs kwargs) {
-    Kw k = parse_kw(kwargs);
+    Kw k = parse_kw(kwargs, /*like=*/true);
     KILN_CHECK(args.size() == 1 || args.size() == 2, TypeError,
                "randint_like() takes (input, high) or (input, low, high)");
     int64_t low = args.size() == 2 ? nb::cast<int64_t>(args[0]) : 0;

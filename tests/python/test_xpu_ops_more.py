@@ -531,3 +531,21 @@ def test_deterministic_mode_makes_duplicate_writes_the_cpus():
     with pytest.raises(RuntimeError):
         kiln.set_float32_matmul_precision("fast")
     assert kiln.vmap is kiln.func.vmap
+
+
+def test_set_default_device_moves_factories_but_not_likes():
+    assert kiln.get_default_device().type == "cpu"
+    kiln.set_default_device(XPU)
+    try:
+        assert kiln.get_default_device().type == "xpu"
+        for t in (kiln.zeros(2), kiln.ones(2, 3), kiln.empty(2), kiln.full((2,), 1.5), kiln.tensor([1.0]),
+                  kiln.arange(3), kiln.linspace(0, 1, 3), kiln.eye(2), kiln.randn(2), kiln.rand(2),
+                  kiln.randint(0, 5, (3,)), kiln.nn.Linear(3, 2).weight):
+            assert t.device.type == "xpu", t
+        assert kiln.zeros(2, device="cpu").device.type == "cpu"
+        assert kiln.zeros_like(kiln.ones(2, device="cpu")).device.type == "cpu"  # follows its input
+        lin = kiln.nn.Linear(3, 2)
+        close(lin(kiln.ones(4, 3)), torch.ones(4, 3) @ k2t(lin.weight).T + k2t(lin.bias))
+    finally:
+        kiln.set_default_device(None)
+    assert kiln.zeros(2).device.type == "cpu"
