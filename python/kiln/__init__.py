@@ -138,6 +138,11 @@ from . import _composite  # noqa: E402  (torch functions composed of kiln's ops)
 _composite.install(globals(), Tensor)
 
 from . import special, linalg  # noqa: E402,F401  (torch.special / torch.linalg)
+igamma, igammac = special.gammainc, special.gammaincc  # torch.igamma / torch.igammac
+Tensor.igamma = special.gammainc
+Tensor.igammac = special.gammaincc
+Tensor.igamma_ = lambda self, other: self.copy_(special.gammainc(self, other))
+Tensor.igammac_ = lambda self, other: self.copy_(special.gammaincc(self, other))
 from . import _linalg_legacy  # noqa: E402  (torch.det, torch.svd, Tensor.inverse, ...)
 _linalg_legacy.install(globals(), Tensor)
 from ._compile import compile  # noqa: E402,F401  (graph mode, decision 0081)
