@@ -192,6 +192,45 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False,
 
 
 @export(method=False)
+def empty_permuted(size, physical_layout, *, dtype=None, device=None, requires_grad=False,
+                   layout=None, pin_memory=False):
+    """An empty tensor of `size` whose dims lie in memory in the order physical_layout
+    (outermost first), as torch's."""
+    size, order = tuple(size), tuple(physical_layout)
+    if sorted(order) != list(_b.range(len(size))):
+        raise RuntimeError(f"empty_permuted: physical_layout must be a permutation of the dims "
+                           f"0..{len(size) - 1}, got {order}")
+    kwargs = {"dtype": dtype} if dtype is not None else {}
+    if device is not None:
+        kwargs["device"] = device
+    inverse = [order.index(d) for d in _b.range(len(size))]
+    r = _C.empty([size[d] for d in order], **kwargs).permute(inverse)
+    return r.requires_grad_(True) if requires_grad else r
+
+
+_NUMPY_DTYPES = {"float32": "float32", "float64": "float64", "float16": "float16",
+                 "bfloat16": "uint16", "int64": "int64", "int32": "int32", "int16": "int16",
+                 "int8": "int8", "uint8": "uint8", "bool": "bool"}
+
+
+@export(method=False)
+def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
+    """A 1-d tensor sharing the memory of an object with the buffer protocol (bytes are
+    read-only there too), as torch.frombuffer."""
+    import numpy as np
+    name = str(dtype).replace("kiln.", "")
+    if name not in _NUMPY_DTYPES:
+        raise TypeError(f"frombuffer: unsupported dtype {dtype}")
+    a = np.frombuffer(buffer, dtype=_NUMPY_DTYPES[name], count=count, offset=offset)
+    if a.size == 0:
+        raise ValueError("both buffer length (0) and count (0) must not be 0")
+    r = _C.from_numpy(a)
+    if name == "bfloat16":
+        r = r.view(_C.bfloat16)
+    return r.requires_grad_(True) if requires_grad else r
+
+
+@export(method=False)
 def fill(input, value):
     if isinstance(value, _C.Tensor):
         if value.dim():
@@ -258,11 +297,6 @@ class iinfo:
 
 export(method=False)(finfo)
 export(method=False)(iinfo)
-
-
-@export(method=False)
-def get_default_device():
-    return _C.device("cpu")
 
 
 @export()

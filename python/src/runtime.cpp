@@ -217,6 +217,9 @@ void bind_runtime(nb::module_& m) {
   m.def("_set_onednn_winograd_allowed", [](bool on) { cpu::set_onednn_winograd_allowed(on); },
         nb::arg("on"));
   m.def("set_num_threads", [](int n) { kiln::set_num_threads(n); }, nb::arg("int"));
+  m.def("set_flush_denormal", [](bool on) { return kiln::set_flush_denormal(on); }, nb::arg("mode"));
+  m.def("set_num_interop_threads", [](int n) { kiln::set_num_interop_threads(n); }, nb::arg("int"));
+  m.def("get_num_interop_threads", [] { return kiln::get_num_interop_threads(); });
   m.def("get_num_threads", [] { return kiln::get_num_threads(); });
 
   // ---- devices and memory

@@ -549,3 +549,4 @@ def test_set_default_device_moves_factories_but_not_likes():
     finally:
         kiln.set_default_device(None)
     assert kiln.zeros(2).device.type == "cpu"
+

@@ -1,0 +1,28 @@
+"""torch's small runtime functions: flush-denormal mode, inter-op threads, empty_permuted,
+frombuffer, each against torch 2.13."""
+import numpy as np
+import torch
+
+import kiln
+
+
+def test_small_torch_runtime_functions():
+    assert kiln.set_flush_denormal(True) == torch.set_flush_denormal(True)
+    try:
+        tiny = kiln.tensor([1e-39, 1.0])  # 1e-39 is subnormal in float32
+        assert (tiny * 1.0)[0].item() == 0.0  # flushed (torch gives the same with it on)
+    finally:
+        kiln.set_flush_denormal(False)
+        torch.set_flush_denormal(False)
+    assert (kiln.tensor([1e-39]) * 1.0).item() != 0.0
+    kiln.set_num_interop_threads(3)
+    assert kiln.get_num_interop_threads() == 3
+    kiln.set_num_interop_threads(1)
+    e = kiln.empty_permuted((2, 3, 4), (0, 2, 1))
+    t = torch.empty_permuted((2, 3, 4), (0, 2, 1))
+    assert tuple(e.shape) == tuple(t.shape) and e.stride() == t.stride()
+    data = bytearray(np.arange(6, dtype=np.float32).tobytes())
+    fb = kiln.frombuffer(data, dtype=kiln.float32, count=4, offset=4)
+    assert fb.tolist() == torch.frombuffer(data, dtype=torch.float32, count=4, offset=4).tolist()
+    fb[0] = 10.0  # shares the buffer, as torch's
+    assert np.frombuffer(data, dtype=np.float32)[1] == 10.0
