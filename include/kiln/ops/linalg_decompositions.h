@@ -28,11 +28,11 @@ std::tuple<Tensor, Tensor> linalg_cholesky_ex(const Tensor& A, bool upper = fals
 
 // LU with partial pivoting: A = P L U, returned packed (L's unit diagonal implied) with
 // 1-based int32 pivots [..., min(m, n)] as LAPACK's getrf; info > 0 marks an exactly zero
-// pivot (the factors still exist). Not differentiable.
+// pivot (the factors still exist). Differentiable in LU (derivatives_linalg.cpp).
 std::tuple<Tensor, Tensor> linalg_lu_factor(const Tensor& A);
 std::tuple<Tensor, Tensor, Tensor> linalg_lu_factor_ex(const Tensor& A);
 // Solves A X = B (or X A = B when !left; with A^T when adjoint) from linalg_lu_factor's
-// output. Differentiable in B.
+// output. Differentiable in LU and B.
 Tensor linalg_lu_solve(const Tensor& LU, const Tensor& pivots, const Tensor& B,
                        bool left = true, bool adjoint = false);
 

@@ -238,6 +238,7 @@ void register_elementwise_derivatives() {
   register_derivative("erfinv", d_erfinv);
   register_derivative("lgamma", d_lgamma);
   register_derivative("digamma", d_digamma);
+  register_derivative("trigamma", d_trigamma);
   register_derivative("reciprocal", d_reciprocal);
   for (const char* n : {"floor", "ceil", "round", "trunc", "sign"}) register_derivative(n, d_zero_grad);
   register_derivative("gelu", d_gelu);

@@ -7,6 +7,8 @@
 //   qr (m >= n)  A = Q R:      M = gR R^T - Q^T gQ, gA = (gQ + Q copyu(M)) R^-T
 //   eigh         A = Q L Q^T:  gA = Q (diag(gL) + skew(Q^T gQ) / 2E) Q^T
 //   svd                        Townsend's formula (see d_svd)
+//   lu_factor    A = P L U:    gA = P L^-T (tril(L^T gL, -1) + triu(gU U^T)) U^-T (square;
+//                              the tall and wide cases reduce to it, see d_lu_factor)
 // Batch dims were broadcast before the ops ran, so gradients have the inputs' shapes.
 #include <algorithm>
 
@@ -45,14 +47,31 @@ Grads d_solve(const GradContext& ctx, const Grads& go) {
   return r;
 }
 
+Tensor row_permutation(const Tensor& pivots, int64_t m, Device device, bool inverse);
+
+// linalg_lu_solve(LU, pivots, B, adjoint): op(A) X = B with A = P L U, op(A) = A or A^T.
+// gB = op(A)^-T gX; gA = -gB X^T (or its transpose for A^T); then LU's gradient from A's:
+// dA = P (dL U + L dU) gives gL = tril(P^T gA U^T, -1), gU = triu(L^T P^T gA).
 Grads d_lu_solve(const GradContext& ctx, const Grads& go) {
-  KILN_CHECK(!ctx.needs(0), NotImplementedError,
-             "the derivative of linalg.lu_solve with respect to LU is not implemented "
-             "(differentiate linalg.solve instead)");
   const bool adjoint = ctx.as_call().bool_attr(0);
+  const Tensor LU = ctx.input(0);
+  Tensor gB = linalg_lu_solve(LU, ctx.input(1), go[0], true, !adjoint);
   Grads r(3);
-  if (ctx.needs(2))
-    r[2] = linalg_lu_solve(ctx.input(0), ctx.input(1), go[0], true, !adjoint);
+  if (ctx.needs(0)) {
+    Tensor X = ctx.output(0), gBm = gB;
+    if (X.dim() == LU.dim() - 1) {  // a vector right-hand side
+      X = unsqueeze(X, -1);
+      gBm = unsqueeze(gB, -1);
+    }
+    const Tensor gA = adjoint ? -matmul(X, mT(gBm)) : -matmul(gBm, mT(X));
+    const int64_t n = LU.size(-1);
+    const Tensor L = tril(LU, -1) + eye(n, std::nullopt, TensorOptions(LU.dtype(), LU.device()));
+    const Tensor U = triu(LU);
+    const Tensor perm = row_permutation(ctx.input(1), n, LU.device(), /*inverse=*/false);
+    const Tensor PtgA = gather(gA, -2, expand(unsqueeze(perm, -1), gA.shape()));
+    r[0] = tril(matmul(PtgA, mT(U)), -1) + triu(matmul(mT(L), PtgA));
+  }
+  if (ctx.needs(2)) r[2] = gB;
   return r;
 }
 
@@ -79,6 +98,72 @@ Grads d_cholesky(const GradContext& ctx, const Grads& go) {
   Tensor S = linalg_solve_triangular(mT(L), P, /*upper=*/true, /*left=*/true);
   S = linalg_solve_triangular(L, S, /*upper=*/false, /*left=*/false);
   return {(S + mT(S)) * 0.5};
+}
+
+// For each batch, lu_factor's 1-based pivots applied in order give perm: row j of P^T A is
+// row perm[j] of A (gather(A, rows, perm) = P^T A); inverse: where row i of A went in P^T A
+// (gather(G, rows, that) = P G).
+Tensor row_permutation(const Tensor& pivots, int64_t m, Device device, bool inverse) {
+  const Tensor p = pivots.to(DType::I64).cpu().contiguous();
+  const int64_t k = p.size(-1);
+  int64_t batch = 1;
+  for (int64_t d = 0; d + 1 < p.dim(); ++d) batch *= p.size(d);
+  const std::vector<int64_t> pv = p.to_vector<int64_t>();
+  std::vector<int64_t> where(static_cast<size_t>(batch * m));
+  std::vector<int64_t> perm(static_cast<size_t>(m));
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t j = 0; j < m; ++j) perm[size_t(j)] = j;
+    for (int64_t i = 0; i < k; ++i) std::swap(perm[size_t(i)], perm[size_t(pv[size_t(b * k + i)] - 1)]);
+    for (int64_t j = 0; j < m; ++j) {
+      if (inverse) where[size_t(b * m + perm[size_t(j)])] = j;
+      else where[size_t(b * m + j)] = perm[size_t(j)];
+    }
+  }
+  Shape s = p.shape();
+  s.back() = m;
+  return tensor_from(where, s, TensorOptions(DType::I64, device));
+}
+
+// The square case, P aside: G = L^-T phi U^-T, phi = tril(L^T gL, -1) + triu(gU U^T).
+Tensor lu_backward_square(const Tensor& L, const Tensor& U, const Tensor& gL, const Tensor& gU) {
+  Tensor phi = tril(matmul(mT(L), gL), -1) + triu(matmul(gU, mT(U)));
+  Tensor X = linalg_solve_triangular(mT(L), phi, /*upper=*/true, /*left=*/true);
+  return linalg_solve_triangular(mT(U), X, /*upper=*/false, /*left=*/false);
+}
+
+// linalg_lu_factor_ex(A) -> (LU packed, pivots, info). With k = min(m, n), L [m, k] (unit
+// diagonal) and U [k, n]. Tall (m > n): L = [L1; L2]; A2 = L2 U gives gA2 = gL2 U^-T, and U's
+// gradient gains -L2^T gA2 before the square formula on (L1, U). Wide (m < n): U = [U1 U2];
+// A2 = L U2 gives gA2 = L^-T gU2, and L's gradient gains -gA2 U2^T before the square formula on
+// (L, U1). Then the rows go back through P.
+Grads d_lu_factor(const GradContext& ctx, const Grads& go) {
+  const Tensor LU = ctx.output(0);
+  const int64_t m = LU.size(-2), n = LU.size(-1), k = std::min(m, n);
+  const TensorOptions opts(LU.dtype(), LU.device());
+  const Tensor L = tril(narrow(LU, -1, 0, k), -1) + eye(m, k, opts);
+  const Tensor U = triu(narrow(LU, -2, 0, k));
+  const Tensor gL = tril(narrow(go[0], -1, 0, k), -1);
+  const Tensor gU = triu(narrow(go[0], -2, 0, k));
+  Tensor G;
+  if (m == n) {
+    G = lu_backward_square(L, U, gL, gU);
+  } else if (m > n) {
+    const Tensor L1 = narrow(L, -2, 0, n), L2 = narrow(L, -2, n, m - n);
+    const Tensor gA2 = linalg_solve_triangular(mT(U), narrow(gL, -2, n, m - n), /*upper=*/false,
+                                               /*left=*/false);
+    const Tensor gA1 = lu_backward_square(L1, U, narrow(gL, -2, 0, n), gU - matmul(mT(L2), gA2));
+    G = cat({gA1, gA2}, -2);
+  } else {
+    const Tensor U1 = narrow(U, -1, 0, m), U2 = narrow(U, -1, m, n - m);
+    const Tensor gA2 = linalg_solve_triangular(mT(L), narrow(gU, -1, m, n - m), /*upper=*/true,
+                                               /*left=*/true);
+    const Tensor gA1 = lu_backward_square(L, U1, gL - matmul(gA2, mT(U2)), narrow(gU, -1, 0, m));
+    G = cat({gA1, gA2}, -1);
+  }
+  const Tensor rows = row_permutation(ctx.output(1), m, G.device(), /*inverse=*/true);
+  Grads r(1);
+  r[0] = gather(G, -2, expand(unsqueeze(rows, -1), G.shape()));
+  return r;
 }
 
 Grads d_det(const GradContext& ctx, const Grads& go) {
@@ -171,6 +256,7 @@ Grads d_svd(const GradContext& ctx, const Grads& go) {
 void register_linalg_derivatives() {
   register_derivative("linalg_solve_ex", d_solve);
   register_derivative("linalg_lu_solve", d_lu_solve);
+  register_derivative("linalg_lu_factor_ex", d_lu_factor);
   register_derivative("linalg_solve_triangular", d_solve_triangular);
   register_derivative("linalg_cholesky_ex", d_cholesky);
   register_derivative("linalg_det", d_det);
