@@ -111,6 +111,17 @@ def _tensor_new_empty_strided(self, size, stride, *, dtype=None, device=None,
                          requires_grad=requires_grad)
 
 
+_tensor_backward_all = Tensor.backward
+
+
+def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    """torch's Tensor.backward; inputs= limits the accumulation to those tensors."""
+    if inputs is None:
+        return _tensor_backward_all(self, gradient, retain_graph, create_graph)
+    return autograd.backward(self, gradient, retain_graph, create_graph, inputs)
+
+
+Tensor.backward = _tensor_backward
 Tensor.xpu = _tensor_xpu
 Tensor.new_empty_strided = _tensor_new_empty_strided
 Tensor.__hash__ = _tensor_hash

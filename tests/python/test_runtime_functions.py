@@ -1,5 +1,5 @@
 """torch's small runtime functions: flush-denormal mode, inter-op threads, empty_permuted,
-frombuffer, each against torch 2.13."""
+frombuffer, backward(inputs=...), each against torch 2.13."""
 import numpy as np
 import torch
 
@@ -26,3 +26,20 @@ def test_small_torch_runtime_functions():
     assert fb.tolist() == torch.frombuffer(data, dtype=torch.float32, count=4, offset=4).tolist()
     fb[0] = 10.0  # shares the buffer, as torch's
     assert np.frombuffer(data, dtype=np.float32)[1] == 10.0
+
+
+def test_backward_with_inputs_accumulates_only_there():
+    results = {}
+    for K in (kiln, torch):
+        a = K.tensor([1.0, 2.0], requires_grad=True)
+        b = K.tensor([3.0, 4.0], requires_grad=True)
+        c = a * b
+        y = (c * c).sum()
+        y.backward(inputs=[a], retain_graph=True)
+        assert b.grad is None
+        y.backward(inputs=[c, b], retain_graph=True)
+        K.autograd.backward(y, inputs=a)  # accumulates onto the first pass's gradient
+        results[K.__name__] = [t.grad.tolist() for t in (a, b, c)]
+    assert results["kiln"] == results["torch"]
+    with np.testing.assert_raises(RuntimeError):
+        kiln.tensor([1.0], requires_grad=True).sum().backward(inputs=[])
