@@ -98,6 +98,16 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
     autograd::register_hook(t, make_hook(fn, removed));
     return HookHandle{removed};
   }, nb::arg("hook"));
+  cls.def("register_post_accumulate_grad_hook", [](Tensor& t, nb::callable fn) {
+    auto removed = std::make_shared<std::atomic<bool>>(false);
+    auto callable = std::make_shared<PyCallable>(fn);
+    autograd::register_post_accumulate_grad_hook(t, [callable, removed](const Tensor& leaf) {
+      if (removed->load()) return;
+      nb::gil_scoped_acquire gil;
+      nb::handle(callable->fn)(leaf);
+    });
+    return HookHandle{removed};
+  }, nb::arg("hook"));
   cls.def("backward", [](const Tensor& t, std::optional<Tensor> gradient,
                          std::optional<bool> retain_graph, bool create_graph, nb::handle inputs) {
     KILN_CHECK(inputs.is_none(), NotImplementedError, "backward(inputs=...) is not supported yet");

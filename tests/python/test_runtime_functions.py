@@ -1,5 +1,5 @@
 """torch's small runtime functions: flush-denormal mode, inter-op threads, empty_permuted,
-frombuffer, backward(inputs=...), each against torch 2.13."""
+frombuffer, backward(inputs=...), post-accumulate-grad hooks, each against torch 2.13."""
 import numpy as np
 import torch
 
@@ -43,3 +43,26 @@ def test_backward_with_inputs_accumulates_only_there():
     assert results["kiln"] == results["torch"]
     with np.testing.assert_raises(RuntimeError):
         kiln.tensor([1.0], requires_grad=True).sum().backward(inputs=[])
+
+
+def test_post_accumulate_grad_hook_runs_an_optimizer_in_backward():
+    results = {}
+    for K in (kiln, torch):
+        w = K.tensor([1.0, 2.0], requires_grad=True)
+        seen = []
+
+        def step(p, K=K, seen=seen):
+            seen.append(p.grad.tolist())
+            with K.no_grad():
+                p.sub_(0.1 * p.grad)
+            p.grad = None
+
+        handle = w.register_post_accumulate_grad_hook(step)
+        (w * w).sum().backward()
+        (w * 3).sum().backward()
+        handle.remove()
+        (w * 3).sum().backward()
+        results[K.__name__] = (seen, w.tolist(), w.grad.tolist())
+        with np.testing.assert_raises(RuntimeError):
+            (w * 2).register_post_accumulate_grad_hook(step)
+    assert results["kiln"] == results["torch"]

@@ -23,6 +23,8 @@ struct AutogradMeta {
   uint32_t output_nr = 0;            // which output of grad_fn this tensor is
   bool retains_grad = false;
   std::vector<std::function<Tensor(const Tensor&)>> hooks;  // may return undefined (no change)
+  // Leaves: called with the leaf after each accumulation into its grad (optimizer-in-backward).
+  std::vector<std::function<void(const Tensor&)>> post_accumulate_hooks;
   std::weak_ptr<Node> grad_accumulator;  // leaves: the node that accumulates into grad
 };
 
@@ -39,6 +41,9 @@ void retain_grad(Tensor& t);
 // Registers a hook called with the gradient of t during backward; if it returns a defined
 // tensor, that replaces the gradient.
 void register_hook(Tensor& t, std::function<Tensor(const Tensor&)> hook);
+// torch's register_post_accumulate_grad_hook: hook(t) after each backward pass has added to
+// t.grad (t a leaf that requires grad; Error otherwise).
+void register_post_accumulate_grad_hook(Tensor& t, std::function<void(const Tensor&)> hook);
 // A tensor sharing data with t but outside the graph (requires_grad false).
 Tensor detach(const Tensor& t);
 Tensor& detach_(Tensor& t);

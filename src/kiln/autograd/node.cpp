@@ -43,6 +43,7 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
   } else {
     meta.grad.add_(g);
   }
+  for (auto& hook : meta.post_accumulate_hooks) hook(leaf_);
   return {};
 }
 

@@ -71,6 +71,14 @@ void register_hook(Tensor& t, std::function<Tensor(const Tensor&)> hook) {
   }
 }
 
+void register_post_accumulate_grad_hook(Tensor& t, std::function<void(const Tensor&)> hook) {
+  KILN_CHECK(requires_grad(t), Error,
+             "cannot register a hook on a tensor that doesn't require gradient");
+  AutogradMeta& m = ensure_meta(t);
+  KILN_CHECK(!m.grad_fn, Error, "post accumulate grad hooks cannot be registered on non-leaf tensors");
+  m.post_accumulate_hooks.push_back(std::move(hook));
+}
+
 void retain_grad(Tensor& t) {
   KILN_CHECK(requires_grad(t), Error, "can't retain_grad on Tensor that has requires_grad=False");
   AutogradMeta& m = ensure_meta(t);
