@@ -750,3 +750,11 @@ from ._functional_ctc import ctc_loss  # noqa: E402,F401
 
 __all__ += (_functional_pool_more.__all__ + _functional_misc_more.__all__ +
             ["embedding_bag", "affine_grid", "grid_sample", "ctc_loss"])
+
+# fractional max pooling, composed of gather / max (python/kiln/nn/modules/fractional.py)
+from .modules.fractional import (fractional_max_pool2d,  # noqa: E402,F401
+                                 fractional_max_pool2d_with_indices, fractional_max_pool3d,
+                                 fractional_max_pool3d_with_indices)
+
+__all__ += ["fractional_max_pool2d", "fractional_max_pool2d_with_indices",
+            "fractional_max_pool3d", "fractional_max_pool3d_with_indices"]

@@ -51,3 +51,8 @@ from . import lazy  # noqa: E402
 from .container import ParameterDict  # noqa: F401,E402
 from .lazy import *  # noqa: F401,F403,E402
 __all__ += ["ParameterDict"] + lazy.__all__
+from . import adaptive, fractional, parallel  # noqa: E402
+from .adaptive import *  # noqa: F401,F403,E402
+from .fractional import *  # noqa: F401,F403,E402
+from .parallel import *  # noqa: F401,F403,E402
+__all__ += adaptive.__all__ + fractional.__all__ + parallel.__all__
