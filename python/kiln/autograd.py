@@ -5,7 +5,8 @@ import warnings
 
 from . import _C
 
-__all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled",
+__all__ = ["backward", "grad", "detect_anomaly", "set_detect_anomaly", "no_grad", "enable_grad",
+           "set_grad_enabled",
            "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "Function",
            "FunctionCtx", "once_differentiable"]
 
@@ -78,6 +79,45 @@ class _DecoratorContextManager:
 
     def clone(self):
         return self.__class__()
+
+
+class detect_anomaly(_DecoratorContextManager):
+    """Anomaly detection inside the block (torch.autograd.detect_anomaly): a backward node
+    that returns NaN raises a RuntimeError naming it (kiln records no forward traces)."""
+
+    def __init__(self, check_nan=True):
+        self.check_nan = check_nan
+        self.prev = (False, True)
+
+    def __enter__(self):
+        self.prev = (_C.is_anomaly_enabled(), _C.is_anomaly_check_nan_enabled())
+        _C.set_anomaly_enabled(True, self.check_nan)
+
+    def __exit__(self, *exc):
+        _C.set_anomaly_enabled(*self.prev)
+        return False
+
+    def clone(self):
+        return self.__class__(self.check_nan)
+
+
+class set_detect_anomaly(_DecoratorContextManager):
+    """Sets anomaly mode at once; restores the previous mode when used with `with`."""
+
+    def __init__(self, mode, check_nan=True):
+        self.prev = (_C.is_anomaly_enabled(), _C.is_anomaly_check_nan_enabled())
+        self.mode, self.check_nan = bool(mode), check_nan
+        _C.set_anomaly_enabled(self.mode, check_nan)
+
+    def __enter__(self):
+        pass
+
+    def __exit__(self, *exc):
+        _C.set_anomaly_enabled(*self.prev)
+        return False
+
+    def clone(self):
+        return self.__class__(self.mode, self.check_nan)
 
 
 class no_grad(_DecoratorContextManager):

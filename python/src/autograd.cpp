@@ -122,6 +122,10 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
   m.def("is_grad_enabled", &autograd::is_grad_enabled);
   m.def("_set_grad_enabled", &autograd::set_grad_enabled, nb::arg("mode"));
   m.def("is_inference_mode_enabled", &autograd::is_inference_mode_enabled);
+  m.def("is_anomaly_enabled", &autograd::is_anomaly_enabled);
+  m.def("is_anomaly_check_nan_enabled", &autograd::is_anomaly_check_nan_enabled);
+  m.def("set_anomaly_enabled", &autograd::set_anomaly_enabled, nb::arg("enabled"),
+        nb::arg("check_nan") = true);
   nb::class_<InferenceModeCtx>(m, "_InferenceMode")
       .def("__init__", [](InferenceModeCtx* c, bool mode) { new (c) InferenceModeCtx{mode, nullptr}; },
            nb::arg("mode") = true)

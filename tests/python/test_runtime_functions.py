@@ -1,5 +1,5 @@
 """torch's small runtime functions: flush-denormal mode, inter-op threads, empty_permuted,
-frombuffer, backward(inputs=...), post-accumulate-grad hooks, each against torch 2.13."""
+frombuffer, backward(inputs=...), post-accumulate-grad hooks, anomaly detection, each against torch 2.13."""
 import numpy as np
 import torch
 
@@ -66,3 +66,22 @@ def test_post_accumulate_grad_hook_runs_an_optimizer_in_backward():
         with np.testing.assert_raises(RuntimeError):
             (w * 2).register_post_accumulate_grad_hook(step)
     assert results["kiln"] == results["torch"]
+
+
+def test_detect_anomaly_names_the_node_that_made_nan():
+    import pytest
+    x = kiln.tensor([0.0, 1.0], requires_grad=True)
+    with kiln.autograd.detect_anomaly():
+        assert kiln.is_anomaly_enabled()
+        y = (x.sqrt() * 0).sum()  # sqrt's gradient at 0 is inf, times 0: NaN
+        with pytest.raises(RuntimeError, match="returned nan values in its 0th output"):
+            y.backward()
+    assert not kiln.is_anomaly_enabled()
+    (x.sqrt() * 0).sum().backward()  # outside the mode: no check, as torch
+    tx = torch.tensor([0.0, 1.0], requires_grad=True)
+    (tx.sqrt() * 0).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
+    with kiln.autograd.set_detect_anomaly(True, check_nan=False):
+        assert kiln.is_anomaly_enabled() and not kiln.is_anomaly_check_nan_enabled()
+        (x.sqrt() * 0).sum().backward()
+    assert not kiln.is_anomaly_enabled()

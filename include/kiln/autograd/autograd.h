@@ -63,6 +63,11 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
 bool is_grad_enabled();
 void set_grad_enabled(bool enabled);
 bool is_inference_mode_enabled();
+// torch.autograd.set_detect_anomaly (process-wide): with check_nan, a backward node whose
+// gradient output holds NaN raises an Error naming the node and the output.
+bool is_anomaly_enabled();
+bool is_anomaly_check_nan_enabled();
+void set_anomaly_enabled(bool enabled, bool check_nan = true);
 
 class NoGradGuard {
  public:

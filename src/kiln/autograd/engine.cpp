@@ -7,11 +7,21 @@
 #include <unordered_map>
 
 #include "kiln/autograd/node.h"
+#include "kiln/ops/elementwise.h"
 #include "kiln/ops/factory.h"
+#include "kiln/ops/reduction.h"
 
 namespace kiln::autograd {
 
 namespace {
+
+// Anomaly mode: torch's message for a node whose gradient output holds NaN.
+void check_no_nan(const Node& n, const std::vector<Tensor>& out) {
+  for (size_t i = 0; i < out.size(); ++i)
+    if (out[i].defined() && is_floating(out[i].dtype()) && any(isnan(out[i])).item<bool>())
+      KILN_THROW(Error, "Function '", n.name(), "' returned nan values in its ", i, "th output.");
+}
+
 
 // The edge through which a gradient for t enters the graph.
 Edge gradient_edge(const Tensor& t) {
@@ -150,6 +160,7 @@ std::vector<Tensor> run_backward(const std::vector<Edge>& roots, std::vector<Ten
       for (auto& g : grads) any = any || g.defined();
       if (any) out = n->apply(std::move(grads));
       if (!keep_graph) n->release_saved();
+      if (is_anomaly_enabled() && is_anomaly_check_nan_enabled()) check_no_nan(*n, out);
     }
     for (size_t i = 0; i < n->next_edges.size(); ++i) {
       const Edge& e = n->next_edges[i];
