@@ -12,6 +12,7 @@
 #include "kiln/runtime/profiler.h"
 #include "kiln/runtime/threads.h"
 #include "kiln/core/determinism.h"
+#include "kiln/dispatch/autocast.h"
 #include "kiln/tensor/print_options.h"
 
 namespace kiln::py {
@@ -87,6 +88,25 @@ void bind_runtime(nb::module_& m) {
     return nb::make_tuple(o.precision, o.threshold, o.edgeitems, o.linewidth,
                           o.sci_mode ? int(*o.sci_mode) : -1);
   });
+  // torch.autocast's state (python/kiln/amp.py); device types by name.
+  auto device_type = [](const std::string& name) {
+    KILN_CHECK(name != "cuda" && name != "mps", DeviceError, "autocast: device type '", name,
+               "' is not available in kiln (cpu, xpu)");
+    return device_type_from_name(name);
+  };
+  m.def("_autocast_is_enabled", [device_type](const std::string& d) {
+    return is_autocast_enabled(device_type(d)); });
+  m.def("_autocast_set_enabled", [device_type](const std::string& d, bool on) {
+    set_autocast_enabled(device_type(d), on); });
+  m.def("_autocast_get_dtype", [device_type](const std::string& d) {
+    return get_autocast_dtype(device_type(d)); });
+  m.def("_autocast_set_dtype", [device_type](const std::string& d, DType t) {
+    set_autocast_dtype(device_type(d), t); });
+  m.def("_autocast_cache_enabled", &is_autocast_cache_enabled);
+  m.def("_autocast_set_cache_enabled", &set_autocast_cache_enabled);
+  m.def("_autocast_increment_nesting", &increment_autocast_nesting);
+  m.def("_autocast_decrement_nesting", &decrement_autocast_nesting);
+  m.def("clear_autocast_cache", &clear_autocast_cache);
   m.def("_set_deterministic_algorithms", [](bool on) { set_deterministic_algorithms(on); });
   m.def("_deterministic_algorithms", [] { return deterministic_algorithms(); });
   m.def("promote_types", [](DType a, DType b) { return promote_types(a, b); });
