@@ -8,13 +8,8 @@ import torch
 
 import kiln
 
-XPU = "xpu"
+from xpu_testing import XPU, k2t, seeded, t2k  # noqa: F401  (seeded: an autouse fixture)
 
-
-@pytest.fixture(autouse=True)
-def _seeded():
-    """Every test draws the same inputs on every run."""
-    torch.manual_seed(0)
 
 
 def test_xpu_is_available():
@@ -25,15 +20,6 @@ def test_xpu_is_available():
     assert props.name and props.total_memory > 0 and "OpenCL" in props.capabilities
 
 
-def k2t(x):
-    x = x.detach().cpu()
-    return torch.from_numpy(np.array(x.float().numpy() if x.dtype == kiln.bfloat16 else x.numpy()))
-
-
-def t2k(t, device=XPU):
-    if t.dtype == torch.bfloat16:
-        return kiln.tensor(t.float().numpy()).to(kiln.bfloat16).to(device)
-    return kiln.tensor(t.numpy()).to(device)
 
 
 def close(k, t, rtol=1e-5, atol=1e-6):

@@ -5,31 +5,16 @@ the same device". Every result must live on xpu and match torch (integer results
 On machines without a GPU the device is PoCL's CPU OpenCL driver (conftest sets
 KILN_XPU_DEVICE_TYPES=all)."""
 
-import numpy as np
 import pytest
 import torch
 
 import kiln
 import kiln.nn.functional as F
 
-XPU = "xpu"
+from xpu_testing import XPU, k2t, seeded, t2k  # noqa: F401  (seeded: an autouse fixture)
 
 
-@pytest.fixture(autouse=True)
-def _seeded():
-    """Every test draws the same inputs on every run."""
-    torch.manual_seed(0)
 
-
-def k2t(x):
-    x = x.detach().cpu()
-    return torch.from_numpy(np.array(x.float().numpy() if x.dtype == kiln.bfloat16 else x.numpy()))
-
-
-def t2k(t, device=XPU):
-    if t.dtype == torch.bfloat16:
-        return kiln.tensor(t.float().numpy()).to(kiln.bfloat16).to(device)
-    return kiln.tensor(t.numpy()).to(device)
 
 
 def close(k, t, rtol=1e-5, atol=1e-6):
