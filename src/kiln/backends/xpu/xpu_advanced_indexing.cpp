@@ -36,11 +36,6 @@ void copy_unless_same(const Tensor& out, const Tensor& self) {
   elementwise(out, {self}, "r = a;", {}, /*raw=*/true);
 }
 
-size_t grid(int device, int64_t n) {
-  const size_t local = default_local_size(device);
-  return std::min<size_t>((size_t(n) + local - 1) / local, 65536) * local;
-}
-
 // ---- index / index_put ----
 // Where each dim of x[idx...] comes from (PyTorch's layout, as the CPU kernel's plan): per
 // result dim, the stride in the indexed tensor (0 on the broadcast index dims), in the other
@@ -160,7 +155,7 @@ void run_index(const Tensor& indexed, const Tensor& other, const IndexPlan& p, b
   l.tensor(indexed).tensor(other);
   for (const Tensor& t : p.ts) l.tensor(t);
   l.value(p.g).value(cl_int(p.nd)).value(cl_long(n));
-  l.run(grid(device, n), default_local_size(device));
+  l.run(grid_size(device, n), default_local_size(device));
 }
 
 // inputs: self, index per dim (undefined: whole dim), the defined ones broadcast to one shape.
@@ -241,7 +236,7 @@ void scatter_kernel(OpCall& call) {
   if (kValue) l.scalar(call.scalar_attr(1), out.dtype());
   else l.tensor(*src);
   l.value(g).value(cl_int(nd)).value(cl_int(dim)).value(cl_long(index.numel()));
-  l.run(grid(device, index.numel()), default_local_size(device));
+  l.run(grid_size(device, index.numel()), default_local_size(device));
 }
 
 // ---- one_hot (num_classes given; inferring it stages through the host) ----
@@ -308,7 +303,7 @@ void index_lerp_kernel(OpCall& call) {
     Launch l(device, program_source(device, s), "kiln_index_lerp");
     l.tensor(target).tensor(src).tensor(i0).tensor(i1).tensor(w);
     l.value(cl_long(size)).value(cl_long(n)).value(cl_long(inner)).value(cl_long(out.numel()));
-    l.run(grid(device, out.numel()), default_local_size(device));
+    l.run(grid_size(device, out.numel()), default_local_size(device));
   }
   if (!out.is_contiguous()) copy_into(out, target);
 }

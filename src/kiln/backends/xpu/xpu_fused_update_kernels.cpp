@@ -15,11 +15,6 @@ namespace kiln::xpu {
 
 namespace {
 
-size_t grid(int device, int64_t n) {
-  const size_t local = default_local_size(device);
-  return std::min<size_t>((size_t(n) + local - 1) / local, 65536) * local;
-}
-
 // inputs: param, grad, exp_avg, exp_avg_sq; outputs: param, exp_avg, exp_avg_sq (the same
 // tensors, contiguous float32). attrs: decay, lerp weight t, beta2, 1 - beta2, sqrt of the
 // second bias correction, eps, -step size, maximize. The first moment follows lerp's formula
@@ -63,7 +58,7 @@ void adam_step_kernel(OpCall& call) {
   l.value(cl_float(float(call.double_attr(0)))).value(cl_float(t)).value(cl_float(1.0f - t));
   for (int a = 2; a <= 6; ++a) l.value(cl_float(float(call.double_attr(size_t(a)))));
   l.value(cl_long(n));
-  l.run(grid(device, n), default_local_size(device));
+  l.run(grid_size(device, n), default_local_size(device));
 }
 
 // lstm_cell(gates [B, 4H] in blocks i, o, f, g; c [B, H]) -> (h, c'): c' = f c + i g, h = o
@@ -95,7 +90,7 @@ void lstm_cell_kernel(OpCall& call) {
   Launch l(device, program_source(device, s), "kiln_lstm_cell");
   l.tensor(call.outs[0]).tensor(call.outs[1]).tensor(gates).tensor(c);
   l.value(cl_long(H)).value(cl_long(batch * H));
-  l.run(grid(device, batch * H), default_local_size(device));
+  l.run(grid_size(device, batch * H), default_local_size(device));
 }
 
 }  // namespace

@@ -180,6 +180,11 @@ std::string program_source(int device, const std::string& body) {
   return s;
 }
 
+size_t grid_size(int device, int64_t n) {
+  const size_t local = default_local_size(device);
+  return std::min<size_t>((size_t(n) + local - 1) / local, 65536) * local;
+}
+
 size_t default_local_size(int device) {
   return std::min<size_t>(256, XpuRuntime::get().info(device).max_work_group);
 }

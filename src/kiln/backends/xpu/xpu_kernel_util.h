@@ -62,5 +62,8 @@ void elementwise(const Tensor& out, const std::vector<Tensor>& inputs, const std
 // Largest work-group size worth asking for on the device (256, or less where the device's
 // maximum is smaller).
 size_t default_local_size(int device);
+// The global size of a grid-stride loop over n items in groups of default_local_size: at most
+// 65536 groups, each item striding over the rest.
+size_t grid_size(int device, int64_t n);
 
 }  // namespace kiln::xpu

@@ -74,8 +74,7 @@ void pad_kernel(OpCall& call) {
   l.tensor(out).tensor(x).value(g).value(cl_int(nd)).value(cl_int(mode_id));
   l.scalar(Scalar(call.has_attr(2) ? call.double_attr(2) : 0.0), x.dtype());
   l.value(cl_long(out.numel()));
-  const size_t local = default_local_size(device);
-  l.run(std::min<size_t>((size_t(out.numel()) + local - 1) / local, 65536) * local, local);
+  l.run(grid_size(device, out.numel()), default_local_size(device));
 }
 
 }  // namespace

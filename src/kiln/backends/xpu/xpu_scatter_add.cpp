@@ -134,8 +134,7 @@ void scatter_add_kernel(OpCall& call) {
   Launch l(device, program_source(device, s), "kiln_scatter_add");
   l.tensor(out).tensor(src).tensor(list).value(g);
   l.value(cl_int(nd)).value(cl_int(dim)).value(cl_long(u)).value(cl_long(lines));
-  const size_t local = default_local_size(device);
-  l.run(std::min<size_t>((size_t(u * lines) + local - 1) / local, 65536) * local, local);
+  l.run(grid_size(device, u * lines), default_local_size(device));
 }
 
 }  // namespace
