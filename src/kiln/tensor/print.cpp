@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kiln/ops/copy.h"
+#include "kiln/ops/factory.h"
 #include "kiln/ops/indexing.h"
 #include "kiln/tensor/print_options.h"
 #include "kiln/tensor/tensor.h"
@@ -50,17 +51,28 @@ struct Formatter {
 };
 
 // What is printed of t: each dim longer than 2 * edge cut to its first and last `edge` items
-// (cut[d] says which were), on the host, contiguous.
+// (cut[d] says which were), on the host, contiguous. One advanced-indexing read with an index
+// per dim (broadcast against the others), so only the shown elements are touched: narrowing
+// and concatenating dim by dim copied whole slabs of a large tensor first.
 Tensor shown_part(const Tensor& t, bool summarize, int64_t edge, std::vector<bool>& cut) {
-  Tensor r = t;
   cut.assign(size_t(t.dim()), false);
+  bool any = false;
   for (int64_t d = 0; summarize && d < t.dim(); ++d) {
-    const int64_t n = t.size(d);
-    if (n <= 2 * edge) continue;
-    cut[size_t(d)] = true;
-    r = cat({r.narrow(d, 0, edge), r.narrow(d, n - edge, edge)}, d);
+    cut[size_t(d)] = t.size(d) > 2 * edge;
+    any = any || cut[size_t(d)];
   }
-  return r.cpu().contiguous();
+  if (!any) return t.cpu().contiguous();
+  std::vector<Tensor> indices;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    const int64_t n = t.size(d);
+    std::vector<int64_t> keep;
+    for (int64_t i = 0; i < n; ++i)
+      if (!cut[size_t(d)] || i < edge || i >= n - edge) keep.push_back(i);
+    Shape s(size_t(t.dim()), 1);
+    s[size_t(d)] = int64_t(keep.size());
+    indices.push_back(tensor_from(keep, s, TensorOptions(DType::I64, t.device())));
+  }
+  return index(t, indices).cpu().contiguous();
 }
 
 struct Layout {
