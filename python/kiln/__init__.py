@@ -167,6 +167,8 @@ from ._settings import (set_printoptions, use_deterministic_algorithms,  # noqa:
                         set_float32_matmul_precision, get_float32_matmul_precision,
                         set_default_device, get_default_device)
 vmap = func.vmap
+from ._control_flow import (cond, while_loop, typename, set_warn_always,  # noqa: E402,F401
+                            is_warn_always_enabled, compiled_with_cxx11_abi)
 from . import amp  # noqa: E402,F401  (torch.amp: autocast, GradScaler; decision 0091)
 from .amp import (autocast, is_autocast_enabled, get_autocast_dtype,  # noqa: E402,F401
                   set_autocast_enabled, set_autocast_dtype, is_autocast_cache_enabled,

@@ -1,5 +1,6 @@
 """torch's small runtime functions: flush-denormal mode, inter-op threads, empty_permuted,
-frombuffer, backward(inputs=...), post-accumulate-grad hooks, anomaly detection, each against torch 2.13."""
+frombuffer, backward(inputs=...), post-accumulate-grad hooks, anomaly detection, eager
+cond / while_loop, type names; each against torch 2.13."""
 import numpy as np
 import torch
 
@@ -85,3 +86,15 @@ def test_detect_anomaly_names_the_node_that_made_nan():
         assert kiln.is_anomaly_enabled() and not kiln.is_anomaly_check_nan_enabled()
         (x.sqrt() * 0).sum().backward()
     assert not kiln.is_anomaly_enabled()
+
+
+def test_eager_control_flow_and_type_names_match_torch():
+    for K in (kiln, torch):
+        x = K.ones(2)
+        assert K.cond(K.tensor(True), lambda v: v + 1, lambda v: v - 1, (x,)).tolist() == [2.0, 2.0]
+        assert K.cond(False, lambda v: v + 1, lambda v: v - 1, (x,)).tolist() == [0.0, 0.0]
+        i, y = K.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, v * 2), (K.tensor(0), x))
+        assert int(i) == 3 and y.tolist() == [8.0, 8.0]
+    assert kiln.typename(kiln.ones(2)) == "kiln.FloatTensor" and kiln.typename(3) == torch.typename(3)
+    assert kiln.typename(kiln.ones(2, dtype=kiln.int64)) == "kiln.LongTensor"
+    assert kiln.compiled_with_cxx11_abi() and not kiln.is_warn_always_enabled()
