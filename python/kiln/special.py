@@ -140,9 +140,10 @@ def _harmonic(n):
     return sum(1.0 / j for j in range(1, n + 1))
 
 
-def _i_series(x, nu, terms):
-    """I_nu(x), nu = 0 or 1, x >= 0: (x / 2)^nu sum_k (x^2 / 4)^k / (k! (k + nu)!)."""
-    q = x * x * 0.25
+def _i_series(x, nu, terms, sign=1.0):
+    """I_nu(x), nu = 0 or 1, x >= 0: (x / 2)^nu sum_k (x^2 / 4)^k / (k! (k + nu)!); with
+    sign -1 the same series in -x^2 / 4, J_nu(x)."""
+    q = x * x * (0.25 * sign)
     term = _C.ones_like(x)
     total = _C.ones_like(x)
     for k in range(1, terms):
@@ -337,13 +338,7 @@ def _hankel(x, nu):
 
 
 def _j_series(x, nu, terms):
-    q = -x * x * 0.25
-    term = _C.ones_like(x)
-    total = _C.ones_like(x)
-    for k in range(1, terms):
-        term = term * q * (1.0 / (k * (k + nu)))
-        total = total + term
-    return total * (x * 0.5) if nu else total
+    return _i_series(x, nu, terms, sign=-1.0)
 
 
 def _y_series(x, nu, j):
