@@ -245,22 +245,32 @@ def _k_scaled(x, nu):
     return total
 
 
-def _k_small(x, nu):
-    """K_nu(x), 0 < x <= 1: K0 = -(ln(x/2) + gamma) I0 + sum_k H_k q^k / k!^2,
-    K1 = 1/x + ln(x/2) I1 - (x/4) sum_k (psi(k+1) + psi(k+2)) q^k / (k! (k+1)!), q = x^2/4."""
-    q = x * x * 0.25
-    lg = _C.log(x * 0.5)
+def _log_series_sum(x, nu, terms, sign):
+    """The power series beside the logarithm in K_nu (sign 1) and Y_nu (sign -1), q =
+    sign x^2 / 4: nu = 0: sum_{k>=1} H_k q^k / k!^2; nu = 1: sum_{k>=0} (H_k + H_{k+1} -
+    2 gamma) q^k / (k! (k+1)!) (psi(k+1) + psi(k+2))."""
+    q = x * x * (0.25 * sign)
     total = _C.zeros_like(x)
     term = _C.ones_like(x)
     if nu == 0:
-        for k in range(1, 14):
+        for k in range(1, terms):
             term = term * q * (1.0 / (k * k))
             total = total + term * _harmonic(k)
-        return total - (lg + _EULER) * _i_series(x, 0, 14)
-    for k in range(0, 14):
+        return total
+    for k in range(0, terms):
         if k:
             term = term * q * (1.0 / (k * (k + 1)))
         total = total + term * (_harmonic(k) + _harmonic(k + 1) - 2 * _EULER)
+    return total
+
+
+def _k_small(x, nu):
+    """K_nu(x), 0 < x <= 1: K0 = -(ln(x/2) + gamma) I0 + sum_k H_k q^k / k!^2,
+    K1 = 1/x + ln(x/2) I1 - (x/4) sum_k (psi(k+1) + psi(k+2)) q^k / (k! (k+1)!), q = x^2/4."""
+    lg = _C.log(x * 0.5)
+    total = _log_series_sum(x, nu, 14, 1.0)
+    if nu == 0:
+        return total - (lg + _EULER) * _i_series(x, 0, 14)
     return 1.0 / x + lg * _i_series(x, 1, 14) - x * 0.25 * total
 
 
@@ -345,19 +355,10 @@ def _y_series(x, nu, j):
     """Y_nu(x), 0 < x <= 2, from J_nu = j: Y0 = (2/pi)((ln(x/2) + gamma) J0 - sum_k H_k
     (-q)^k / k!^2), Y1 = -2/(pi x) + (2/pi) ln(x/2) J1 - (x / 2pi) sum_k (psi(k+1) +
     psi(k+2)) (-q)^k / (k! (k+1)!), q = x^2/4."""
-    q = -x * x * 0.25
     lg = _C.log(x * 0.5)
-    total = _C.zeros_like(x)
-    term = _C.ones_like(x)
+    total = _log_series_sum(x, nu, 20, -1.0)
     if nu == 0:
-        for k in range(1, 20):
-            term = term * q * (1.0 / (k * k))
-            total = total + term * _harmonic(k)
         return (2.0 / _math.pi) * ((lg + _EULER) * j - total)
-    for k in range(0, 20):
-        if k:
-            term = term * q * (1.0 / (k * (k + 1)))
-        total = total + term * (_harmonic(k) + _harmonic(k + 1) - 2 * _EULER)
     return (-2.0 / _math.pi) / x + (2.0 / _math.pi) * lg * j - x * (0.5 / _math.pi) * total
 
 
