@@ -9,6 +9,7 @@
 #include "kiln/dispatch/interceptor.h"
 #include "kiln/dispatch/registry.h"
 #include "kiln/ops/adam_step.h"
+#include "kiln/ops/complex.h"
 #include "kiln/ops/copy.h"
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/factory.h"

@@ -21,6 +21,8 @@ half = _C.float16
 short = _C.int16
 int = _C.int32
 long = _C.int64
+cfloat = _C.complex64
+cdouble = _C.complex128
 # `bool` is kiln.bool (bound by the star import above).
 
 # Functions that exist only as Tensor methods in C++ or need Python around them.
@@ -148,7 +150,9 @@ from . import _composite  # noqa: E402  (torch functions composed of kiln's ops)
 
 _composite.install(globals(), Tensor)
 
-from . import special, linalg  # noqa: E402,F401  (torch.special / torch.linalg)
+from . import special, linalg, fft  # noqa: E402,F401  (torch.special / .linalg / .fft)
+from ._stft import stft, istft  # noqa: E402  (torch.stft / torch.istft over kiln.fft)
+Tensor.stft, Tensor.istft = stft, istft
 igamma, igammac = special.gammainc, special.gammaincc  # torch.igamma / torch.igammac
 Tensor.igamma = special.gammainc
 Tensor.igammac = special.gammaincc

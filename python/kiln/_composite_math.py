@@ -203,11 +203,20 @@ def dist(input, other, p=2):
     return (input - other).norm(p)
 
 
-# --- complex helpers on real tensors ------------------------------------------------------
+# --- complex helpers ----------------------------------------------------------------------
+# kiln has no lazy conjugate bit: conj() of a complex tensor is a physical copy (torch returns
+# a view with the bit set; values agree, but writes to it do not reach the input).
 
 @export()
 def conj(input):
+    if input.is_complex():
+        return _C._conj_physical(input)
     return input  # a real tensor is its own conjugate (torch returns input itself)
+
+
+@export()
+def conj_physical(input):
+    return _C._conj_physical(input)
 
 
 @export()
@@ -230,34 +239,49 @@ def is_neg(input):
     return False
 
 
-@export()
+@export(method=False)
 def real(input):
-    return input
+    return _C._real(input)
 
 
-@export()
+@export(method=False)
 def imag(input):
-    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+    return _C._imag(input)
 
 
 @export()
 def adjoint(input):
-    return input.transpose(-2, -1)
+    return conj(input.transpose(-2, -1))
 
 
 @export()
 def angle(input):
-    """pi where input < 0, else 0 (NaN stays NaN); a float result, as torch."""
+    """arg(input) of a complex tensor; of a real one pi where input < 0, else 0 (NaN stays
+    NaN); a float result, as torch."""
+    if input.is_complex():
+        return _C._angle(input)
     x = input if input.is_floating_point() else input.to(_C.get_default_dtype())
     r = _C.where(x < 0, _C.full_like(x, _math.pi), _C.zeros_like(x))
     return _C.where(_C.isnan(x), x, r)
+
+
+@export()
+def sgn(input):
+    """input / |input| (0 at 0) for complex tensors, sign() for real ones, as torch.sgn."""
+    return _C._sgn(input) if input.is_complex() else input.sign()
+
+
+@export(method=False)
+def polar(abs, angle):
+    """abs * (cos(angle) + i sin(angle)), as torch.polar."""
+    return _C.complex(abs * angle.cos(), abs * angle.sin())
 
 
 # --- predicates ---------------------------------------------------------------------------
 
 @export()
 def is_complex(input):
-    return False
+    return input.is_complex()
 
 
 @export()

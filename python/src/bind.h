@@ -69,6 +69,7 @@ void bind_errors(nb::module_& m);
 void bind_runtime(nb::module_& m);
 void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_interop(nb::module_& m, nb::class_<Tensor>& cls);
+void bind_complex(nb::module_& m, nb::class_<Tensor>& cls);  // complex.cpp
 void bind_indexing(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_operators(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_elementwise(nb::module_& m, nb::class_<Tensor>& cls);

@@ -112,6 +112,10 @@ bool scalar_from_handle(nb::handle h, Scalar& out, bool convert) {
     out = Scalar(PyFloat_AS_DOUBLE(o));
     return true;
   }
+  if (PyComplex_Check(o)) {  // Python complex and numpy's complex128 (its subclass)
+    out = Scalar::complex(PyComplex_RealAsDouble(o), PyComplex_ImagAsDouble(o));
+    return true;
+  }
   if (!convert || nb::isinstance<Tensor>(h)) return false;
   // numpy scalars and other numbers: integers through __index__, the rest through __float__.
   nb::handle type = (PyObject*)Py_TYPE(o);
@@ -147,6 +151,7 @@ bool scalar_from_handle(nb::handle h, Scalar& out, bool convert) {
 nb::object scalar_to_python(const Scalar& s) {
   if (s.is_bool()) return nb::bool_(s.to_bool());
   if (s.is_integral()) return nb::int_(s.to_int());
+  if (s.is_complex()) return nb::steal(PyComplex_FromDoubles(s.real(), s.imag()));
   return nb::float_(s.to_double());
 }
 
@@ -172,7 +177,10 @@ nb::handle numpy_ndarray_type() {
 
 Tensor wrapped_scalar(const Scalar& s, Device device) {
   // As PyTorch: a double / int64 / bool 0-d tensor; promotion treats it by category only.
-  DType dt = s.is_floating() ? DType::F64 : s.is_integral() ? DType::I64 : DType::Bool;
+  DType dt = s.is_floating()   ? DType::F64
+             : s.is_complex()  ? DType::C128
+             : s.is_integral() ? DType::I64
+                               : DType::Bool;
   Tensor t = full({}, s, TensorOptions(dt, device));
   t.impl()->is_wrapped_number = true;
   return t;
@@ -192,8 +200,9 @@ namespace {
 struct Collected {
   Shape shape;
   bool shape_known = false;
-  enum Kind { Bool = 0, Int = 1, Float = 2 } kind = Bool;
+  enum Kind { Bool = 0, Int = 1, Float = 2, Complex = 3 } kind = Bool;
   std::vector<double> floats;
+  std::vector<double> imags;  // imaginary parts, one per leaf (0 for real leaves)
   std::vector<int64_t> ints;  // kept while every value is integral (exact int64)
   std::vector<uint8_t> bools;
   bool saw_leaf = false;
@@ -220,7 +229,13 @@ void add_leaf(nb::handle h, Collected& c) {
     KILN_CHECK(!PyUnicode_Check(o), ValueError, "too many dimensions 'str'");
     KILN_THROW(Error, "Could not infer dtype of ", Py_TYPE(o)->tp_name);
   }
-  if (s.is_bool()) {
+  c.imags.push_back(s.imag());
+  if (s.is_complex()) {
+    c.kind = Collected::Complex;
+    c.floats.push_back(s.real());
+    c.ints.push_back(0);
+    c.bools.push_back(s.to_bool());
+  } else if (s.is_bool()) {
     c.bools.push_back(s.to_bool());
     c.ints.push_back(s.to_bool());
     c.floats.push_back(s.to_bool());
@@ -293,7 +308,16 @@ Tensor tensor_from_data(nb::handle data, std::optional<DType> dtype,
     Shape shape = c.shape;
     DType natural;
     const void* ptr;
-    if (c.kind == Collected::Float) {
+    std::vector<double> interleaved;  // complex128 leaves as (re, im) pairs
+    if (c.kind == Collected::Complex) {
+      natural = DType::C128;
+      interleaved.resize(2 * c.floats.size());
+      for (size_t k = 0; k < c.floats.size(); ++k) {
+        interleaved[2 * k] = c.floats[k];
+        interleaved[2 * k + 1] = c.imags[k];
+      }
+      ptr = interleaved.data();
+    } else if (c.kind == Collected::Float) {
       natural = DType::F64;
       ptr = c.floats.data();
     } else if (c.kind == Collected::Int) {
@@ -308,6 +332,7 @@ Tensor tensor_from_data(nb::handle data, std::optional<DType> dtype,
     }
     t = nogil([&] { return from_blob_copy(ptr, shape, natural, Device(DeviceType::CPU, 0)); });
     if (!dtype && c.kind == Collected::Float) dtype = default_float_dtype();
+    if (!dtype && c.kind == Collected::Complex) dtype = complex_dtype_for(default_float_dtype());
   }
   return nogil([&] {
     Tensor r = t;

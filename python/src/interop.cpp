@@ -26,8 +26,10 @@ DType dtype_from_typestr(const std::string& ts) {
   if (k == "f2") return DType::F16;
   if (k == "f4") return DType::F32;
   if (k == "f8") return DType::F64;
+  if (k == "c8") return DType::C64;
+  if (k == "c16") return DType::C128;
   KILN_THROW(TypeError, "can't convert np.ndarray of type '", ts,
-             "'. The only supported types are: float64, float32, float16, int64, int32, int16, "
+             "'. The only supported types are: complex128, complex64, float64, float32, float16, int64, int32, int16, "
              "int8, uint8, and bool.");
 }
 
@@ -42,6 +44,8 @@ nb::dlpack::dtype dlpack_dtype(DType t) {
     case DType::F16: return {uint8_t(nb::dlpack::dtype_code::Float), 16, 1};
     case DType::F32: return nb::dtype<float>();
     case DType::F64: return nb::dtype<double>();
+    case DType::C64: return {uint8_t(nb::dlpack::dtype_code::Complex), 64, 1};
+    case DType::C128: return {uint8_t(nb::dlpack::dtype_code::Complex), 128, 1};
     default: break;
   }
   KILN_THROW(TypeError, "Got unsupported ScalarType ", dtype_name(t),

@@ -19,6 +19,7 @@ NB_MODULE(_C, m) {
   nb::class_<kiln::Tensor> cls(m, "Tensor", nb::type_slots(tensor_type_slots()));
   bind_tensor(m, cls);
   bind_interop(m, cls);
+  bind_complex(m, cls);
   bind_dlpack(m, cls);
   bind_indexing(m, cls);
   bind_operators(m, cls);

@@ -49,6 +49,7 @@ void bind_runtime(nb::module_& m) {
                 .def_prop_ro("is_floating_point",
                              [](const PyDType& d) { return is_floating(d.value); })
                 .def_prop_ro("is_signed", [](const PyDType& d) { return is_signed(d.value); })
+                .def_prop_ro("is_complex", [](const PyDType& d) { return is_complex(d.value); })
                 .def_prop_ro("itemsize",
                              [](const PyDType& d) { return element_size(d.value); })
                 .def("__repr__",

@@ -23,6 +23,8 @@ nb::object tolist_rec(const std::vector<double>& f, const std::vector<int64_t>& 
     int64_t k = pos++;
     if (dt == DType::Bool) return nb::bool_(i[size_t(k)] != 0);
     if (is_floating(dt)) return nb::float_(f[size_t(k)]);
+    if (is_complex(dt))
+      return nb::steal(PyComplex_FromDoubles(f[2 * size_t(k)], f[2 * size_t(k) + 1]));
     return nb::int_(i[size_t(k)]);
   }
   nb::list l;
@@ -183,7 +185,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   cls.def_prop_ro("is_cpu", [](const Tensor& t) { return t.device().is_cpu(); });
   cls.def_prop_ro("is_cuda", [](const Tensor&) { return false; });
   cls.def("is_floating_point", &Tensor::is_floating_point);
-  cls.def("is_complex", [](const Tensor&) { return false; });
+  cls.def("is_complex", [](const Tensor& t) { return is_complex(t.dtype()); });
   cls.def("_is_view", &Tensor::is_view);
   cls.def("data_ptr", [](const Tensor& t) { return uintptr_t(t.raw_data()); });
   cls.def_prop_ro("_version", &Tensor::version);
@@ -199,7 +201,8 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
     std::vector<double> f;
     std::vector<int64_t> i;
     nogil([&] {
-      if (is_floating(t.dtype())) f = t.to_vector<double>();
+      if (is_complex(t.dtype())) f = kiln::view_as_real(kiln::contiguous(t)).to_vector<double>();
+      else if (is_floating(t.dtype())) f = t.to_vector<double>();
       else i = t.to_vector<int64_t>();
     });
     int64_t pos = 0;

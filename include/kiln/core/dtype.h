@@ -12,27 +12,40 @@
 
 namespace kiln {
 
-// The order is the promotion lattice order inside each category (bool < ints < floats).
-enum class DType : uint8_t { Bool, U8, I8, I16, I32, I64, F16, BF16, F32, F64 };
-inline constexpr int kNumDTypes = 10;
+// The order is the promotion lattice order inside each category (bool < ints < floats <
+// complex). complex64 / complex128 hold std::complex<float / double> (kiln/core/complex.h);
+// only the kernels registered for them accept them (kComplexDTypes in the registry).
+enum class DType : uint8_t { Bool, U8, I8, I16, I32, I64, F16, BF16, F32, F64, C64, C128 };
+inline constexpr int kNumDTypes = 12;
 
 size_t element_size(DType t);
 std::string_view dtype_name(DType t);  // "float32", "bfloat16", ... as PyTorch names them
 DType dtype_from_name(std::string_view name);  // accepts "float32", "f32", "float", ...
 std::ostream& operator<<(std::ostream& os, DType t);
 
-inline bool is_floating(DType t) { return t >= DType::F16; }
+inline bool is_floating(DType t) { return t >= DType::F16 && t <= DType::F64; }
+inline bool is_complex(DType t) { return t == DType::C64 || t == DType::C128; }
+// The real type of a complex type's parts (complex64 -> float32), else t itself.
+inline DType real_part_dtype(DType t) {
+  return t == DType::C64 ? DType::F32 : t == DType::C128 ? DType::F64 : t;
+}
+// The complex type with parts of t's precision (float64 -> complex128, every other real type
+// -> complex64, as torch without complex32), complex types themselves unchanged.
+inline DType complex_dtype_for(DType t) {
+  return is_complex(t) ? t : t == DType::F64 ? DType::C128 : DType::C64;
+}
 inline bool is_integral(DType t, bool include_bool = false) {
   return (t >= DType::U8 && t <= DType::I64) || (include_bool && t == DType::Bool);
 }
 inline bool is_signed(DType t) { return t != DType::Bool && t != DType::U8; }
 
-// Category used by scalar/0-d promotion: bool < integral < floating.
-enum class DTypeCategory : uint8_t { Bool = 0, Integral = 1, Floating = 2 };
+// Category used by scalar/0-d promotion: bool < integral < floating < complex.
+enum class DTypeCategory : uint8_t { Bool = 0, Integral = 1, Floating = 2, Complex = 3 };
 inline DTypeCategory category(DType t) {
-  return t == DType::Bool ? DTypeCategory::Bool
-         : is_floating(t) ? DTypeCategory::Floating
-                          : DTypeCategory::Integral;
+  return t == DType::Bool  ? DTypeCategory::Bool
+         : is_complex(t)   ? DTypeCategory::Complex
+         : is_floating(t)  ? DTypeCategory::Floating
+                           : DTypeCategory::Integral;
 }
 
 // promote_types(a, b): the smallest type both a and b convert to without losing range, as

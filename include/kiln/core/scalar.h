@@ -1,5 +1,5 @@
 #pragma once
-// Scalar: a Python-like number (bool, integer or float) passed to ops. Its category (not
+// Scalar: a Python-like number (bool, integer, float or complex) passed to ops. Its category (not
 // its width) takes part in type promotion, as in PyTorch.
 #include <cstdint>
 #include <iosfwd>
@@ -11,7 +11,7 @@ namespace kiln {
 
 class Scalar {
  public:
-  enum class Kind : uint8_t { Bool, Int, Float };
+  enum class Kind : uint8_t { Bool, Int, Float, Complex };
 
   Scalar() : kind_(Kind::Int), i_(0) {}
   Scalar(bool b) : kind_(Kind::Bool), i_(b) {}  // NOLINT: numbers convert implicitly
@@ -21,15 +21,33 @@ class Scalar {
   Scalar(T v) : kind_(Kind::Float), d_(double(v)) {}  // NOLINT
   Scalar(Half v) : kind_(Kind::Float), d_(float(v)) {}      // NOLINT
   Scalar(BFloat16 v) : kind_(Kind::Float), d_(float(v)) {}  // NOLINT
+  // A complex number (re + im i): a distinct constructor, as std::complex is not included here.
+  static Scalar complex(double re, double im) {
+    Scalar s(re);
+    s.kind_ = Kind::Complex;
+    s.im_ = im;
+    return s;
+  }
 
   Kind kind() const { return kind_; }
   bool is_bool() const { return kind_ == Kind::Bool; }
   bool is_integral() const { return kind_ == Kind::Int; }
   bool is_floating() const { return kind_ == Kind::Float; }
+  bool is_complex() const { return kind_ == Kind::Complex; }
 
-  double to_double() const { return kind_ == Kind::Float ? d_ : double(i_); }
-  int64_t to_int() const { return kind_ == Kind::Float ? int64_t(d_) : i_; }
-  bool to_bool() const { return kind_ == Kind::Float ? d_ != 0.0 : i_ != 0; }
+  // A complex value converts to a real type only without an imaginary part (torch's "value
+  // cannot be converted ... without overflow"): real kernels never drop one silently.
+  double to_double() const {
+    if (kind_ == Kind::Complex) check_real();
+    return kind_ == Kind::Float || kind_ == Kind::Complex ? d_ : double(i_);
+  }
+  int64_t to_int() const { return is_float_kind() ? int64_t(to_double()) : i_; }
+  bool to_bool() const {
+    return kind_ == Kind::Complex ? d_ != 0.0 || im_ != 0.0 : kind_ == Kind::Float ? d_ != 0.0 : i_ != 0;
+  }
+  // Real and imaginary parts (imag 0 for the real kinds).
+  double real() const { return is_float_kind() ? d_ : double(i_); }
+  double imag() const { return kind_ == Kind::Complex ? im_ : 0.0; }
   template <typename T>
   T to() const {
     if constexpr (std::is_same_v<T, bool>) return to_bool();
@@ -37,19 +55,24 @@ class Scalar {
     else return T(to_double());
   }
 
-  // The dtype a 0-d tensor made from this scalar gets: bool, int64 or the default float.
+  // The dtype a 0-d tensor made from this scalar gets: bool, int64, the default float or its
+  // complex type.
   DType default_dtype() const {
-    return kind_ == Kind::Bool ? DType::Bool
-           : kind_ == Kind::Int ? DType::I64
-                                : default_float_dtype();
+    return kind_ == Kind::Bool      ? DType::Bool
+           : kind_ == Kind::Int     ? DType::I64
+           : kind_ == Kind::Complex ? complex_dtype_for(default_float_dtype())
+                                    : default_float_dtype();
   }
 
  private:
+  bool is_float_kind() const { return kind_ == Kind::Float || kind_ == Kind::Complex; }
+  void check_real() const;  // throws TypeError when im_ != 0
   Kind kind_;
   union {
     int64_t i_;
     double d_;
   };
+  double im_ = 0.0;
 };
 
 std::ostream& operator<<(std::ostream& os, const Scalar& s);

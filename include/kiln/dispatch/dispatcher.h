@@ -23,6 +23,9 @@ void call_op_out(const OpDef& op, std::vector<Tensor> inputs, std::vector<AttrVa
 // Factories: no tensor inputs, the device comes from the argument.
 Tensor call_factory(const OpDef& op, Device device, std::vector<AttrValue> attrs);
 
+// The registry entry that serves dtype on a device: the complex-only entry for complex
+// dtypes where one is registered, else the op's main entry (whose mask may still refuse it).
+const KernelEntry& kernel_entry(const OpDef& op, DeviceType device, DType dtype);
 // The kernel a call would use (ignoring fallback), or nullptr.
 KernelFn find_kernel(const OpDef& op, DeviceType device, DType dtype);
 

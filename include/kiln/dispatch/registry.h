@@ -26,7 +26,10 @@ using CompositeFn = std::vector<Tensor> (*)(OpCall& call);
 
 using DTypeMask = uint32_t;
 inline constexpr DTypeMask dtype_bit(DType t) { return DTypeMask(1) << unsigned(t); }
-inline constexpr DTypeMask kAllDTypes = (DTypeMask(1) << kNumDTypes) - 1;
+// Every real dtype (bool, integers, floats). Complex dtypes are opted into one kernel at a
+// time with kComplexDTypes: a kernel written for real types never meets std::complex.
+inline constexpr DTypeMask kAllDTypes = (DTypeMask(1) << unsigned(DType::C64)) - 1;
+inline constexpr DTypeMask kComplexDTypes = dtype_bit(DType::C64) | dtype_bit(DType::C128);
 inline constexpr DTypeMask kFloatDTypes =
     dtype_bit(DType::F16) | dtype_bit(DType::BF16) | dtype_bit(DType::F32) | dtype_bit(DType::F64);
 inline constexpr DTypeMask kIntDTypes = dtype_bit(DType::U8) | dtype_bit(DType::I8) |
@@ -52,6 +55,9 @@ struct OpDef {
   // convolution, as PyTorch's memory-format propagation); the kernels read output strides.
   bool keeps_channels_last = false;
   std::array<KernelEntry, kNumDeviceTypes> kernels{};
+  // Kernels for complex dtypes only, registered apart from the real ones (a register_kernel
+  // whose mask holds only complex dtypes lands here); find_kernel looks here first for them.
+  std::array<KernelEntry, kNumDeviceTypes> complex_kernels{};
   mutable std::atomic<int64_t> fallback_calls{0};  // calls that ran on the CPU instead
 };
 

@@ -26,6 +26,7 @@ void register_lstm_cell_op();
 void register_linalg_factor_ops();    // linalg_factor_ops.cpp
 void register_linalg_spectral_ops();  // linalg_spectral_ops.cpp
 void register_ggml_linear_op();       // quant/ggml_linear.cpp
+void register_complex_ops();          // complex_ops.cpp
 }  // namespace ops
 namespace cpu {
 void register_copy_kernels();
@@ -48,6 +49,8 @@ void register_float16_native();
 void register_lstm_cell_kernel();
 void register_linalg_factor_kernels();
 void register_linalg_spectral_kernels();
+void register_complex_kernels();  // complex_kernels.cpp
+void register_fft_kernels();      // fft_kernels.cpp
 }  // namespace cpu
 namespace testing_backend {
 void register_testing_kernels();
@@ -81,6 +84,7 @@ void ensure_ops_registered() {
     ops::register_linalg_factor_ops();
     ops::register_linalg_spectral_ops();
     ops::register_ggml_linear_op();
+    ops::register_complex_ops();
     cpu::register_copy_kernels();
     cpu::register_unary_kernels();
     cpu::register_binary_kernels();
@@ -101,6 +105,8 @@ void ensure_ops_registered() {
     cpu::register_linalg_factor_kernels();
     cpu::register_linalg_spectral_kernels();
     cpu::register_ggml_linear_kernel();
+    cpu::register_complex_kernels();
+    cpu::register_fft_kernels();
     testing_backend::register_testing_kernels();
 #ifdef KILN_WITH_XPU
     xpu::register_xpu_kernels();

@@ -63,7 +63,17 @@ Device call_device(OpCall& call) {
   return device;
 }
 
+// The dtype that picks the kernel: inputs[0]'s (else the first output's), except that a call
+// touching a complex tensor anywhere (an input, a planned or given output: real -> complex
+// copies, complex -> real abs) is keyed by that complex dtype, so that it reaches a kernel
+// written for complex numbers and never a real kernel that would misread one.
 DType key_dtype(const OpCall& call, const std::vector<TensorMeta>& metas) {
+  for (const auto& t : call.inputs)
+    if (t.defined() && is_complex(t.dtype())) return t.dtype();
+  for (const auto& m : metas)
+    if (is_complex(m.dtype)) return m.dtype;
+  for (const auto& t : call.outs)
+    if (t.defined() && is_complex(t.dtype())) return t.dtype();
   for (const auto& t : call.inputs)
     if (t.defined()) return t.dtype();
   if (!metas.empty()) return metas[0].dtype;
@@ -143,8 +153,8 @@ std::vector<Tensor> run_op(OpCall& call) {
     return run_float16_in_float32(call, metas);
   KernelFn kernel = find_kernel(op, device.type, dtype);
   if (!kernel) {
-    const KernelEntry& own = op.kernels[size_t(device.type)];
-    const KernelEntry& cpu = op.kernels[size_t(DeviceType::CPU)];
+    const KernelEntry& own = kernel_entry(op, device.type, dtype);
+    const KernelEntry& cpu = kernel_entry(op, DeviceType::CPU, dtype);
     bool cpu_has = cpu.fn && (cpu.dtypes & dtype_bit(dtype));
     if (device.type != DeviceType::CPU && cpu_has && cpu_fallback_enabled())
       return run_on_cpu_instead(call, device);
@@ -259,12 +269,17 @@ std::vector<Tensor> run_float16_in_float32(OpCall& call, const std::vector<Tenso
 
 }  // namespace
 
+const KernelEntry& kernel_entry(const OpDef& op, DeviceType device, DType dtype) {
+  const KernelEntry& complex = op.complex_kernels[size_t(device)];
+  return is_complex(dtype) && complex.fn ? complex : op.kernels[size_t(device)];
+}
+
 KernelFn find_kernel(const OpDef& op, DeviceType device, DType dtype) {
-  const KernelEntry& own = op.kernels[size_t(device)];
+  const KernelEntry& own = kernel_entry(op, device, dtype);
   if (own.fn) return (own.dtypes & dtype_bit(dtype)) ? own.fn : nullptr;
   if (device == DeviceType::CPU) return nullptr;
   KernelFn fallback = default_kernel(device);
-  const KernelEntry& cpu = op.kernels[size_t(DeviceType::CPU)];
+  const KernelEntry& cpu = kernel_entry(op, DeviceType::CPU, dtype);
   if (fallback && cpu.fn && (cpu.dtypes & dtype_bit(dtype))) return fallback;
   return nullptr;
 }

@@ -55,7 +55,9 @@ void register_kernel(std::string_view op, DeviceType device, KernelFn fn, DTypeM
   std::unique_lock lock(r.mutex);
   auto it = r.by_name.find(op);
   KILN_INTERNAL_ASSERT(it != r.by_name.end(), "kernel for unknown op '", op, "'");
-  it->second->kernels[size_t(device)] = KernelEntry{fn, dtypes};
+  const bool complex_only = dtypes != 0 && (dtypes & ~kComplexDTypes) == 0;
+  (complex_only ? it->second->complex_kernels : it->second->kernels)[size_t(device)] =
+      KernelEntry{fn, dtypes};
 }
 
 KernelEntry detail::registered_kernel(std::string_view op, DeviceType device) {

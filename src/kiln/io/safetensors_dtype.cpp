@@ -14,7 +14,8 @@ struct Entry {
              // F64 I64 U64)
 };
 
-constexpr std::array<Entry, kNumDTypes> kEntries{{
+// complex128 has no safetensors name.
+constexpr std::array<Entry, kNumDTypes - 1> kEntries{{
     {DType::Bool, "BOOL", 0},
     {DType::U8, "U8", 4},
     {DType::I8, "I8", 5},
@@ -23,13 +24,14 @@ constexpr std::array<Entry, kNumDTypes> kEntries{{
     {DType::BF16, "BF16", 14},
     {DType::I32, "I32", 15},
     {DType::F32, "F32", 17},
+    {DType::C64, "C64", 18},
     {DType::F64, "F64", 19},
     {DType::I64, "I64", 20},
 }};
 
-constexpr std::array<std::string_view, 12> kForeign{
+constexpr std::array<std::string_view, 11> kForeign{
     "F4",          "F6_E2M3",     "F6_E3M2", "F8_E5M2", "F8_E4M3", "F8_E8M0",
-    "F8_E4M3FNUZ", "F8_E5M2FNUZ", "U16",     "U32",     "U64",     "C64"};
+    "F8_E4M3FNUZ", "F8_E5M2FNUZ", "U16",     "U32",     "U64"};
 
 const Entry& entry(DType t) {
   for (const Entry& e : kEntries)

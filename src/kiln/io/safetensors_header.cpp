@@ -21,6 +21,7 @@ constexpr uint64_t kInt64Max = uint64_t(std::numeric_limits<int64_t>::max());
 std::string supported_list() {
   std::string s;
   for (int i = 0; i < kNumDTypes; ++i) {
+    if (DType(i) == DType::C128) continue;  // no safetensors name
     if (i) s += ", ";
     s += safetensors_dtype_name(DType(i));
   }

@@ -18,10 +18,14 @@ enum class Kind {
 };
 
 DType compute_type(const char* name, DType promoted, Kind kind) {
-  if ((kind == Kind::TrueDiv || kind == Kind::FloatOnly) && !is_floating(promoted))
+  if (kind == Kind::FloatOnly)
+    KILN_CHECK(!is_complex(promoted), NotImplementedError, "\"", name, "\" not implemented for '",
+               dtype_name(promoted), "'");
+  if ((kind == Kind::TrueDiv || kind == Kind::FloatOnly) && !is_floating(promoted) &&
+      !is_complex(promoted))
     return default_float_dtype();
   if (kind == Kind::Bitwise)
-    KILN_CHECK(!is_floating(promoted), NotImplementedError, "\"", name, "\" not implemented for '",
+    KILN_CHECK(!is_floating(promoted) && !is_complex(promoted), NotImplementedError, "\"", name, "\" not implemented for '",
                dtype_name(promoted), "'; bitwise ops need integral or bool tensors");
   return promoted;
 }
@@ -60,7 +64,7 @@ Tensor& run_out(const OpDef& op, const Tensor& a, const Tensor& b, Kind kind,
 // treats it as a Python scalar whatever its storage dtype (see tensor/promotion.h), and the
 // op converts it once to the computation type, so float64 math sees the exact value.
 Tensor scalar_like(const Tensor& a, const Scalar& b) {
-  DType storage = b.is_floating() ? DType::F64 : b.default_dtype();
+  DType storage = b.is_floating() ? DType::F64 : b.is_complex() ? DType::C128 : b.default_dtype();
   return ops::wrap_scalar(b, storage, a.device());
 }
 

@@ -49,7 +49,7 @@ Tensor sum(const Tensor& x, const Dims& dims, bool keepdim, std::optional<DType>
 
 namespace {
 void check_mean_dtype(const Tensor& x) {
-  KILN_CHECK(is_floating(x.dtype()), Error,
+  KILN_CHECK(is_floating(x.dtype()) || is_complex(x.dtype()), Error,
              "mean(): could not infer output dtype. Input dtype must be either a floating "
              "point or complex dtype. Got: ", ops::torch_type_name(x.dtype()));
 }

@@ -12,14 +12,16 @@ namespace kiln::ops {
 
 std::string_view torch_type_name(DType t) {
   static constexpr std::array<std::string_view, kNumDTypes> names = {
-      "Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float", "Double"};
+      "Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float", "Double",
+      "ComplexFloat", "ComplexDouble"};
   return names[size_t(t)];
 }
 
 std::string_view cpp_type_name(DType t) {
   static constexpr std::array<std::string_view, kNumDTypes> names = {
       "bool",     "unsigned char", "signed char",    "short int", "int",
-      "long int", "c10::Half",     "c10::BFloat16", "float",     "double"};
+      "long int", "c10::Half",     "c10::BFloat16", "float",     "double",
+      "c10::complex<float>", "c10::complex<double>"};
   return names[size_t(t)];
 }
 

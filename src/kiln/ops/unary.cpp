@@ -16,7 +16,8 @@ struct UnaryInfo {
 
 // Float-only functions promote integer (and bool) inputs to the default float dtype.
 Tensor promote_input(const Tensor& x, Kind kind) {
-  if (kind == Kind::Float && !is_floating(x.dtype())) return to_dtype(x, default_float_dtype());
+  if (kind == Kind::Float && !is_floating(x.dtype()) && !is_complex(x.dtype()))
+    return to_dtype(x, default_float_dtype());
   return x;
 }
 
@@ -188,7 +189,11 @@ Tensor& fill_(Tensor& x, const Scalar& value) {
 
 namespace ops {
 void register_unary_ops() {
-  for (const char* name : {"neg", "abs", "exp", "exp2", "log", "log2", "log1p", "expm1", "sqrt",
+  // abs: a real result for complex input (|re + im i|), else the input's dtype.
+  register_op("abs", "abs(Tensor self) -> Tensor", [](const OpCall& c) {
+    return one_meta(c.inputs[0].shape(), real_part_dtype(c.inputs[0].dtype()));
+  }).keeps_channels_last = true;
+  for (const char* name : {"neg", "exp", "exp2", "log", "log2", "log1p", "expm1", "sqrt",
                            "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid", "relu", "silu", "erf",
                            "erfc", "erfinv", "lgamma", "digamma", "trigamma",
                            "floor", "ceil", "round", "trunc", "sign", "reciprocal"})

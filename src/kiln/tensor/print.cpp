@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/ops/complex.h"
 #include "kiln/ops/copy.h"
 #include "kiln/ops/factory.h"
 #include "kiln/ops/indexing.h"
@@ -22,6 +23,8 @@
 namespace kiln {
 
 namespace {
+
+std::string f_trim(const std::string& s) { return s.substr(std::min(s.find_first_not_of(' '), s.size())); }
 
 std::mutex g_options_mutex;
 PrintOptions g_options;
@@ -76,27 +79,65 @@ Tensor shown_part(const Tensor& t, bool summarize, int64_t edge, std::vector<boo
 }
 
 struct Layout {
-  const std::vector<double>& vals;
+  const std::vector<std::string>& items;  // each shown element, formatted (and padded)
+  size_t item_width;  // the width that sets how many elements fit a line
   const Shape& shape;  // of the shown part
   const std::vector<bool>& cut;
   int64_t edge;
   int64_t linewidth;
 };
 
+// torch's _Formatter over the shown values: width, whole-number and scientific modes.
+Formatter make_formatter(const std::vector<double>& vals, bool floating, bool is_bool,
+                         const PrintOptions& o) {
+  Formatter f;
+  f.floating = floating;
+  f.is_bool = is_bool;
+  f.precision = o.precision;
+  if (f.floating) {
+    double amax = 0, amin = INFINITY;
+    bool any = false;
+    for (double v : vals) {
+      if (!std::isfinite(v)) continue;
+      any = true;
+      if (v != std::trunc(v)) f.all_int = false;
+      amax = std::max(amax, std::fabs(v));
+      if (v != 0) amin = std::min(amin, std::fabs(v));
+    }
+    // torch's _Formatter: the ratio and size of the nonzero finite values shown.
+    if (any && amin != INFINITY)
+      f.sci = amax / amin > 1000.0 || amax > 1.0e8 || (!f.all_int && amin < 1.0e-4);
+    if (o.sci_mode) f.sci = *o.sci_mode;
+  }
+  for (double v : vals) f.width = std::max(f.width, f.fmt(v).size());
+  return f;
+}
+
+std::string padded(const Formatter& f, double v) {
+  std::string s = f.fmt(v);
+  return std::string(f.width > s.size() ? f.width - s.size() : 0, ' ') + s;
+}
+
+// torch's complex _scalar_str: the padded real part, then the imaginary part with its sign
+// ("+" added when it has none) and "j", unpadded.
+std::string complex_item(const Formatter& re, const Formatter& im, double a, double b) {
+  std::string imag = f_trim(padded(im, b) + "j");
+  return padded(re, a) + (imag[0] == '-' || imag[0] == '+' ? "" : "+") + imag;
+}
+
 // torch's _tensor_str_with_formatter: the last dim as wrapped lines of elements, "..." an
 // element where the dim was cut; outer dims one row per line, rows apart by blank lines.
 void print_rec(std::ostream& os, const Layout& L, const Strides& st, size_t d, int64_t base,
-               const Formatter& f, size_t indent) {
+               size_t indent) {
   const int64_t n = L.shape[d];
   if (d + 1 == L.shape.size()) {
     std::vector<std::string> items;
     for (int64_t i = 0; i < n; ++i) {
       if (L.cut[d] && i == L.edge) items.push_back(" ...");
-      std::string s = f.fmt(L.vals[size_t(base + i * st[d])]);
-      items.push_back(std::string(f.width > s.size() ? f.width - s.size() : 0, ' ') + s);
+      items.push_back(L.items[size_t(base + i * st[d])]);
     }
     const int64_t per_line =
-        std::max<int64_t>(1, (L.linewidth - int64_t(indent)) / int64_t(f.width + 2));
+        std::max<int64_t>(1, (L.linewidth - int64_t(indent)) / int64_t(L.item_width + 2));
     os << '[';
     for (size_t i = 0; i < items.size(); ++i) {
       if (i > 0) os << (int64_t(i) % per_line == 0 ? ",\n" + std::string(indent + 1, ' ') : ", ");
@@ -109,7 +150,7 @@ void print_rec(std::ostream& os, const Layout& L, const Strides& st, size_t d, i
   const std::string row_sep = "," + std::string(L.shape.size() - d - 1, '\n') + std::string(indent + 1, ' ');
   for (int64_t i = 0; i < n; ++i) {
     if (L.cut[d] && i == L.edge) os << "..." << row_sep;
-    print_rec(os, L, st, d + 1, base + i * st[d], f, indent + 1);
+    print_rec(os, L, st, d + 1, base + i * st[d], indent + 1);
     if (i + 1 < n) os << row_sep;
   }
   os << ']';
@@ -135,27 +176,22 @@ std::string tensor_repr(const Tensor& t, const std::vector<std::string>& extra_s
   const bool summarize = t.numel() > o.threshold;
   std::vector<bool> cut;
   const Tensor part = t.numel() > 0 ? shown_part(t, summarize, o.edgeitems, cut) : Tensor();
-  const std::vector<double> vals = t.numel() > 0 ? part.to_vector<double>() : std::vector<double>();
-  Formatter f;
-  f.floating = t.is_floating_point();
-  f.is_bool = t.dtype() == DType::Bool;
-  f.precision = o.precision;
-  if (f.floating) {
-    double amax = 0, amin = INFINITY;
-    bool any = false;
-    for (double v : vals) {
-      if (!std::isfinite(v)) continue;
-      any = true;
-      if (v != std::trunc(v)) f.all_int = false;
-      amax = std::max(amax, std::fabs(v));
-      if (v != 0) amin = std::min(amin, std::fabs(v));
-    }
-    // torch's _Formatter: the ratio and size of the nonzero finite values shown.
-    if (any && amin != INFINITY)
-      f.sci = amax / amin > 1000.0 || amax > 1.0e8 || (!f.all_int && amin < 1.0e-4);
-    if (o.sci_mode) f.sci = *o.sci_mode;
+  // Every shown element formatted; complex values with one formatter per part, as torch.
+  std::vector<std::string> items;
+  size_t item_width = 1;
+  if (t.numel() > 0 && is_complex(t.dtype())) {
+    const std::vector<double> both = view_as_real(part).to_vector<double>();
+    std::vector<double> re(both.size() / 2), im(both.size() / 2);
+    for (size_t k = 0; k < re.size(); ++k) re[k] = both[2 * k], im[k] = both[2 * k + 1];
+    const Formatter fr = make_formatter(re, true, false, o), fi = make_formatter(im, true, false, o);
+    for (size_t k = 0; k < re.size(); ++k) items.push_back(complex_item(fr, fi, re[k], im[k]));
+    item_width = fr.width + fi.width + 1;
+  } else if (t.numel() > 0) {
+    const std::vector<double> vals = part.to_vector<double>();
+    const Formatter f = make_formatter(vals, t.is_floating_point(), t.dtype() == DType::Bool, o);
+    for (double v : vals) items.push_back(padded(f, v));
+    item_width = f.width;
   }
-  for (double v : vals) f.width = std::max(f.width, f.fmt(v).size());
 
   const std::string prefix = "tensor(";
   std::ostringstream os;
@@ -174,12 +210,13 @@ std::string tensor_repr(const Tensor& t, const std::vector<std::string>& extra_s
     if (t.dtype() != default_float_dtype()) suffixes.push_back(dtype_name.str());  // as torch
   } else {
     if (t.dim() == 0) {
-      os << f.fmt(vals[0]);
+      os << f_trim(items[0]);
     } else {
-      const Layout layout{vals, part.shape(), cut, o.edgeitems, o.linewidth};
-      print_rec(os, layout, contiguous_strides(part.shape()), 0, 0, f, prefix.size());
+      const Layout layout{items, item_width, part.shape(), cut, o.edgeitems, o.linewidth};
+      print_rec(os, layout, contiguous_strides(part.shape()), 0, 0, prefix.size());
     }
-    if (t.dtype() != default_float_dtype() && t.dtype() != DType::I64 && t.dtype() != DType::Bool)
+    if (t.dtype() != default_float_dtype() && t.dtype() != complex_dtype_for(default_float_dtype()) &&
+        t.dtype() != DType::I64 && t.dtype() != DType::Bool)
       suffixes.push_back(dtype_name.str());
   }
   suffixes.insert(suffixes.end(), extra_suffixes.begin(), extra_suffixes.end());

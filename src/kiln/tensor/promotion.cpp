@@ -13,6 +13,10 @@ DType combine(bool has_hi, DType hi, bool has_lo, DType lo, bool& has_out) {
   has_out = has_hi || has_lo;
   if (!has_hi) return lo;
   if (!has_lo) return hi;
+  if (is_complex(hi)) return hi;
+  // A complex lower-priority operand keeps a floating tensor's precision (float64 tensor *
+  // 1j is complex128, float32 * 1j complex64) and wins over integers.
+  if (is_complex(lo)) return is_floating(hi) ? complex_dtype_for(hi) : lo;
   if (is_floating(hi)) return hi;
   if (hi == DType::Bool || is_floating(lo)) return promote_types(hi, lo);
   return hi;
@@ -21,7 +25,9 @@ DType combine(bool has_hi, DType hi, bool has_lo, DType lo, bool& has_out) {
 
 void ResultTypeState::add(const Tensor& t) {
   if (t.impl()->is_wrapped_number) {
-    DType d = is_floating(t.dtype()) ? default_float_dtype() : t.dtype();
+    DType d = is_floating(t.dtype())  ? default_float_dtype()
+              : is_complex(t.dtype()) ? complex_dtype_for(default_float_dtype())
+                                      : t.dtype();
     fold(has_wrapped_, wrapped_, d);
   } else if (t.dim() == 0) {
     fold(has_zero_, zero_, t.dtype());
@@ -53,7 +59,8 @@ DType result_type(const Tensor& a, const Scalar& b) {
 }
 
 bool can_cast(DType from, DType to) {
-  if (is_floating(from) && !is_floating(to)) return false;
+  if (is_complex(from) && !is_complex(to)) return false;
+  if (is_floating(from) && !is_floating(to) && !is_complex(to)) return false;
   if (from != DType::Bool && to == DType::Bool) return false;
   return true;
 }

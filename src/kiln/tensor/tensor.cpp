@@ -29,6 +29,14 @@ Scalar Tensor::item() const {
   KILN_CHECK(numel() == 1, ValueError, "a Tensor with ", numel(),
              " elements cannot be converted to Scalar");
   Tensor h = host_contiguous(*this);
+  if (dtype() == DType::C64) {
+    const float* p = static_cast<const float*>(h.raw_data());
+    return Scalar::complex(p[0], p[1]);
+  }
+  if (dtype() == DType::C128) {
+    const double* p = static_cast<const double*>(h.raw_data());
+    return Scalar::complex(p[0], p[1]);
+  }
   return KILN_DISPATCH_ALL(dtype(), "item", [&]<typename T>() -> Scalar {
     T v = *static_cast<const T*>(h.raw_data());
     if constexpr (std::is_same_v<T, bool>) return Scalar(v);

@@ -15,8 +15,18 @@ Device call_device(const OpCall& call) {
   return *call.device;
 }
 
+// The CPU kernel the call would run on the CPU: the complex-only one when the call touches a
+// complex tensor (as the dispatcher keys it), else the main one.
+KernelFn cpu_kernel_for(const OpCall& call) {
+  bool complex = false;
+  for (const auto& t : call.inputs) complex = complex || (t.defined() && is_complex(t.dtype()));
+  for (const auto& t : call.outs) complex = complex || (t.defined() && is_complex(t.dtype()));
+  const KernelEntry& c = call.op->complex_kernels[size_t(DeviceType::CPU)];
+  return complex && c.fn ? c.fn : call.op->kernels[size_t(DeviceType::CPU)].fn;
+}
+
 void run_cpu_kernel_on_stream(OpCall& call) {
-  KernelFn cpu = call.op->kernels[size_t(DeviceType::CPU)].fn;
+  KernelFn cpu = cpu_kernel_for(call);
   Device device = call_device(call);
   Stream stream = current_stream(device);
   if (call.op->dynamic_shape) {

@@ -1,0 +1,286 @@
+// CPU kernels for complex64 / complex128 tensors: conversions to and from every dtype, fill,
+// arithmetic, the complex functions (exp, log, sqrt, ...), abs / angle to real results, and
+// sum / mean. Registered in the registry's complex slot (see dispatch/registry.h), so the
+// real kernels never meet std::complex. Plain element loops: complex math here is for FFT
+// pipelines and spectral code, whose cost is the transform (fft_kernels.cpp), not these.
+#include <cmath>
+#include <vector>
+
+#include "kiln/core/complex.h"
+#include "kiln/core/convert.h"
+#include "kiln/dispatch/registry.h"
+#include "kiln/tensor/strided_loop.h"
+#include "../../ops/reduction_util.h"
+
+namespace kiln::cpu {
+
+namespace {
+
+// v as complex<R> from any dtype's C++ type (real values get a zero imaginary part).
+template <typename R, typename From>
+std::complex<R> to_complex(From v) {
+  if constexpr (is_complex_v<From>) return {R(v.real()), R(v.imag())};
+  else return {convert_value<R>(v), R(0)};
+}
+
+// outs[0] = op(inputs...) with every operand of the call's complex dtype C.
+template <typename F>
+void complex_map(OpCall& call, const char* name, F&& f) {
+  const Tensor& out = call.outs[0];
+  KILN_DISPATCH_COMPLEX(out.dtype(), name, [&]<typename C>() { f.template operator()<C>(out); });
+}
+
+void fill_kernel(OpCall& call) {
+  const Tensor& dst = call.outs[0];
+  const Scalar& v = call.scalar_attr(0);
+  KILN_DISPATCH_COMPLEX(dst.dtype(), "fill_", [&]<typename C>() {
+    using R = typename C::value_type;
+    const C value = scalar_to_complex<R>(v);
+    elementwise_kernel<C>(dst, {}, [value]() { return value; });
+  });
+}
+
+// One binary arithmetic kernel per op: both inputs already have the output's complex dtype
+// (binary.cpp converts them).
+enum class Arith { Add, Sub, Mul, Div };
+template <Arith A>
+void arith_kernel(OpCall& call) {
+  complex_map(call, "complex arithmetic", [&]<typename C>(const Tensor& out) {
+    using R = typename C::value_type;
+    const Tensor &a = call.inputs[0], &b = call.inputs[1];
+    if constexpr (A == Arith::Add || A == Arith::Sub) {
+      const C alpha = call.has_attr(0) ? scalar_to_complex<R>(call.scalar_attr(0)) : C(1);
+      const C s = A == Arith::Sub ? -alpha : alpha;
+      elementwise_kernel<C, C, C>(out, {&a, &b}, [s](C x, C y) { return x + s * y; });
+    } else if constexpr (A == Arith::Mul) {
+      elementwise_kernel<C, C, C>(out, {&a, &b}, [](C x, C y) { return x * y; });
+    } else {
+      KILN_CHECK(!call.has_attr(0), NotImplementedError,
+                 "div with a rounding_mode is not implemented for complex tensors");
+      elementwise_kernel<C, C, C>(out, {&a, &b}, [](C x, C y) { return x / y; });
+    }
+  });
+}
+
+template <bool Equal>
+void compare_kernel(OpCall& call) {
+  const Tensor& out = call.outs[0];
+  KILN_DISPATCH_COMPLEX(call.inputs[0].dtype(), "eq / ne", [&]<typename C>() {
+    elementwise_kernel<bool, C, C>(out, {&call.inputs[0], &call.inputs[1]},
+                                   [](C x, C y) { return (x == y) == Equal; });
+  });
+}
+
+// Unary complex -> complex functions, with std::complex's branch cuts (those of C99's
+// cexp / clog / csqrt, which torch's CPU kernels also follow).
+enum class Fn { Neg, Conj, Exp, Log, Sqrt, Reciprocal, Sin, Cos, Tanh, Sgn };
+template <Fn F>
+void unary_kernel(OpCall& call) {
+  complex_map(call, "complex function", [&]<typename C>(const Tensor& out) {
+    using R = typename C::value_type;
+    elementwise_kernel<C, C>(out, {&call.inputs[0]}, [](C x) -> C {
+      if constexpr (F == Fn::Neg) return -x;
+      else if constexpr (F == Fn::Conj) return std::conj(x);
+      else if constexpr (F == Fn::Exp) return std::exp(x);
+      else if constexpr (F == Fn::Log) return std::log(x);
+      else if constexpr (F == Fn::Sqrt) return std::sqrt(x);
+      else if constexpr (F == Fn::Reciprocal) return C(1) / x;
+      else if constexpr (F == Fn::Sin) return std::sin(x);
+      else if constexpr (F == Fn::Cos) return std::cos(x);
+      else if constexpr (F == Fn::Tanh) return std::tanh(x);
+      else {  // sgn: x / |x|, 0 at 0
+        const R m = std::abs(x);
+        return m == R(0) ? C(0) : x / m;
+      }
+    });
+  });
+}
+
+// abs / angle: complex input, real output of the parts' type.
+template <bool Abs>
+void to_real_kernel(OpCall& call) {
+  const Tensor& out = call.outs[0];
+  KILN_CHECK(!is_complex(out.dtype()), Error, "In-place ", Abs ? "abs" : "angle",
+             " is not supported for complex tensors.");
+  KILN_DISPATCH_COMPLEX(call.inputs[0].dtype(), Abs ? "abs" : "angle", [&]<typename C>() {
+    using R = typename C::value_type;
+    elementwise_kernel<R, C>(out, {&call.inputs[0]}, [](C x) -> R {
+      if constexpr (Abs) return std::abs(x);  // hypot: no overflow for large parts
+      else return std::arg(x);
+    });
+  });
+}
+
+void isfinite_like(OpCall& call, int which) {  // 0 isnan, 1 isinf, 2 isfinite
+  KILN_DISPATCH_COMPLEX(call.inputs[0].dtype(), "isnan / isinf / isfinite", [&]<typename C>() {
+    elementwise_kernel<bool, C>(call.outs[0], {&call.inputs[0]}, [which](C x) {
+      const bool nan = std::isnan(x.real()) || std::isnan(x.imag());
+      const bool inf = std::isinf(x.real()) || std::isinf(x.imag());
+      return which == 0 ? nan : which == 1 ? inf : !nan && !inf;
+    });
+  });
+}
+void isnan_kernel(OpCall& call) { isfinite_like(call, 0); }
+void isinf_kernel(OpCall& call) { isfinite_like(call, 1); }
+void isfinite_kernel(OpCall& call) { isfinite_like(call, 2); }
+
+// sum / mean over the dims in attrs[0] (all when empty): each output accumulates its inputs
+// in complex<double>, input elements visited in memory order.
+template <bool Mean>
+void reduce_kernel(OpCall& call) {
+  const Tensor& in = call.inputs[0];
+  const Tensor& out = call.outs[0];
+  const std::vector<bool> mask =
+      ops::reduction_mask(Mean ? "mean" : "sum", in.shape(), call.ints_attr(0));
+  const int64_t nd = in.dim();
+  // The output offset step of each input dim: 0 for reduced dims.
+  std::vector<int64_t> out_step(size_t(nd), 0);
+  {
+    int64_t od = 0;
+    const bool keepdim = call.bool_attr(1);
+    for (int64_t d = 0; d < nd; ++d) {
+      if (!mask[size_t(d)]) out_step[size_t(d)] = out.stride(od++);
+      else if (keepdim) ++od;
+    }
+  }
+  std::vector<std::complex<double>> acc(size_t(out.numel()), 0.0);
+  int64_t count = 1;
+  for (int64_t d = 0; d < nd; ++d)
+    if (mask[size_t(d)]) count *= in.size(d);
+  KILN_DISPATCH_COMPLEX(in.dtype(), Mean ? "mean" : "sum", [&]<typename C>() {
+    const C* p = static_cast<const C*>(in.raw_data());
+    if (in.numel() > 0) {
+      std::vector<int64_t> idx(size_t(nd), 0);
+      int64_t in_off = 0, out_off = 0;
+      for (int64_t i = 0, n = in.numel(); i < n; ++i) {
+        acc[size_t(out_off)] += std::complex<double>(p[in_off].real(), p[in_off].imag());
+        for (int64_t d = nd - 1; d >= 0; --d) {  // odometer step over the input's indices
+          if (++idx[size_t(d)] < in.size(d)) {
+            in_off += in.stride(d);
+            out_off += out_step[size_t(d)];
+            break;
+          }
+          in_off -= in.stride(d) * (in.size(d) - 1);
+          out_off -= out_step[size_t(d)] * (in.size(d) - 1);
+          idx[size_t(d)] = 0;
+        }
+      }
+    }
+    C* o = static_cast<C*>(out.raw_data());  // fresh contiguous output (meta shape)
+    using R = typename C::value_type;
+    for (size_t j = 0; j < acc.size(); ++j) {
+      std::complex<double> v = Mean ? acc[j] / double(count) : acc[j];
+      if (Mean && count == 0) v = {std::nan(""), std::nan("")};
+      o[j] = C(R(v.real()), R(v.imag()));
+    }
+  });
+}
+
+// mm / bmm: [B,] M x K times K x N, accumulated in complex<double> per output.
+void matmul_kernel(OpCall& call) {
+  const Tensor &a = call.inputs[0], &b = call.inputs[1];
+  const Tensor& out = call.outs[0];
+  const bool batched = a.dim() == 3;
+  const int64_t batches = batched ? a.size(0) : 1, M = a.size(-2), K = a.size(-1),
+                N = b.size(-1);
+  KILN_DISPATCH_COMPLEX(out.dtype(), "mm", [&]<typename C>() {
+    using R = typename C::value_type;
+    const C* pa = static_cast<const C*>(a.raw_data());
+    const C* pb = static_cast<const C*>(b.raw_data());
+    C* po = static_cast<C*>(out.raw_data());
+    const int64_t ab = batched ? a.stride(0) : 0, bb = batched ? b.stride(0) : 0,
+                  ob = batched ? out.stride(0) : 0;
+    const int64_t am = a.stride(-2), ak = a.stride(-1), bk = b.stride(-2), bn = b.stride(-1),
+                  om = out.stride(-2), on = out.stride(-1);
+    detail::parallel_chunks(batches * M, [&](int64_t row) {
+      const int64_t z = row / M, m = row % M;
+      for (int64_t n = 0; n < N; ++n) {
+        std::complex<double> s = 0.0;
+        for (int64_t k = 0; k < K; ++k) {
+          const C x = pa[z * ab + m * am + k * ak], y = pb[z * bb + k * bk + n * bn];
+          s += std::complex<double>(x.real(), x.imag()) * std::complex<double>(y.real(), y.imag());
+        }
+        po[z * ob + m * om + n * on] = C(R(s.real()), R(s.imag()));
+      }
+    });
+  });
+}
+
+// torch.complex(real, imag): two real tensors of the output's part type.
+void complex_from_parts_kernel(OpCall& call) {
+  complex_map(call, "complex", [&]<typename C>(const Tensor& out) {
+    using R = typename C::value_type;
+    elementwise_kernel<C, R, R>(out, {&call.inputs[0], &call.inputs[1]},
+                                [](R re, R im) { return C(re, im); });
+  });
+}
+
+// outs[0] <- inputs[0] where either is complex (the dispatcher keys such copies by the
+// complex dtype).
+void copy_kernel(OpCall& call) {
+  const Tensor& src = call.inputs[0];
+  const Tensor& dst = call.outs[0];
+  if (is_complex(dst.dtype())) {
+    KILN_DISPATCH_COMPLEX(dst.dtype(), "copy_", [&]<typename C>() {
+      using R = typename C::value_type;
+      if (is_complex(src.dtype())) {
+        KILN_DISPATCH_COMPLEX(src.dtype(), "copy_", [&]<typename From>() {
+          elementwise_kernel<C, From>(dst, {&src}, [](From v) { return to_complex<R>(v); });
+        });
+      } else {
+        KILN_DISPATCH_ALL(src.dtype(), "copy_", [&]<typename From>() {
+          elementwise_kernel<C, From>(dst, {&src}, [](From v) { return to_complex<R>(v); });
+        });
+      }
+    });
+    return;
+  }
+  // complex -> real keeps the real part, as torch (which warns once that the imaginary part
+  // is discarded).
+  KILN_DISPATCH_ALL(dst.dtype(), "copy_", [&]<typename To>() {
+    KILN_DISPATCH_COMPLEX(src.dtype(), "copy_", [&]<typename From>() {
+      elementwise_kernel<To, From>(dst, {&src}, [](From v) {
+        if constexpr (std::is_same_v<To, bool>) return v != From(0);
+        else return convert_value<To>(v.real());
+      });
+    });
+  });
+}
+
+}  // namespace
+
+void register_complex_kernels() {
+  const auto reg = [](const char* op, KernelFn fn) {
+    register_kernel(op, DeviceType::CPU, fn, kComplexDTypes);
+  };
+  reg("_copy_strided", copy_kernel);
+  reg("fill_", fill_kernel);
+  reg("complex", complex_from_parts_kernel);
+  reg("add", arith_kernel<Arith::Add>);
+  reg("sub", arith_kernel<Arith::Sub>);
+  reg("mul", arith_kernel<Arith::Mul>);
+  reg("div", arith_kernel<Arith::Div>);
+  reg("eq", compare_kernel<true>);
+  reg("ne", compare_kernel<false>);
+  reg("neg", unary_kernel<Fn::Neg>);
+  reg("conj_physical", unary_kernel<Fn::Conj>);
+  reg("exp", unary_kernel<Fn::Exp>);
+  reg("log", unary_kernel<Fn::Log>);
+  reg("sqrt", unary_kernel<Fn::Sqrt>);
+  reg("reciprocal", unary_kernel<Fn::Reciprocal>);
+  reg("sin", unary_kernel<Fn::Sin>);
+  reg("cos", unary_kernel<Fn::Cos>);
+  reg("tanh", unary_kernel<Fn::Tanh>);
+  reg("sgn", unary_kernel<Fn::Sgn>);
+  reg("abs", to_real_kernel<true>);
+  reg("angle", to_real_kernel<false>);
+  reg("isnan", isnan_kernel);
+  reg("isinf", isinf_kernel);
+  reg("isfinite", isfinite_kernel);
+  reg("sum", reduce_kernel<false>);
+  reg("mean", reduce_kernel<true>);
+  reg("mm", matmul_kernel);
+  reg("bmm", matmul_kernel);
+}
+
+}  // namespace kiln::cpu
