@@ -109,6 +109,8 @@ template <typename T> using opmath_t = typename OpMath<T>::type;
       KILN_DISPATCH_FLOAT_CASES(__VA_ARGS__)                                 \
       KILN_DISPATCH_INT_CASES(__VA_ARGS__)                                   \
       KILN_DTYPE_CASE(Bool, bool, __VA_ARGS__)                               \
+      default: /* complex dtypes: their own kernels (kiln/core/complex.h) */  \
+        break;                                                               \
     }                                                                        \
     KILN_THROW(::kiln::NotImplementedError, NAME, ": unsupported dtype ", (DTYPE));    \
   }()

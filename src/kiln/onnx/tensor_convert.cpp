@@ -54,6 +54,8 @@ int32_t onnx_type_from_dtype(DType d) {
     case DType::F16: return pb::TensorProto::FLOAT16;
     case DType::F64: return pb::TensorProto::DOUBLE;
     case DType::BF16: return pb::TensorProto::BFLOAT16;
+    case DType::C64: return pb::TensorProto::COMPLEX64;
+    case DType::C128: return pb::TensorProto::COMPLEX128;
   }
   return pb::TensorProto::UNDEFINED;
 }
@@ -134,6 +136,9 @@ Tensor tensor_from_proto(const pb::TensorProto& p, const std::string& base_dir,
       // 16-bit floats travel as their bit patterns in int32_data.
       case DType::F16:
       case DType::BF16: fill_from_field<uint16_t>(bytes, p.int32_data(), [](int32_t v) { return uint16_t(v); }); break;
+      case DType::C64:
+      case DType::C128:  // dtype_from_onnx maps no ONNX type to them
+        KILN_THROW(ValueError, what, ": complex initializers are not supported");
     }
   }
   if (*dtype == DType::Bool) {

@@ -77,6 +77,8 @@ std::pair<int64_t, int64_t> exact_integer_range(DType dtype) {
     case DType::BF16: return {-(int64_t(1) << 8), int64_t(1) << 8};
     case DType::F32: return {-(int64_t(1) << 24), int64_t(1) << 24};
     case DType::F64: return {-(int64_t(1) << 53), int64_t(1) << 53};
+    case DType::C64: return {-(int64_t(1) << 24), int64_t(1) << 24};
+    case DType::C128: return {-(int64_t(1) << 53), int64_t(1) << 53};
   }
   return {0, 0};
 }
