@@ -153,6 +153,22 @@ _composite.install(globals(), Tensor)
 from . import special, linalg, fft  # noqa: E402,F401  (torch.special / .linalg / .fft)
 from ._stft import stft, istft  # noqa: E402  (torch.stft / torch.istft over kiln.fft)
 Tensor.stft, Tensor.istft = stft, istft
+
+
+def _set_real(self, value):
+    _C._real(self).copy_(value)
+
+
+def _set_imag(self, value):
+    _C._imag(self).copy_(value)
+
+
+# torch's Tensor.real / .imag: views of the parts that can also be assigned to (x.imag = t).
+Tensor.real = property(_C._real, _set_real)
+Tensor.imag = property(_C._imag, _set_imag)
+Tensor.__complex__ = lambda self: _builtins.complex(self.item())
+Tensor.cfloat = lambda self: self.to(_C.complex64)
+Tensor.cdouble = lambda self: self.to(_C.complex128)
 igamma, igammac = special.gammainc, special.gammaincc  # torch.igamma / torch.igammac
 Tensor.igamma = special.gammainc
 Tensor.igammac = special.gammaincc

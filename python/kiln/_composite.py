@@ -50,7 +50,8 @@ def frac(input):
 
 @_export()
 def sgn(input):
-    return _C.sign(input)
+    """input / |input| (0 at 0) for complex tensors, sign() for real ones, as torch.sgn."""
+    return _C._sgn(input) if input.is_complex() else _C.sign(input)
 
 
 @_export()

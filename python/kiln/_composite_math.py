@@ -265,12 +265,6 @@ def angle(input):
     return _C.where(_C.isnan(x), x, r)
 
 
-@export()
-def sgn(input):
-    """input / |input| (0 at 0) for complex tensors, sign() for real ones, as torch.sgn."""
-    return _C._sgn(input) if input.is_complex() else input.sign()
-
-
 @export(method=False)
 def polar(abs, angle):
     """abs * (cos(angle) + i sin(angle)), as torch.polar."""

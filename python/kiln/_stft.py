@@ -14,8 +14,16 @@ istft: the (B?, N, T) complex output of stft back to a (B?, length) signal: inve
 of the frames (irfft for a real result, ifft for return_complex=True), windowed, overlap-added
 and divided by the overlap-added squared window (the NOLA check raises RuntimeError where that
 envelope is below 1e-11), trimmed by n_fft // 2 at the front for center and to length (zero
-padding at the end where length is longer), as torch's."""
+padding at the end where length is longer), as torch's.
+
+Not done: torch's warnings (no window given, return_complex=False deprecated, istft padding to
+length), autograd (kiln's complex ops have none). Two kiln gaps are worked around here: pad has
+no complex kernels (complex input is padded as its real and imaginary parts) and complex
+division is not available (the envelope division goes through view_as_real). Where torch
+2.13's align_to_window=True reads past the end of the signal (and raises, or reads a
+neighbouring row), kiln reads zeros: those samples meet the window's zero padding."""
 import builtins as _b
+import operator as _operator
 
 from . import _C
 from . import fft as _fft
@@ -66,9 +74,15 @@ def _padded_window(window, win_length, n_fft, dtype, device):
     return w
 
 
-def _check_int(value, name):
-    if not isinstance(value, _b.int) or isinstance(value, _b.bool):
-        raise TypeError(f"stft(): argument '{name}' must be int, not {type(value).__name__}")
+def _index(value, name, fn="stft"):
+    """value as a Python int (anything with __index__, as torch's argument parser takes)."""
+    if isinstance(value, _b.bool):
+        raise TypeError(f"{fn}(): argument '{name}' must be int, not bool")
+    try:
+        return _operator.index(value)
+    except TypeError:
+        raise TypeError(f"{fn}(): argument '{name}' must be int, not "
+                        f"{type(value).__name__}") from None
 
 
 def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True,
@@ -78,7 +92,7 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     (B?, N, T) (complex), N = n_fft // 2 + 1 when onesided else n_fft, T the frame count."""
     if not isinstance(input, _C.Tensor):
         raise TypeError(f"stft(): argument 'input' must be Tensor, not {type(input).__name__}")
-    _check_int(n_fft, "n_fft")
+    n_fft = _index(n_fft, "n_fft")
     if center and align_to_window is not None:
         raise RuntimeError("stft align_to_window should only be set when center = false")
     if input.dim() not in (1, 2):
@@ -86,10 +100,8 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     if window is not None and not isinstance(window, _C.Tensor):
         raise TypeError(f"stft(): argument 'window' must be Tensor, not "
                         f"{type(window).__name__}")
-    hop_length = n_fft // 4 if hop_length is None else hop_length
-    win_length = n_fft if win_length is None else win_length
-    _check_int(hop_length, "hop_length")
-    _check_int(win_length, "win_length")
+    hop_length = n_fft // 4 if hop_length is None else _index(hop_length, "hop_length")
+    win_length = n_fft if win_length is None else _index(win_length, "win_length")
     window_complex = window is not None and window.is_complex()
     if return_complex is None:
         return_complex = input.is_complex() or window_complex
@@ -206,11 +218,10 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     """torch.istft: the least-squares inverse of stft, (B?, N, T) complex -> (B?, length)."""
     if not isinstance(input, _C.Tensor):
         raise TypeError(f"istft(): argument 'input' must be Tensor, not {type(input).__name__}")
-    _check_int(n_fft, "n_fft")
-    hop_length = n_fft // 4 if hop_length is None else hop_length
-    win_length = n_fft if win_length is None else win_length
-    _check_int(hop_length, "hop_length")
-    _check_int(win_length, "win_length")
+    n_fft = _index(n_fft, "n_fft", "istft")
+    hop_length = n_fft // 4 if hop_length is None else _index(hop_length, "hop_length", "istft")
+    win_length = n_fft if win_length is None else _index(win_length, "win_length", "istft")
+    length = None if length is None else _index(length, "length", "istft")
     if not input.is_complex():
         raise RuntimeError("istft requires a complex-valued input tensor matching the output "
                            "from stft with return_complex=True.")

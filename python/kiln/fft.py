@@ -14,18 +14,27 @@ __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rf
 _NORMS = ("backward", "ortho", "forward")
 
 
+class _NormError(ValueError, RuntimeError):
+    """An invalid norm: a ValueError, and a RuntimeError as torch raises."""
+
+
+def _check_norm(norm):
+    if norm is not None and norm not in _NORMS:
+        raise _NormError(f'Invalid normalization mode: "{norm}"')
+
+
 def _norm_code(norm, forward):
     """The ops' normalization code (0 none, 1 1/sqrt(n), 2 1/n) of a norm mode."""
+    _check_norm(norm)
     if norm is None:
         norm = "backward"
-    if norm not in _NORMS:
-        raise ValueError(f"Invalid normalization mode: {norm}")
     if norm == "ortho":
         return 1
     return 2 if (norm == "forward") == forward else 0
 
 
 def _swap(norm):
+    _check_norm(norm)
     return {None: "forward", "backward": "forward", "forward": "backward", "ortho": "ortho"}[norm]
 
 
@@ -71,6 +80,8 @@ def _check_n(n, name):
 def _dims_and_sizes(x, s, dim, name):
     """torch's fftn argument rules: dims default to all (or the last len(s)); s entries of -1
     keep the size."""
+    if not isinstance(x, _C.Tensor):
+        raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(x).__name__}")
     ndim = x.dim()
     if dim is not None:
         dims = [dim] if isinstance(dim, _b.int) else list(dim)
@@ -145,6 +156,8 @@ def _c2r(x, dims, sizes, last_n, code, conj_input, out, name):
 # --- one-dimensional ---------------------------------------------------------------------
 
 def _one(x, n, dim):
+    if not isinstance(x, _C.Tensor):
+        raise TypeError(f"fft(): argument 'input' must be Tensor, not {type(x).__name__}")
     _check_n(n, "fft")
     d = dim + x.dim() if dim < 0 else dim
     if not 0 <= d < _b.max(x.dim(), 1) or x.dim() == 0:
@@ -243,14 +256,14 @@ def fftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, requires_grad=Fal
     """[0, 1, ..., (n-1)//2, -(n//2), ..., -1] / (d * n)."""
     k = _C.arange(n, dtype=_C.float64, device=device)
     k = _C.where(k >= (n + 1) // 2, k - n, k)
-    r = (k / (d * n)).to(dtype or _C.get_default_dtype())
+    r = (k / (d * n)).to(dtype or (out.dtype if out is not None else _C.get_default_dtype()))
     return _finish(r.requires_grad_(requires_grad) if requires_grad else r, out)
 
 
 def rfftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, requires_grad=False, out=None):
     """[0, 1, ..., n//2] / (d * n)."""
     r = (_C.arange(n // 2 + 1, dtype=_C.float64, device=device) / (d * n)).to(
-        dtype or _C.get_default_dtype())
+        dtype or (out.dtype if out is not None else _C.get_default_dtype()))
     return _finish(r.requires_grad_(requires_grad) if requires_grad else r, out)
 
 

@@ -245,7 +245,7 @@ void add_leaf(nb::handle h, Collected& c) {
     c.floats.push_back(double(s.to_int()));
     c.bools.push_back(s.to_int() != 0);
   } else {
-    c.kind = Collected::Float;
+    c.kind = std::max(c.kind, Collected::Float);
     c.floats.push_back(s.to_double());
     c.ints.push_back(0);
     c.bools.push_back(s.to_double() != 0);
@@ -333,6 +333,8 @@ Tensor tensor_from_data(nb::handle data, std::optional<DType> dtype,
     t = nogil([&] { return from_blob_copy(ptr, shape, natural, Device(DeviceType::CPU, 0)); });
     if (!dtype && c.kind == Collected::Float) dtype = default_float_dtype();
     if (!dtype && c.kind == Collected::Complex) dtype = complex_dtype_for(default_float_dtype());
+    KILN_CHECK(c.kind != Collected::Complex || is_complex(*dtype), TypeError,
+               "can't convert complex to ", dtype_name(*dtype), " (the data holds complex numbers)");
   }
   return nogil([&] {
     Tensor r = t;

@@ -211,6 +211,7 @@ void register_conv_derivatives();  // derivatives_conv.cpp
 void register_norm_derivatives();  // derivatives_norm.cpp
 void register_loss_derivatives();  // derivatives_loss.cpp
 void register_linalg_derivatives();  // derivatives_linalg.cpp
+void register_complex_derivatives();  // derivatives_complex.cpp
 void register_builtin_derivatives() {
   register_elementwise_derivatives();
   register_view_derivatives();
@@ -220,6 +221,7 @@ void register_builtin_derivatives() {
   register_norm_derivatives();
   register_loss_derivatives();
   register_linalg_derivatives();
+  register_complex_derivatives();
 }
 
 }  // namespace kiln::autograd

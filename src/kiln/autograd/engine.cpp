@@ -18,7 +18,7 @@ namespace {
 // Anomaly mode: torch's message for a node whose gradient output holds NaN.
 void check_no_nan(const Node& n, const std::vector<Tensor>& out) {
   for (size_t i = 0; i < out.size(); ++i)
-    if (out[i].defined() && is_floating(out[i].dtype()) && any(isnan(out[i])).item<bool>())
+    if (out[i].defined() && (is_floating(out[i].dtype()) || is_complex(out[i].dtype())) && any(isnan(out[i])).item<bool>())
       KILN_THROW(Error, "Function '", n.name(), "' returned nan values in its ", i, "th output.");
 }
 

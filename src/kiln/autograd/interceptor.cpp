@@ -50,7 +50,7 @@ class OpNode : public Node {
     for (size_t i = 0; i < grads.size(); ++i)
       if (!grads[i].defined() && i < ctx_.outputs.size() && ctx_.outputs[i].defined()) {
         Tensor o = ctx_.outputs[i].unpack(ctx_.op->name);
-        if (is_floating(o.dtype())) grads[i] = zeros_like(o);
+        if ((is_floating(o.dtype()) || is_complex(o.dtype()))) grads[i] = zeros_like(o);
       }
     std::vector<Tensor> result = fn_(ctx_, grads);
     result.resize(next_edges.size());
@@ -136,7 +136,7 @@ class AutogradInterceptor : public Interceptor {
       outs = next(call);
     }
     bool any_float = false;
-    for (const auto& o : outs) any_float = any_float || (o.defined() && is_floating(o.dtype()));
+    for (const auto& o : outs) any_float = any_float || (o.defined() && (is_floating(o.dtype()) || is_complex(o.dtype())));
     if (!any_float) return outs;
 
     auto node = std::make_shared<OpNode>(std::move(ctx), fn, uint32_t(outs.size()));
@@ -145,7 +145,7 @@ class AutogradInterceptor : public Interceptor {
       node->ctx().inputs.emplace_back(inputs_to_save[i], false, nullptr);
     for (size_t i = 0; i < outs.size(); ++i) {
       Tensor& o = outs[i];
-      if (!o.defined() || !is_floating(o.dtype())) continue;
+      if (!o.defined() || !(is_floating(o.dtype()) || is_complex(o.dtype()))) continue;
       auto& m = o.impl()->autograd_meta;
       if (!m) m = std::make_shared<AutogradMeta>();
       m->requires_grad = true;

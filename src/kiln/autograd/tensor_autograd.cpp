@@ -26,8 +26,8 @@ Tensor& set_requires_grad(Tensor& t, bool value) {
              "computed variable in a subgraph that doesn't require differentiation use "
              "var_no_grad = var.detach().");
   if (m && m->grad_fn) return t;
-  KILN_CHECK(!value || is_floating(t.dtype()), Error,
-             "only Tensors of floating point dtype can require gradients (got ",
+  KILN_CHECK(!value || (is_floating(t.dtype()) || is_complex(t.dtype())), Error,
+             "only Tensors of floating point and complex dtype can require gradients (got ",
              dtype_name(t.dtype()), ")");
   ensure_meta(t).requires_grad = value;
   return t;

@@ -24,7 +24,12 @@ namespace kiln {
 
 namespace {
 
-std::string f_trim(const std::string& s) { return s.substr(std::min(s.find_first_not_of(' '), s.size())); }
+// s without its leading spaces.
+std::string f_trim(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size() && s[i] == ' ') ++i;
+  return std::string(s.begin() + std::ptrdiff_t(i), s.end());
+}
 
 std::mutex g_options_mutex;
 PrintOptions g_options;
@@ -109,7 +114,10 @@ Formatter make_formatter(const std::vector<double>& vals, bool floating, bool is
       f.sci = amax / amin > 1000.0 || amax > 1.0e8 || (!f.all_int && amin < 1.0e-4);
     if (o.sci_mode) f.sci = *o.sci_mode;
   }
-  for (double v : vals) f.width = std::max(f.width, f.fmt(v).size());
+  // torch's width: of the nonzero finite values for floats (a "-0.0000", "inf" or "nan" may
+  // be wider and is not padded), of every value otherwise.
+  for (double v : vals)
+    if (!f.floating || (std::isfinite(v) && v != 0)) f.width = std::max(f.width, f.fmt(v).size());
   return f;
 }
 

@@ -136,7 +136,7 @@ void index_put_kernel(OpCall& call) {
 }  // namespace
 
 void register_advanced_index_kernels() {
-  register_kernel("index", DeviceType::CPU, index_kernel, kAllDTypes);
+  register_kernel("index", DeviceType::CPU, index_kernel, kAllDTypes | kComplexDTypes);
   register_kernel("index_put", DeviceType::CPU, index_put_kernel, kAllDTypes);
 }
 

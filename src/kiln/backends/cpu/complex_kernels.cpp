@@ -55,7 +55,7 @@ void arith_kernel(OpCall& call) {
     } else if constexpr (A == Arith::Mul) {
       elementwise_kernel<C, C, C>(out, {&a, &b}, [](C x, C y) { return x * y; });
     } else {
-      KILN_CHECK(!call.has_attr(0), NotImplementedError,
+      KILN_CHECK(!call.has_attr(0) || call.string_attr(0).empty(), NotImplementedError,
                  "div with a rounding_mode is not implemented for complex tensors");
       elementwise_kernel<C, C, C>(out, {&a, &b}, [](C x, C y) { return x / y; });
     }
@@ -215,6 +215,14 @@ void complex_from_parts_kernel(OpCall& call) {
   });
 }
 
+// where(cond, a, b) with complex a and b (promoted to the output's dtype by the caller).
+void where_kernel(OpCall& call) {
+  complex_map(call, "where", [&]<typename C>(const Tensor& out) {
+    elementwise_kernel<C, bool, C, C>(out, {&call.inputs[0], &call.inputs[1], &call.inputs[2]},
+                                      [](bool c, C a, C b) { return c ? a : b; });
+  });
+}
+
 // outs[0] <- inputs[0] where either is complex (the dispatcher keys such copies by the
 // complex dtype).
 void copy_kernel(OpCall& call) {
@@ -256,6 +264,7 @@ void register_complex_kernels() {
   reg("_copy_strided", copy_kernel);
   reg("fill_", fill_kernel);
   reg("complex", complex_from_parts_kernel);
+  reg("where", where_kernel);
   reg("add", arith_kernel<Arith::Add>);
   reg("sub", arith_kernel<Arith::Sub>);
   reg("mul", arith_kernel<Arith::Mul>);

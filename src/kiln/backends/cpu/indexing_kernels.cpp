@@ -668,7 +668,7 @@ void nonzero_kernel(OpCall& call) {
 }  // namespace
 
 void register_indexing_kernels() {
-  register_kernel("index_select", DeviceType::CPU, index_select_kernel, kAllDTypes);
+  register_kernel("index_select", DeviceType::CPU, index_select_kernel, kAllDTypes | kComplexDTypes);
   register_kernel("gather", DeviceType::CPU, gather_kernel, kAllDTypes);
   register_kernel("scatter", DeviceType::CPU, scatter_kernel, kAllDTypes);
   register_kernel("scatter.value", DeviceType::CPU, scatter_value_kernel, kAllDTypes);
