@@ -1,27 +1,22 @@
 """kiln.fft (kiln's own FFT engine, decision 0092) against PyTorch 2.13 (pocketfft in its CPU
 wheel) in the same process: fft / rfft / irfft of one long signal (powers of two, a smooth
 length and a prime that takes Bluestein's path), a batch of audio-sized frames, fft2 of an
-image and an stft, float32 and float64. Prints each call's best-of-5 time in both libraries
+image and an stft, float32 and float64. The two libraries' calls are timed interleaved
+(harness.time_interleaved, so a busy machine slows both alike); prints the median time of each
 and the ratio kiln / torch (below 1: kiln is faster). Not part of RESULTS.md.
 
     .venv/bin/python benchmarks/fft_vs_torch.py [--threads 2] [--dtype f32|f64] [name ...]
 """
 import argparse
-import time
+import os
+import sys
 
 import torch
 
 import kiln
 
-
-def best_ms(f, reps=5):
-    f()
-    best = float("inf")
-    for _ in range(reps):
-        t = time.perf_counter()
-        f()
-        best = min(best, time.perf_counter() - t)
-    return best * 1e3
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import time_interleaved, median  # noqa: E402
 
 
 def cases(L, x1, xb, img, audio):
@@ -62,7 +57,8 @@ def main():
             if name in ("rfft batch", "fft2", "stft") and n != 4096:
                 continue  # fixed shapes: once
             label = name if name in ("rfft batch", "fft2", "stft") else f"{name} n={n}"
-            k, t = best_ms(kc[name]), best_ms(tc[name])
+            (ks, ts), _ = time_interleaved([kc[name], tc[name]])
+            k, t = median(ks) * 1e3, median(ts) * 1e3
             print(f"{label:28s} {k:10.3f} {t:10.3f} {k / t:10.2f}", flush=True)
 
 

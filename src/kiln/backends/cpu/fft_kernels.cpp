@@ -32,21 +32,68 @@ void transform_dim(std::complex<R>* data, const Shape& shape, int64_t d, bool fo
   else for (int64_t l = 0; l < lines; ++l) line(l);
 }
 
+// Forward transforms of the real lines along dim d of `data` (imaginary parts zero on entry),
+// two lines per complex transform: z = a + i b gives A[k] = (Z[k] + conj Z[n-k]) / 2 and
+// B[k] = (Z[k] - conj Z[n-k]) / 2i, half the work of transforming each line. DC and (even n)
+// Nyquist bins come out exactly real, as a real transform gives them.
+template <typename R>
+void transform_real_dim(std::complex<R>* data, const Shape& shape, int64_t d) {
+  using C = std::complex<R>;
+  int64_t inner = 1;
+  for (size_t k = size_t(d) + 1; k < shape.size(); ++k) inner *= shape[k];
+  int64_t outer = 1;
+  for (int64_t k = 0; k < d; ++k) outer *= shape[size_t(k)];
+  const int64_t n = shape[size_t(d)];
+  const int64_t lines = outer * inner;
+  const auto plan = fft::get_plan<R>(n);
+  auto line_at = [&](int64_t l) { return data + (l / inner) * n * inner + l % inner; };
+  auto pair = [&](int64_t p) {
+    const int64_t la = 2 * p;
+    C* a = line_at(la);
+    if (la + 1 == lines) {  // an odd line out: on its own
+      plan->execute(a, inner, a, inner, true);
+      a[0].imag(R(0));
+      if (n % 2 == 0) a[(n / 2) * inner].imag(R(0));
+      return;
+    }
+    C* b = line_at(la + 1);
+    std::vector<C> z(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j) z[size_t(j)] = C(a[j * inner].real(), b[j * inner].real());
+    plan->execute(z.data(), 1, z.data(), 1, true);
+    for (int64_t k = 0; k < n; ++k) {
+      const C zk = z[size_t(k)], zc = std::conj(z[size_t((n - k) % n)]);
+      a[k * inner] = C((zk.real() + zc.real()) * R(0.5), (zk.imag() + zc.imag()) * R(0.5));
+      // (zk - zc) / 2i = ((zk - zc).imag, -(zk - zc).real) / 2
+      b[k * inner] = C((zk.imag() - zc.imag()) * R(0.5), (zc.real() - zk.real()) * R(0.5));
+    }
+  };
+  const int64_t pairs = (lines + 1) / 2;
+  if (lines * n >= 4096) detail::parallel_chunks(pairs, pair);
+  else for (int64_t p = 0; p < pairs; ++p) pair(p);
+}
+
 // The scale of a normalization mode for transforms of `count` points in all.
 double norm_scale(int64_t mode, double count) {
   return mode == 0 ? 1.0 : mode == 1 ? 1.0 / std::sqrt(count) : 1.0 / count;
 }
 
-// A contiguous copy of t (any dtype) as complex<R>.
+// t (float or complex, any strides) as contiguous complex<R> at buf (t.numel() elements).
 template <typename R>
-std::vector<std::complex<R>> gather_complex(const Tensor& t) {
-  std::vector<std::complex<R>> buf(size_t(t.numel()));
+void gather_complex_into(const Tensor& t, std::complex<R>* buf) {
+  const size_t count = size_t(t.numel());
   const int64_t nd = t.dim();
   std::vector<int64_t> idx(size_t(nd), 0);
   auto walk = [&]<typename From>() {
     const From* p = static_cast<const From*>(t.raw_data());
+    if (t.is_contiguous()) {  // the common case: one pass without index bookkeeping
+      for (size_t i = 0; i < count; ++i) {
+        if constexpr (is_complex_v<From>) buf[i] = {R(p[i].real()), R(p[i].imag())};
+        else buf[i] = {R(p[i]), R(0)};
+      }
+      return;
+    }
     int64_t off = 0;
-    for (size_t i = 0; i < buf.size(); ++i) {
+    for (size_t i = 0; i < count; ++i) {
       if constexpr (is_complex_v<From>) buf[i] = {R(p[off].real()), R(p[off].imag())};
       else buf[i] = {R(p[off]), R(0)};
       for (int64_t d = nd - 1; d >= 0; --d) {
@@ -66,6 +113,12 @@ std::vector<std::complex<R>> gather_complex(const Tensor& t) {
     case DType::C128: walk.template operator()<std::complex<double>>(); break;
     default: KILN_THROW(NotImplementedError, "fft: unsupported dtype ", t.dtype());
   }
+}
+
+template <typename R>
+std::vector<std::complex<R>> gather_complex(const Tensor& t) {
+  std::vector<std::complex<R>> buf(size_t(t.numel()));
+  gather_complex_into<R>(t, buf.data());
   return buf;
 }
 
@@ -81,15 +134,15 @@ void c2c_kernel(OpCall& call) {
   const auto& dims = call.ints_attr(0);
   KILN_DISPATCH_COMPLEX(out.dtype(), "_fft_c2c", [&]<typename C>() {
     using R = typename C::value_type;
-    auto buf = gather_complex<R>(in);
+    C* o = static_cast<C*>(out.raw_data());  // fresh and contiguous: transformed in place
+    gather_complex_into<R>(in, o);
     double count = 1;
     for (int64_t d : dims) {
       const int64_t w = wrap_dim(d, in.dim());
-      transform_dim<R>(buf.data(), in.shape(), w, call.bool_attr(2));
+      transform_dim<R>(o, in.shape(), w, call.bool_attr(2));
       count *= double(in.size(w));
     }
-    scale_all(buf.data(), int64_t(buf.size()), norm_scale(call.int_attr(1), count));
-    std::copy(buf.begin(), buf.end(), static_cast<C*>(out.raw_data()));
+    scale_all(o, out.numel(), norm_scale(call.int_attr(1), count));
   });
 }
 
@@ -102,20 +155,14 @@ void r2c_kernel(OpCall& call) {
   KILN_DISPATCH_COMPLEX(out.dtype(), "_fft_r2c", [&]<typename C>() {
     using R = typename C::value_type;
     auto buf = gather_complex<R>(in);
-    // The last dim first: the transform of real lines, whose DC and (even n) Nyquist bins are
-    // real; their imaginary parts, rounding noise of the complex transform, are set to the
-    // exact zero a real transform gives. Then the other dims.
+    // The last dim first: the transform of real lines (two per complex transform), whose DC
+    // and (even n) Nyquist bins are exactly real. Then the other dims.
     const int64_t last = wrap_dim(dims.back(), in.dim());
     int64_t inner = 1;
     for (int64_t k = last + 1; k < in.dim(); ++k) inner *= in.size(k);
     const int64_t n_in = in.size(last), n_out = out.size(last);
     const int64_t outer = in.numel() / (n_in * inner);
-    transform_dim<R>(buf.data(), in.shape(), last, true);
-    for (int64_t a = 0; a < outer; ++a)
-      for (int64_t i = 0; i < inner; ++i) {
-        buf[size_t(a * n_in * inner + i)].imag(R(0));
-        if (n_in % 2 == 0) buf[size_t((a * n_in + n_in / 2) * inner + i)].imag(R(0));
-      }
+    transform_real_dim<R>(buf.data(), in.shape(), last);
     double count = double(n_in);
     for (size_t j = 0; j + 1 < dims.size(); ++j) {
       const int64_t w = wrap_dim(dims[j], in.dim());
