@@ -32,11 +32,12 @@ std::vector<TensorMeta> pad_meta(const OpCall& c) {
     int64_t d = x.dim() - 1 - k;
     int64_t n = x.size(d), l = pad[size_t(2 * k)], r = pad[size_t(2 * k + 1)];
     if (mode == "reflect")
-      KILN_CHECK(l < n && r < n, ValueError, "Argument #4: Padding size should be less than the "
+      // Error (Python RuntimeError), as torch raises for these two.
+      KILN_CHECK(l < n && r < n, Error, "Argument #4: Padding size should be less than the "
                  "corresponding input dimension, but got: padding (", l, ", ", r,
                  ") at dimension ", d, " of input ", shape_str(x.shape()));
     if (mode == "circular")
-      KILN_CHECK(l <= n && r <= n, ValueError, "Padding value causes wrapping around more than "
+      KILN_CHECK(l <= n && r <= n, Error, "Padding value causes wrapping around more than "
                  "once: padding (", l, ", ", r, ") at dimension ", d, " of input ",
                  shape_str(x.shape()));
     if (mode == "replicate")

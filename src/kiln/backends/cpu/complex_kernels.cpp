@@ -3,6 +3,7 @@
 // sum / mean. Registered in the registry's complex slot (see dispatch/registry.h), so the
 // real kernels never meet std::complex. Plain element loops: complex math here is for FFT
 // pipelines and spectral code, whose cost is the transform (fft_kernels.cpp), not these.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -176,31 +177,53 @@ void reduce_kernel(OpCall& call) {
   });
 }
 
-// mm / bmm: [B,] M x K times K x N, accumulated in complex<double> per output.
+// mm / bmm / matmul: out[..., m, n] = sum_k a[..., m, k] b[..., k, n] with torch's matmul
+// rules (a 1-D a is a row, a 1-D b a column, batch dims broadcast), each output accumulated
+// in complex<double>; rows of all batches spread over the threads.
 void matmul_kernel(OpCall& call) {
   const Tensor &a = call.inputs[0], &b = call.inputs[1];
   const Tensor& out = call.outs[0];
-  const bool batched = a.dim() == 3;
-  const int64_t batches = batched ? a.size(0) : 1, M = a.size(-2), K = a.size(-1),
-                N = b.size(-1);
-  KILN_DISPATCH_COMPLEX(out.dtype(), "mm", [&]<typename C>() {
+  Shape as = a.shape(), bs = b.shape();
+  Strides ast = a.strides(), bst = b.strides();
+  if (a.dim() == 1) as.insert(as.begin(), 1), ast.insert(ast.begin(), 0);
+  if (b.dim() == 1) bs.push_back(1), bst.push_back(0);
+  const size_t nb = std::max(as.size(), bs.size()) - 2;  // broadcast batch dims
+  // Batch dims right-aligned, broadcast dims stepping by 0.
+  std::vector<int64_t> batch(nb, 1), a_step(nb, 0), b_step(nb, 0);
+  for (size_t i = 0; i < nb; ++i) {
+    const size_t ai = i + as.size() - 2 - nb, bi = i + bs.size() - 2 - nb;  // may wrap
+    const bool ah = i + as.size() >= nb + 2, bh = i + bs.size() >= nb + 2;
+    const int64_t asz = ah ? as[ai] : 1, bsz = bh ? bs[bi] : 1;
+    batch[i] = std::max(asz, bsz);
+    if (ah && asz != 1) a_step[i] = ast[ai];
+    if (bh && bsz != 1) b_step[i] = bst[bi];
+  }
+  const int64_t M = as[as.size() - 2], K = as.back(), N = bs.back();
+  const int64_t am = ast[ast.size() - 2], ak = ast.back(), bk = bst[bst.size() - 2], bn = bst.back();
+  int64_t batches = 1;
+  for (int64_t s : batch) batches *= s;
+  KILN_DISPATCH_COMPLEX(out.dtype(), "matmul", [&]<typename C>() {
     using R = typename C::value_type;
     const C* pa = static_cast<const C*>(a.raw_data());
     const C* pb = static_cast<const C*>(b.raw_data());
-    C* po = static_cast<C*>(out.raw_data());
-    const int64_t ab = batched ? a.stride(0) : 0, bb = batched ? b.stride(0) : 0,
-                  ob = batched ? out.stride(0) : 0;
-    const int64_t am = a.stride(-2), ak = a.stride(-1), bk = b.stride(-2), bn = b.stride(-1),
-                  om = out.stride(-2), on = out.stride(-1);
+    C* po = static_cast<C*>(out.raw_data());  // fresh and contiguous: [batch..., M, N]
     detail::parallel_chunks(batches * M, [&](int64_t row) {
-      const int64_t z = row / M, m = row % M;
+      int64_t z = row / M, m = row % M, a_off = 0, b_off = 0;
+      for (size_t i = nb; i-- > 0;) {  // the batch index's offsets, last dim fastest
+        const int64_t idx = z % batch[i];
+        z /= batch[i];
+        a_off += idx * a_step[i];
+        b_off += idx * b_step[i];
+      }
+      const C* ar = pa + a_off + m * am;
+      C* o = po + row * N;
       for (int64_t n = 0; n < N; ++n) {
         std::complex<double> s = 0.0;
         for (int64_t k = 0; k < K; ++k) {
-          const C x = pa[z * ab + m * am + k * ak], y = pb[z * bb + k * bk + n * bn];
+          const C x = ar[k * ak], y = pb[b_off + k * bk + n * bn];
           s += std::complex<double>(x.real(), x.imag()) * std::complex<double>(y.real(), y.imag());
         }
-        po[z * ob + m * om + n * on] = C(R(s.real()), R(s.imag()));
+        o[n] = C(R(s.real()), R(s.imag()));
       }
     });
   });
@@ -290,6 +313,7 @@ void register_complex_kernels() {
   reg("mean", reduce_kernel<true>);
   reg("mm", matmul_kernel);
   reg("bmm", matmul_kernel);
+  reg("matmul", matmul_kernel);
 }
 
 }  // namespace kiln::cpu
