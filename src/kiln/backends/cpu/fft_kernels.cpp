@@ -147,7 +147,7 @@ void c2c_kernel(OpCall& call) {
 }
 
 // Real input: the full complex transform, of which the one-sided output keeps the first
-// n/2 + 1 bins of the last dim (twice the work of a true real transform, kept simple).
+// n/2 + 1 bins of the last dim.
 void r2c_kernel(OpCall& call) {
   const Tensor& in = call.inputs[0];
   const Tensor& out = call.outs[0];
