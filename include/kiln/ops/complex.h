@@ -17,6 +17,9 @@ Tensor imag(const Tensor& t);
 // real + i imag from two float tensors of one dtype (broadcast), as torch.complex.
 Tensor complex(const Tensor& real, const Tensor& imag);
 Tensor conj_physical(const Tensor& t);  // a copy with negated imaginary parts
+// conj_physical(t) for complex t, t itself otherwise: gradients of holomorphic functions are
+// g * conj(f'(z)) (torch's conjugate Wirtinger convention), the real formulas unchanged.
+Tensor conj_if_complex(const Tensor& t);
 Tensor angle(const Tensor& t);          // arg(t) of a complex tensor, real
 Tensor sgn(const Tensor& t);            // t / |t| (0 at 0) of a complex tensor
 

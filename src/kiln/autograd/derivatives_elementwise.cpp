@@ -16,9 +16,6 @@ namespace {
 using Grads = std::vector<Tensor>;
 const double kPi = 3.14159265358979323846;
 
-// conj(t) for complex t, t itself otherwise: torch's gradients of holomorphic functions are
-// g * conj(f'(z)) (the conjugate Wirtinger derivative), the real formulas unchanged.
-Tensor cj(const Tensor& t) { return is_complex(t.dtype()) ? conj_physical(t) : t; }
 
 // One-input op: d/dx = g * f'(x, y).
 #define KILN_UNARY_DERIVATIVE(NAME, EXPR)                                   \
@@ -31,18 +28,18 @@ Tensor cj(const Tensor& t) { return is_complex(t.dtype()) ? conj_physical(t) : t
 
 KILN_UNARY_DERIVATIVE(neg, neg(g))
 KILN_UNARY_DERIVATIVE(abs, is_complex(x.dtype()) ? g.to(x.dtype()) * sgn(x) : g * sign(x))
-KILN_UNARY_DERIVATIVE(exp, g * cj(ctx.output(0)))
+KILN_UNARY_DERIVATIVE(exp, g * conj_if_complex(ctx.output(0)))
 KILN_UNARY_DERIVATIVE(exp2, g * ctx.output(0) * std::log(2.0))
-KILN_UNARY_DERIVATIVE(log, g / cj(x))
+KILN_UNARY_DERIVATIVE(log, g / conj_if_complex(x))
 KILN_UNARY_DERIVATIVE(log2, g / (x * std::log(2.0)))
 KILN_UNARY_DERIVATIVE(log1p, g / (x + 1))
 KILN_UNARY_DERIVATIVE(expm1, g * (ctx.output(0) + 1))
-KILN_UNARY_DERIVATIVE(sqrt, g / cj(ctx.output(0) * 2))
+KILN_UNARY_DERIVATIVE(sqrt, g / conj_if_complex(ctx.output(0) * 2))
 KILN_UNARY_DERIVATIVE(rsqrt, g * pow(ctx.output(0), 3) * -0.5)
-KILN_UNARY_DERIVATIVE(sin, g * cj(cos(x)))
-KILN_UNARY_DERIVATIVE(cos, g * cj(neg(sin(x))))
+KILN_UNARY_DERIVATIVE(sin, g * conj_if_complex(cos(x)))
+KILN_UNARY_DERIVATIVE(cos, g * conj_if_complex(neg(sin(x))))
 KILN_UNARY_DERIVATIVE(tan, g * (pow(ctx.output(0), 2) + 1))
-KILN_UNARY_DERIVATIVE(tanh, g * cj(1 - ctx.output(0) * ctx.output(0)))
+KILN_UNARY_DERIVATIVE(tanh, g * conj_if_complex(1 - ctx.output(0) * ctx.output(0)))
 KILN_UNARY_DERIVATIVE(sigmoid, g * ctx.output(0) * (1 - ctx.output(0)))
 KILN_UNARY_DERIVATIVE(relu, g * gt(ctx.output(0), 0).to(g.dtype()))
 KILN_UNARY_DERIVATIVE(silu, g * (sigmoid(x) * (1 + x * (1 - sigmoid(x)))))
@@ -52,7 +49,7 @@ KILN_UNARY_DERIVATIVE(erfinv, g * exp(ctx.output(0) * ctx.output(0)) * (std::sqr
 KILN_UNARY_DERIVATIVE(lgamma, g * digamma(x))
 KILN_UNARY_DERIVATIVE(digamma, g * polygamma(1, x))
 KILN_UNARY_DERIVATIVE(trigamma, g * polygamma(2, x))
-KILN_UNARY_DERIVATIVE(reciprocal, g * cj(neg(ctx.output(0) * ctx.output(0))))
+KILN_UNARY_DERIVATIVE(reciprocal, g * conj_if_complex(neg(ctx.output(0) * ctx.output(0))))
 KILN_UNARY_DERIVATIVE(zero_grad, zeros_like(g))  // floor, ceil, round, trunc, sign
 #undef KILN_UNARY_DERIVATIVE
 
@@ -123,8 +120,8 @@ Grads d_sub(const GradContext& ctx, const Grads& go) {
 }
 Grads d_mul(const GradContext& ctx, const Grads& go) {
   Grads r(2);
-  if (ctx.needs(0)) r[0] = sum_to(go[0] * cj(ctx.input(1)), ctx.input_shapes[0]);
-  if (ctx.needs(1)) r[1] = sum_to(go[0] * cj(ctx.input(0)), ctx.input_shapes[1]);
+  if (ctx.needs(0)) r[0] = sum_to(go[0] * conj_if_complex(ctx.input(1)), ctx.input_shapes[0]);
+  if (ctx.needs(1)) r[1] = sum_to(go[0] * conj_if_complex(ctx.input(0)), ctx.input_shapes[1]);
   return r;
 }
 Grads d_div(const GradContext& ctx, const Grads& go) {
@@ -134,9 +131,9 @@ Grads d_div(const GradContext& ctx, const Grads& go) {
     if (ctx.needs(1)) r[1] = zeros(ctx.input_shapes[1], TensorOptions(go[0].dtype(), go[0].device()));
     return r;
   }
-  Tensor b = cj(ctx.input(1));
+  Tensor b = conj_if_complex(ctx.input(1));
   if (ctx.needs(0)) r[0] = sum_to(go[0] / b, ctx.input_shapes[0]);
-  if (ctx.needs(1)) r[1] = sum_to(neg(go[0] * cj(ctx.input(0))) / (b * b), ctx.input_shapes[1]);
+  if (ctx.needs(1)) r[1] = sum_to(neg(go[0] * conj_if_complex(ctx.input(0))) / (b * b), ctx.input_shapes[1]);
   return r;
 }
 Grads d_pow(const GradContext& ctx, const Grads& go) {

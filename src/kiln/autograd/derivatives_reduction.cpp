@@ -132,18 +132,17 @@ Grads d_log_softmax(const GradContext& ctx, const Grads& go) {
 // Matrix products.
 // Products pass g times the other operand's conjugate transpose back (torch's rule for complex
 // operands; the conjugate is a no-op for real ones).
-Tensor cj(const Tensor& t) { return is_complex(t.dtype()) ? conj_physical(t) : t; }
 
 Grads d_mm(const GradContext& ctx, const Grads& go) {
   Grads r(2);
-  if (ctx.needs(0)) r[0] = mm(go[0], cj(ctx.input(1)).t());
-  if (ctx.needs(1)) r[1] = mm(cj(ctx.input(0)).t(), go[0]);
+  if (ctx.needs(0)) r[0] = mm(go[0], conj_if_complex(ctx.input(1)).t());
+  if (ctx.needs(1)) r[1] = mm(conj_if_complex(ctx.input(0)).t(), go[0]);
   return r;
 }
 Grads d_bmm(const GradContext& ctx, const Grads& go) {
   Grads r(2);
-  if (ctx.needs(0)) r[0] = bmm(go[0], cj(ctx.input(1)).transpose(1, 2));
-  if (ctx.needs(1)) r[1] = bmm(cj(ctx.input(0)).transpose(1, 2), go[0]);
+  if (ctx.needs(0)) r[0] = bmm(go[0], conj_if_complex(ctx.input(1)).transpose(1, 2));
+  if (ctx.needs(1)) r[1] = bmm(conj_if_complex(ctx.input(0)).transpose(1, 2), go[0]);
   return r;
 }
 Grads d_dot(const GradContext& ctx, const Grads& go) {
@@ -153,7 +152,7 @@ Grads d_dot(const GradContext& ctx, const Grads& go) {
   return r;
 }
 Grads d_matmul(const GradContext& ctx, const Grads& go) {
-  Tensor a = cj(ctx.input(0)), b = cj(ctx.input(1)), g = go[0];
+  Tensor a = conj_if_complex(ctx.input(0)), b = conj_if_complex(ctx.input(1)), g = go[0];
   Tensor A = a, B = b;
   if (a.dim() == 1) {
     A = unsqueeze(a, 0);

@@ -132,6 +132,7 @@ Tensor conj_physical(const Tensor& t) {
   if (!is_complex(t.dtype())) return clone(t);
   return call_op(KILN_OP("conj_physical"), {t}, {});
 }
+Tensor conj_if_complex(const Tensor& t) { return is_complex(t.dtype()) ? conj_physical(t) : t; }
 Tensor angle(const Tensor& t) { return call_op(KILN_OP("angle"), {t}, {}); }
 Tensor sgn(const Tensor& t) { return call_op(KILN_OP("sgn"), {t}, {}); }
 

@@ -148,14 +148,16 @@ void print_rec(std::ostream& os, const Layout& L, const Strides& st, size_t d, i
         std::max<int64_t>(1, (L.linewidth - int64_t(indent)) / int64_t(L.item_width + 2));
     os << '[';
     for (size_t i = 0; i < items.size(); ++i) {
-      if (i > 0) os << (int64_t(i) % per_line == 0 ? ",\n" + std::string(indent + 1, ' ') : ", ");
+      if (i > 0 && int64_t(i) % per_line == 0) os << ",\n" << std::string(indent + 1, ' ');
+      else if (i > 0) os << ", ";
       os << items[i];
     }
     os << ']';
     return;
   }
   os << '[';
-  const std::string row_sep = "," + std::string(L.shape.size() - d - 1, '\n') + std::string(indent + 1, ' ');
+  std::string row_sep = ",";
+  row_sep.append(L.shape.size() - d - 1, '\n').append(indent + 1, ' ');
   for (int64_t i = 0; i < n; ++i) {
     if (L.cut[d] && i == L.edge) os << "..." << row_sep;
     print_rec(os, L, st, d + 1, base + i * st[d], indent + 1);

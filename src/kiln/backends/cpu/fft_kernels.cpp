@@ -6,6 +6,7 @@
 
 #include "kiln/core/complex.h"
 #include "kiln/dispatch/registry.h"
+#include "kiln/tensor/empty.h"
 #include "kiln/tensor/strided_loop.h"
 #include "../../ops/fft_engine.h"
 
@@ -13,23 +14,35 @@ namespace kiln::cpu {
 
 namespace {
 
+// The lines along dim d of a contiguous tensor of shape `shape`: line l starts at
+// (l / inner) * n * inner + l % inner and steps by inner.
+struct Lines {
+  int64_t n = 1, inner = 1, count = 1;
+  Lines(const Shape& shape, int64_t d) : n(shape[size_t(d)]) {
+    for (size_t k = size_t(d) + 1; k < shape.size(); ++k) inner *= shape[k];
+    for (int64_t k = 0; k < d; ++k) count *= shape[size_t(k)];
+    count *= inner;
+  }
+  int64_t start(int64_t l) const { return (l / inner) * n * inner + l % inner; }
+};
+
+// fn(i) for i in [0, count): over the threads when there are enough points in all.
+template <typename Fn>
+void for_lines(int64_t count, int64_t points_each, Fn&& fn) {
+  if (count * points_each >= 4096) detail::parallel_chunks(count, fn);
+  else for (int64_t i = 0; i < count; ++i) fn(i);
+}
+
 // Transforms every line along dim d of the contiguous buffer `data` of shape `shape`.
 template <typename R>
 void transform_dim(std::complex<R>* data, const Shape& shape, int64_t d, bool forward) {
-  int64_t inner = 1;
-  for (size_t k = size_t(d) + 1; k < shape.size(); ++k) inner *= shape[k];
-  int64_t outer = 1;
-  for (int64_t k = 0; k < d; ++k) outer *= shape[size_t(k)];
-  const int64_t n = shape[size_t(d)];
-  if (n == 1) return;
-  const auto plan = fft::get_plan<R>(n);
-  const int64_t lines = outer * inner;
-  auto line = [&](int64_t l) {
-    std::complex<R>* base = data + (l / inner) * n * inner + l % inner;
-    plan->execute(base, inner, base, inner, forward);
-  };
-  if (lines * n >= 4096) detail::parallel_chunks(lines, line);
-  else for (int64_t l = 0; l < lines; ++l) line(l);
+  const Lines lines(shape, d);
+  if (lines.n == 1) return;
+  const auto plan = fft::get_plan<R>(lines.n);
+  for_lines(lines.count, lines.n, [&](int64_t l) {
+    std::complex<R>* base = data + lines.start(l);
+    plan->execute(base, lines.inner, base, lines.inner, forward);
+  });
 }
 
 // Forward transforms of the real lines along dim d of `data` (imaginary parts zero on entry),
@@ -39,24 +52,18 @@ void transform_dim(std::complex<R>* data, const Shape& shape, int64_t d, bool fo
 template <typename R>
 void transform_real_dim(std::complex<R>* data, const Shape& shape, int64_t d) {
   using C = std::complex<R>;
-  int64_t inner = 1;
-  for (size_t k = size_t(d) + 1; k < shape.size(); ++k) inner *= shape[k];
-  int64_t outer = 1;
-  for (int64_t k = 0; k < d; ++k) outer *= shape[size_t(k)];
-  const int64_t n = shape[size_t(d)];
-  const int64_t lines = outer * inner;
+  const Lines lines(shape, d);
+  const int64_t n = lines.n, inner = lines.inner;
   const auto plan = fft::get_plan<R>(n);
-  auto line_at = [&](int64_t l) { return data + (l / inner) * n * inner + l % inner; };
-  auto pair = [&](int64_t p) {
-    const int64_t la = 2 * p;
-    C* a = line_at(la);
-    if (la + 1 == lines) {  // an odd line out: on its own
+  for_lines((lines.count + 1) / 2, 2 * n, [&](int64_t p) {
+    C* a = data + lines.start(2 * p);
+    if (2 * p + 1 == lines.count) {  // an odd line out: on its own
       plan->execute(a, inner, a, inner, true);
       a[0].imag(R(0));
       if (n % 2 == 0) a[(n / 2) * inner].imag(R(0));
       return;
     }
-    C* b = line_at(la + 1);
+    C* b = data + lines.start(2 * p + 1);
     std::vector<C> z(static_cast<size_t>(n));
     for (int64_t j = 0; j < n; ++j) z[size_t(j)] = C(a[j * inner].real(), b[j * inner].real());
     plan->execute(z.data(), 1, z.data(), 1, true);
@@ -66,10 +73,7 @@ void transform_real_dim(std::complex<R>* data, const Shape& shape, int64_t d) {
       // (zk - zc) / 2i = ((zk - zc).imag, -(zk - zc).real) / 2
       b[k * inner] = C((zk.imag() - zc.imag()) * R(0.5), (zc.real() - zk.real()) * R(0.5));
     }
-  };
-  const int64_t pairs = (lines + 1) / 2;
-  if (lines * n >= 4096) detail::parallel_chunks(pairs, pair);
-  else for (int64_t p = 0; p < pairs; ++p) pair(p);
+  });
 }
 
 // The scale of a normalization mode for transforms of `count` points in all.
@@ -77,48 +81,31 @@ double norm_scale(int64_t mode, double count) {
   return mode == 0 ? 1.0 : mode == 1 ? 1.0 / std::sqrt(count) : 1.0 / count;
 }
 
-// t (float or complex, any strides) as contiguous complex<R> at buf (t.numel() elements).
+// dst (contiguous, complex<R>) <- t (float or complex, any strides), converted by the shared
+// threaded strided walk.
 template <typename R>
-void gather_complex_into(const Tensor& t, std::complex<R>* buf) {
-  const size_t count = size_t(t.numel());
-  const int64_t nd = t.dim();
-  std::vector<int64_t> idx(size_t(nd), 0);
-  auto walk = [&]<typename From>() {
-    const From* p = static_cast<const From*>(t.raw_data());
-    if (t.is_contiguous()) {  // the common case: one pass without index bookkeeping
-      for (size_t i = 0; i < count; ++i) {
-        if constexpr (is_complex_v<From>) buf[i] = {R(p[i].real()), R(p[i].imag())};
-        else buf[i] = {R(p[i]), R(0)};
-      }
-      return;
-    }
-    int64_t off = 0;
-    for (size_t i = 0; i < count; ++i) {
-      if constexpr (is_complex_v<From>) buf[i] = {R(p[off].real()), R(p[off].imag())};
-      else buf[i] = {R(p[off]), R(0)};
-      for (int64_t d = nd - 1; d >= 0; --d) {
-        if (++idx[size_t(d)] < t.size(d)) {
-          off += t.stride(d);
-          break;
-        }
-        off -= t.stride(d) * (t.size(d) - 1);
-        idx[size_t(d)] = 0;
-      }
-    }
+void convert_into(const Tensor& t, const Tensor& dst) {
+  using C = std::complex<R>;
+  auto run = [&]<typename From>() {
+    elementwise_kernel<C, From>(dst, {&t}, [](From v) {
+      if constexpr (is_complex_v<From>) return C(R(v.real()), R(v.imag()));
+      else return C(R(v), R(0));
+    });
   };
   switch (t.dtype()) {
-    case DType::F32: walk.template operator()<float>(); break;
-    case DType::F64: walk.template operator()<double>(); break;
-    case DType::C64: walk.template operator()<std::complex<float>>(); break;
-    case DType::C128: walk.template operator()<std::complex<double>>(); break;
+    case DType::F32: return run.template operator()<float>();
+    case DType::F64: return run.template operator()<double>();
+    case DType::C64: return run.template operator()<std::complex<float>>();
+    case DType::C128: return run.template operator()<std::complex<double>>();
     default: KILN_THROW(NotImplementedError, "fft: unsupported dtype ", t.dtype());
   }
 }
 
+// A contiguous complex<R> working copy of t.
 template <typename R>
-std::vector<std::complex<R>> gather_complex(const Tensor& t) {
-  std::vector<std::complex<R>> buf(size_t(t.numel()));
-  gather_complex_into<R>(t, buf.data());
+Tensor complex_buffer(const Tensor& t) {
+  Tensor buf = empty_tensor(t.shape(), dtype_of<std::complex<R>>, Device(DeviceType::CPU, 0));
+  convert_into<R>(t, buf);
   return buf;
 }
 
@@ -135,7 +122,7 @@ void c2c_kernel(OpCall& call) {
   KILN_DISPATCH_COMPLEX(out.dtype(), "_fft_c2c", [&]<typename C>() {
     using R = typename C::value_type;
     C* o = static_cast<C*>(out.raw_data());  // fresh and contiguous: transformed in place
-    gather_complex_into<R>(in, o);
+    convert_into<R>(in, out);
     double count = 1;
     for (int64_t d : dims) {
       const int64_t w = wrap_dim(d, in.dim());
@@ -154,28 +141,27 @@ void r2c_kernel(OpCall& call) {
   const auto& dims = call.ints_attr(0);
   KILN_DISPATCH_COMPLEX(out.dtype(), "_fft_r2c", [&]<typename C>() {
     using R = typename C::value_type;
-    auto buf = gather_complex<R>(in);
+    Tensor work = complex_buffer<R>(in);
+    C* buf = static_cast<C*>(work.raw_data());
     // The last dim first: the transform of real lines (two per complex transform), whose DC
     // and (even n) Nyquist bins are exactly real. Then the other dims.
     const int64_t last = wrap_dim(dims.back(), in.dim());
-    int64_t inner = 1;
-    for (int64_t k = last + 1; k < in.dim(); ++k) inner *= in.size(k);
-    const int64_t n_in = in.size(last), n_out = out.size(last);
-    const int64_t outer = in.numel() / (n_in * inner);
-    transform_real_dim<R>(buf.data(), in.shape(), last);
+    const Lines lines(in.shape(), last);
+    const int64_t n_in = lines.n, n_out = out.size(last), inner = lines.inner;
+    transform_real_dim<R>(buf, in.shape(), last);
     double count = double(n_in);
     for (size_t j = 0; j + 1 < dims.size(); ++j) {
       const int64_t w = wrap_dim(dims[j], in.dim());
-      transform_dim<R>(buf.data(), in.shape(), w, true);
+      transform_dim<R>(buf, in.shape(), w, true);
       count *= double(in.size(w));
     }
-    const double s = norm_scale(call.int_attr(1), count);
+    const R s = R(norm_scale(call.int_attr(1), count));
     // Copy the kept part: out has in's shape except (maybe) the last transformed dim.
     C* o = static_cast<C*>(out.raw_data());
-    for (int64_t a = 0; a < outer; ++a)
+    for (int64_t a = 0; a < lines.count / inner; ++a)
       for (int64_t k = 0; k < n_out; ++k)
         for (int64_t i = 0; i < inner; ++i)
-          o[(a * n_out + k) * inner + i] = buf[size_t((a * n_in + k) * inner + i)] * R(s);
+          o[(a * n_out + k) * inner + i] = buf[(a * n_in + k) * inner + i] * s;
   });
 }
 
@@ -189,35 +175,31 @@ void c2r_kernel(OpCall& call) {
   const auto& dims = call.ints_attr(0);
   KILN_DISPATCH_COMPLEX(in.dtype(), "_fft_c2r", [&]<typename C>() {
     using R = typename C::value_type;
-    auto buf = gather_complex<R>(in);
+    Tensor work = complex_buffer<R>(in);
+    C* buf = static_cast<C*>(work.raw_data());
     double count = 1;
     for (size_t j = 0; j + 1 < dims.size(); ++j) {
       const int64_t w = wrap_dim(dims[j], in.dim());
-      transform_dim<R>(buf.data(), in.shape(), w, false);
+      transform_dim<R>(buf, in.shape(), w, false);
       count *= double(in.size(w));
     }
     const int64_t last = wrap_dim(dims.back(), in.dim());
-    const int64_t n = out.size(last), m = in.size(last);
+    const Lines lines(in.shape(), last);
+    const int64_t n = out.size(last), m = lines.n, inner = lines.inner;
     count *= double(n);
     const R s = R(norm_scale(call.int_attr(1), count));
-    int64_t inner = 1;
-    for (int64_t k = last + 1; k < in.dim(); ++k) inner *= in.size(k);
-    const int64_t outer = in.numel() / (m * inner);
     const auto plan = fft::get_plan<R>(n);
     R* o = static_cast<R*>(out.raw_data());
     const int64_t half = std::min(m, n / 2 + 1);
-    auto line = [&](int64_t l) {
+    for_lines(lines.count, n, [&](int64_t l) {
       const int64_t a = l / inner, i = l % inner;
       std::vector<C> y(size_t(n), C(0));
-      for (int64_t k = 0; k < half; ++k) y[size_t(k)] = buf[size_t((a * m + k) * inner + i)];
+      for (int64_t k = 0; k < half; ++k) y[size_t(k)] = buf[(a * m + k) * inner + i];
       for (int64_t k = 1; k < half; ++k)
         if (n - k >= half) y[size_t(n - k)] = std::conj(y[size_t(k)]);
       plan->execute(y.data(), 1, y.data(), 1, false);
       for (int64_t k = 0; k < n; ++k) o[(a * n + k) * inner + i] = y[size_t(k)].real() * s;
-    };
-    const int64_t lines = outer * inner;
-    if (lines * n >= 4096) detail::parallel_chunks(lines, line);
-    else for (int64_t l = 0; l < lines; ++l) line(l);
+    });
   });
 }
 
