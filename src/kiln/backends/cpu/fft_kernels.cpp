@@ -76,6 +76,20 @@ void transform_real_dim(std::complex<R>* data, const Shape& shape, int64_t d) {
   });
 }
 
+// Transforms along dims[0, ndims) in turn; returns the product of their sizes (the point
+// count that the normalization scales by).
+template <typename R>
+double transform_dims(std::complex<R>* data, const Shape& shape, const std::vector<int64_t>& dims,
+                      size_t ndims, bool forward) {
+  double count = 1;
+  for (size_t j = 0; j < ndims; ++j) {
+    const int64_t w = wrap_dim(dims[j], int64_t(shape.size()));
+    transform_dim<R>(data, shape, w, forward);
+    count *= double(shape[size_t(w)]);
+  }
+  return count;
+}
+
 // The scale of a normalization mode for transforms of `count` points in all.
 double norm_scale(int64_t mode, double count) {
   return mode == 0 ? 1.0 : mode == 1 ? 1.0 / std::sqrt(count) : 1.0 / count;
@@ -123,18 +137,13 @@ void c2c_kernel(OpCall& call) {
     using R = typename C::value_type;
     C* o = static_cast<C*>(out.raw_data());  // fresh and contiguous: transformed in place
     convert_into<R>(in, out);
-    double count = 1;
-    for (int64_t d : dims) {
-      const int64_t w = wrap_dim(d, in.dim());
-      transform_dim<R>(o, in.shape(), w, call.bool_attr(2));
-      count *= double(in.size(w));
-    }
+    const double count = transform_dims<R>(o, in.shape(), dims, dims.size(), call.bool_attr(2));
     scale_all(o, out.numel(), norm_scale(call.int_attr(1), count));
   });
 }
 
-// Real input: the full complex transform, of which the one-sided output keeps the first
-// n/2 + 1 bins of the last dim.
+// Real input: the transform over every dim (the real last dim first), of which the one-sided
+// output keeps the first n/2 + 1 bins of the last dim.
 void r2c_kernel(OpCall& call) {
   const Tensor& in = call.inputs[0];
   const Tensor& out = call.outs[0];
@@ -149,12 +158,7 @@ void r2c_kernel(OpCall& call) {
     const Lines lines(in.shape(), last);
     const int64_t n_in = lines.n, n_out = out.size(last), inner = lines.inner;
     transform_real_dim<R>(buf, in.shape(), last);
-    double count = double(n_in);
-    for (size_t j = 0; j + 1 < dims.size(); ++j) {
-      const int64_t w = wrap_dim(dims[j], in.dim());
-      transform_dim<R>(buf, in.shape(), w, true);
-      count *= double(in.size(w));
-    }
+    const double count = double(n_in) * transform_dims<R>(buf, in.shape(), dims, dims.size() - 1, true);
     const R s = R(norm_scale(call.int_attr(1), count));
     // Copy the kept part: out has in's shape except (maybe) the last transformed dim.
     C* o = static_cast<C*>(out.raw_data());
@@ -177,12 +181,7 @@ void c2r_kernel(OpCall& call) {
     using R = typename C::value_type;
     Tensor work = complex_buffer<R>(in);
     C* buf = static_cast<C*>(work.raw_data());
-    double count = 1;
-    for (size_t j = 0; j + 1 < dims.size(); ++j) {
-      const int64_t w = wrap_dim(dims[j], in.dim());
-      transform_dim<R>(buf, in.shape(), w, false);
-      count *= double(in.size(w));
-    }
+    double count = transform_dims<R>(buf, in.shape(), dims, dims.size() - 1, false);
     const int64_t last = wrap_dim(dims.back(), in.dim());
     const Lines lines(in.shape(), last);
     const int64_t n = out.size(last), m = lines.n, inner = lines.inner;
