@@ -1,4 +1,4 @@
-// The FFT engine (src/kiln/ops/fft_engine.*, decision 0092) against long double references:
+// The FFT engine (src/kiln/backends/cpu/fft_engine.*, decision 0092) against long double references:
 // a naive O(n^2) DFT for every length up to 64 and for primes, prime powers, mixed and
 // Bluestein lengths up to 4099; for longer lengths (up to 2^20) analytic transforms of shifted
 // impulses, round trips, Parseval and spot bins. Both directions, float and double; strides,
@@ -25,7 +25,7 @@
 
 // The engine's header lives under src/ (an internal header), which is not on the tests'
 // include path; this relative include works in the CMake build and in a standalone one.
-#include "../../src/kiln/ops/fft_engine.h"
+#include "../../src/kiln/backends/cpu/fft_engine.h"
 #include "kiln/core/error.h"
 
 namespace kiln::test {

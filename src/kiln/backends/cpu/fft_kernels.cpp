@@ -1,6 +1,7 @@
 // CPU kernels of the FFT ops (_fft_c2c, _fft_r2c, _fft_c2r): transforms along each dim of
-// a contiguous complex working buffer with kiln's FFT engine (ops/fft_engine.h), the lines of
+// a contiguous complex working buffer with kiln's FFT engine (fft_engine.h), the lines of
 // one dim spread over the threads, then the normalization.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -8,71 +9,54 @@
 #include "kiln/dispatch/registry.h"
 #include "kiln/tensor/empty.h"
 #include "kiln/tensor/strided_loop.h"
-#include "../../ops/fft_engine.h"
+#include "fft_engine.h"
 
 namespace kiln::cpu {
 
 namespace {
 
-// The lines along dim d of a contiguous tensor of shape `shape`: line l starts at
-// (l / inner) * n * inner + l % inner and steps by inner.
-struct Lines {
-  int64_t n = 1, inner = 1, count = 1;
-  Lines(const Shape& shape, int64_t d) : n(shape[size_t(d)]) {
-    for (size_t k = size_t(d) + 1; k < shape.size(); ++k) inner *= shape[k];
-    for (int64_t k = 0; k < d; ++k) count *= shape[size_t(k)];
-    count *= inner;
+// The lines along dim d of a contiguous tensor of shape `shape`, as `blocks` batches of
+// `per_block` lines: line i of batch b starts at b * block_step + i * dist and steps by
+// `stride`. When d is the last dim every line is one batch (dist n); otherwise the lines of
+// one index before d are adjacent (dist 1), which the lane kernels load as whole vectors.
+struct LineBatches {
+  int64_t n = 1, stride = 1, blocks = 1, per_block = 1, dist = 1, block_step = 0;
+  LineBatches(const Shape& shape, int64_t d) : n(shape[size_t(d)]) {
+    int64_t outer = 1;
+    for (int64_t k = 0; k < d; ++k) outer *= shape[size_t(k)];
+    for (size_t k = size_t(d) + 1; k < shape.size(); ++k) stride *= shape[k];
+    if (stride == 1) per_block = outer, dist = n;
+    else blocks = outer, per_block = stride, block_step = n * stride;
   }
-  int64_t start(int64_t l) const { return (l / inner) * n * inner + l % inner; }
+  int64_t count() const { return blocks * per_block; }
 };
 
-// fn(i) for i in [0, count): over the threads when there are enough points in all.
+// fn(b, first, cnt) for runs of cnt lines of batch b from line `first`: runs of `quantum` lines
+// (a plan's full lane groups), smaller when that leaves a thread idle; over the threads when
+// there are enough points in all.
 template <typename Fn>
-void for_lines(int64_t count, int64_t points_each, Fn&& fn) {
-  if (count * points_each >= 4096) detail::parallel_chunks(count, fn);
-  else for (int64_t i = 0; i < count; ++i) fn(i);
+void for_line_runs(const LineBatches& lb, int64_t quantum, Fn&& fn) {
+  const int64_t threads = detail::elementwise_threads();
+  if (lb.blocks * ((lb.per_block + quantum - 1) / quantum) < threads)
+    quantum = std::max<int64_t>(1, (lb.per_block + threads - 1) / threads);
+  const int64_t pieces = (lb.per_block + quantum - 1) / quantum, tasks = lb.blocks * pieces;
+  auto run = [&](int64_t t) {
+    const int64_t b = t / pieces, first = (t % pieces) * quantum;
+    fn(b, first, std::min(quantum, lb.per_block - first));
+  };
+  if (tasks > 1 && lb.count() * lb.n >= 4096) detail::parallel_chunks(tasks, run);
+  else for (int64_t t = 0; t < tasks; ++t) run(t);
 }
 
-// Transforms every line along dim d of the contiguous buffer `data` of shape `shape`.
+// Transforms every line along dim d of the contiguous buffer `data` of shape `shape` in place.
 template <typename R>
 void transform_dim(std::complex<R>* data, const Shape& shape, int64_t d, bool forward) {
-  const Lines lines(shape, d);
-  if (lines.n == 1) return;
-  const auto plan = fft::get_plan<R>(lines.n);
-  for_lines(lines.count, lines.n, [&](int64_t l) {
-    std::complex<R>* base = data + lines.start(l);
-    plan->execute(base, lines.inner, base, lines.inner, forward);
-  });
-}
-
-// Forward transforms of the real lines along dim d of `data` (imaginary parts zero on entry),
-// two lines per complex transform: z = a + i b gives A[k] = (Z[k] + conj Z[n-k]) / 2 and
-// B[k] = (Z[k] - conj Z[n-k]) / 2i, half the work of transforming each line. DC and (even n)
-// Nyquist bins come out exactly real, as a real transform gives them.
-template <typename R>
-void transform_real_dim(std::complex<R>* data, const Shape& shape, int64_t d) {
-  using C = std::complex<R>;
-  const Lines lines(shape, d);
-  const int64_t n = lines.n, inner = lines.inner;
-  const auto plan = fft::get_plan<R>(n);
-  for_lines((lines.count + 1) / 2, 2 * n, [&](int64_t p) {
-    C* a = data + lines.start(2 * p);
-    if (2 * p + 1 == lines.count) {  // an odd line out: on its own
-      plan->execute(a, inner, a, inner, true);
-      a[0].imag(R(0));
-      if (n % 2 == 0) a[(n / 2) * inner].imag(R(0));
-      return;
-    }
-    C* b = data + lines.start(2 * p + 1);
-    std::vector<C> z(static_cast<size_t>(n));
-    for (int64_t j = 0; j < n; ++j) z[size_t(j)] = C(a[j * inner].real(), b[j * inner].real());
-    plan->execute(z.data(), 1, z.data(), 1, true);
-    for (int64_t k = 0; k < n; ++k) {
-      const C zk = z[size_t(k)], zc = std::conj(z[size_t((n - k) % n)]);
-      a[k * inner] = C((zk.real() + zc.real()) * R(0.5), (zk.imag() + zc.imag()) * R(0.5));
-      // (zk - zc) / 2i = ((zk - zc).imag, -(zk - zc).real) / 2
-      b[k * inner] = C((zk.imag() - zc.imag()) * R(0.5), (zc.real() - zk.real()) * R(0.5));
-    }
+  const LineBatches lb(shape, d);
+  if (lb.n == 1) return;
+  const auto plan = fft::get_plan<R>(lb.n);
+  for_line_runs(lb, plan->group_lines(), [&](int64_t b, int64_t first, int64_t cnt) {
+    std::complex<R>* base = data + b * lb.block_step + first * lb.dist;
+    plan->c2c(base, lb.stride, lb.dist, base, lb.stride, lb.dist, cnt, forward);
   });
 }
 
@@ -123,10 +107,33 @@ Tensor complex_buffer(const Tensor& t) {
   return buf;
 }
 
+// t itself when it is a contiguous R tensor, else a contiguous R copy.
 template <typename R>
-void scale_all(std::complex<R>* p, int64_t n, double s) {
-  if (s == 1.0) return;
-  for (int64_t i = 0; i < n; ++i) p[i] *= R(s);
+Tensor real_buffer(const Tensor& t) {
+  if (t.dtype() == dtype_of<R> && t.is_contiguous()) return t;
+  Tensor buf = empty_tensor(t.shape(), dtype_of<R>, Device(DeviceType::CPU, 0));
+  auto run = [&]<typename From>() {
+    elementwise_kernel<R, From>(buf, {&t}, [](From v) { return R(v); });
+  };
+  switch (t.dtype()) {
+    case DType::F32: run.template operator()<float>(); break;
+    case DType::F64: run.template operator()<double>(); break;
+    default: KILN_THROW(NotImplementedError, "fft: unsupported dtype ", t.dtype());
+  }
+  return buf;
+}
+
+// p[0, n) *= s, threaded for large buffers (T real or complex).
+template <typename T, typename R>
+void scale_all(T* p, int64_t n, R s) {
+  if (s == R(1)) return;
+  auto run = [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) p[i] *= s;
+  };
+  constexpr int64_t kPiece = int64_t(1) << 16;
+  if (n < 2 * kPiece) return run(0, n);
+  detail::parallel_chunks((n + kPiece - 1) / kPiece,
+                          [&](int64_t c) { run(c * kPiece, std::min(n, (c + 1) * kPiece)); });
 }
 
 void c2c_kernel(OpCall& call) {
@@ -138,41 +145,38 @@ void c2c_kernel(OpCall& call) {
     C* o = static_cast<C*>(out.raw_data());  // fresh and contiguous: transformed in place
     convert_into<R>(in, out);
     const double count = transform_dims<R>(o, in.shape(), dims, dims.size(), call.bool_attr(2));
-    scale_all(o, out.numel(), norm_scale(call.int_attr(1), count));
+    scale_all(o, out.numel(), R(norm_scale(call.int_attr(1), count)));
   });
 }
 
-// Real input: the transform over every dim (the real last dim first), of which the one-sided
-// output keeps the first n/2 + 1 bins of the last dim.
+// Real input: the one-sided transform of the real last dim straight into out (two real lines
+// per complex transform), then the other dims in place on out (transforming them after
+// trimming the last dim is the same and cheaper).
 void r2c_kernel(OpCall& call) {
   const Tensor& in = call.inputs[0];
   const Tensor& out = call.outs[0];
   const auto& dims = call.ints_attr(0);
   KILN_DISPATCH_COMPLEX(out.dtype(), "_fft_r2c", [&]<typename C>() {
     using R = typename C::value_type;
-    Tensor work = complex_buffer<R>(in);
-    C* buf = static_cast<C*>(work.raw_data());
-    // The last dim first: the transform of real lines (two per complex transform), whose DC
-    // and (even n) Nyquist bins are exactly real. Then the other dims.
-    const int64_t last = wrap_dim(dims.back(), in.dim());
-    const Lines lines(in.shape(), last);
-    const int64_t n_in = lines.n, n_out = out.size(last), inner = lines.inner;
-    transform_real_dim<R>(buf, in.shape(), last);
-    const double count = double(n_in) * transform_dims<R>(buf, in.shape(), dims, dims.size() - 1, true);
-    const R s = R(norm_scale(call.int_attr(1), count));
-    // Copy the kept part: out has in's shape except (maybe) the last transformed dim.
+    const Tensor src = real_buffer<R>(in);
+    const R* x = static_cast<const R*>(src.raw_data());
     C* o = static_cast<C*>(out.raw_data());
-    for (int64_t a = 0; a < lines.count / inner; ++a)
-      for (int64_t k = 0; k < n_out; ++k)
-        for (int64_t i = 0; i < inner; ++i)
-          o[(a * n_out + k) * inner + i] = buf[(a * n_in + k) * inner + i] * s;
+    const int64_t last = wrap_dim(dims.back(), in.dim());
+    const LineBatches lin(in.shape(), last), lout(out.shape(), last);
+    const auto plan = fft::get_plan<R>(lin.n);
+    for_line_runs(lin, plan->group_lines(), [&](int64_t b, int64_t first, int64_t cnt) {
+      plan->r2c(x + b * lin.block_step + first * lin.dist, lin.stride, lin.dist,
+                o + b * lout.block_step + first * lout.dist, lout.stride, lout.dist, cnt, lout.n);
+    });
+    const double count =
+        double(lin.n) * transform_dims<R>(o, out.shape(), dims, dims.size() - 1, true);
+    scale_all(o, out.numel(), R(norm_scale(call.int_attr(1), count)));
   });
 }
 
-// Half spectrum -> real: inverse complex transforms over the other dims first, then each
-// line of the last dim extended by Hermitian symmetry (X[n-k] = conj X[k]) to n points and
-// transformed; the real parts are the output (imaginary parts of the DC and Nyquist bins,
-// which a real signal cannot have, only feed the discarded imaginary output).
+// Half spectrum -> real: inverse complex transforms over the other dims first (on a working
+// copy), then the lines of the last dim, each extended by Hermitian symmetry
+// (X[n-k] = conj X[k]) to n points, two per complex transform, straight into out.
 void c2r_kernel(OpCall& call) {
   const Tensor& in = call.inputs[0];
   const Tensor& out = call.outs[0];
@@ -183,22 +187,15 @@ void c2r_kernel(OpCall& call) {
     C* buf = static_cast<C*>(work.raw_data());
     double count = transform_dims<R>(buf, in.shape(), dims, dims.size() - 1, false);
     const int64_t last = wrap_dim(dims.back(), in.dim());
-    const Lines lines(in.shape(), last);
-    const int64_t n = out.size(last), m = lines.n, inner = lines.inner;
-    count *= double(n);
-    const R s = R(norm_scale(call.int_attr(1), count));
-    const auto plan = fft::get_plan<R>(n);
+    const LineBatches lin(in.shape(), last), lout(out.shape(), last);
+    count *= double(lout.n);
+    const auto plan = fft::get_plan<R>(lout.n);
     R* o = static_cast<R*>(out.raw_data());
-    const int64_t half = std::min(m, n / 2 + 1);
-    for_lines(lines.count, n, [&](int64_t l) {
-      const int64_t a = l / inner, i = l % inner;
-      std::vector<C> y(size_t(n), C(0));
-      for (int64_t k = 0; k < half; ++k) y[size_t(k)] = buf[(a * m + k) * inner + i];
-      for (int64_t k = 1; k < half; ++k)
-        if (n - k >= half) y[size_t(n - k)] = std::conj(y[size_t(k)]);
-      plan->execute(y.data(), 1, y.data(), 1, false);
-      for (int64_t k = 0; k < n; ++k) o[(a * n + k) * inner + i] = y[size_t(k)].real() * s;
+    for_line_runs(lout, plan->group_lines(), [&](int64_t b, int64_t first, int64_t cnt) {
+      plan->c2r(buf + b * lin.block_step + first * lin.dist, lin.stride, lin.dist, lin.n,
+                o + b * lout.block_step + first * lout.dist, lout.stride, lout.dist, cnt);
     });
+    scale_all(o, out.numel(), R(norm_scale(call.int_attr(1), count)));
   });
 }
 

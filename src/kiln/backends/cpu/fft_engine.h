@@ -35,7 +35,31 @@ class Plan {
   void execute(const std::complex<T>* in, int64_t in_stride, std::complex<T>* out,
                int64_t out_stride, bool forward) const;
 
+  // Batched transforms of `count` lines, line l's element j at base[l * dist + j * stride]
+  // (in elements of the pointed-to type, any sign). Enough lines of a short enough length go
+  // through the vector lanes (isa/fft_lanes.h: a register's worth of lines per butterfly),
+  // others one at a time. A line's input is read before its output is written and lines are
+  // handled in disjoint groups, so in == out (same geometry) is the in-place transform.
+  void c2c(const std::complex<T>* in, int64_t is, int64_t idist, std::complex<T>* out,
+           int64_t os, int64_t odist, int64_t count, bool forward) const;
+  // Forward transforms of real lines, bins [0, nout) of each (1 <= nout <= n); the DC and
+  // (even n) Nyquist bins are exactly real.
+  void r2c(const T* in, int64_t is, int64_t idist, std::complex<T>* out, int64_t os,
+           int64_t odist, int64_t count, int64_t nout) const;
+  // Inverse transforms to real lines of n points from nin >= 1 bins each: bins below
+  // min(nin, n / 2 + 1) and their mirror images (X[n - k] = conj X[k]) make the Hermitian
+  // spectrum; other bins are zero; the imaginary parts of DC and Nyquist bins are ignored.
+  void c2r(const std::complex<T>* in, int64_t is, int64_t idist, int64_t nin, T* out,
+           int64_t os, int64_t odist, int64_t count) const;
+  // Lines per batched call that keeps the lane groups full (callers that split a batch over
+  // threads hand out multiples of it).
+  int64_t group_lines() const;
+
  private:
+  // The plan that runs real transforms of this length: the plan of n / 2 points with tw set to
+  // e^{-2 pi i k / n}, k <= n / 2, when n is even; this plan with tw null when n is odd.
+  const Plan* real_half(const std::complex<T>** tw) const;
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -7,8 +7,9 @@
 // needs no bit reversal for mixed radices and keeps every pass's inner loop unit-stride.
 // Other lengths run Bluestein's algorithm: the DFT as a chirp-weighted convolution, done
 // with two power-of-two transforms of length M >= 2n - 1 and a precomputed filter spectrum.
-#include "kiln/ops/fft_engine.h"
+#include "kiln/backends/cpu/fft_engine.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <list>
@@ -17,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "isa/fft_lanes.h"
 #include "kiln/core/error.h"
 
 namespace kiln::fft {
@@ -341,6 +343,32 @@ struct Plan<T>::Impl {
     }
   }
 
+  // Real transforms of even n (Plan::real_half): the plan of n / 2 points and
+  // e^{-2 pi i k / n} for k <= n / 2, made on first use.
+  std::once_flag half_once;
+  std::shared_ptr<const Plan<T>> half;
+  std::vector<C> real_tw;
+
+  // The tables as the lane kernels see them (set once the plan is built).
+  std::vector<cpu::fft_lanes::Stage<T>> lane_stages;
+  cpu::fft_lanes::PlanView<T> view{};
+
+  void make_view() {
+    for (const auto& st : core.stages)
+      lane_stages.push_back({st.p, st.L, st.m, core.twiddles.data() + st.tw,
+                             core.prime_cs.data() + st.cs});
+    view = {n, lane_stages.data(), lane_stages.size(), bluestein ? M : 0, chirp.data(),
+            filter.data()};
+  }
+
+  // Whether `lanes_needed` lines fill enough of a lane group to beat one line at a time, with a group's two buffers small enough for the L2
+  // cache (beyond it each pass streams from memory and separate lines do better).
+  bool use_lanes(int64_t lanes_needed) const {
+    const int lanes = cpu::fft_lanes::kernels<T>().lanes;
+    const size_t group_bytes = 2 * (bluestein ? M : n) * size_t(lanes) * sizeof(C);
+    return n > 1 && 2 * lanes_needed >= lanes && group_bytes <= (size_t(1) << 21);
+  }
+
   template <bool Fwd>
   void run_direct(const C* in, int64_t is, C* out, int64_t os, C* buf, C* work) const {
     for (size_t j = 0; j < n; ++j) buf[j] = in[int64_t(j) * is];  // also makes aliasing safe
@@ -357,6 +385,7 @@ Plan<T>::Plan(int64_t n) : impl_(std::make_unique<Impl>()) {
   std::vector<int> radices;
   if (factor(u64(n), radices)) {
     im.core = Core<T>(im.n, radices, root_table(u64(n)));
+    im.make_view();
     return;
   }
   im.bluestein = true;
@@ -387,6 +416,7 @@ Plan<T>::Plan(int64_t n) : impl_(std::make_unique<Impl>()) {
   const double inv_m = 1.0 / double(im.M);  // exact: M is a power of two
   im.filter.resize(im.M);
   for (size_t k = 0; k < im.M; ++k) im.filter[k] = std::complex<T>(H[k] * inv_m);
+  im.make_view();
 }
 
 template <typename T>
@@ -426,6 +456,112 @@ void Plan<T>::execute(const std::complex<T>* in, int64_t in_stride, std::complex
   } else {
     if (forward) im.template run_direct<true>(in, in_stride, out, out_stride, s, s + len);
     else im.template run_direct<false>(in, in_stride, out, out_stride, s, s + len);
+  }
+}
+
+template <typename T>
+int64_t Plan<T>::group_lines() const {
+  return 2 * cpu::fft_lanes::kernels<T>().lanes;
+}
+
+template <typename T>
+void Plan<T>::c2c(const std::complex<T>* in, int64_t is, int64_t idist, std::complex<T>* out,
+                  int64_t os, int64_t odist, int64_t count, bool forward) const {
+  if (impl_->use_lanes(count)) {
+    cpu::fft_lanes::kernels<T>().c2c(impl_->view, in, is, idist, out, os, odist, count, forward);
+    return;
+  }
+  for (int64_t l = 0; l < count; ++l) execute(in + l * idist, is, out + l * odist, os, forward);
+}
+
+// Real transforms of even n run a complex transform of n / 2 points (isa/fft_lanes.h's r2c
+// and c2r give the identities); odd n a complex transform of n with zero imaginary parts.
+template <typename T>
+const Plan<T>* Plan<T>::real_half(const std::complex<T>** tw) const {
+  Impl& im = *impl_;
+  if (im.n % 2) {
+    *tw = nullptr;
+    return this;
+  }
+  std::call_once(im.half_once, [&] {
+    im.half = get_plan<T>(int64_t(im.n / 2));
+    im.real_tw.resize(im.n / 2 + 1);
+    for (size_t k = 0; k <= im.n / 2; ++k)
+      im.real_tw[k] = std::complex<T>(std::conj(unit_root(u64(k), u64(im.n))));
+  });
+  *tw = im.real_tw.data();
+  return im.half.get();
+}
+
+template <typename T>
+void Plan<T>::r2c(const T* in, int64_t is, int64_t idist, std::complex<T>* out, int64_t os,
+                  int64_t odist, int64_t count, int64_t nout) const {
+  using C = std::complex<T>;
+  const std::complex<T>* tw = nullptr;
+  const Plan<T>* core = real_half(&tw);
+  if (core->impl_->use_lanes(count)) {
+    cpu::fft_lanes::kernels<T>().r2c(core->impl_->view, tw, in, is, idist, out, os, odist, count,
+                                     nout);
+    return;
+  }
+  const int64_t n = size(), m = core->size(), direct = std::min(nout, n / 2 + 1);
+  std::vector<C> z(static_cast<size_t>(m));
+  for (int64_t l = 0; l < count; ++l) {
+    const T* x = in + l * idist;
+    C* X = out + l * odist;
+    for (int64_t j = 0; j < m; ++j) z[size_t(j)] = tw ? C(x[2 * j * is], x[(2 * j + 1) * is]) : C(x[j * is], 0);
+    core->execute(z.data(), 1, z.data(), 1, true);
+    if (tw) {
+      X[0] = C(z[0].real() + z[0].imag(), 0);
+      for (int64_t k = 1; k < std::min(direct, m); ++k) {
+        const C zk = z[size_t(k)], zc = std::conj(z[size_t(m - k)]);
+        const C a((zk.real() + zc.real()) * T(0.5), (zk.imag() + zc.imag()) * T(0.5));
+        const C b((zk.imag() - zc.imag()) * T(0.5), (zc.real() - zk.real()) * T(0.5));
+        X[k * os] = a + mul<false>(b, tw[k]);
+      }
+      if (direct > m) X[m * os] = C(z[0].real() - z[0].imag(), 0);
+    } else {
+      for (int64_t k = 0; k < direct; ++k) X[k * os] = z[size_t(k)];
+      X[0].imag(0);
+    }
+    for (int64_t k = direct; k < nout; ++k) X[k * os] = std::conj(X[(n - k) * os]);
+  }
+}
+
+template <typename T>
+void Plan<T>::c2r(const std::complex<T>* in, int64_t is, int64_t idist, int64_t nin, T* out,
+                  int64_t os, int64_t odist, int64_t count) const {
+  using C = std::complex<T>;
+  const std::complex<T>* tw = nullptr;
+  const Plan<T>* core = real_half(&tw);
+  if (core->impl_->use_lanes(count)) {
+    cpu::fft_lanes::kernels<T>().c2r(core->impl_->view, tw, in, is, idist, nin, out, os, odist,
+                                     count);
+    return;
+  }
+  const int64_t n = size(), m = core->size(), half = std::min<int64_t>(nin, n / 2 + 1);
+  std::vector<C> z(static_cast<size_t>(m));
+  for (int64_t l = 0; l < count; ++l) {
+    const C* X = in + l * idist;
+    auto bin = [&](int64_t k) -> C {  // the Hermitian spectrum's bin k < n
+      if (k < half) return (k == 0 || 2 * k == n) ? C(X[k * is].real(), 0) : X[k * is];
+      if (n - k < half) return std::conj(X[(n - k) * is]);
+      return C(0);
+    };
+    for (int64_t k = 0; k < m; ++k) {
+      if (!tw) {
+        z[size_t(k)] = bin(k);
+        continue;
+      }
+      const C xk = bin(k), c = std::conj(bin(m - k)), d = mul<true>(xk - c, tw[k]);
+      z[size_t(k)] = xk + c + C(-d.imag(), d.real());
+    }
+    core->execute(z.data(), 1, z.data(), 1, false);
+    T* x = out + l * odist;
+    for (int64_t j = 0; j < m; ++j) {
+      if (tw) x[2 * j * os] = z[size_t(j)].real(), x[(2 * j + 1) * os] = z[size_t(j)].imag();
+      else x[j * os] = z[size_t(j)].real();
+    }
   }
 }
 
