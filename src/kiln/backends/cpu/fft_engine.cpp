@@ -20,6 +20,7 @@
 
 #include "isa/fft_lanes.h"
 #include "kiln/core/error.h"
+#include "kiln/tensor/strided_loop.h"
 
 namespace kiln::fft {
 namespace {
@@ -33,6 +34,11 @@ using cd = std::complex<double>;
 constexpr int kMaxDirectPrime = 31;
 constexpr int64_t kMaxLength = int64_t(1) << 40;  // keeps 16 n (chirp angles) inside u64
 constexpr size_t kCacheSize = 64;
+// From this length a single transform runs the four-step split (Plan::Impl::run_split) when n
+// has a divisor of at least kSplitMinSide up to sqrt(n), and threads it from kThreadedSplit.
+constexpr int64_t kSplitMin = 2048;
+constexpr int64_t kSplitMinSide = 16;
+constexpr int64_t kThreadedSplit = int64_t(1) << 15;
 constexpr long double kPiL = 3.141592653589793238462643383279502884L;
 
 // ---------------------------------------------------------------------------------------
@@ -334,13 +340,55 @@ struct Plan<T>::Impl {
       a[j] = mul<false>(Fwd ? x : std::conj(x), chirp[j]);
     }
     for (size_t j = n; j < M; ++j) a[j] = 0;
-    C* A = core.template run<true>(a, work);
+    C* A = a;
+    if (conv) conv->execute(a, 1, a, 1, true);
+    else A = core.template run<true>(a, work);
     for (size_t k = 0; k < M; ++k) A[k] = mul<false>(A[k], filter[k]);
-    const C* c = core.template run<false>(A, A == a ? work : a);
+    const C* c = A;
+    if (conv) conv->execute(A, 1, A, 1, false);
+    else c = core.template run<false>(A, A == a ? work : a);
     for (size_t k = 0; k < n; ++k) {
       const C y = mul<false>(c[k], chirp[k]);
       out[int64_t(k) * os] = Fwd ? y : std::conj(y);
     }
+  }
+
+  // Long smooth lengths: n = n1 * n2 as the four-step FFT, n2 transforms of n1 points
+  // (columns of the n1 x n2 row-major view), twiddles, n1 transforms of n2 points (rows,
+  // written transposed). Both steps are batches for the lanes and can be threaded, where the
+  // passes over one whole line are scalar and single-threaded.
+  std::shared_ptr<const Plan<T>> cols, rows;  // n1 and n2 points
+  std::vector<C> split_tw;                     // e^{-2 pi i k1 j2 / n} at k1 * n2 + j2
+  // Bluestein with a long convolution: its two transforms of M points through that plan.
+  std::shared_ptr<const Plan<T>> conv;
+
+  template <bool Fwd>
+  void run_split(const C* in, int64_t is, C* out, int64_t os) const {
+    const int64_t n1 = cols->size(), n2 = rows->size();
+    std::unique_ptr<C[]> tmp(new C[n]);
+    const bool threaded = n >= kThreadedSplit;
+    batch(*cols, in, is * n2, is, tmp.get(), n2, 1, n2, Fwd, threaded);
+    auto twiddles = [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) tmp[i] = mul<!Fwd>(tmp[i], split_tw[size_t(i)]);
+    };
+    if (threaded) {
+      detail::parallel_chunks(n1, [&](int64_t k1) { twiddles(k1 * n2, (k1 + 1) * n2); });
+    } else {
+      twiddles(0, int64_t(n));
+    }
+    batch(*rows, tmp.get(), 1, n2, out, n1 * os, os, n1, Fwd, threaded);
+  }
+
+  // plan.c2c over `count` lines, in runs of full lane groups spread over the threads.
+  static void batch(const Plan<T>& plan, const C* in, int64_t is, int64_t idist, C* out,
+                    int64_t os, int64_t odist, int64_t count, bool fwd, bool threaded) {
+    const int64_t run = plan.group_lines(), runs = (count + run - 1) / run;
+    auto one = [&](int64_t r) {
+      const int64_t first = r * run, cnt = std::min(run, count - first);
+      plan.c2c(in + first * idist, is, idist, out + first * odist, os, odist, cnt, fwd);
+    };
+    if (threaded && runs > 1) detail::parallel_chunks(runs, one);
+    else for (int64_t r = 0; r < runs; ++r) one(r);
   }
 
   // Real transforms of even n (Plan::real_half): the plan of n / 2 points and
@@ -384,8 +432,24 @@ Plan<T>::Plan(int64_t n) : impl_(std::make_unique<Impl>()) {
   im.n = size_t(n);
   std::vector<int> radices;
   if (factor(u64(n), radices)) {
-    im.core = Core<T>(im.n, radices, root_table(u64(n)));
+    const std::vector<cd> roots = root_table(u64(n));
+    im.core = Core<T>(im.n, radices, roots);
     im.make_view();
+    if (n >= kSplitMin) {
+      // n1: the largest divisor <= sqrt(n), so that neither step has few long lines.
+      int64_t n1 = 1;
+      for (int64_t d = 1; d * d <= n; ++d)
+        if (n % d == 0) n1 = d;
+      if (n1 >= kSplitMinSide) {
+        const int64_t n2 = n / n1;
+        im.cols = get_plan<T>(n1);
+        im.rows = get_plan<T>(n2);
+        im.split_tw.resize(im.n);
+        for (int64_t k1 = 0; k1 < n1; ++k1)
+          for (int64_t j2 = 0; j2 < n2; ++j2)
+            im.split_tw[size_t(k1 * n2 + j2)] = std::complex<T>(std::conj(roots[size_t(k1 * j2)]));
+      }
+    }
     return;
   }
   im.bluestein = true;
@@ -417,6 +481,7 @@ Plan<T>::Plan(int64_t n) : impl_(std::make_unique<Impl>()) {
   im.filter.resize(im.M);
   for (size_t k = 0; k < im.M; ++k) im.filter[k] = std::complex<T>(H[k] * inv_m);
   im.make_view();
+  if (int64_t(im.M) >= kSplitMin) im.conv = get_plan<T>(int64_t(im.M));
 }
 
 template <typename T>
@@ -436,6 +501,11 @@ template <typename T>
 void Plan<T>::execute(const std::complex<T>* in, int64_t in_stride, std::complex<T>* out,
                       int64_t out_stride, bool forward) const {
   const Impl& im = *impl_;
+  if (im.cols) {
+    if (forward) im.template run_split<true>(in, in_stride, out, out_stride);
+    else im.template run_split<false>(in, in_stride, out, out_stride);
+    return;
+  }
   // One scratch of two buffers per call (on the stack for short rows, which batched callers
   // run many times): this is what makes a shared plan thread-safe. Raw bytes rather than a
   // std::complex array, whose constructor would zero it first: every element is written
@@ -513,11 +583,19 @@ void Plan<T>::r2c(const T* in, int64_t is, int64_t idist, std::complex<T>* out, 
     core->execute(z.data(), 1, z.data(), 1, true);
     if (tw) {
       X[0] = C(z[0].real() + z[0].imag(), 0);
+      // Real and imaginary parts as separate scalars: GCC builds a std::complex<float> result
+      // from two 4-byte stores and reloads it as 8 bytes, a store-forwarding stall per bin
+      // that made this loop 3x the transform's time.
+      const T* zp = reinterpret_cast<const T*>(z.data());
+      const T* wp = reinterpret_cast<const T*>(tw);
+      T* xp = reinterpret_cast<T*>(X);
       for (int64_t k = 1; k < std::min(direct, m); ++k) {
-        const C zk = z[size_t(k)], zc = std::conj(z[size_t(m - k)]);
-        const C a((zk.real() + zc.real()) * T(0.5), (zk.imag() + zc.imag()) * T(0.5));
-        const C b((zk.imag() - zc.imag()) * T(0.5), (zc.real() - zk.real()) * T(0.5));
-        X[k * os] = a + mul<false>(b, tw[k]);
+        const T zr = zp[2 * k], zi = zp[2 * k + 1], cr = zp[2 * (m - k)], ci = -zp[2 * (m - k) + 1];
+        const T ar = (zr + cr) * T(0.5), ai = (zi + ci) * T(0.5);
+        const T br = (zi - ci) * T(0.5), bi = (cr - zr) * T(0.5);
+        const T wr = wp[2 * k], wi = wp[2 * k + 1];
+        xp[2 * k * os] = ar + (br * wr - bi * wi);
+        xp[2 * k * os + 1] = ai + (br * wi + bi * wr);
       }
       if (direct > m) X[m * os] = C(z[0].real() - z[0].imag(), 0);
     } else {
@@ -548,13 +626,18 @@ void Plan<T>::c2r(const std::complex<T>* in, int64_t is, int64_t idist, int64_t 
       if (n - k < half) return std::conj(X[(n - k) * is]);
       return C(0);
     };
+    T* zp = reinterpret_cast<T*>(z.data());  // separate real and imaginary parts: see r2c
     for (int64_t k = 0; k < m; ++k) {
       if (!tw) {
         z[size_t(k)] = bin(k);
         continue;
       }
-      const C xk = bin(k), c = std::conj(bin(m - k)), d = mul<true>(xk - c, tw[k]);
-      z[size_t(k)] = xk + c + C(-d.imag(), d.real());
+      const C xk = bin(k), c = std::conj(bin(m - k));
+      const T dr = xk.real() - c.real(), di = xk.imag() - c.imag();
+      const T wr = tw[k].real(), wi = -tw[k].imag();  // d * conj(w^k), then times i
+      const T er = dr * wr - di * wi, ei = dr * wi + di * wr;
+      zp[2 * k] = xk.real() + c.real() - ei;
+      zp[2 * k + 1] = xk.imag() + c.imag() + er;
     }
     core->execute(z.data(), 1, z.data(), 1, false);
     T* x = out + l * odist;
