@@ -216,6 +216,53 @@ def test_fft_lengths_match_torch(n):
             same(kiln.fft.fft(K(x), n=m), want, fft_tol(want.dtype, m), "fft.fft")
 
 
+# --- batches: the vector lanes and the four-step split (decision 0094) --------------------
+
+BATCH_SHAPES = [(40, 512), (33, 100), (17, 37), (9, 4096), (3, 5, 64), (40, 6), (20, 2310)]
+
+
+@pytest.mark.parametrize("shape", BATCH_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_fft_batches_match_torch(shape):
+    """Batches of lines along the last dim (rows) and along the others (lines side by side),
+    full and partial lane groups, smooth / generic-prime / Bluestein / four-step lengths."""
+    for dtype in ("float32", "float64", "complex64", "complex128"):
+        x = data(shape, dtype, seed=sum(shape))
+        for dim in range(-1, -len(shape) - 1, -1):
+            n = shape[dim]
+            for name in ONE_D:
+                if name in REAL_ONLY and dtype in C_DTYPES:
+                    continue
+                if name in ("irfft", "hfft") and n == 1:
+                    continue
+                want = getattr(torch.fft, name)(x, dim=dim)
+                got = getattr(kiln.fft, name)(K(x), dim=dim)
+                same(got, want, fft_tol(want.dtype, max(n, want.shape[dim])), "fft." + name)
+        for name in ("fft2", "ifft2") + (("rfft2", "irfft2") if dtype in ("float32", "float64") else ()):
+            want = getattr(torch.fft, name)(x)
+            got = getattr(kiln.fft, name)(K(x))
+            same(got, want, fft_tol(want.dtype, shape[-1] * shape[-2]), "fft." + name)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n", [6, 37, 64, 100, 4096, 1 << 16])
+def test_real_transforms_keep_each_rows_own_accuracy(n, dtype):
+    """Rows a million times smaller than their neighbours: each row's rfft / irfft error stays
+    relative to its own size (packing two real rows into one complex transform fails this)."""
+    rows = 40 if n < 5000 else 2
+    x = data((rows, n), dtype, seed=n)
+    x = x * torch.tensor([1e-6 if i % 2 else 1.0 for i in range(rows)], dtype=x.dtype)[:, None]
+    tol = fft_tol(dtype, n)
+
+    def row_errors(got, ref):
+        return ((got - ref).abs().amax(dim=1) / ref.abs().amax(dim=1)).max().item()
+
+    ref = torch.fft.rfft(x.double())
+    assert row_errors(T(kiln.fft.rfft(K(x))).to(torch.complex128), ref) <= tol
+    spec = torch.fft.rfft(x)
+    ref = torch.fft.irfft(spec.to(torch.complex128), n=n)
+    assert row_errors(T(kiln.fft.irfft(K(spec), n=n)).double(), ref) <= tol
+
+
 def test_fft_2d_bluestein_and_prime_sizes():
     for dtype in ("float32", "complex128"):
         x = data((97, 31), dtype, seed=3)

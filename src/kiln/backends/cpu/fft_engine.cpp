@@ -319,6 +319,16 @@ bool factor(u64 n, std::vector<int>& radices) {
 }  // namespace
 
 // ---------------------------------------------------------------------------------------
+// fn(lo, hi) over [0, n): in pieces over the threads when n is long enough to pay for them
+// (the O(n) steps around a long real transform, whose complex part is threaded).
+template <typename Fn>
+void over_range(int64_t n, Fn&& fn) {
+  constexpr int64_t kPiece = int64_t(1) << 14;
+  if (n < kThreadedSplit) return fn(int64_t(0), n);
+  detail::parallel_chunks((n + kPiece - 1) / kPiece,
+                          [&](int64_t c) { fn(c * kPiece, std::min(n, (c + 1) * kPiece)); });
+}
+
 template <typename T>
 struct Plan<T>::Impl {
   using C = std::complex<T>;
@@ -579,7 +589,10 @@ void Plan<T>::r2c(const T* in, int64_t is, int64_t idist, std::complex<T>* out, 
   for (int64_t l = 0; l < count; ++l) {
     const T* x = in + l * idist;
     C* X = out + l * odist;
-    for (int64_t j = 0; j < m; ++j) z[size_t(j)] = tw ? C(x[2 * j * is], x[(2 * j + 1) * is]) : C(x[j * is], 0);
+    over_range(m, [&](int64_t lo, int64_t hi) {
+      for (int64_t j = lo; j < hi; ++j)
+        z[size_t(j)] = tw ? C(x[2 * j * is], x[(2 * j + 1) * is]) : C(x[j * is], 0);
+    });
     core->execute(z.data(), 1, z.data(), 1, true);
     if (tw) {
       X[0] = C(z[0].real() + z[0].imag(), 0);
@@ -589,14 +602,17 @@ void Plan<T>::r2c(const T* in, int64_t is, int64_t idist, std::complex<T>* out, 
       const T* zp = reinterpret_cast<const T*>(z.data());
       const T* wp = reinterpret_cast<const T*>(tw);
       T* xp = reinterpret_cast<T*>(X);
-      for (int64_t k = 1; k < std::min(direct, m); ++k) {
-        const T zr = zp[2 * k], zi = zp[2 * k + 1], cr = zp[2 * (m - k)], ci = -zp[2 * (m - k) + 1];
-        const T ar = (zr + cr) * T(0.5), ai = (zi + ci) * T(0.5);
-        const T br = (zi - ci) * T(0.5), bi = (cr - zr) * T(0.5);
-        const T wr = wp[2 * k], wi = wp[2 * k + 1];
-        xp[2 * k * os] = ar + (br * wr - bi * wi);
-        xp[2 * k * os + 1] = ai + (br * wi + bi * wr);
-      }
+      over_range(std::min(direct, m), [&](int64_t lo, int64_t hi) {
+        for (int64_t k = std::max<int64_t>(lo, 1); k < hi; ++k) {
+          const T zr = zp[2 * k], zi = zp[2 * k + 1];
+          const T cr = zp[2 * (m - k)], ci = -zp[2 * (m - k) + 1];
+          const T ar = (zr + cr) * T(0.5), ai = (zi + ci) * T(0.5);
+          const T br = (zi - ci) * T(0.5), bi = (cr - zr) * T(0.5);
+          const T wr = wp[2 * k], wi = wp[2 * k + 1];
+          xp[2 * k * os] = ar + (br * wr - bi * wi);
+          xp[2 * k * os + 1] = ai + (br * wi + bi * wr);
+        }
+      });
       if (direct > m) X[m * os] = C(z[0].real() - z[0].imag(), 0);
     } else {
       for (int64_t k = 0; k < direct; ++k) X[k * os] = z[size_t(k)];
@@ -627,24 +643,28 @@ void Plan<T>::c2r(const std::complex<T>* in, int64_t is, int64_t idist, int64_t 
       return C(0);
     };
     T* zp = reinterpret_cast<T*>(z.data());  // separate real and imaginary parts: see r2c
-    for (int64_t k = 0; k < m; ++k) {
-      if (!tw) {
-        z[size_t(k)] = bin(k);
-        continue;
+    over_range(m, [&](int64_t lo, int64_t hi) {
+      for (int64_t k = lo; k < hi; ++k) {
+        if (!tw) {
+          z[size_t(k)] = bin(k);
+          continue;
+        }
+        const C xk = bin(k), c = std::conj(bin(m - k));
+        const T dr = xk.real() - c.real(), di = xk.imag() - c.imag();
+        const T wr = tw[k].real(), wi = -tw[k].imag();  // d * conj(w^k), then times i
+        const T er = dr * wr - di * wi, ei = dr * wi + di * wr;
+        zp[2 * k] = xk.real() + c.real() - ei;
+        zp[2 * k + 1] = xk.imag() + c.imag() + er;
       }
-      const C xk = bin(k), c = std::conj(bin(m - k));
-      const T dr = xk.real() - c.real(), di = xk.imag() - c.imag();
-      const T wr = tw[k].real(), wi = -tw[k].imag();  // d * conj(w^k), then times i
-      const T er = dr * wr - di * wi, ei = dr * wi + di * wr;
-      zp[2 * k] = xk.real() + c.real() - ei;
-      zp[2 * k + 1] = xk.imag() + c.imag() + er;
-    }
+    });
     core->execute(z.data(), 1, z.data(), 1, false);
     T* x = out + l * odist;
-    for (int64_t j = 0; j < m; ++j) {
-      if (tw) x[2 * j * os] = z[size_t(j)].real(), x[(2 * j + 1) * os] = z[size_t(j)].imag();
-      else x[j * os] = z[size_t(j)].real();
-    }
+    over_range(m, [&](int64_t lo, int64_t hi) {
+      for (int64_t j = lo; j < hi; ++j) {
+        if (tw) x[2 * j * os] = zp[2 * j], x[(2 * j + 1) * os] = zp[2 * j + 1];
+        else x[j * os] = zp[2 * j];
+      }
+    });
   }
 }
 
