@@ -674,7 +674,8 @@ def inner(input, other):
 
 @_export()
 def vdot(input, other):
-    return (input * other).sum()
+    """sum(conj(input) * other), as torch.vdot (the conjugate matters for complex inputs)."""
+    return (input.conj() * other).sum()
 
 
 @_export()

@@ -23,6 +23,7 @@ _inv_ex_t = _return_type("linalg_inv_ex", ["inverse", "info"])
 _slogdet_t = _return_type("linalg_slogdet", ["sign", "logabsdet"])
 _qr_t = _return_type("linalg_qr", ["Q", "R"])
 _eigh_t = _return_type("linalg_eigh", ["eigenvalues", "eigenvectors"])
+_eig_t = _return_type("linalg_eig", ["eigenvalues", "eigenvectors"])
 _svd_t = _return_type("linalg_svd", ["U", "S", "Vh"])
 
 
@@ -144,11 +145,8 @@ def svdvals(A, *, driver=None, out=None):
 
 
 def eig(A, *, out=None):
-    raise NotImplementedError("linalg.eig: the eigenvalues of a general matrix are complex, "
-                              "and kiln has no complex dtypes (use linalg.eigh for symmetric A)")
+    return _out(_eig_t(*_L.eig(A)), out)
 
 
 def eigvals(A, *, out=None):
-    raise NotImplementedError("linalg.eigvals: the eigenvalues of a general matrix are complex, "
-                              "and kiln has no complex dtypes (use linalg.eigvalsh for "
-                              "symmetric A)")
+    return _out(_L.eigvals(A), out)

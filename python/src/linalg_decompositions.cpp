@@ -54,6 +54,10 @@ void bind_linalg_decompositions(nb::module_& m) {
   l.def("eigvalsh", [](const Tensor& A, const std::string& uplo) {
     return nogil([&] { return linalg_eigvalsh(A, uplo); });
   }, nb::arg("A"), nb::arg("UPLO") = "L");
+  l.def("eig", [](const Tensor& A) { return nogil([&] { return linalg_eig(A); }); },
+        nb::arg("A"));
+  l.def("eigvals", [](const Tensor& A) { return nogil([&] { return linalg_eigvals(A); }); },
+        nb::arg("A"));
   l.def("svd", [](const Tensor& A, bool full_matrices) {
     return nogil([&] { return linalg_svd(A, full_matrices); });
   }, nb::arg("A"), nb::arg("full_matrices") = true);

@@ -31,16 +31,16 @@ KILN_UNARY_DERIVATIVE(abs, is_complex(x.dtype()) ? g.to(x.dtype()) * sgn(x) : g 
 KILN_UNARY_DERIVATIVE(exp, g * conj_if_complex(ctx.output(0)))
 KILN_UNARY_DERIVATIVE(exp2, g * ctx.output(0) * std::log(2.0))
 KILN_UNARY_DERIVATIVE(log, g / conj_if_complex(x))
-KILN_UNARY_DERIVATIVE(log2, g / (x * std::log(2.0)))
-KILN_UNARY_DERIVATIVE(log1p, g / (x + 1))
-KILN_UNARY_DERIVATIVE(expm1, g * (ctx.output(0) + 1))
+KILN_UNARY_DERIVATIVE(log2, g / conj_if_complex(x * std::log(2.0)))
+KILN_UNARY_DERIVATIVE(log1p, g / conj_if_complex(x + 1))
+KILN_UNARY_DERIVATIVE(expm1, g * conj_if_complex(ctx.output(0) + 1))
 KILN_UNARY_DERIVATIVE(sqrt, g / conj_if_complex(ctx.output(0) * 2))
-KILN_UNARY_DERIVATIVE(rsqrt, g * pow(ctx.output(0), 3) * -0.5)
+KILN_UNARY_DERIVATIVE(rsqrt, g * conj_if_complex(pow(ctx.output(0), 3) * -0.5))
 KILN_UNARY_DERIVATIVE(sin, g * conj_if_complex(cos(x)))
 KILN_UNARY_DERIVATIVE(cos, g * conj_if_complex(neg(sin(x))))
-KILN_UNARY_DERIVATIVE(tan, g * (pow(ctx.output(0), 2) + 1))
+KILN_UNARY_DERIVATIVE(tan, g * conj_if_complex(pow(ctx.output(0), 2) + 1))
 KILN_UNARY_DERIVATIVE(tanh, g * conj_if_complex(1 - ctx.output(0) * ctx.output(0)))
-KILN_UNARY_DERIVATIVE(sigmoid, g * ctx.output(0) * (1 - ctx.output(0)))
+KILN_UNARY_DERIVATIVE(sigmoid, g * conj_if_complex(ctx.output(0) * (1 - ctx.output(0))))
 KILN_UNARY_DERIVATIVE(relu, g * gt(ctx.output(0), 0).to(g.dtype()))
 KILN_UNARY_DERIVATIVE(silu, g * (sigmoid(x) * (1 + x * (1 - sigmoid(x)))))
 KILN_UNARY_DERIVATIVE(erf, g * exp(neg(x * x)) * (2 / std::sqrt(kPi)))
@@ -139,14 +139,17 @@ Grads d_div(const GradContext& ctx, const Grads& go) {
 Grads d_pow(const GradContext& ctx, const Grads& go) {
   Tensor a = ctx.input(0), b = ctx.input(1);
   Grads r(2);
+  // Complex operands take the conjugate of each derivative (conj_if_complex, as mul's).
   if (ctx.needs(0)) {
     // b * a^(b-1), with 0 where b == 0 (PyTorch's convention avoids 0 * inf).
     Tensor d = where(eq(b, 0.0), zeros_like(a), b * pow(a, b - 1));
-    r[0] = sum_to(go[0] * d, ctx.input_shapes[0]);
+    r[0] = sum_to(go[0] * conj_if_complex(d), ctx.input_shapes[0]);
   }
   if (ctx.needs(1)) {
-    Tensor d = where(logical_and(eq(a, 0.0), ge(b, 0.0)), zeros_like(a), ctx.output(0) * log(a));
-    r[1] = sum_to(go[0] * d, ctx.input_shapes[1]);
+    // 0 where a == 0 (and, for real b, b >= 0: a^b is constant there).
+    Tensor zero_base = is_complex(b.dtype()) ? eq(a, 0.0) : logical_and(eq(a, 0.0), ge(b, 0.0));
+    Tensor d = where(zero_base, zeros_like(ctx.output(0)), ctx.output(0) * log(a));
+    r[1] = sum_to(go[0] * conj_if_complex(d), ctx.input_shapes[1]);
   }
   return r;
 }

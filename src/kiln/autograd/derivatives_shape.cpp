@@ -6,6 +6,7 @@
 // record on their own.
 #include "kiln/autograd/node.h"
 #include "kiln/dispatch/dispatcher.h"
+#include "kiln/ops/complex.h"
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/factory.h"
 #include "kiln/ops/indexing.h"
@@ -182,7 +183,7 @@ Grads d_prod(const GradContext& ctx, const Grads& go) {
   Tensor prod_nonzero = reduce_keep(where(is_zero, 1.0, x), true);
   Tensor d = where(is_zero, where(eq(zero_count, 1.0), prod_nonzero, 0.0),
                    out / where(is_zero, 1.0, x));
-  return {g * d};
+  return {g * conj_if_complex(d)};  // complex x: the conjugate derivative, as mul's
 }
 
 // dropout: attrs p, seed, offset. The kept elements' factor 1/(1-p) (0 for dropped ones) is

@@ -50,6 +50,7 @@ void register_lstm_cell_kernel();
 void register_linalg_factor_kernels();
 void register_linalg_spectral_kernels();
 void register_complex_kernels();  // complex_kernels.cpp
+void register_complex_math_kernels();  // complex_math_kernels.cpp
 void register_fft_kernels();      // fft_kernels.cpp
 }  // namespace cpu
 namespace testing_backend {
@@ -106,6 +107,7 @@ void ensure_ops_registered() {
     cpu::register_linalg_spectral_kernels();
     cpu::register_ggml_linear_kernel();
     cpu::register_complex_kernels();
+    cpu::register_complex_math_kernels();
     cpu::register_fft_kernels();
     testing_backend::register_testing_kernels();
 #ifdef KILN_WITH_XPU

@@ -3,6 +3,8 @@
 // Index values are checked by the kernels (they need the data); shapes and dtypes here.
 #include "kiln/ops/copy.h"
 #include "kiln/ops/indexing.h"
+
+#include "kiln/ops/elementwise.h"
 #include "kiln/ops/indexing_common.h"
 #include "kiln/ops/op_helpers.h"
 
@@ -150,7 +152,10 @@ Tensor masked_select(const Tensor& x, const Tensor& mask) {
   return call_op(KILN_OP("masked_select"), {x.expand(s), mask.expand(s)});
 }
 
-Tensor nonzero(const Tensor& x) { return call_op(KILN_OP("nonzero"), {x}); }
+Tensor nonzero(const Tensor& x) {
+  // A complex element is nonzero when either part is.
+  return call_op(KILN_OP("nonzero"), {is_complex(x.dtype()) ? ne(x, 0) : x});
+}
 
 namespace ops {
 

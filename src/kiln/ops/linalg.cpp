@@ -8,6 +8,8 @@
 
 #include "kiln/autograd/autograd.h"
 #include "kiln/ops/elementwise.h"
+#include "kiln/ops/factory.h"
+#include "kiln/ops/reduction.h"
 #include "kiln/ops/views.h"
 #include "op_helpers.h"
 #include "reduction_util.h"
@@ -165,19 +167,49 @@ Tensor mm(const Tensor& a, const Tensor& b) { return call_op(KILN_OP("mm"), {a, 
 
 Tensor bmm(const Tensor& a, const Tensor& b) { return call_op(KILN_OP("bmm"), {a, b}); }
 
+namespace {
+// beta * self + alpha * product for complex operands, composed (the fused kernels are real
+// only); beta == 0 ignores self's values (NaN included) as the fused form does.
+Tensor complex_scaled_sum(const Tensor& self, const Tensor& product, const Scalar& beta,
+                          const Scalar& alpha) {
+  const Tensor scaled = mul(product, alpha);
+  const bool beta_zero = beta.is_complex() ? beta.real() == 0 && beta.imag() == 0
+                                           : beta.to_double() == 0;
+  if (beta_zero) return add(scaled, zeros_like(self));  // self's shape and dtype, not values
+  return add(mul(self, beta), scaled);
+}
+}  // namespace
+
 Tensor addmm(const Tensor& self, const Tensor& a, const Tensor& b, const Scalar& beta,
              const Scalar& alpha) {
+  if (is_complex(self.dtype()) || is_complex(a.dtype()) || is_complex(b.dtype()))
+    return complex_scaled_sum(self, mm(a, b), beta, alpha);
   check_alpha_beta("addmm", a, beta, alpha);
   return call_op(KILN_OP("addmm"), {self, a, b}, {beta, alpha});
 }
 
 Tensor baddbmm(const Tensor& self, const Tensor& a, const Tensor& b, const Scalar& beta,
                const Scalar& alpha) {
+  if (is_complex(self.dtype()) || is_complex(a.dtype()) || is_complex(b.dtype()))
+    return complex_scaled_sum(self, bmm(a, b), beta, alpha);
   check_alpha_beta("baddbmm", a, beta, alpha);
   return call_op(KILN_OP("baddbmm"), {self, a, b}, {beta, alpha});
 }
 
-Tensor dot(const Tensor& a, const Tensor& b) { return call_op(KILN_OP("dot"), {a, b}); }
+Tensor dot(const Tensor& a, const Tensor& b) {
+  if (is_complex(a.dtype()) || is_complex(b.dtype())) {
+    // torch's checks, then the sum of products (no conjugate: that is vdot).
+    KILN_CHECK(a.dim() == 1 && b.dim() == 1, Error, "1D tensors expected, but got ", a.dim(),
+               "D and ", b.dim(), "D tensors");
+    KILN_CHECK(a.dtype() == b.dtype(), Error, "dot : expected both vectors to have same dtype, "
+               "but found ", ops::torch_type_name(a.dtype()), " and ", ops::torch_type_name(b.dtype()));
+    KILN_CHECK(a.numel() == b.numel(), Error, "inconsistent tensor size, expected tensor [",
+               a.numel(), "] and src [", b.numel(), "] to have the same number of elements, "
+               "but got ", a.numel(), " and ", b.numel(), " elements respectively");
+    return sum(mul(a, b));
+  }
+  return call_op(KILN_OP("dot"), {a, b});
+}
 
 Tensor outer(const Tensor& a, const Tensor& b) {
   KILN_CHECK(a.dim() == 1 && b.dim() == 1, ShapeError, "outer: expected 1-D tensors, but got ",

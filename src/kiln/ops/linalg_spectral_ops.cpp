@@ -38,6 +38,17 @@ std::vector<TensorMeta> eigh_meta(const OpCall& c) {
           {batch_of(A), DType::I32}};
 }
 
+// attr: compute_v. Complex eigenvalues [..., n] and eigenvectors [..., n, n] ([0] without
+// vectors) of a real square A; info as eigh's.
+std::vector<TensorMeta> eig_meta(const OpCall& c) {
+  const Tensor& A = c.inputs[0];
+  ops::check_square("linalg.eig", A);
+  const DType ct = complex_dtype_for(A.dtype());
+  Shape values = batch_of(A);
+  values.push_back(A.size(-1));
+  return {{values, ct}, {c.bool_attr(0) ? A.shape() : Shape{0}, ct}, {batch_of(A), DType::I32}};
+}
+
 // attrs: full_matrices, compute_uv. Without vectors, U and Vh are [0]. info as eigh's.
 std::vector<TensorMeta> svd_meta(const OpCall& c) {
   const Tensor& A = c.inputs[0];
@@ -105,6 +116,34 @@ Tensor linalg_eigvalsh(const Tensor& A, const std::string& uplo) {
   return outs[0];
 }
 
+namespace {
+std::string eig_failure(int32_t code) {
+  if (code < 0) return "input tensor should not contain infs or NaNs.";
+  return detail::str_cat("The QR algorithm failed to compute all the eigenvalues (error code: ",
+                         code, ").");
+}
+Tensor eig_input(const char* fn, const Tensor& A) {
+  KILN_CHECK(!is_complex(A.dtype()), NotImplementedError, fn,
+             ": complex input is not supported yet (real float32 / float64 matrices are)");
+  KILN_CHECK(!autograd::requires_grad(A) || !autograd::is_grad_enabled(), NotImplementedError,
+             fn, ": the derivative is not implemented (detach A or use linalg.eigh for a "
+             "symmetric A)");
+  return A.contiguous();
+}
+}  // namespace
+
+std::tuple<Tensor, Tensor> linalg_eig(const Tensor& A) {
+  auto outs = call_op_multi(KILN_OP("linalg_eig"), {eig_input("linalg.eig", A)}, {true});
+  ops::raise_for_info("linalg.eig", outs[2], eig_failure);
+  return {outs[0], outs[1]};
+}
+
+Tensor linalg_eigvals(const Tensor& A) {
+  auto outs = call_op_multi(KILN_OP("linalg_eig"), {eig_input("linalg.eigvals", A)}, {false});
+  ops::raise_for_info("linalg.eigvals", outs[2], eig_failure);
+  return outs[0];
+}
+
 std::tuple<Tensor, Tensor, Tensor> linalg_svd(const Tensor& A, bool full_matrices) {
   auto outs = call_op_multi(KILN_OP("linalg_svd"), {A.contiguous()}, {full_matrices, true});
   ops::raise_for_info("linalg.svd", outs[3], svd_failure);
@@ -125,6 +164,10 @@ void register_linalg_spectral_ops() {
               "linalg_eigh(Tensor A, bool upper=False, bool compute_v=True) -> "
               "(Tensor eigenvalues, Tensor eigenvectors, Tensor info)",
               eigh_meta);
+  register_op("linalg_eig",
+              "linalg_eig(Tensor A, bool compute_v=True) -> "
+              "(Tensor eigenvalues, Tensor eigenvectors, Tensor info)",
+              eig_meta);
   register_op("linalg_svd",
               "linalg_svd(Tensor A, bool full_matrices=True, bool compute_uv=True) -> "
               "(Tensor U, Tensor S, Tensor Vh, Tensor info)",

@@ -5,6 +5,7 @@
 #include "kiln/ops/reduction.h"
 
 #include "kiln/ops/copy.h"
+#include "kiln/ops/elementwise.h"
 #include "op_helpers.h"
 #include "reduction_util.h"
 
@@ -115,10 +116,19 @@ Tensor amin(const Tensor& x, const Dims& dims, bool keepdim) {
   return reduce("amin", x, dims, keepdim);
 }
 
-Tensor all(const Tensor& x) { return reduce("all", x, {}, false); }
-Tensor all(const Tensor& x, int64_t dim, bool keepdim) { return reduce("all", x, {dim}, keepdim); }
-Tensor any(const Tensor& x) { return reduce("any", x, {}, false); }
-Tensor any(const Tensor& x, int64_t dim, bool keepdim) { return reduce("any", x, {dim}, keepdim); }
+namespace {
+// all / any of a complex tensor: of its elements' truth (nonzero real or imaginary part).
+Tensor truth(const Tensor& x) { return is_complex(x.dtype()) ? ne(x, 0) : x; }
+}  // namespace
+
+Tensor all(const Tensor& x) { return reduce("all", truth(x), {}, false); }
+Tensor all(const Tensor& x, int64_t dim, bool keepdim) {
+  return reduce("all", truth(x), {dim}, keepdim);
+}
+Tensor any(const Tensor& x) { return reduce("any", truth(x), {}, false); }
+Tensor any(const Tensor& x, int64_t dim, bool keepdim) {
+  return reduce("any", truth(x), {dim}, keepdim);
+}
 
 Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
   return call_op(KILN_OP("cumsum"), {to_dtype(x, accumulate_dtype(x, dtype))}, {dim});

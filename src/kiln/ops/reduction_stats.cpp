@@ -2,7 +2,9 @@
 // take floating inputs (logsumexp promotes integers to the default float, as PyTorch).
 #include <cmath>
 
+#include "kiln/ops/complex.h"
 #include "kiln/ops/copy.h"
+#include "kiln/ops/elementwise.h"
 #include "kiln/ops/reduction.h"
 #include "op_helpers.h"
 #include "reduction_util.h"
@@ -12,7 +14,7 @@ namespace kiln {
 namespace {
 
 void check_var_dtype(const char* name, const Tensor& x) {
-  KILN_CHECK(is_floating(x.dtype()), Error, name,
+  KILN_CHECK(is_floating(x.dtype()) || is_complex(x.dtype()), Error, name,
              "(): std and var only support floating point and complex dtypes, got ",
              ops::torch_type_name(x.dtype()));
 }
@@ -20,6 +22,12 @@ void check_var_dtype(const char* name, const Tensor& x) {
 Tensor var_like(const char* op, const Tensor& x, const Dims& dims, double correction,
                 bool keepdim) {
   check_var_dtype(op, x);
+  if (is_complex(x.dtype())) {
+    // E|z - E z|^2 = var(re z) + var(im z): a real result, and autograd through the parts.
+    const Tensor v = add(var(real(x), dims, correction, keepdim),
+                         var(imag(x), dims, correction, keepdim));
+    return std::string(op) == "std" ? sqrt(v) : v;
+  }
   return call_op(get_op(op), {x}, {std::vector<int64_t>(dims), keepdim, correction});
 }
 

@@ -123,6 +123,16 @@ void index_put_kernel(OpCall& call) {
     });
     return;
   }
+  if (is_complex(out.dtype())) {
+    KILN_DISPATCH_COMPLEX(out.dtype(), "index_put", [&]<typename C>() {
+      C* o = static_cast<C*>(out.raw_data());
+      const C* v = static_cast<const C*>(values.raw_data());
+      for_each_offset(p.shape, strides, [&](const int64_t* off, const int64_t*) {
+        o[indexed_offset(p, out, off[1], off + 2)] += v[off[0]];
+      });
+    });
+    return;
+  }
   KILN_DISPATCH_ALL(out.dtype(), "index_put", [&]<typename T>() {
     T* o = static_cast<T*>(out.raw_data());
     const T* v = static_cast<const T*>(values.raw_data());
@@ -137,7 +147,7 @@ void index_put_kernel(OpCall& call) {
 
 void register_advanced_index_kernels() {
   register_kernel("index", DeviceType::CPU, index_kernel, kAllDTypes | kComplexDTypes);
-  register_kernel("index_put", DeviceType::CPU, index_put_kernel, kAllDTypes);
+  register_kernel("index_put", DeviceType::CPU, index_put_kernel, kAllDTypes | kComplexDTypes);
 }
 
 }  // namespace kiln::cpu

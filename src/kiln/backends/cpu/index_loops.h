@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kiln/core/complex.h"
 #include "kiln/core/convert.h"
 #include "kiln/core/error.h"
 #include "kiln/core/scalar.h"
@@ -102,19 +103,34 @@ inline void copy_same_shape(const Tensor& dst, const Tensor& src) {
 
 // The value v converted to dtype t, as raw bytes (for fills that do not dispatch on dtype).
 struct ElemBytes {
-  alignas(8) char bytes[8] = {};
+  alignas(16) char bytes[16] = {};  // up to complex128
 };
 inline ElemBytes scalar_bytes(double v, DType t) {
   ElemBytes b;
+  if (is_complex(t)) {
+    KILN_DISPATCH_COMPLEX(t, "fill", [&]<typename C>() {
+      const C x(typename C::value_type(v), 0);
+      std::memcpy(b.bytes, &x, sizeof(C));
+    });
+    return b;
+  }
   KILN_DISPATCH_ALL(t, "fill", [&]<typename T>() {
     T x = convert_value<T>(v);
     std::memcpy(b.bytes, &x, sizeof(T));
   });
   return b;
 }
-// As fill_: a float Scalar converts from double, an integer one from int64 (exact).
+// As fill_: a float Scalar converts from double, an integer one from int64 (exact); complex
+// dtypes take the Scalar as a complex number.
 inline ElemBytes scalar_bytes(const Scalar& v, DType t) {
   ElemBytes b;
+  if (is_complex(t)) {
+    KILN_DISPATCH_COMPLEX(t, "fill", [&]<typename C>() {
+      const C x = scalar_to_complex<typename C::value_type>(v);
+      std::memcpy(b.bytes, &x, sizeof(C));
+    });
+    return b;
+  }
   KILN_DISPATCH_ALL(t, "fill", [&]<typename T>() {
     T x = v.is_floating() ? convert_value<T>(v.to_double())
           : v.is_bool()   ? convert_value<T>(v.to_bool())

@@ -517,6 +517,14 @@ void masked_fill_kernel(OpCall& call) {
     });
   };
   if (x.dtype() == out.dtype() && with_word_of_size(out.element_size(), select)) return;
+  if (is_complex(out.dtype())) {  // complex128: 16-byte elements, no integer word
+    KILN_DISPATCH_COMPLEX(out.dtype(), "masked_fill", [&]<typename C>() {
+      C v;
+      std::memcpy(&v, fill.bytes, sizeof(C));
+      elementwise_kernel<C, C, bool>(out, {&x, &mask}, [v](C a, bool m) { return m ? v : a; });
+    });
+    return;
+  }
   KILN_DISPATCH_ALL(out.dtype(), "masked_fill", [&]<typename T>() {
     T v;
     ElemBytes b = scalar_bytes(value, out.dtype());
@@ -669,13 +677,13 @@ void nonzero_kernel(OpCall& call) {
 
 void register_indexing_kernels() {
   register_kernel("index_select", DeviceType::CPU, index_select_kernel, kAllDTypes | kComplexDTypes);
-  register_kernel("gather", DeviceType::CPU, gather_kernel, kAllDTypes);
-  register_kernel("scatter", DeviceType::CPU, scatter_kernel, kAllDTypes);
-  register_kernel("scatter.value", DeviceType::CPU, scatter_value_kernel, kAllDTypes);
+  register_kernel("gather", DeviceType::CPU, gather_kernel, kAllDTypes | kComplexDTypes);
+  register_kernel("scatter", DeviceType::CPU, scatter_kernel, kAllDTypes | kComplexDTypes);
+  register_kernel("scatter.value", DeviceType::CPU, scatter_value_kernel, kAllDTypes | kComplexDTypes);
   register_kernel("scatter_add", DeviceType::CPU, scatter_add_kernel, kAllDTypes);
   register_kernel("scatter_reduce", DeviceType::CPU, scatter_reduce_kernel, kAllDTypes);
-  register_kernel("masked_fill", DeviceType::CPU, masked_fill_kernel, kAllDTypes);
-  register_kernel("masked_select", DeviceType::CPU, masked_select_kernel, kAllDTypes);
+  register_kernel("masked_fill", DeviceType::CPU, masked_fill_kernel, kAllDTypes | kComplexDTypes);
+  register_kernel("masked_select", DeviceType::CPU, masked_select_kernel, kAllDTypes | kComplexDTypes);
   register_kernel("nonzero", DeviceType::CPU, nonzero_kernel, kAllDTypes);
   register_advanced_index_kernels();
   register_shape_kernels();

@@ -34,6 +34,12 @@ void ssyevd_(const char* jobz, const char* uplo, const int* n, float* a, const i
 void dsyevd_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda,
              double* w, double* work, const int* lwork, int* iwork, const int* liwork, int* info,
              size_t, size_t);
+void sgeev_(const char* jobvl, const char* jobvr, const int* n, float* a, const int* lda,
+            float* wr, float* wi, float* vl, const int* ldvl, float* vr, const int* ldvr,
+            float* work, const int* lwork, int* info, size_t, size_t);
+void dgeev_(const char* jobvl, const char* jobvr, const int* n, double* a, const int* lda,
+            double* wr, double* wi, double* vl, const int* ldvl, double* vr, const int* ldvr,
+            double* work, const int* lwork, int* info, size_t, size_t);
 void sgesdd_(const char* jobz, const int* m, const int* n, float* a, const int* lda, float* s,
              float* u, const int* ldu, float* vt, const int* ldvt, float* work,
              const int* lwork, int* iwork, int* info, size_t);
@@ -103,6 +109,20 @@ inline void gesdd(char jobz, int m, int n, float* a, int lda, float* s, float* u
 inline void gesdd(char jobz, int m, int n, double* a, int lda, double* s, double* u, int ldu,
                   double* vt, int ldvt, double* work, int lwork, int* iwork, int* info) {
   dgesdd_(&jobz, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, info, 1);
+}
+
+// Right eigenvectors only (jobvl 'N'); vr may be null when jobvr is 'N'.
+inline void geev(char jobvr, int n, float* a, int lda, float* wr, float* wi, float* vr, int ldvr,
+                 float* work, int lwork, int* info) {
+  const char jobvl = 'N';
+  const int one = 1;
+  sgeev_(&jobvl, &jobvr, &n, a, &lda, wr, wi, nullptr, &one, vr, &ldvr, work, &lwork, info, 1, 1);
+}
+inline void geev(char jobvr, int n, double* a, int lda, double* wr, double* wi, double* vr,
+                 int ldvr, double* work, int lwork, int* info) {
+  const char jobvl = 'N';
+  const int one = 1;
+  dgeev_(&jobvl, &jobvr, &n, a, &lda, wr, wi, nullptr, &one, vr, &ldvr, work, &lwork, info, 1, 1);
 }
 
 }  // namespace kiln::cpu::lapack

@@ -1,8 +1,9 @@
-// CPU kernels of QR, the symmetric eigendecomposition and the SVD (src/kiln/ops/
-// linalg_spectral_ops.cpp) over OpenBLAS's LAPACK (lapack.h): geqrf + orgqr, syevd, gesdd
+// CPU kernels of QR, the symmetric and general eigendecompositions and the SVD (src/kiln/ops/
+// linalg_spectral_ops.cpp) over OpenBLAS's LAPACK (lapack.h): geqrf + orgqr, syevd, geev, gesdd
 // (the drivers PyTorch's CPU build uses). Operands arrive contiguous.
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <vector>
 
 #include "kiln/dispatch/registry.h"
@@ -161,6 +162,61 @@ void svd_kernel(OpCall& call) {
   });
 }
 
+// The general (non-symmetric) eigendecomposition of a real matrix by geev. A's buffer read
+// column-major would be A^T, so A is copied to column-major first. LAPACK returns eigenvalues as real and
+// imaginary parts and the eigenvectors of a complex pair (wi > 0 at j, < 0 at j + 1) packed as
+// the real and imaginary parts of v_j in columns j and j + 1 (v_{j+1} = conj v_j); unpacked
+// here into complex values, eigenvector j being column j of the output, as torch's.
+template <typename T>
+void eig_kernel(OpCall& call) {
+  using C = std::complex<T>;
+  const Tensor& A = call.inputs[0];
+  const bool vectors = call.bool_attr(0);
+  const int64_t n = A.size(-1);
+  const T* a = static_cast<const T*>(A.raw_data());
+  C* w_out = static_cast<C*>(call.outs[0].raw_data());
+  C* v_out = vectors ? static_cast<C*>(call.outs[1].raw_data()) : nullptr;
+  int32_t* info = static_cast<int32_t*>(call.outs[2].raw_data());
+  for_each_matrix(matrices(A), [&](int64_t b) {
+    info[b] = 0;
+    if (n == 0) return;
+    const T* src = a + b * n * n;
+    if (!all_finite(src, n * n)) {
+      info[b] = kNonFiniteInput;
+      return;
+    }
+    std::vector<T> buf(static_cast<size_t>(n * n)), wr(static_cast<size_t>(n)), wi(static_cast<size_t>(n));
+    to_col_major(src, buf.data(), n, n);
+    std::vector<T> vr(vectors ? size_t(n * n) : size_t(1));
+    T query = 0;
+    int code = 0;
+    const char jobvr = vectors ? 'V' : 'N';
+    lapack::geev(jobvr, int(n), buf.data(), lapack_ld(n), wr.data(), wi.data(), vr.data(),
+                 vectors ? lapack_ld(n) : 1, &query, -1, &code);
+    std::vector<T> work(size_t(std::max<T>(query, 1)));
+    lapack::geev(jobvr, int(n), buf.data(), lapack_ld(n), wr.data(), wi.data(), vr.data(),
+                 vectors ? lapack_ld(n) : 1, work.data(), int(work.size()), &code);
+    info[b] = code;
+    C* w = w_out + b * n;
+    for (int64_t j = 0; j < n; ++j) w[j] = C(wr[size_t(j)], wi[size_t(j)]);
+    if (!vectors) return;
+    C* V = v_out + b * n * n;  // row-major: V[i * n + j] = component i of eigenvector j
+    for (int64_t j = 0; j < n; ++j) {
+      const T* col = vr.data() + j * n;
+      if (wi[size_t(j)] == T(0)) {
+        for (int64_t i = 0; i < n; ++i) V[i * n + j] = C(col[i], 0);
+      } else if (wi[size_t(j)] > T(0) && j + 1 < n) {
+        const T* next = col + n;
+        for (int64_t i = 0; i < n; ++i) {
+          V[i * n + j] = C(col[i], next[i]);
+          V[i * n + j + 1] = C(col[i], -next[i]);
+        }
+        ++j;
+      }
+    }
+  });
+}
+
 template <void (*F32)(OpCall&), void (*F64)(OpCall&)>
 void by_dtype(OpCall& call) {
   if (call.inputs[0].dtype() == DType::F32)
@@ -179,6 +235,9 @@ void register_linalg_spectral_kernels() {
                   by_dtype<eigh_kernel<float>, eigh_kernel<double>>, floats);
   register_kernel("linalg_svd", DeviceType::CPU, by_dtype<svd_kernel<float>, svd_kernel<double>>,
                   floats);
+  // Keyed by the complex outputs' dtype (the dispatcher's rule for calls touching complex).
+  register_kernel("linalg_eig", DeviceType::CPU, by_dtype<eig_kernel<float>, eig_kernel<double>>,
+                  floats | kComplexDTypes);
 }
 
 }  // namespace kiln::cpu

@@ -490,13 +490,13 @@ void one_hot_kernel(OpCall& call) {
 
 void register_shape_kernels() {
   register_kernel("cat", DeviceType::CPU, cat_kernel, kAllDTypes | kComplexDTypes);
-  register_kernel("tril", DeviceType::CPU, tri_kernel<true>, kAllDTypes);
-  register_kernel("triu", DeviceType::CPU, tri_kernel<false>, kAllDTypes);
+  register_kernel("tril", DeviceType::CPU, tri_kernel<true>, kAllDTypes | kComplexDTypes);
+  register_kernel("triu", DeviceType::CPU, tri_kernel<false>, kAllDTypes | kComplexDTypes);
   register_kernel("repeat", DeviceType::CPU, repeat_kernel, kAllDTypes | kComplexDTypes);
   register_kernel("repeat_interleave", DeviceType::CPU, repeat_interleave_kernel, kAllDTypes);
   register_kernel("flip", DeviceType::CPU, flip_kernel, kAllDTypes | kComplexDTypes);
   register_kernel("roll", DeviceType::CPU, roll_kernel, kAllDTypes | kComplexDTypes);
-  register_kernel("pad", DeviceType::CPU, pad_kernel, kAllDTypes);
+  register_kernel("pad", DeviceType::CPU, pad_kernel, kAllDTypes | kComplexDTypes);
   register_kernel("one_hot", DeviceType::CPU, one_hot_kernel, dtype_bit(DType::I64));
   register_kernel("one_hot.infer", DeviceType::CPU, one_hot_kernel, dtype_bit(DType::I64));
 }
