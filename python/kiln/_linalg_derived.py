@@ -215,7 +215,7 @@ def matrix_exp(A):
     if A.dim() < 2 or A.shape[-1] != A.shape[-2]:
         raise RuntimeError("linalg.matrix_exp: A must be batches of square matrices, but they "
                            f"are {tuple(A.shape[-2:])} matrices")
-    if not A.dtype.is_floating_point:  # as torch: no integer matrix exponential
+    if not (A.dtype.is_floating_point or A.dtype.is_complex):  # no integer matrix exponential
         raise RuntimeError(f"linalg.matrix_exp: Expected a floating point or complex tensor as "
                            f"input. Got {A.dtype}")
     n = A.shape[-1]

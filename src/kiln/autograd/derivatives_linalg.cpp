@@ -13,6 +13,7 @@
 #include <algorithm>
 
 #include "kiln/autograd/node.h"
+#include "kiln/ops/complex.h"
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/factory.h"
 #include "kiln/ops/indexing.h"
@@ -26,7 +27,10 @@ namespace {
 
 using Grads = std::vector<Tensor>;
 
-Tensor mT(const Tensor& t) { return transpose(t, -2, -1); }
+// The adjoint: the transpose of a real matrix, the conjugate transpose of a complex one, which
+// is what every formula here needs for complex operands (torch's conjugate-Wirtinger
+// gradients: solve's gB = A^-H gX, gA = -gB X^H, and so on).
+Tensor mT(const Tensor& t) { return conj_if_complex(transpose(t, -2, -1)); }
 
 // diag(v) for a batch of vectors v [..., n].
 Tensor diag_embed(const Tensor& v) {
@@ -167,7 +171,8 @@ Grads d_lu_factor(const GradContext& ctx, const Grads& go) {
 }
 
 Grads d_det(const GradContext& ctx, const Grads& go) {
-  Tensor scale = unsqueeze(unsqueeze(go[0] * ctx.output(0), -1), -1);
+  // g * conj(det A^-T) = g conj(det) A^-H (conj: no-op for real A).
+  Tensor scale = unsqueeze(unsqueeze(go[0] * conj_if_complex(ctx.output(0)), -1), -1);
   return {scale * mT(inverse_unchecked(ctx.input(0)))};
 }
 

@@ -19,6 +19,9 @@ const char* torch_type_name(DType t) {
     case DType::I8: return "Char";
     case DType::U8: return "Byte";
     case DType::Bool: return "Bool";
+    case DType::F64: return "Double";
+    case DType::C64: return "ComplexFloat";
+    case DType::C128: return "ComplexDouble";
     default: return "Float";
   }
 }
@@ -26,10 +29,13 @@ const char* torch_type_name(DType t) {
 
 void check_linalg_input(const char* fn, const Tensor& A) {
   KILN_CHECK(A.dim() >= 2, Error, fn, ": The input tensor A must have at least 2 dimensions.");
-  KILN_CHECK(is_floating(A.dtype()), Error, fn,
+  KILN_CHECK(is_floating(A.dtype()) || is_complex(A.dtype()), Error, fn,
              ": Expected a floating point or complex tensor as input. Got ",
              torch_type_name(A.dtype()));
-  KILN_CHECK(A.dtype() == DType::F32 || A.dtype() == DType::F64, NotImplementedError, fn,
+  // Complex matrices pass: the ops with complex kernels (LU, solve, inv, det) run, the others
+  // refuse them in the dispatcher (not implemented for 'complex64').
+  KILN_CHECK(A.dtype() == DType::F32 || A.dtype() == DType::F64 || is_complex(A.dtype()),
+             NotImplementedError, fn,
              ": expected a float32 or float64 tensor (LAPACK has no 16-bit routines), got ",
              dtype_name(A.dtype()));
 }

@@ -1,5 +1,5 @@
 // More CPU kernels for complex64 / complex128 (complex_kernels.cpp has the first set): pow, tan,
-// sigmoid, expm1, log1p, log2, rsqrt, and the reductions prod, cumsum, cumprod. Registered in
+// sigmoid, expm1, log1p, log2, rsqrt, the reductions prod, cumsum, cumprod, and eye. Registered in
 // the registry's complex slot like the others.
 #include <cmath>
 #include <complex>
@@ -150,12 +150,24 @@ void scan_kernel(OpCall& call) {
   });
 }
 
+// eye: ones on the diagonal of a fresh contiguous [rows, cols] output.
+void eye_kernel(OpCall& call) {
+  const Tensor& dst = call.outs[0];
+  const int64_t rows = dst.size(0), cols = dst.size(1);
+  KILN_DISPATCH_COMPLEX(dst.dtype(), "eye", [&]<typename C>() {
+    C* p = static_cast<C*>(dst.raw_data());
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) p[i * cols + j] = C(i == j ? 1 : 0);
+  });
+}
+
 }  // namespace
 
 void register_complex_math_kernels() {
   const auto reg = [](const char* op, KernelFn fn) {
     register_kernel(op, DeviceType::CPU, fn, kComplexDTypes);
   };
+  reg("eye", eye_kernel);
   reg("pow", pow_kernel);
   reg("tan", unary_kernel<Fn::Tan>);
   reg("sigmoid", unary_kernel<Fn::Sigmoid>);

@@ -3,6 +3,7 @@
 // decision 0076), as one overload set per precision so kernels are templates. Matrices are
 // column-major. Character arguments carry gfortran's hidden length arguments (always 1):
 // leaving them out is undefined behaviour that newer gfortran builds do trip over.
+#include <complex>
 #include <cstddef>
 
 extern "C" {
@@ -34,6 +35,17 @@ void ssyevd_(const char* jobz, const char* uplo, const int* n, float* a, const i
 void dsyevd_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda,
              double* w, double* work, const int* lwork, int* iwork, const int* liwork, int* info,
              size_t, size_t);
+// Fortran COMPLEX / COMPLEX*16 have std::complex's layout.
+void cgetrf_(const int* m, const int* n, std::complex<float>* a, const int* lda, int* ipiv,
+             int* info);
+void zgetrf_(const int* m, const int* n, std::complex<double>* a, const int* lda, int* ipiv,
+             int* info);
+void cgetrs_(const char* trans, const int* n, const int* nrhs, const std::complex<float>* a,
+             const int* lda, const int* ipiv, std::complex<float>* b, const int* ldb, int* info,
+             size_t);
+void zgetrs_(const char* trans, const int* n, const int* nrhs, const std::complex<double>* a,
+             const int* lda, const int* ipiv, std::complex<double>* b, const int* ldb, int* info,
+             size_t);
 void sgeev_(const char* jobvl, const char* jobvr, const int* n, float* a, const int* lda,
             float* wr, float* wi, float* vl, const int* ldvl, float* vr, const int* ldvr,
             float* work, const int* lwork, int* info, size_t, size_t);
@@ -109,6 +121,22 @@ inline void gesdd(char jobz, int m, int n, float* a, int lda, float* s, float* u
 inline void gesdd(char jobz, int m, int n, double* a, int lda, double* s, double* u, int ldu,
                   double* vt, int ldvt, double* work, int lwork, int* iwork, int* info) {
   dgesdd_(&jobz, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, info, 1);
+}
+
+inline void getrf(int m, int n, std::complex<float>* a, int lda, int* ipiv, int* info) {
+  cgetrf_(&m, &n, a, &lda, ipiv, info);
+}
+inline void getrf(int m, int n, std::complex<double>* a, int lda, int* ipiv, int* info) {
+  zgetrf_(&m, &n, a, &lda, ipiv, info);
+}
+// trans 'T' is the plain transpose (the row-major trick), 'C' the conjugate one.
+inline void getrs(char trans, int n, int nrhs, const std::complex<float>* a, int lda,
+                  const int* ipiv, std::complex<float>* b, int ldb, int* info) {
+  cgetrs_(&trans, &n, &nrhs, a, &lda, ipiv, b, &ldb, info, 1);
+}
+inline void getrs(char trans, int n, int nrhs, const std::complex<double>* a, int lda,
+                  const int* ipiv, std::complex<double>* b, int ldb, int* info) {
+  zgetrs_(&trans, &n, &nrhs, a, &lda, ipiv, b, &ldb, info, 1);
 }
 
 // Right eigenvectors only (jobvl 'N'); vr may be null when jobvr is 'N'.

@@ -4,8 +4,10 @@
 // kernels hand it to LAPACK as it is: det(A^T) = det(A); A's lower triangle is the upper
 // one of A^T; X A = B is A^T X^T = B^T.
 #include <cmath>
+#include <complex>
 #include <vector>
 
+#include "kiln/core/complex.h"
 #include "kiln/dispatch/registry.h"
 #include "lapack.h"
 #include "linalg_kernel_util.h"
@@ -147,6 +149,16 @@ void det_kernel(OpCall& call) {
     if (n > 0) lapack::getrf(int(n), int(n), f.data(), lapack_ld(n), ipiv.data(), &code);
     // det = parity * prod(u_ii); slogdet from the same factors, the signs and logs taken one
     // diagonal entry at a time so neither overflows.
+    if constexpr (is_complex_v<T>) {  // det only (slogdet is registered for real dtypes)
+      std::complex<double> product = 1;
+      for (int64_t i = 0; i < n; ++i) {
+        const T u = f[size_t(i * n + i)];
+        product *= std::complex<double>(u.real(), u.imag());
+        if (ipiv[size_t(i)] != i + 1) product = -product;
+      }
+      out0[b] = T(typename T::value_type(product.real()), typename T::value_type(product.imag()));
+      return;
+    } else {
     double parity = 1, product = 1, sign = 1, log_abs = 0;
     for (int64_t i = 0; i < n; ++i) {
       const double u = double(f[size_t(i * n + i)]);
@@ -161,6 +173,7 @@ void det_kernel(OpCall& call) {
     } else {
       out0[b] = T(parity * product);
     }
+    }
   });
 }
 
@@ -171,6 +184,15 @@ void by_dtype(OpCall& call) {
     F32(call);
   else
     F64(call);
+}
+
+// The same over the complex dtypes (keyed by the input's dtype).
+template <void (*C64)(OpCall&), void (*C128)(OpCall&)>
+void by_complex_dtype(OpCall& call) {
+  if (call.inputs[0].dtype() == DType::C64)
+    C64(call);
+  else
+    C128(call);
 }
 
 }  // namespace
@@ -190,6 +212,18 @@ void register_linalg_factor_kernels() {
                   floats);
   register_kernel("linalg_det", DeviceType::CPU,
                   by_dtype<det_kernel<float, false>, det_kernel<double, false>>, floats);
+  // Complex LU, solve and det (getrf / getrs have complex forms; the others stay real).
+  using C64 = std::complex<float>;
+  using C128 = std::complex<double>;
+  register_kernel("linalg_lu_factor_ex", DeviceType::CPU,
+                  by_complex_dtype<lu_factor_kernel<C64>, lu_factor_kernel<C128>>, kComplexDTypes);
+  register_kernel("linalg_lu_solve", DeviceType::CPU,
+                  by_complex_dtype<lu_solve_kernel<C64>, lu_solve_kernel<C128>>, kComplexDTypes);
+  register_kernel("linalg_solve_ex", DeviceType::CPU,
+                  by_complex_dtype<solve_kernel<C64>, solve_kernel<C128>>, kComplexDTypes);
+  register_kernel("linalg_det", DeviceType::CPU,
+                  by_complex_dtype<det_kernel<C64, false>, det_kernel<C128, false>>,
+                  kComplexDTypes);
   register_kernel("linalg_slogdet", DeviceType::CPU,
                   by_dtype<det_kernel<float, true>, det_kernel<double, true>>, floats);
 }
