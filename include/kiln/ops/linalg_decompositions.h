@@ -60,8 +60,9 @@ std::tuple<Tensor, Tensor> linalg_qr(const Tensor& A, const std::string& mode = 
 std::tuple<Tensor, Tensor> linalg_eigh(const Tensor& A, const std::string& uplo = "L");
 Tensor linalg_eigvalsh(const Tensor& A, const std::string& uplo = "L");
 
-// Eigenvalues and eigenvectors (columns, unit norm) of a general real square A, complex
-// (complex64 for float32 A, complex128 for float64), in LAPACK geev's order. No derivative yet.
+// Eigenvalues and eigenvectors (columns, unit norm) of a general square A, complex (complex64
+// for float32 / complex64 A, complex128 for float64 / complex128), in LAPACK geev's order. No
+// derivative yet.
 std::tuple<Tensor, Tensor> linalg_eig(const Tensor& A);
 Tensor linalg_eigvals(const Tensor& A);
 

@@ -39,11 +39,11 @@ std::vector<TensorMeta> eigh_meta(const OpCall& c) {
 }
 
 // attr: compute_v. Complex eigenvalues [..., n] and eigenvectors [..., n, n] ([0] without
-// vectors) of a real square A; info as eigh's.
+// vectors) of a real or complex square A; info as eigh's.
 std::vector<TensorMeta> eig_meta(const OpCall& c) {
   const Tensor& A = c.inputs[0];
   ops::check_square("linalg.eig", A);
-  const DType ct = complex_dtype_for(A.dtype());
+  const DType ct = is_complex(A.dtype()) ? A.dtype() : complex_dtype_for(A.dtype());
   Shape values = batch_of(A);
   values.push_back(A.size(-1));
   return {{values, ct}, {c.bool_attr(0) ? A.shape() : Shape{0}, ct}, {batch_of(A), DType::I32}};
@@ -123,8 +123,6 @@ std::string eig_failure(int32_t code) {
                          code, ").");
 }
 Tensor eig_input(const char* fn, const Tensor& A) {
-  KILN_CHECK(!is_complex(A.dtype()), NotImplementedError, fn,
-             ": complex input is not supported yet (real float32 / float64 matrices are)");
   KILN_CHECK(!autograd::requires_grad(A) || !autograd::is_grad_enabled(), NotImplementedError,
              fn, ": the derivative is not implemented (detach A or use linalg.eigh for a "
              "symmetric A)");

@@ -52,6 +52,14 @@ void sgeev_(const char* jobvl, const char* jobvr, const int* n, float* a, const 
 void dgeev_(const char* jobvl, const char* jobvr, const int* n, double* a, const int* lda,
             double* wr, double* wi, double* vl, const int* ldvl, double* vr, const int* ldvr,
             double* work, const int* lwork, int* info, size_t, size_t);
+void cgeev_(const char* jobvl, const char* jobvr, const int* n, std::complex<float>* a,
+            const int* lda, std::complex<float>* w, std::complex<float>* vl, const int* ldvl,
+            std::complex<float>* vr, const int* ldvr, std::complex<float>* work,
+            const int* lwork, float* rwork, int* info, size_t, size_t);
+void zgeev_(const char* jobvl, const char* jobvr, const int* n, std::complex<double>* a,
+            const int* lda, std::complex<double>* w, std::complex<double>* vl, const int* ldvl,
+            std::complex<double>* vr, const int* ldvr, std::complex<double>* work,
+            const int* lwork, double* rwork, int* info, size_t, size_t);
 void sgesdd_(const char* jobz, const int* m, const int* n, float* a, const int* lda, float* s,
              float* u, const int* ldu, float* vt, const int* ldvt, float* work,
              const int* lwork, int* iwork, int* info, size_t);
@@ -151,6 +159,22 @@ inline void geev(char jobvr, int n, double* a, int lda, double* wr, double* wi, 
   const char jobvl = 'N';
   const int one = 1;
   dgeev_(&jobvl, &jobvr, &n, a, &lda, wr, wi, nullptr, &one, vr, &ldvr, work, &lwork, info, 1, 1);
+}
+
+// Complex A: eigenvalues w directly complex; rwork holds 2n reals.
+inline void geev(char jobvr, int n, std::complex<float>* a, int lda, std::complex<float>* w,
+                 std::complex<float>* vr, int ldvr, std::complex<float>* work, int lwork,
+                 float* rwork, int* info) {
+  const char jobvl = 'N';
+  const int one = 1;
+  cgeev_(&jobvl, &jobvr, &n, a, &lda, w, nullptr, &one, vr, &ldvr, work, &lwork, rwork, info, 1, 1);
+}
+inline void geev(char jobvr, int n, std::complex<double>* a, int lda, std::complex<double>* w,
+                 std::complex<double>* vr, int ldvr, std::complex<double>* work, int lwork,
+                 double* rwork, int* info) {
+  const char jobvl = 'N';
+  const int one = 1;
+  zgeev_(&jobvl, &jobvr, &n, a, &lda, w, nullptr, &one, vr, &ldvr, work, &lwork, rwork, info, 1, 1);
 }
 
 }  // namespace kiln::cpu::lapack

@@ -217,6 +217,52 @@ void eig_kernel(OpCall& call) {
   });
 }
 
+// The same for a complex matrix: geev's eigenvalues and eigenvectors are complex already.
+template <typename C>
+void complex_eig_kernel(OpCall& call) {
+  using R = typename C::value_type;
+  const Tensor& A = call.inputs[0];
+  const bool vectors = call.bool_attr(0);
+  const int64_t n = A.size(-1);
+  const C* a = static_cast<const C*>(A.raw_data());
+  C* w_out = static_cast<C*>(call.outs[0].raw_data());
+  C* v_out = vectors ? static_cast<C*>(call.outs[1].raw_data()) : nullptr;
+  int32_t* info = static_cast<int32_t*>(call.outs[2].raw_data());
+  for_each_matrix(matrices(A), [&](int64_t b) {
+    info[b] = 0;
+    if (n == 0) return;
+    const C* src = a + b * n * n;
+    for (int64_t i = 0; i < n * n; ++i)
+      if (!std::isfinite(src[i].real()) || !std::isfinite(src[i].imag())) {
+        info[b] = kNonFiniteInput;
+        return;
+      }
+    std::vector<C> buf(static_cast<size_t>(n * n)), vr(vectors ? size_t(n * n) : size_t(1));
+    std::vector<R> rwork(size_t(2 * n));
+    to_col_major(src, buf.data(), n, n);
+    C query = 0;
+    int code = 0;
+    const char jobvr = vectors ? 'V' : 'N';
+    lapack::geev(jobvr, int(n), buf.data(), lapack_ld(n), w_out + b * n, vr.data(),
+                 vectors ? lapack_ld(n) : 1, &query, -1, rwork.data(), &code);
+    std::vector<C> work(size_t(std::max<R>(query.real(), 1)));
+    lapack::geev(jobvr, int(n), buf.data(), lapack_ld(n), w_out + b * n, vr.data(),
+                 vectors ? lapack_ld(n) : 1, work.data(), int(work.size()), rwork.data(), &code);
+    info[b] = code;
+    if (vectors) from_col_major(vr.data(), n, v_out + b * n * n, n, n);
+  });
+}
+
+// linalg_eig is keyed by its complex outputs: the input's dtype picks the kernel.
+void eig_by_input_dtype(OpCall& call) {
+  switch (call.inputs[0].dtype()) {
+    case DType::F32: return eig_kernel<float>(call);
+    case DType::F64: return eig_kernel<double>(call);
+    case DType::C64: return complex_eig_kernel<std::complex<float>>(call);
+    default: return complex_eig_kernel<std::complex<double>>(call);
+  }
+}
+
 template <void (*F32)(OpCall&), void (*F64)(OpCall&)>
 void by_dtype(OpCall& call) {
   if (call.inputs[0].dtype() == DType::F32)
@@ -236,8 +282,7 @@ void register_linalg_spectral_kernels() {
   register_kernel("linalg_svd", DeviceType::CPU, by_dtype<svd_kernel<float>, svd_kernel<double>>,
                   floats);
   // Keyed by the complex outputs' dtype (the dispatcher's rule for calls touching complex).
-  register_kernel("linalg_eig", DeviceType::CPU, by_dtype<eig_kernel<float>, eig_kernel<double>>,
-                  floats | kComplexDTypes);
+  register_kernel("linalg_eig", DeviceType::CPU, eig_by_input_dtype, floats | kComplexDTypes);
 }
 
 }  // namespace kiln::cpu
