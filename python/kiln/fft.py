@@ -111,6 +111,8 @@ def _dims_and_sizes(x, s, dim, name):
 def _finish(result, out):
     if out is None:
         return result
+    if out.numel() == 0 and out.dtype == result.dtype:  # an empty out= is resized, as torch's
+        out.resize_(result.shape)
     if tuple(out.shape) != tuple(result.shape) or out.dtype != result.dtype:
         raise RuntimeError(f"out= expects a tensor of shape {tuple(result.shape)} and dtype "
                            f"{result.dtype}, got {tuple(out.shape)} and {out.dtype}")

@@ -272,6 +272,29 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
     nogil([&] { kiln::copy_(t, src, non_blocking); });
     return nb::borrow(self);
   }, nb::arg("src"), nb::arg("non_blocking") = false);
+  cls.def("resize_", [](Self self, nb::args sizes, nb::kwargs kwargs) {
+    Tensor& t = self_ref(self);
+    for (auto [key, value] : kwargs) {
+      const std::string k = nb::cast<std::string>(key);
+      KILN_CHECK(k == "memory_format", TypeError, "resize_() got an unexpected keyword argument '",
+                 k, "'");
+      const auto f = memory_format_arg(value);
+      KILN_CHECK(!f || *f != MemoryFormat::ChannelsLast, NotImplementedError,
+                 "resize_: memory_format=channels_last is not supported (contiguous only)");
+    }
+    Shape shape;
+    if (sizes.size() == 1 && !nb::isinstance<nb::int_>(sizes[0]))
+      shape = nb::cast<Shape>(sizes[0]);  // resize_((2, 3)) or resize_(t.shape)
+    else
+      for (nb::handle s : sizes) shape.push_back(nb::cast<int64_t>(s));
+    nogil([&] { kiln::resize_(t, shape); });
+    return nb::borrow(self);
+  });
+  cls.def("resize_as_", [](Self self, const Tensor& other) {
+    Tensor& t = self_ref(self);
+    nogil([&] { kiln::resize_as_(t, other); });
+    return nb::borrow(self);
+  }, nb::arg("the_template"));
   cls.def("fill_", [](Self self, const Scalar& v) {
     Tensor& t = self_ref(self);
     nogil([&] { kiln::fill_(t, v); });

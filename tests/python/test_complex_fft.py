@@ -312,8 +312,6 @@ def test_fft_out(name):
     same(out, want, 1e-12, "fft." + name)
 
 
-@pytest.mark.xfail(strict=True, reason="kiln bug: fft out= refuses a zero-element out tensor; "
-                   "torch resizes it silently (python/kiln/fft.py _finish)")
 def test_fft_out_resizes_an_empty_out():
     x = data((4, 6), "complex64")
     want = torch.fft.fft(x)
