@@ -319,8 +319,63 @@ def test_complex_linalg_gradients(name):
             same(gk, gt, 1e-9, op="autograd")
 
 
-@pytest.mark.parametrize("fn", ["cholesky", "qr", "eigh", "svd", "slogdet"])
+@pytest.mark.parametrize("fn", ["qr", "svd", "slogdet"])
 def test_complex_linalg_without_kernels_refuse_cleanly(fn):
     A = kiln.eye(3, dtype=kiln.complex64)
     with pytest.raises((NotImplementedError, RuntimeError)):
         getattr(kiln.linalg, fn)(A)
+
+
+def _hermitian_pd(dtype, seed, batch=(2,), n=4):
+    X = cdata(batch + (n, n), dtype, seed)
+    return X @ X.mH + torch.eye(n, dtype=X.dtype)
+
+
+@pytest.mark.parametrize("dtype", C_DTYPES)
+def test_complex_cholesky_eigh_solve_triangular_match_torch(dtype):
+    A = _hermitian_pd(dtype, 25)
+    tol = 1e-10 if dtype == "complex128" else 5e-4
+    L = kiln.linalg
+    for upper in (False, True):
+        same(L.cholesky(K(A), upper=upper), torch.linalg.cholesky(A, upper=upper), tol,
+             op="linalg.cholesky")
+    for uplo in ("L", "U"):
+        same(L.eigvalsh(K(A), uplo), torch.linalg.eigvalsh(A, uplo), tol, op="linalg.eigvalsh")
+    w, Q = L.eigh(K(A))
+    tw, tQ = torch.linalg.eigh(A)
+    same(w, tw, tol, op="linalg.eigh")
+    Qt = T(Q)
+    # eigenvectors up to a phase each: |<q_k, torch's q_k>| = 1, and A Q = Q diag(w)
+    assert ((Qt.conj() * tQ).sum(-2).abs() - 1).abs().max().item() <= tol * 10
+    assert (A @ Qt - Qt * tw[..., None, :]).abs().max().item() <= tol * 10 * A.abs().max().item()
+    B = cdata((2, 4, 3), dtype, 26)
+    Bl = cdata((2, 3, 4), dtype, 27)
+    for upper in (False, True):
+        M = A.triu() if upper else A.tril()
+        same(L.solve_triangular(K(M), K(B), upper=upper), torch.linalg.solve_triangular(
+            M, B, upper=upper), tol, op="linalg.solve_triangular")
+        same(L.solve_triangular(K(M), K(Bl), upper=upper, left=False),
+             torch.linalg.solve_triangular(M, Bl, upper=upper, left=False), tol,
+             op="linalg.solve_triangular")
+
+
+@pytest.mark.parametrize("name", ["cholesky", "cholesky upper", "eigvalsh", "eigh",
+                                  "solve_triangular"])
+def test_complex_hermitian_gradients(name):
+    A = _hermitian_pd("complex128", 28)
+    B = cdata((2, 4, 3), "complex128", 29)
+    weights = torch.arange(4.0).tolist()
+    fns = {
+        "cholesky": lambda L, a: L.linalg.cholesky(a),
+        "cholesky upper": lambda L, a: L.linalg.cholesky(a, upper=True),
+        "eigvalsh": lambda L, a: L.linalg.eigvalsh(a),
+        # a loss that does not depend on the eigenvectors' phases (torch requires that)
+        "eigh": lambda L, a: (L.linalg.eigh(a)[1].abs() ** 2 * weights[2]).sum()
+        + L.linalg.eigh(a)[0].sum(),
+        "solve_triangular": lambda L, a: L.linalg.solve_triangular(
+            a.triu(), K(B) if L is kiln else B, upper=True),
+    }
+    at, ak = A.clone().requires_grad_(True), K(A).requires_grad_(True)
+    (fns[name](torch, at).abs() ** 2).sum().backward()
+    (fns[name](kiln, ak).abs() ** 2).sum().backward()
+    same(ak.grad, at.grad, 1e-9, op="autograd")

@@ -33,7 +33,9 @@ std::vector<TensorMeta> eigh_meta(const OpCall& c) {
   ops::check_square("linalg.eigh", A);
   Shape values = batch_of(A);
   values.push_back(A.size(-1));
-  return {{values, A.dtype()},
+  // A Hermitian complex A has real eigenvalues.
+  const DType wt = is_complex(A.dtype()) ? real_part_dtype(A.dtype()) : A.dtype();
+  return {{values, wt},
           {c.bool_attr(1) ? A.shape() : Shape{0}, A.dtype()},
           {batch_of(A), DType::I32}};
 }

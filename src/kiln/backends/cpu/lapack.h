@@ -46,6 +46,25 @@ void cgetrs_(const char* trans, const int* n, const int* nrhs, const std::comple
 void zgetrs_(const char* trans, const int* n, const int* nrhs, const std::complex<double>* a,
              const int* lda, const int* ipiv, std::complex<double>* b, const int* ldb, int* info,
              size_t);
+void cpotrf_(const char* uplo, const int* n, std::complex<float>* a, const int* lda, int* info,
+             size_t);
+void zpotrf_(const char* uplo, const int* n, std::complex<double>* a, const int* lda, int* info,
+             size_t);
+void cheevd_(const char* jobz, const char* uplo, const int* n, std::complex<float>* a,
+             const int* lda, float* w, std::complex<float>* work, const int* lwork, float* rwork,
+             const int* lrwork, int* iwork, const int* liwork, int* info, size_t, size_t);
+void zheevd_(const char* jobz, const char* uplo, const int* n, std::complex<double>* a,
+             const int* lda, double* w, std::complex<double>* work, const int* lwork,
+             double* rwork, const int* lrwork, int* iwork, const int* liwork, int* info, size_t,
+             size_t);
+void ctrsm_(const char* side, const char* uplo, const char* transa, const char* diag,
+            const int* m, const int* n, const std::complex<float>* alpha,
+            const std::complex<float>* a, const int* lda, std::complex<float>* b, const int* ldb,
+            size_t, size_t, size_t, size_t);
+void ztrsm_(const char* side, const char* uplo, const char* transa, const char* diag,
+            const int* m, const int* n, const std::complex<double>* alpha,
+            const std::complex<double>* a, const int* lda, std::complex<double>* b,
+            const int* ldb, size_t, size_t, size_t, size_t);
 void sgeev_(const char* jobvl, const char* jobvr, const int* n, float* a, const int* lda,
             float* wr, float* wi, float* vl, const int* ldvl, float* vr, const int* ldvr,
             float* work, const int* lwork, int* info, size_t, size_t);
@@ -159,6 +178,34 @@ inline void geev(char jobvr, int n, double* a, int lda, double* wr, double* wi, 
   const char jobvl = 'N';
   const int one = 1;
   dgeev_(&jobvl, &jobvr, &n, a, &lda, wr, wi, nullptr, &one, vr, &ldvr, work, &lwork, info, 1, 1);
+}
+
+inline void potrf(char uplo, int n, std::complex<float>* a, int lda, int* info) {
+  cpotrf_(&uplo, &n, a, &lda, info, 1);
+}
+inline void potrf(char uplo, int n, std::complex<double>* a, int lda, int* info) {
+  zpotrf_(&uplo, &n, a, &lda, info, 1);
+}
+inline void trsm(char side, char uplo, char transa, char diag, int m, int n,
+                 std::complex<float> alpha, const std::complex<float>* a, int lda,
+                 std::complex<float>* b, int ldb) {
+  ctrsm_(&side, &uplo, &transa, &diag, &m, &n, &alpha, a, &lda, b, &ldb, 1, 1, 1, 1);
+}
+inline void trsm(char side, char uplo, char transa, char diag, int m, int n,
+                 std::complex<double> alpha, const std::complex<double>* a, int lda,
+                 std::complex<double>* b, int ldb) {
+  ztrsm_(&side, &uplo, &transa, &diag, &m, &n, &alpha, a, &lda, b, &ldb, 1, 1, 1, 1);
+}
+// The Hermitian eigendecomposition (real eigenvalues); lwork / lrwork / liwork -1 queries.
+inline void heevd(char jobz, char uplo, int n, std::complex<float>* a, int lda, float* w,
+                  std::complex<float>* work, int lwork, float* rwork, int lrwork, int* iwork,
+                  int liwork, int* info) {
+  cheevd_(&jobz, &uplo, &n, a, &lda, w, work, &lwork, rwork, &lrwork, iwork, &liwork, info, 1, 1);
+}
+inline void heevd(char jobz, char uplo, int n, std::complex<double>* a, int lda, double* w,
+                  std::complex<double>* work, int lwork, double* rwork, int lrwork, int* iwork,
+                  int liwork, int* info) {
+  zheevd_(&jobz, &uplo, &n, a, &lda, w, work, &lwork, rwork, &lrwork, iwork, &liwork, info, 1, 1);
 }
 
 // Complex A: eigenvalues w directly complex; rwork holds 2n reals.

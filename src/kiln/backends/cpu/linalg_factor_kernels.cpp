@@ -212,9 +212,13 @@ void register_linalg_factor_kernels() {
                   floats);
   register_kernel("linalg_det", DeviceType::CPU,
                   by_dtype<det_kernel<float, false>, det_kernel<double, false>>, floats);
-  // Complex LU, solve and det (getrf / getrs have complex forms; the others stay real).
+  // Complex Cholesky, LU, solve, triangular solve and det (LAPACK's c / z routines).
   using C64 = std::complex<float>;
   using C128 = std::complex<double>;
+  // Cholesky: the buffer read column-major is A^T = conj(A) for a Hermitian A, and the real
+  // kernel's reading of its factor gives L with L L^H = A unchanged (conj(U'^H U') = U'^T conj U').
+  register_kernel("linalg_cholesky_ex", DeviceType::CPU,
+                  by_complex_dtype<cholesky_kernel<C64>, cholesky_kernel<C128>>, kComplexDTypes);
   register_kernel("linalg_lu_factor_ex", DeviceType::CPU,
                   by_complex_dtype<lu_factor_kernel<C64>, lu_factor_kernel<C128>>, kComplexDTypes);
   register_kernel("linalg_lu_solve", DeviceType::CPU,
@@ -223,6 +227,10 @@ void register_linalg_factor_kernels() {
                   by_complex_dtype<solve_kernel<C64>, solve_kernel<C128>>, kComplexDTypes);
   register_kernel("linalg_det", DeviceType::CPU,
                   by_complex_dtype<det_kernel<C64, false>, det_kernel<C128, false>>,
+                  kComplexDTypes);
+  // Triangular solves: the transposes of the real kernel's trick are plain ones either way.
+  register_kernel("linalg_solve_triangular", DeviceType::CPU,
+                  by_complex_dtype<solve_triangular_kernel<C64>, solve_triangular_kernel<C128>>,
                   kComplexDTypes);
   register_kernel("linalg_slogdet", DeviceType::CPU,
                   by_dtype<det_kernel<float, true>, det_kernel<double, true>>, floats);

@@ -162,6 +162,50 @@ void svd_kernel(OpCall& call) {
   });
 }
 
+// eigh of a Hermitian complex A: the buffer read column-major is A^T = conj(A), whose
+// eigenvalues are A's and whose eigenvectors are the conjugates of A's; heevd on it with the
+// triangle flipped as eigh_kernel's, then the vectors conjugated on the way out.
+template <typename C>
+void complex_eigh_kernel(OpCall& call) {
+  using R = typename C::value_type;
+  const Tensor& A = call.inputs[0];
+  const bool upper = call.bool_attr(0), vectors = call.bool_attr(1);
+  const int64_t n = A.size(-1);
+  const C* a = static_cast<const C*>(A.raw_data());
+  R* w_out = static_cast<R*>(call.outs[0].raw_data());
+  C* q_out = vectors ? static_cast<C*>(call.outs[1].raw_data()) : nullptr;
+  int32_t* info = static_cast<int32_t*>(call.outs[2].raw_data());
+  const char jobz = vectors ? 'V' : 'N', uplo = upper ? 'L' : 'U';
+  for_each_matrix(matrices(A), [&](int64_t b) {
+    std::vector<C> buf(a + b * n * n, a + (b + 1) * n * n);
+    R* w = w_out + b * n;
+    info[b] = 0;
+    if (n == 0) return;
+    for (const C& v : buf)
+      if (!std::isfinite(v.real()) || !std::isfinite(v.imag())) {
+        info[b] = kNonFiniteInput;
+        std::fill(w, w + n, R(NAN));
+        if (vectors) std::fill(q_out + b * n * n, q_out + (b + 1) * n * n, C(NAN, NAN));
+        return;
+      }
+    C query = 0;
+    R rquery = 0;
+    int iquery = 0, code = 0;
+    lapack::heevd(jobz, uplo, int(n), buf.data(), lapack_ld(n), w, &query, -1, &rquery, -1,
+                  &iquery, -1, &code);
+    std::vector<C> work(size_t(std::max<R>(query.real(), 1)));
+    std::vector<R> rwork(size_t(std::max<R>(rquery, 1)));
+    std::vector<int> iwork(size_t(std::max(iquery, 1)));
+    lapack::heevd(jobz, uplo, int(n), buf.data(), lapack_ld(n), w, work.data(), int(work.size()),
+                  rwork.data(), int(rwork.size()), iwork.data(), int(iwork.size()), &code);
+    info[b] = code;
+    if (!vectors) return;
+    C* Q = q_out + b * n * n;
+    from_col_major(buf.data(), n, Q, n, n);
+    for (int64_t i = 0; i < n * n; ++i) Q[i] = std::conj(Q[i]);
+  });
+}
+
 // The general (non-symmetric) eigendecomposition of a real matrix by geev. A's buffer read
 // column-major would be A^T, so A is copied to column-major first. LAPACK returns eigenvalues as real and
 // imaginary parts and the eigenvectors of a complex pair (wi > 0 at j, < 0 at j + 1) packed as
@@ -263,6 +307,14 @@ void eig_by_input_dtype(OpCall& call) {
   }
 }
 
+template <void (*C64)(OpCall&), void (*C128)(OpCall&)>
+void by_complex_dtype(OpCall& call) {
+  if (call.inputs[0].dtype() == DType::C64)
+    C64(call);
+  else
+    C128(call);
+}
+
 template <void (*F32)(OpCall&), void (*F64)(OpCall&)>
 void by_dtype(OpCall& call) {
   if (call.inputs[0].dtype() == DType::F32)
@@ -283,6 +335,10 @@ void register_linalg_spectral_kernels() {
                   floats);
   // Keyed by the complex outputs' dtype (the dispatcher's rule for calls touching complex).
   register_kernel("linalg_eig", DeviceType::CPU, eig_by_input_dtype, floats | kComplexDTypes);
+  register_kernel("linalg_eigh", DeviceType::CPU,
+                  by_complex_dtype<complex_eigh_kernel<std::complex<float>>,
+                                   complex_eigh_kernel<std::complex<double>>>,
+                  kComplexDTypes);
 }
 
 }  // namespace kiln::cpu
