@@ -60,8 +60,9 @@ std::vector<TensorMeta> svd_meta(const OpCall& c) {
   const Shape batch = batch_of(A);
   Shape s = batch;
   s.push_back(k);
+  const DType st = is_complex(A.dtype()) ? real_part_dtype(A.dtype()) : A.dtype();  // S real
   return {{uv ? with_matrix(batch, m, full ? m : k) : Shape{0}, A.dtype()},
-          {s, A.dtype()},
+          {s, st},
           {uv ? with_matrix(batch, full ? n : k, n) : Shape{0}, A.dtype()},
           {batch, DType::I32}};
 }

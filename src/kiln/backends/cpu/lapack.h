@@ -65,6 +65,24 @@ void ztrsm_(const char* side, const char* uplo, const char* transa, const char* 
             const int* m, const int* n, const std::complex<double>* alpha,
             const std::complex<double>* a, const int* lda, std::complex<double>* b,
             const int* ldb, size_t, size_t, size_t, size_t);
+void cgeqrf_(const int* m, const int* n, std::complex<float>* a, const int* lda,
+             std::complex<float>* tau, std::complex<float>* work, const int* lwork, int* info);
+void zgeqrf_(const int* m, const int* n, std::complex<double>* a, const int* lda,
+             std::complex<double>* tau, std::complex<double>* work, const int* lwork, int* info);
+void cungqr_(const int* m, const int* n, const int* k, std::complex<float>* a, const int* lda,
+             const std::complex<float>* tau, std::complex<float>* work, const int* lwork,
+             int* info);
+void zungqr_(const int* m, const int* n, const int* k, std::complex<double>* a, const int* lda,
+             const std::complex<double>* tau, std::complex<double>* work, const int* lwork,
+             int* info);
+void cgesdd_(const char* jobz, const int* m, const int* n, std::complex<float>* a,
+             const int* lda, float* s, std::complex<float>* u, const int* ldu,
+             std::complex<float>* vt, const int* ldvt, std::complex<float>* work,
+             const int* lwork, float* rwork, int* iwork, int* info, size_t);
+void zgesdd_(const char* jobz, const int* m, const int* n, std::complex<double>* a,
+             const int* lda, double* s, std::complex<double>* u, const int* ldu,
+             std::complex<double>* vt, const int* ldvt, std::complex<double>* work,
+             const int* lwork, double* rwork, int* iwork, int* info, size_t);
 void sgeev_(const char* jobvl, const char* jobvr, const int* n, float* a, const int* lda,
             float* wr, float* wi, float* vl, const int* ldvl, float* vr, const int* ldvr,
             float* work, const int* lwork, int* info, size_t, size_t);
@@ -195,6 +213,35 @@ inline void trsm(char side, char uplo, char transa, char diag, int m, int n,
                  std::complex<double> alpha, const std::complex<double>* a, int lda,
                  std::complex<double>* b, int ldb) {
   ztrsm_(&side, &uplo, &transa, &diag, &m, &n, &alpha, a, &lda, b, &ldb, 1, 1, 1, 1);
+}
+inline void geqrf(int m, int n, std::complex<float>* a, int lda, std::complex<float>* tau,
+                  std::complex<float>* work, int lwork, int* info) {
+  cgeqrf_(&m, &n, a, &lda, tau, work, &lwork, info);
+}
+inline void geqrf(int m, int n, std::complex<double>* a, int lda, std::complex<double>* tau,
+                  std::complex<double>* work, int lwork, int* info) {
+  zgeqrf_(&m, &n, a, &lda, tau, work, &lwork, info);
+}
+// The unitary Q of geqrf's reflectors (LAPACK's ungqr, orgqr's complex form).
+inline void orgqr(int m, int n, int k, std::complex<float>* a, int lda,
+                  const std::complex<float>* tau, std::complex<float>* work, int lwork,
+                  int* info) {
+  cungqr_(&m, &n, &k, a, &lda, tau, work, &lwork, info);
+}
+inline void orgqr(int m, int n, int k, std::complex<double>* a, int lda,
+                  const std::complex<double>* tau, std::complex<double>* work, int lwork,
+                  int* info) {
+  zungqr_(&m, &n, &k, a, &lda, tau, work, &lwork, info);
+}
+inline void gesdd(char jobz, int m, int n, std::complex<float>* a, int lda, float* s,
+                  std::complex<float>* u, int ldu, std::complex<float>* vt, int ldvt,
+                  std::complex<float>* work, int lwork, float* rwork, int* iwork, int* info) {
+  cgesdd_(&jobz, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork, rwork, iwork, info, 1);
+}
+inline void gesdd(char jobz, int m, int n, std::complex<double>* a, int lda, double* s,
+                  std::complex<double>* u, int ldu, std::complex<double>* vt, int ldvt,
+                  std::complex<double>* work, int lwork, double* rwork, int* iwork, int* info) {
+  zgesdd_(&jobz, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork, rwork, iwork, info, 1);
 }
 // The Hermitian eigendecomposition (real eigenvalues); lwork / lrwork / liwork -1 queries.
 inline void heevd(char jobz, char uplo, int n, std::complex<float>* a, int lda, float* w,

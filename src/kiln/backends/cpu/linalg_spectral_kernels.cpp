@@ -6,6 +6,7 @@
 #include <complex>
 #include <vector>
 
+#include "kiln/core/complex.h"
 #include "kiln/dispatch/registry.h"
 #include "lapack.h"
 #include "linalg_kernel_util.h"
@@ -24,6 +25,24 @@ bool all_finite(const T* p, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     if (!std::isfinite(p[i])) return false;
   return true;
+}
+
+// A workspace query's answer as a length (complex routines answer in the real part).
+template <typename T>
+size_t work_size(T query) {
+  if constexpr (is_complex_v<T>) return size_t(std::max<double>(query.real(), 1));
+  else return size_t(std::max<double>(query, 1));
+}
+
+template <typename T>
+bool all_finite_values(const T* p, int64_t n) {
+  if constexpr (is_complex_v<T>) {
+    for (int64_t i = 0; i < n; ++i)
+      if (!std::isfinite(p[i].real()) || !std::isfinite(p[i].imag())) return false;
+    return true;
+  } else {
+    return all_finite(p, n);
+  }
 }
 
 // Info code for an input holding NaN or infinity, which LAPACK's iterations may not survive
@@ -49,7 +68,7 @@ void qr_kernel(OpCall& call) {
     if (k > 0) {
       T query = 0;
       lapack::geqrf(int(m), int(n), buf.data(), lapack_ld(m), tau.data(), &query, -1, &info);
-      std::vector<T> work(size_t(std::max<T>(query, 1)));
+      std::vector<T> work(work_size(query));
       lapack::geqrf(int(m), int(n), buf.data(), lapack_ld(m), tau.data(), work.data(),
                     int(work.size()), &info);
     }
@@ -66,7 +85,7 @@ void qr_kernel(OpCall& call) {
     T query = 0;
     lapack::orgqr(int(m), int(q_cols), int(k), buf.data(), lapack_ld(m), tau.data(), &query, -1,
                   &info);
-    std::vector<T> work(size_t(std::max<T>(query, 1)));
+    std::vector<T> work(work_size(query));
     lapack::orgqr(int(m), int(q_cols), int(k), buf.data(), lapack_ld(m), tau.data(),
                   work.data(), int(work.size()), &info);
     from_col_major(buf.data(), m, Q, m, q_cols);
@@ -158,6 +177,63 @@ void svd_kernel(OpCall& call) {
     std::vector<T> work(size_t(std::max<T>(query, 1)));
     lapack::gesdd(jobz, int(n), int(m), buf.data(), lapack_ld(n), s, u_arg, ldu, vt_arg, ldvt,
                   work.data(), int(work.size()), iwork.data(), &code);
+    info[b] = code;
+  });
+}
+
+// The SVD of a complex A, as svd_kernel: gesdd of the buffer read column-major (A^T, a plain
+// transpose) gives A^T = U' S V'^H, so A = conj(V') S U'^T; reading LAPACK's column-major U'
+// and V'^H back row-major yields exactly Vh = U'^T and U = conj(V'), with no conjugation.
+template <typename C>
+void complex_svd_kernel(OpCall& call) {
+  using R = typename C::value_type;
+  const Tensor& A = call.inputs[0];
+  const bool full = call.bool_attr(0), uv = call.bool_attr(1);
+  const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
+  const int64_t u_cols = full ? m : k, vh_rows = full ? n : k;
+  const C* a = static_cast<const C*>(A.raw_data());
+  C* u_out = uv ? static_cast<C*>(call.outs[0].raw_data()) : nullptr;
+  R* s_out = static_cast<R*>(call.outs[1].raw_data());
+  C* vh_out = uv ? static_cast<C*>(call.outs[2].raw_data()) : nullptr;
+  int32_t* info = static_cast<int32_t*>(call.outs[3].raw_data());
+  const char jobz = !uv ? 'N' : (full ? 'A' : 'S');
+  for_each_matrix(matrices(A), [&](int64_t b) {
+    std::vector<C> buf(a + b * m * n, a + (b + 1) * m * n);
+    R* s = s_out + b * k;
+    C* U = uv ? u_out + b * m * u_cols : nullptr;
+    C* Vh = uv ? vh_out + b * vh_rows * n : nullptr;
+    info[b] = 0;
+    if (k == 0) {
+      for (int64_t i = 0; uv && i < m; ++i)
+        for (int64_t j = 0; j < u_cols; ++j) U[i * u_cols + j] = i == j ? C(1) : C(0);
+      for (int64_t i = 0; uv && i < vh_rows; ++i)
+        for (int64_t j = 0; j < n; ++j) Vh[i * n + j] = i == j ? C(1) : C(0);
+      return;
+    }
+    if (!all_finite_values(buf.data(), m * n)) {
+      info[b] = kNonFiniteInput;
+      std::fill(s, s + k, R(NAN));
+      if (uv) {
+        std::fill(U, U + m * u_cols, C(NAN, NAN));
+        std::fill(Vh, Vh + vh_rows * n, C(NAN, NAN));
+      }
+      return;
+    }
+    C dummy = 0;
+    C* u_arg = uv ? Vh : &dummy;
+    C* vt_arg = uv ? U : &dummy;
+    const int ldu = lapack_ld(n), ldvt = uv ? lapack_ld(u_cols) : 1;
+    std::vector<int> iwork(size_t(8 * k));
+    // rwork: LAPACK's bound for any jobz, max(m, n) and k as below.
+    const int64_t mx = std::max(m, n);
+    std::vector<R> rwork(size_t(std::max<int64_t>(5 * k * k + 7 * k, 2 * mx * k + 2 * k * k + k)));
+    C query = 0;
+    int code = 0;
+    lapack::gesdd(jobz, int(n), int(m), buf.data(), lapack_ld(n), s, u_arg, ldu, vt_arg, ldvt,
+                  &query, -1, rwork.data(), iwork.data(), &code);
+    std::vector<C> work(work_size(query));
+    lapack::gesdd(jobz, int(n), int(m), buf.data(), lapack_ld(n), s, u_arg, ldu, vt_arg, ldvt,
+                  work.data(), int(work.size()), rwork.data(), iwork.data(), &code);
     info[b] = code;
   });
 }
@@ -335,9 +411,15 @@ void register_linalg_spectral_kernels() {
                   floats);
   // Keyed by the complex outputs' dtype (the dispatcher's rule for calls touching complex).
   register_kernel("linalg_eig", DeviceType::CPU, eig_by_input_dtype, floats | kComplexDTypes);
+  using C64 = std::complex<float>;
+  using C128 = std::complex<double>;
   register_kernel("linalg_eigh", DeviceType::CPU,
-                  by_complex_dtype<complex_eigh_kernel<std::complex<float>>,
-                                   complex_eigh_kernel<std::complex<double>>>,
+                  by_complex_dtype<complex_eigh_kernel<C64>, complex_eigh_kernel<C128>>,
+                  kComplexDTypes);
+  register_kernel("linalg_qr", DeviceType::CPU, by_complex_dtype<qr_kernel<C64>, qr_kernel<C128>>,
+                  kComplexDTypes);
+  register_kernel("linalg_svd", DeviceType::CPU,
+                  by_complex_dtype<complex_svd_kernel<C64>, complex_svd_kernel<C128>>,
                   kComplexDTypes);
 }
 
