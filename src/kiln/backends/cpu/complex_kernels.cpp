@@ -11,7 +11,7 @@
 #include "kiln/core/convert.h"
 #include "kiln/dispatch/registry.h"
 #include "kiln/tensor/strided_loop.h"
-#include "../../ops/reduction_util.h"
+#include "complex_reduce.h"
 
 namespace kiln::cpu {
 
@@ -131,42 +131,15 @@ template <bool Mean>
 void reduce_kernel(OpCall& call) {
   const Tensor& in = call.inputs[0];
   const Tensor& out = call.outs[0];
-  const std::vector<bool> mask =
-      ops::reduction_mask(Mean ? "mean" : "sum", in.shape(), call.ints_attr(0));
-  const int64_t nd = in.dim();
-  // The output offset step of each input dim: 0 for reduced dims.
-  std::vector<int64_t> out_step(size_t(nd), 0);
-  {
-    int64_t od = 0;
-    const bool keepdim = call.bool_attr(1);
-    for (int64_t d = 0; d < nd; ++d) {
-      if (!mask[size_t(d)]) out_step[size_t(d)] = out.stride(od++);
-      else if (keepdim) ++od;
-    }
-  }
+  const char* name = Mean ? "mean" : "sum";
   std::vector<std::complex<double>> acc(size_t(out.numel()), 0.0);
-  int64_t count = 1;
-  for (int64_t d = 0; d < nd; ++d)
-    if (mask[size_t(d)]) count *= in.size(d);
-  KILN_DISPATCH_COMPLEX(in.dtype(), Mean ? "mean" : "sum", [&]<typename C>() {
+  const int64_t count = reduced_count(name, in, call.ints_attr(0));
+  KILN_DISPATCH_COMPLEX(in.dtype(), name, [&]<typename C>() {
     const C* p = static_cast<const C*>(in.raw_data());
-    if (in.numel() > 0) {
-      std::vector<int64_t> idx(size_t(nd), 0);
-      int64_t in_off = 0, out_off = 0;
-      for (int64_t i = 0, n = in.numel(); i < n; ++i) {
-        acc[size_t(out_off)] += std::complex<double>(p[in_off].real(), p[in_off].imag());
-        for (int64_t d = nd - 1; d >= 0; --d) {  // odometer step over the input's indices
-          if (++idx[size_t(d)] < in.size(d)) {
-            in_off += in.stride(d);
-            out_off += out_step[size_t(d)];
-            break;
-          }
-          in_off -= in.stride(d) * (in.size(d) - 1);
-          out_off -= out_step[size_t(d)] * (in.size(d) - 1);
-          idx[size_t(d)] = 0;
-        }
-      }
-    }
+    for_each_reduced(name, in, out, call.ints_attr(0), call.bool_attr(1),
+                     [&](int64_t o, int64_t i) {
+                       acc[size_t(o)] += std::complex<double>(p[i].real(), p[i].imag());
+                     });
     C* o = static_cast<C*>(out.raw_data());  // fresh contiguous output (meta shape)
     using R = typename C::value_type;
     for (size_t j = 0; j < acc.size(); ++j) {

@@ -8,7 +8,7 @@
 #include "kiln/core/complex.h"
 #include "kiln/dispatch/registry.h"
 #include "kiln/tensor/strided_loop.h"
-#include "../../ops/reduction_util.h"
+#include "complex_reduce.h"
 
 namespace kiln::cpu {
 
@@ -79,36 +79,18 @@ void unary_kernel(OpCall& call) {
 }
 
 // prod over the dims in attrs[0] (all when empty), each output's product in complex<double>,
-// inputs in memory order (an odometer over the input, as complex_kernels.cpp's sum).
+// inputs in memory order (complex_reduce.h's walk, shared with complex_kernels.cpp's sum).
 void prod_kernel(OpCall& call) {
   const Tensor& in = call.inputs[0];
   const Tensor& out = call.outs[0];
-  const std::vector<bool> mask = ops::reduction_mask("prod", in.shape(), call.ints_attr(0));
-  const int64_t nd = in.dim();
-  std::vector<int64_t> out_step(size_t(nd), 0);  // 0 for reduced dims
-  for (int64_t d = 0, od = 0; d < nd; ++d) {
-    if (!mask[size_t(d)]) out_step[size_t(d)] = out.stride(od++);
-    else if (call.bool_attr(1)) ++od;
-  }
   std::vector<std::complex<double>> acc(size_t(out.numel()), 1.0);
   KILN_DISPATCH_COMPLEX(in.dtype(), "prod", [&]<typename C>() {
     using R = typename C::value_type;
     const C* p = static_cast<const C*>(in.raw_data());
-    std::vector<int64_t> idx(size_t(nd), 0);
-    int64_t in_off = 0, out_off = 0;
-    for (int64_t i = 0, n = in.numel(); i < n; ++i) {
-      acc[size_t(out_off)] *= std::complex<double>(p[in_off].real(), p[in_off].imag());
-      for (int64_t d = nd - 1; d >= 0; --d) {
-        if (++idx[size_t(d)] < in.size(d)) {
-          in_off += in.stride(d);
-          out_off += out_step[size_t(d)];
-          break;
-        }
-        in_off -= in.stride(d) * (in.size(d) - 1);
-        out_off -= out_step[size_t(d)] * (in.size(d) - 1);
-        idx[size_t(d)] = 0;
-      }
-    }
+    for_each_reduced("prod", in, out, call.ints_attr(0), call.bool_attr(1),
+                     [&](int64_t o, int64_t i) {
+                       acc[size_t(o)] *= std::complex<double>(p[i].real(), p[i].imag());
+                     });
     C* o = static_cast<C*>(out.raw_data());  // fresh and contiguous
     for (size_t j = 0; j < acc.size(); ++j) o[j] = C(R(acc[j].real()), R(acc[j].imag()));
   });

@@ -177,24 +177,6 @@ void det_kernel(OpCall& call) {
   });
 }
 
-// One kernel entry per op serves both precisions.
-template <void (*F32)(OpCall&), void (*F64)(OpCall&)>
-void by_dtype(OpCall& call) {
-  if (call.inputs[0].dtype() == DType::F32)
-    F32(call);
-  else
-    F64(call);
-}
-
-// The same over the complex dtypes (keyed by the input's dtype).
-template <void (*C64)(OpCall&), void (*C128)(OpCall&)>
-void by_complex_dtype(OpCall& call) {
-  if (call.inputs[0].dtype() == DType::C64)
-    C64(call);
-  else
-    C128(call);
-}
-
 }  // namespace
 
 void register_linalg_factor_kernels() {

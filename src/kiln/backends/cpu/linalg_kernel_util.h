@@ -6,8 +6,26 @@
 #include <cstdint>
 
 #include "kiln/core/error.h"
+#include "kiln/dispatch/registry.h"
 
 namespace kiln::cpu {
+
+// One kernel entry per op serving both precisions of a dtype family, picked by the first
+// input's dtype: float32 / float64, and complex64 / complex128.
+template <void (*F32)(OpCall&), void (*F64)(OpCall&)>
+void by_dtype(OpCall& call) {
+  if (call.inputs[0].dtype() == DType::F32)
+    F32(call);
+  else
+    F64(call);
+}
+template <void (*C64)(OpCall&), void (*C128)(OpCall&)>
+void by_complex_dtype(OpCall& call) {
+  if (call.inputs[0].dtype() == DType::C64)
+    C64(call);
+  else
+    C128(call);
+}
 
 // n as LAPACK's 32-bit int, or a clear error for a matrix beyond it.
 inline int lapack_int(int64_t n) {
