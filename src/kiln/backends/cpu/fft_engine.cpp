@@ -38,7 +38,7 @@ constexpr size_t kCacheSize = 64;
 // has a divisor of at least kSplitMinSide up to sqrt(n), and threads it from kThreadedSplit.
 constexpr int64_t kSplitMin = 2048;
 constexpr int64_t kSplitMinSide = 16;
-constexpr int64_t kThreadedSplit = int64_t(1) << 15;
+constexpr int64_t kThreadedSplit = int64_t(1) << 17;
 constexpr long double kPiL = 3.141592653589793238462643383279502884L;
 
 // ---------------------------------------------------------------------------------------
