@@ -377,25 +377,21 @@ struct Plan<T>::Impl {
     const int64_t n1 = cols->size(), n2 = rows->size();
     std::unique_ptr<C[]> tmp(new C[n]);
     const bool threaded = n >= kThreadedSplit;
-    batch(*cols, in, is * n2, is, tmp.get(), n2, 1, n2, Fwd, threaded);
-    auto twiddles = [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) tmp[i] = mul<!Fwd>(tmp[i], split_tw[size_t(i)]);
-    };
-    if (threaded) {
-      detail::parallel_chunks(n1, [&](int64_t k1) { twiddles(k1 * n2, (k1 + 1) * n2); });
-    } else {
-      twiddles(0, int64_t(n));
-    }
-    batch(*rows, tmp.get(), 1, n2, out, n1 * os, os, n1, Fwd, threaded);
+    // Columns, each output k1 of column j2 times split_tw[k1 * n2 + j2] on the way out.
+    batch(*cols, in, is * n2, is, tmp.get(), n2, 1, n2, Fwd, threaded, split_tw.data(), n2);
+    batch(*rows, tmp.get(), 1, n2, out, n1 * os, os, n1, Fwd, threaded, nullptr, 0);
   }
 
   // plan.c2c over `count` lines, in runs of full lane groups spread over the threads.
+  // With out_tw, output element j of line l is multiplied by out_tw[j * tw_stride + l].
   static void batch(const Plan<T>& plan, const C* in, int64_t is, int64_t idist, C* out,
-                    int64_t os, int64_t odist, int64_t count, bool fwd, bool threaded) {
+                    int64_t os, int64_t odist, int64_t count, bool fwd, bool threaded,
+                    const C* out_tw, int64_t tw_stride) {
     const int64_t run = plan.group_lines(), runs = (count + run - 1) / run;
     auto one = [&](int64_t r) {
       const int64_t first = r * run, cnt = std::min(run, count - first);
-      plan.c2c(in + first * idist, is, idist, out + first * odist, os, odist, cnt, fwd);
+      plan.c2c_twiddled(in + first * idist, is, idist, out + first * odist, os, odist, cnt, fwd,
+                        out_tw ? out_tw + first : nullptr, tw_stride);
     };
     if (threaded && runs > 1) detail::parallel_chunks(runs, one);
     else for (int64_t r = 0; r < runs; ++r) one(r);
@@ -547,11 +543,29 @@ int64_t Plan<T>::group_lines() const {
 template <typename T>
 void Plan<T>::c2c(const std::complex<T>* in, int64_t is, int64_t idist, std::complex<T>* out,
                   int64_t os, int64_t odist, int64_t count, bool forward) const {
+  c2c_twiddled(in, is, idist, out, os, odist, count, forward, nullptr, 0);
+}
+
+template <typename T>
+void Plan<T>::c2c_twiddled(const std::complex<T>* in, int64_t is, int64_t idist,
+                           std::complex<T>* out, int64_t os, int64_t odist, int64_t count,
+                           bool forward, const std::complex<T>* out_tw,
+                           int64_t tw_stride) const {
   if (impl_->use_lanes(count)) {
-    cpu::fft_lanes::kernels<T>().c2c(impl_->view, in, is, idist, out, os, odist, count, forward);
+    cpu::fft_lanes::kernels<T>().c2c(impl_->view, in, is, idist, out, os, odist, count, forward,
+                                     out_tw, tw_stride);
     return;
   }
-  for (int64_t l = 0; l < count; ++l) execute(in + l * idist, is, out + l * odist, os, forward);
+  for (int64_t l = 0; l < count; ++l) {
+    std::complex<T>* y = out + l * odist;
+    execute(in + l * idist, is, y, os, forward);
+    if (!out_tw) continue;
+    const int64_t n = size();
+    for (int64_t j = 0; j < n; ++j) {
+      const std::complex<T> w = out_tw[j * tw_stride + l];
+      y[j * os] = forward ? mul<false>(y[j * os], w) : mul<true>(y[j * os], w);
+    }
+  }
 }
 
 // Real transforms of even n run a complex transform of n / 2 points (isa/fft_lanes.h's r2c

@@ -56,6 +56,12 @@ class Plan {
   int64_t group_lines() const;
 
  private:
+  // c2c with output element j of line l multiplied by out_tw[j * tw_stride + l] (conjugated
+  // when inverse): the four-step split's twiddles, fused into its first step.
+  void c2c_twiddled(const std::complex<T>* in, int64_t is, int64_t idist, std::complex<T>* out,
+                    int64_t os, int64_t odist, int64_t count, bool forward,
+                    const std::complex<T>* out_tw, int64_t tw_stride) const;
+
   // The plan that runs real transforms of this length: the plan of n / 2 points with tw set to
   // e^{-2 pi i k / n}, k <= n / 2, when n is even; this plan with tw null when n is odd.
   const Plan* real_half(const std::complex<T>** tw) const;

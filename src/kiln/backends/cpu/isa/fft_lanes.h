@@ -39,9 +39,12 @@ struct PlanView {
 template <typename T>
 struct Kernels {
   int lanes;  // lines per group
-  // Complex transforms of `count` lines, sign -1 when forward.
+  // Complex transforms of `count` lines, sign -1 when forward. With out_tw, output element j
+  // of line l is first multiplied by out_tw[j * tw_stride + l] (its conjugate when inverse):
+  // the four-step split's twiddles, applied in registers instead of in a pass of their own.
   void (*c2c)(const PlanView<T>& plan, const std::complex<T>* in, int64_t is, int64_t idist,
-              std::complex<T>* out, int64_t os, int64_t odist, int64_t count, bool forward);
+              std::complex<T>* out, int64_t os, int64_t odist, int64_t count, bool forward,
+              const std::complex<T>* out_tw, int64_t tw_stride);
   // Forward transforms of `count` real lines of n points, bins [0, nout) of each (nout <= n;
   // DC and Nyquist bins exactly real). Even n: `plan` is of n / 2 points and
   // tw[k] = e^{-2 pi i k / n} for k <= n / 2; odd n: tw is null and `plan` is of n points.
