@@ -1,6 +1,6 @@
-// CPU kernels of the FFT ops (_fft_c2c, _fft_r2c, _fft_c2r): transforms along each dim of
-// a contiguous complex working buffer with kiln's FFT engine (fft_engine.h), the lines of
-// one dim spread over the threads, then the normalization.
+// CPU kernels of the FFT ops (_fft_c2c, _fft_r2c, _fft_c2r): batched transforms along each
+// dim with kiln's FFT engine (fft_engine.h; vector lanes per ISA, decision 0094), runs of a
+// dim's lines spread over the threads, then the normalization.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -149,9 +149,9 @@ void c2c_kernel(OpCall& call) {
   });
 }
 
-// Real input: the one-sided transform of the real last dim straight into out (two real lines
-// per complex transform), then the other dims in place on out (transforming them after
-// trimming the last dim is the same and cheaper).
+// Real input: the one-sided transform of the real last dim straight into out (each real line
+// a half-length complex transform, Plan::r2c), then the other dims in place on out
+// (transforming them after trimming the last dim is the same and cheaper).
 void r2c_kernel(OpCall& call) {
   const Tensor& in = call.inputs[0];
   const Tensor& out = call.outs[0];
@@ -176,7 +176,7 @@ void r2c_kernel(OpCall& call) {
 
 // Half spectrum -> real: inverse complex transforms over the other dims first (on a working
 // copy), then the lines of the last dim, each extended by Hermitian symmetry
-// (X[n-k] = conj X[k]) to n points, two per complex transform, straight into out.
+// (X[n-k] = conj X[k]) to n points (Plan::c2r: a half-length transform each), straight into out.
 void c2r_kernel(OpCall& call) {
   const Tensor& in = call.inputs[0];
   const Tensor& out = call.outs[0];
