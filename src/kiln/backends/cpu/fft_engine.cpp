@@ -415,8 +415,9 @@ struct Plan<T>::Impl {
             filter.data()};
   }
 
-  // Whether `lanes_needed` lines fill enough of a lane group to beat one line at a time, with a group's two buffers small enough for the L2
-  // cache (beyond it each pass streams from memory and separate lines do better).
+  // Whether `lanes_needed` lines fill enough of a lane group to beat one line at a time, with
+  // a group's two buffers small enough for the L2 cache (beyond it each pass streams from
+  // memory and separate lines, or the split, do better).
   bool use_lanes(int64_t lanes_needed) const {
     const int lanes = cpu::fft_lanes::kernels<T>().lanes;
     const size_t group_bytes = 2 * (bluestein ? M : n) * size_t(lanes) * sizeof(C);
