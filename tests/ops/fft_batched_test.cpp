@@ -2,8 +2,9 @@
 // double naive DFT of every line: batches that fill the vector lanes, partial groups, single
 // lines; rows (adjacent elements, tiles transposed into lanes), columns (adjacent lines) and
 // other strides, negative ones included; smooth, generic-prime and Bluestein lengths; real
-// lines of very different sizes side by side; one-sided and full r2c output; c2r from fewer, exactly
-// and more than n/2 + 1 bins. The CTest ISA reruns run it at every level (KILN_CPU_ISA).
+// lines of very different sizes side by side; one-sided and full r2c output; c2r from fewer,
+// exactly and more than n/2 + 1 bins. The CTest ISA reruns run it at every level
+// (KILN_CPU_ISA).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -52,7 +53,10 @@ double tolerance(int64_t n) {
 // ||got - ref|| / ||ref|| over one line.
 double rel_err(const std::vector<CL>& got, const std::vector<CL>& ref) {
   long double num = 0, den = 0;
-  for (size_t i = 0; i < ref.size(); ++i) num += std::norm(got[i] - ref[i]), den += std::norm(ref[i]);
+  for (size_t i = 0; i < ref.size(); ++i) {
+    num += std::norm(got[i] - ref[i]);
+    den += std::norm(ref[i]);
+  }
   return double(std::sqrt(num / std::max(den, 1e-300L)));
 }
 
@@ -131,7 +135,8 @@ void check_r2c() {
           // own size (two real lines sharing one complex transform would fail this).
           for (int64_t l = 0; l < count; ++l)
             for (int64_t j = 0; j < n; ++j)
-              in[size_t(in_l.offset + l * in_l.dist + j * in_l.stride)] = T(u(gen) * (l % 2 ? 1e-6 : 1));
+              in[size_t(in_l.offset + l * in_l.dist + j * in_l.stride)] =
+                  T(u(gen) * (l % 2 ? 1e-6 : 1));
           plan->r2c(in.data() + in_l.offset, in_l.stride, in_l.dist, out.data(), out_l.stride,
                     out_l.dist, count, nout);
           for (int64_t l = 0; l < count; ++l) {

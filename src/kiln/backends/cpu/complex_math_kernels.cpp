@@ -57,9 +57,12 @@ C complex_log1p(C z) {
   using R = typename C::value_type;
   const R x = z.real(), y = z.imag();
   const R arg = std::atan2(y, x + 1);
-  if (std::abs(x) < R(0.5) && std::abs(y) < R(0.5)) return {std::log1p(x * (2 + x) + y * y) / 2, arg};
+  if (std::abs(x) < R(0.5) && std::abs(y) < R(0.5))
+    return {std::log1p(x * (2 + x) + y * y) / 2, arg};
   return {std::log(std::hypot(x + 1, y)), arg};
 }
+
+constexpr long double kLn2 = 0.693147180559945309417232121458176568L;
 
 enum class Fn { Tan, Sigmoid, Expm1, Log1p, Log2, Rsqrt };
 template <Fn F>
@@ -72,7 +75,7 @@ void unary_kernel(OpCall& call) {
       else if constexpr (F == Fn::Sigmoid) return C(1) / (C(1) + std::exp(-x));
       else if constexpr (F == Fn::Expm1) return complex_expm1(x);
       else if constexpr (F == Fn::Log1p) return complex_log1p(x);
-      else if constexpr (F == Fn::Log2) return std::log(x) / R(0.693147180559945309417232121458176568L);
+      else if constexpr (F == Fn::Log2) return std::log(x) / R(kLn2);
       else return C(1) / std::sqrt(x);
     });
   });
