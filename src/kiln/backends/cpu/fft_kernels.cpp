@@ -183,7 +183,10 @@ void c2r_kernel(OpCall& call) {
   const auto& dims = call.ints_attr(0);
   KILN_DISPATCH_COMPLEX(in.dtype(), "_fft_c2r", [&]<typename C>() {
     using R = typename C::value_type;
-    Tensor work = complex_buffer<R>(in);
+    // The other dims are transformed in place on a copy; with none, a contiguous input is read
+    // as it is (Plan::c2r only reads it).
+    const bool direct = dims.size() == 1 && in.is_contiguous();
+    Tensor work = direct ? in : complex_buffer<R>(in);
     C* buf = static_cast<C*>(work.raw_data());
     double count = transform_dims<R>(buf, in.shape(), dims, dims.size() - 1, false);
     const int64_t last = wrap_dim(dims.back(), in.dim());
