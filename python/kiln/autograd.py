@@ -8,7 +8,7 @@ from . import _C
 __all__ = ["backward", "grad", "detect_anomaly", "set_detect_anomaly", "no_grad", "enable_grad",
            "set_grad_enabled",
            "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "Function",
-           "FunctionCtx", "once_differentiable"]
+           "FunctionCtx", "once_differentiable", "gradcheck", "gradgradcheck", "GradcheckError"]
 
 is_grad_enabled = _C.is_grad_enabled
 is_inference_mode_enabled = _C.is_inference_mode_enabled
@@ -448,6 +448,7 @@ def once_differentiable(fn):
 
 from . import _autograd_functional as functional  # noqa: E402,F401  (decision 0082)
 from . import _autograd_forward_ad as forward_ad  # noqa: E402,F401
+from ._autograd_gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402,F401
 
 # kiln.autograd is a module, not a package: registered so that `import kiln.autograd.functional`
 # and `import kiln.autograd.forward_ad as fwAD` work as torch's.
