@@ -1,8 +1,21 @@
-"""DataLoader (single process) and default_collate."""
+"""DataLoader and default_collate.
+
+kiln's DataLoader loads in the main process. num_workers > 0 is accepted and runs the workers'
+shares there, one fetch at a time, in the order torch's worker processes deliver them: batch k
+of a map-style dataset by worker k % num_workers (the batches in sampler order, as torch's
+in-order loading), an IterableDataset's batches round-robin over the workers still producing.
+While a worker's share is fetched (the dataset read, collate_fn, worker_init_fn),
+get_worker_info() returns its WorkerInfo (id, num_workers, seed = base_seed + id with base_seed
+drawn from the loader's generator per iteration, as torch; dataset = the worker's own shallow
+copy), so an IterableDataset can shard itself as in torch's docs. There is no parallelism, and
+the workers do not reseed kiln's / Python's / numpy's global RNGs (they share the main
+process's, torch's workers seed their own with `seed`)."""
 import collections.abc
+import copy
 import numbers
 
 from ... import _C
+from ._worker import WorkerInfo, _as_worker
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
 
@@ -66,7 +79,8 @@ _default_convert = default_convert
 
 
 class DataLoader:
-    """Iterates over a dataset in batches, in the main process (num_workers must be 0)."""
+    """Iterates over a dataset in batches, in the main process (num_workers > 0: the workers'
+    shares fetched there in torch's order, see the module docstring)."""
 
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
                  num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
@@ -75,11 +89,22 @@ class DataLoader:
         if num_workers < 0:
             raise ValueError("num_workers option should be non-negative; use num_workers=0 to "
                              "disable multiprocessing.")
-        if num_workers > 0:
-            raise NotImplementedError("kiln's DataLoader loads in the main process only "
-                                      "(num_workers=0)")
+        if num_workers == 0 and prefetch_factor is not None:
+            raise ValueError("prefetch_factor option could only be specified in "
+                             "multiprocessing.let num_workers > 0 to enable multiprocessing, "
+                             "otherwise set prefetch_factor to None.")
+        if num_workers > 0 and prefetch_factor is None:
+            prefetch_factor = 2
+        elif prefetch_factor is not None and prefetch_factor < 0:
+            raise ValueError("prefetch_factor option should be non-negative")
+        if persistent_workers and num_workers == 0:
+            raise ValueError("persistent_workers option needs num_workers > 0")
         self.dataset = dataset
         self.num_workers = num_workers
+        self.prefetch_factor = prefetch_factor
+        self.persistent_workers = persistent_workers
+        self.worker_init_fn = worker_init_fn
+        self.timeout = timeout
         self.generator = generator
         self._is_iterable = isinstance(dataset, IterableDataset)
         if self._is_iterable:
@@ -122,27 +147,75 @@ class DataLoader:
                                                   self.batch_size is not None)
 
     def __iter__(self):
-        if self._is_iterable:
-            it = iter(self.dataset)
-            if self.batch_size is None:
-                for x in it:
-                    yield self.collate_fn(x)
-                return
-            batch = []
-            for x in it:
-                batch.append(x)
-                if len(batch) == self.batch_size:
-                    yield self.collate_fn(batch)
-                    batch = []
-            if batch and not self.drop_last:
-                yield self.collate_fn(batch)
-            return
-        if self.batch_sampler is not None:
+        if self.num_workers > 0:
+            yield from self._iter_workers()
+        elif self._is_iterable:
+            yield from self._iterable_batches(self.dataset)
+        elif self.batch_sampler is not None:
             for indices in self.batch_sampler:
-                yield self.collate_fn([self.dataset[i] for i in indices])
+                yield self._fetch(self.dataset, indices)
         else:
             for i in self.sampler:
-                yield self.collate_fn(self.dataset[i])
+                yield self._fetch(self.dataset, i)
+
+    def _fetch(self, dataset, index):
+        """One batch (a list of indices) or, without auto-batching, one sample; a dataset's
+        __getitems__ reads a whole batch when it has one (as torch's fetcher)."""
+        if self._auto_collation:
+            getitems = getattr(dataset, "__getitems__", None)
+            data = getitems(index) if callable(getitems) else [dataset[i] for i in index]
+            return self.collate_fn(data)
+        return self.collate_fn(dataset[index])
+
+    def _iterable_batches(self, dataset):
+        it = iter(dataset)
+        if self.batch_size is None:
+            for x in it:
+                yield self.collate_fn(x)
+            return
+        batch = []
+        for x in it:
+            batch.append(x)
+            if len(batch) == self.batch_size:
+                yield self.collate_fn(batch)
+                batch = []
+        if batch and not self.drop_last:
+            yield self.collate_fn(batch)
+
+    def _iter_workers(self):
+        """The workers' shares, in the main process (see the module docstring)."""
+        n = self.num_workers
+        base_seed = int(_C.empty((), dtype=_C.int64).random_(generator=self.generator).item())
+        infos = []
+        for wid in range(n):
+            try:
+                dataset = copy.copy(self.dataset)
+            except Exception:  # an uncopyable dataset is shared by the workers
+                dataset = self.dataset
+            info = WorkerInfo(id=wid, num_workers=n, seed=base_seed + wid, dataset=dataset)
+            if self.worker_init_fn is not None:
+                with _as_worker(info):
+                    self.worker_init_fn(wid)
+            infos.append(info)
+        if self._is_iterable:
+            streams = [self._iterable_batches(info.dataset) for info in infos]
+            active = list(range(n))
+            while active:
+                for wid in list(active):
+                    with _as_worker(infos[wid]):
+                        try:
+                            batch = next(streams[wid])
+                        except StopIteration:
+                            active.remove(wid)
+                            continue
+                    yield batch
+            return
+        tasks = self.batch_sampler if self.batch_sampler is not None else self.sampler
+        for k, index in enumerate(tasks):
+            info = infos[k % n]
+            with _as_worker(info):
+                batch = self._fetch(info.dataset, index)
+            yield batch
 
     def __len__(self):
         if self._is_iterable:

@@ -1,4 +1,5 @@
-"""Dataset, IterableDataset, TensorDataset, Subset, ConcatDataset, random_split."""
+"""Dataset, IterableDataset, TensorDataset, StackDataset, Subset, ConcatDataset, ChainDataset,
+random_split."""
 import bisect
 import math
 
@@ -17,6 +18,9 @@ class IterableDataset(Dataset):
     def __iter__(self):
         raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
 
+    def __add__(self, other):
+        return ChainDataset([self, other])
+
 
 class TensorDataset(Dataset):
     """Samples are the index-th rows of the given tensors (all of the same first size)."""
@@ -31,6 +35,51 @@ class TensorDataset(Dataset):
 
     def __len__(self):
         return self.tensors[0].size(0)
+
+
+class StackDataset(Dataset):
+    """Samples are tuples (datasets given positionally) or dicts (given by keyword) of the
+    index-th samples of datasets of one length."""
+
+    def __init__(self, *args, **kwargs):
+        if args and kwargs:
+            raise ValueError("Supported either ``tuple``- (via ``args``) or ``dict``- (via "
+                             "``kwargs``) like input/output, but both types are given.")
+        if not args and not kwargs:
+            raise ValueError("At least one dataset should be passed")
+        datasets = args if args else kwargs
+        lengths = [len(d) for d in (args if args else kwargs.values())]
+        if any(n != lengths[0] for n in lengths):
+            raise ValueError(f"Size mismatch between datasets: lengths {lengths}, expected all "
+                             "equal")
+        self._length = lengths[0]
+        self.datasets = datasets
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {k: d[index] for k, d in self.datasets.items()}
+        return tuple(d[index] for d in self.datasets)
+
+    def __getitems__(self, indices):
+        """A batch of samples: each dataset's own __getitems__ where it has one."""
+        named = isinstance(self.datasets, dict)
+        items = self.datasets.items() if named else enumerate(self.datasets)
+        columns = {}
+        for key, d in items:
+            if callable(getattr(d, "__getitems__", None)):
+                got = d.__getitems__(indices)
+                if len(got) != len(indices):
+                    raise ValueError("Nested dataset's output size mismatch. Expected "
+                                     f"{len(indices)}, got {len(got)}")
+                columns[key] = list(got)
+            else:
+                columns[key] = [d[i] for i in indices]
+        if named:
+            return [{k: columns[k][n] for k in columns} for n in range(len(indices))]
+        return [tuple(columns[k][n] for k in columns) for n in range(len(indices))]
+
+    def __len__(self):
+        return self._length
 
 
 class Subset(Dataset):
@@ -71,6 +120,30 @@ class ConcatDataset(Dataset):
         d = bisect.bisect_right(self.cumulative_sizes, idx)
         sample_idx = idx if d == 0 else idx - self.cumulative_sizes[d - 1]
         return self.datasets[d][sample_idx]
+
+
+class ChainDataset(IterableDataset):
+    """The samples of several IterableDatasets, one after the other (chained lazily: the
+    datasets are iterated only when this one is)."""
+
+    def __init__(self, datasets):
+        self.datasets = datasets
+
+    def __iter__(self):
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset, got "
+                                     f"{type(d).__name__}")
+            yield from d
+
+    def __len__(self):
+        total = 0
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset, got "
+                                     f"{type(d).__name__}")
+            total += len(d)
+        return total
 
 
 def random_split(dataset, lengths, generator=None):

@@ -99,3 +99,33 @@ class BatchSampler(Sampler):
         if self.drop_last:
             return len(self.sampler) // self.batch_size
         return (len(self.sampler) + self.batch_size - 1) // self.batch_size
+
+
+class WeightedRandomSampler(Sampler):
+    """num_samples indices in [0, len(weights)), index i drawn with probability proportional to
+    weights[i] (kiln.multinomial, with or without replacement). Without replacement
+    num_samples may not exceed the number of non-zero weights (multinomial raises)."""
+
+    def __init__(self, weights, num_samples, replacement=True, generator=None):
+        if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
+            raise ValueError("num_samples should be a positive integer value, but got "
+                             f"num_samples={num_samples}")
+        if not isinstance(replacement, bool):
+            raise ValueError("replacement should be a boolean value, but got "
+                             f"replacement={replacement}")
+        weights = _C.as_tensor(weights, dtype=_C.float64)
+        if weights.dim() != 1:
+            raise ValueError("weights should be a 1d sequence but given weights have shape "
+                             f"{tuple(weights.shape)}")
+        self.weights = weights
+        self.num_samples = num_samples
+        self.replacement = replacement
+        self.generator = generator
+
+    def __iter__(self):
+        drawn = _C.multinomial(self.weights, self.num_samples, self.replacement,
+                               generator=self.generator)
+        yield from drawn.tolist()
+
+    def __len__(self):
+        return self.num_samples
