@@ -21,8 +21,11 @@ What differs from torch:
 - check_undefined_grad: kiln cannot make an undefined gradient tensor. The check passes every
   output through a Function whose backward returns None (all outputs at once, then each output
   alone when there are several), with zero grad_outputs, and requires every input gradient to be
-  None or zero (kiln hands a zero tensor, not None, to a backward whose other output gradients
-  are defined; torch hands it an undefined one). The forward-mode undefined-grad check is not run.
+  None or zero. kiln's engine skips a node whose output gradients are all undefined (torch calls
+  it with undefined ones), so a backward that cannot take all-undefined gradients is never at
+  fault in kiln and passes where torch's check fails; one undefined gradient among defined ones
+  reaches the backward as None (set_materialize_grads(False)) or zeros, as torch. The
+  forward-mode undefined-grad check is not run.
 - fast_mode=True checks v^T J u for random unit u and v (fixed generator) as torch's fast mode,
   for real inputs and outputs only; with a complex input or output it runs the full (slow) check.
 - check_batched_grad and check_batched_forward_grad need batched (vmap'ed) gradients, which
@@ -408,11 +411,13 @@ def _check_undefined_grad(fn, inputs):
         try:
             grads = _grad(outs, diff_inputs, zeros, allow_unused=True)
         except RuntimeError as e:
+            warnings.warn(_UNDEFINED_HELP.strip(), stacklevel=4)
             raise GradcheckError("Expected backward function to handle undefined output grads. "
                                  "Please look at \"Notes about undefined output gradients\" in "
                                  "\"tools/autograd/derivatives.yaml\"" + _UNDEFINED_HELP) from e
         for g in grads:
             if g is not None and not bool(g.eq(0).all()):
+                warnings.warn(_UNDEFINED_HELP.strip(), stacklevel=4)
                 raise GradcheckError("Expected all input grads to be undefined or zero when all "
                                      "output grads are undefined or zero." + _UNDEFINED_HELP)
 
