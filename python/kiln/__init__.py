@@ -193,3 +193,4 @@ from . import amp  # noqa: E402,F401  (torch.amp: autocast, GradScaler; decision
 from .amp import (autocast, is_autocast_enabled, get_autocast_dtype,  # noqa: E402,F401
                   set_autocast_enabled, set_autocast_dtype, is_autocast_cache_enabled,
                   set_autocast_cache_enabled)
+from . import distributions  # noqa: E402,F401  (torch.distributions, decision 0095)

@@ -1,0 +1,109 @@
+"""Helpers shared by the distributions: parameter broadcasting, probs <-> logits, lazily
+computed attributes (torch.distributions.utils' names and behaviour)."""
+import numbers
+from functools import update_wrapper
+
+import kiln
+
+__all__ = ["broadcast_all", "logits_to_probs", "probs_to_logits", "clamp_probs",
+           "lazy_property", "euler_constant"]
+
+euler_constant = 0.57721566490153286060  # Euler-Mascheroni constant
+
+
+def broadcast_all(*values):
+    """Broadcast tensors and Python numbers to one shape. Numbers become tensors of the dtype
+    and device of the first tensor argument (the default dtype when there is none), so
+    Normal(0., scale64) stays float64 as in torch."""
+    if not all(isinstance(v, (kiln.Tensor, numbers.Number)) for v in values):
+        raise ValueError("Input arguments must all be instances of numbers.Number, "
+                         "kiln.Tensor or objects implementing __torch_function__.")
+    if all(isinstance(v, numbers.Number) for v in values):
+        dtype = kiln.get_default_dtype()
+        values = [kiln.tensor(float(v), dtype=dtype) for v in values]
+    else:
+        ref = next(v for v in values if isinstance(v, kiln.Tensor))
+        values = [v if isinstance(v, kiln.Tensor)
+                  else kiln.tensor(float(v), dtype=ref.dtype, device=ref.device)
+                  for v in values]
+    return tuple(kiln.broadcast_tensors(*values))
+
+
+def _sum_rightmost(value, dim):
+    """Sum over the `dim` rightmost dimensions (dim = 0 returns value)."""
+    if dim == 0:
+        return value
+    return value.reshape(tuple(value.shape[:-dim]) + (-1,)).sum(-1)
+
+
+def logits_to_probs(logits, is_binary=False):
+    """Logits to probabilities: a sigmoid for binary (Bernoulli-like) logits, a softmax over
+    the last dimension for categorical ones (logits are unnormalised log-probabilities)."""
+    if is_binary:
+        return kiln.sigmoid(logits)
+    return kiln.softmax(logits, -1)
+
+
+def clamp_probs(probs):
+    """Keep probabilities within [eps, 1 - eps] so that log(p) and log1p(-p) stay finite."""
+    eps = kiln.finfo(probs.dtype).eps
+    return probs.clamp(min=eps, max=1 - eps)
+
+
+def probs_to_logits(probs, is_binary=False):
+    """Probabilities to logits: log(p) - log1p(-p) for binary, log(p) for categorical."""
+    p = clamp_probs(probs)
+    if is_binary:
+        return kiln.log(p) - kiln.log1p(-p)
+    return kiln.log(p)
+
+
+class lazy_property:
+    """An attribute computed on first access and then stored on the instance (a plain
+    attribute from then on). Used for the parameter that was not given (probs when logits
+    were, covariance_matrix when scale_tril was), so it costs nothing unless used. Computed
+    with gradients enabled so that it stays differentiable even when first touched under
+    no_grad (e.g. inside sample())."""
+
+    def __init__(self, wrapped):
+        self.wrapped = wrapped
+        update_wrapper(self, wrapped)
+
+    def __get__(self, instance, obj_type=None):
+        if instance is None:
+            return _lazy_property_and_property(self.wrapped)
+        with kiln.enable_grad():
+            value = self.wrapped(instance)
+        setattr(instance, self.wrapped.__name__, value)
+        return value
+
+
+class _lazy_property_and_property(lazy_property, property):
+    """What the class attribute looks like: both a lazy_property (so Distribution's
+    validation can tell it was not given) and a property (so documentation tools see it)."""
+
+    def __init__(self, wrapped):
+        property.__init__(self, wrapped)
+
+
+def _rand(shape, like):
+    """Uniform [0, 1) draws of `shape` with the dtype and device of `like`."""
+    return kiln.rand(tuple(shape), dtype=like.dtype, device=like.device)
+
+
+def _randn(shape, like):
+    """Standard normal draws of `shape` with the dtype and device of `like`."""
+    return kiln.randn(tuple(shape), dtype=like.dtype, device=like.device)
+
+
+def _empty(shape, like):
+    return kiln.empty(tuple(shape), dtype=like.dtype, device=like.device)
+
+
+def _clamp_tiny_st(value):
+    """Clamp a sample to at least the smallest normal number of its dtype (a gamma draw can
+    underflow to 0, outside the support) without cutting the gradient: the clamp is added as
+    a detached correction, so d value / d parameter stays the pathwise derivative (what torch
+    gets from clamping the detached storage in place)."""
+    tiny = kiln.finfo(value.dtype).tiny
+    return value + (value.detach().clamp(min=tiny) - value.detach())
