@@ -43,7 +43,7 @@ class StackDataset(Dataset):
 
     def __init__(self, *args, **kwargs):
         if args and kwargs:
-            raise ValueError("Supported either ``tuple``- (via ``args``) or ``dict``- (via "
+            raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via "
                              "``kwargs``) like input/output, but both types are given.")
         if not args and not kwargs:
             raise ValueError("At least one dataset should be passed")

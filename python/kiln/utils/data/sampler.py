@@ -103,8 +103,9 @@ class BatchSampler(Sampler):
 
 class WeightedRandomSampler(Sampler):
     """num_samples indices in [0, len(weights)), index i drawn with probability proportional to
-    weights[i] (kiln.multinomial, with or without replacement). Without replacement
-    num_samples may not exceed the number of non-zero weights (multinomial raises)."""
+    weights[i] (kiln.multinomial, with or without replacement). Without replacement, once the
+    positive weights are used up the zero-weight indices follow (torch 2.13's CPU multinomial
+    does the same); more samples than weights raise."""
 
     def __init__(self, weights, num_samples, replacement=True, generator=None):
         if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
