@@ -2,13 +2,12 @@
 inputs (numpy copies) must get the same verdict -- True for correct gradients, GradcheckError
 (or False) for deliberately wrong ones -- and a failure names the same output / input pair with
 the same first message line. Each case runs both libraries; nothing is skipped."""
+import sys
 import warnings
 
 import numpy as np
 import pytest
 import torch
-
-import sys
 
 import kiln
 from kiln.autograd import GradcheckError, gradcheck, gradgradcheck
