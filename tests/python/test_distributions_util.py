@@ -85,19 +85,20 @@ def same_error(kfn, tfn):
     return k_exc
 
 
-def compare_attr(kd, td, name, dtype, *args):
-    """Compare one method or property; a NotImplementedError in torch must be one in kiln."""
-    def get(d):
+def compare_attr(kd, td, name, dtype, *args, tol=None):
+    """Compare one method or property (args: numpy arrays, converted for each library); a
+    NotImplementedError in torch must be one in kiln."""
+    def get(d, conv):
         v = getattr(d, name)
-        return v(*args) if callable(v) else v
+        return v(*[conv(a) for a in args]) if callable(v) else v
     try:
-        want = get(td)
-    except NotImplementedError:
-        with pytest.raises(NotImplementedError):
-            get(kd)
+        want = get(td, T)
+    except (NotImplementedError, AttributeError) as e:
+        with pytest.raises(type(e)):
+            get(kd, K)
         return False
-    got = get(kd)
-    close(got, want, dtype, what=f"{type(td).__name__}.{name}")
+    got = get(kd, K)
+    close(got, want, dtype, tol=tol, what=f"{type(td).__name__}.{name}")
     return True
 
 

@@ -3,11 +3,11 @@ import math
 from numbers import Number
 
 import kiln
-from kiln.nn.functional import binary_cross_entropy_with_logits
 
 from . import constraints
 from .exp_family import ExponentialFamily
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import (_bce_with_logits, broadcast_all, lazy_property, logits_to_probs,
+                    probs_to_logits)
 
 __all__ = ["Bernoulli"]
 
@@ -82,10 +82,10 @@ class Bernoulli(ExponentialFamily):
             self._validate_sample(value)
         logits, value = broadcast_all(self.logits, value)
         # -BCE-with-logits = v log sigmoid(l) + (1 - v) log sigmoid(-l), stable for any l.
-        return -binary_cross_entropy_with_logits(logits, value, reduction="none")
+        return -_bce_with_logits(logits, value)
 
     def entropy(self):
-        return binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
+        return _bce_with_logits(self.logits, self.probs)
 
     def enumerate_support(self, expand=True):
         values = kiln.arange(2, dtype=self._param.dtype, device=self._param.device)

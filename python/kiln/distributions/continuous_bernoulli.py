@@ -6,12 +6,11 @@ import math
 from numbers import Number
 
 import kiln
-from kiln.nn.functional import binary_cross_entropy_with_logits
 
 from . import constraints
 from .exp_family import ExponentialFamily
-from .utils import (_rand, broadcast_all, clamp_probs, lazy_property, logits_to_probs,
-                    probs_to_logits)
+from .utils import (_bce_with_logits, _rand, broadcast_all, clamp_probs, lazy_property,
+                    logits_to_probs, probs_to_logits)
 
 __all__ = ["ContinuousBernoulli"]
 
@@ -131,7 +130,7 @@ class ContinuousBernoulli(ExponentialFamily):
         if self._validate_args:
             self._validate_sample(value)
         logits, value = broadcast_all(self.logits, value)
-        return (-binary_cross_entropy_with_logits(logits, value, reduction="none")
+        return (-_bce_with_logits(logits, value)
                 + self._cont_bern_log_norm())
 
     def cdf(self, value):

@@ -3,11 +3,11 @@ trials, P(k) = (1 - p)^k p, k = 0, 1, ..."""
 from numbers import Number
 
 import kiln
-from kiln.nn.functional import binary_cross_entropy_with_logits
 
 from . import constraints
 from .distribution import Distribution
-from .utils import _rand, broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import (_bce_with_logits, _rand, broadcast_all, lazy_property, logits_to_probs,
+                    probs_to_logits)
 
 __all__ = ["Geometric"]
 
@@ -87,5 +87,4 @@ class Geometric(Distribution):
         return value * (-probs).log1p() + self.probs.log()
 
     def entropy(self):
-        return binary_cross_entropy_with_logits(self.logits, self.probs,
-                                                reduction="none") / self.probs
+        return _bce_with_logits(self.logits, self.probs) / self.probs

@@ -3,12 +3,12 @@ success probability 1 - probs per trial (torch's convention: probs is the probab
 the counted event). Sampling is a Gamma-Poisson mixture and needs kiln._standard_gamma and
 kiln.poisson."""
 import kiln
-import kiln.nn.functional as F
 
 from . import constraints
 from .distribution import Distribution
 from .gamma import Gamma
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import (_logsigmoid, broadcast_all, lazy_property, logits_to_probs,
+                    probs_to_logits)
 
 __all__ = ["NegativeBinomial"]
 
@@ -88,8 +88,8 @@ class NegativeBinomial(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         # log p^k (1 - p)^n through logsigmoid of the logits (stable for large |logits|).
-        log_unnormalized_prob = (self.total_count * F.logsigmoid(-self.logits)
-                                 + value * F.logsigmoid(self.logits))
+        log_unnormalized_prob = (self.total_count * _logsigmoid(-self.logits)
+                                 + value * _logsigmoid(self.logits))
         log_normalization = (-kiln.lgamma(self.total_count + value)
                              + kiln.lgamma(1.0 + value) + kiln.lgamma(self.total_count))
         # total_count + value = 0: the only outcome of NB(0, p) is 0, with probability 1.

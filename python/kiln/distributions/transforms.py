@@ -13,7 +13,7 @@ import kiln
 import kiln.nn.functional as F
 
 from . import constraints
-from .utils import _sum_rightmost, broadcast_all
+from .utils import _logsigmoid, _sum_rightmost, broadcast_all
 
 __all__ = [
     "AbsTransform", "AffineTransform", "ComposeTransform", "CumulativeDistributionTransform",
@@ -715,7 +715,7 @@ class StickBreakingTransform(Transform):
         x = x - offset.log()
         # The Jacobian is triangular with diagonal z_k (1 - z_k) * remaining stick_k; in
         # log space that is -x + logsigmoid(x) + log y_k.
-        return (-x + F.logsigmoid(x) + y[..., :-1].log()).sum(-1)
+        return (-x + _logsigmoid(x) + y[..., :-1].log()).sum(-1)
 
     def forward_shape(self, shape):
         if len(shape) < 1:

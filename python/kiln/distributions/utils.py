@@ -4,6 +4,7 @@ import numbers
 from functools import update_wrapper
 
 import kiln
+import kiln.nn.functional as F
 
 __all__ = ["broadcast_all", "logits_to_probs", "probs_to_logits", "clamp_probs",
            "lazy_property", "euler_constant"]
@@ -107,3 +108,22 @@ def _clamp_tiny_st(value):
     gets from clamping the detached storage in place)."""
     tiny = kiln.finfo(value.dtype).tiny
     return value + (value.detach().clamp(min=tiny) - value.detach())
+
+
+def _logsigmoid(x):
+    """log sigmoid(x) = -softplus(-x). (kiln.nn.functional.logsigmoid's gradient at exactly
+    x = 0 is 1 instead of 1/2, so the distributions use this form.)"""
+    return -F.softplus(-x)
+
+
+def _bce_with_logits(logits, target):
+    """Elementwise binary cross-entropy with logits, softplus(l) - t l, i.e.
+    -(t log sigmoid(l) + (1 - t) log sigmoid(-l)). Written out because
+    kiln.nn.functional.binary_cross_entropy_with_logits passes a wrong gradient to the logits
+    at exactly l = 0 (-t instead of 1/2 - t). Each branch of the softplus only sees inputs
+    on its own side of 0, so neither can overflow and feed inf into the other's gradient."""
+    pos = logits > 0
+    l_pos = kiln.where(pos, logits, kiln.zeros_like(logits))
+    l_neg = kiln.where(pos, kiln.zeros_like(logits), logits)
+    softplus = kiln.where(pos, l_pos + kiln.log1p(kiln.exp(-l_pos)), kiln.log1p(kiln.exp(l_neg)))
+    return softplus - logits * target
