@@ -102,7 +102,7 @@ def compare_attr(kd, td, name, dtype, *args, tol=None):
     return True
 
 
-def grads_match(kparams, tparams, kout, tout, dtype, what=""):
+def grads_match(kparams, tparams, kout, tout, dtype, what="", tol=None):
     """Backward of a scalar in both libraries; the parameter gradients must agree."""
     kout.backward()
     tout.backward()
@@ -112,7 +112,7 @@ def grads_match(kparams, tparams, kout, tout, dtype, what=""):
             continue
         assert kp.grad is not None, (what, i)
         rtol, atol = TOL[dtype]
-        close(kp.grad, tp.grad, dtype, tol=(rtol * 10, atol * 10), what=f"{what} grad {i}")
+        close(kp.grad, tp.grad, dtype, tol=tol or (rtol * 10, atol * 10), what=f"{what} grad {i}")
 
 
 def ecdf_check(samples, cdf_fn, points, n_se=6.0):

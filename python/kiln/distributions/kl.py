@@ -12,6 +12,7 @@ from .bernoulli import Bernoulli
 from .beta import Beta
 from .binomial import Binomial
 from .categorical import Categorical
+from .continuous_bernoulli import ContinuousBernoulli
 from .cauchy import Cauchy
 from .dirichlet import Dirichlet
 from .distribution import Distribution
@@ -170,6 +171,14 @@ def _kl_cauchy_cauchy(p, q):
     t1 = ((p.scale + q.scale).pow(2) + (p.loc - q.loc).pow(2)).log()
     t2 = (4 * p.scale * q.scale).log()
     return t1 - t2
+
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuous_bernoulli_continuous_bernoulli(p, q):
+    t1 = p.mean * (p.logits - q.logits)
+    t2 = p._cont_bern_log_norm() + kiln.log1p(-p.probs)
+    t3 = -q._cont_bern_log_norm() - kiln.log1p(-q.probs)
+    return t1 + t2 + t3
 
 
 @register_kl(Dirichlet, Dirichlet)
