@@ -146,7 +146,8 @@ def test_kumaraswamy_mode():
     want[(a < 1) | (b < 1) | ((a == 1) & (b == 1))] = np.nan
     np.testing.assert_allclose(m, want, rtol=1e-12)
     # The mode maximises the density.
-    d = TD.Kumaraswamy(torch.tensor(2.0, dtype=torch.float64), torch.tensor(3.0, dtype=torch.float64))
+    f64 = torch.float64
+    d = TD.Kumaraswamy(torch.tensor(2.0, dtype=f64), torch.tensor(3.0, dtype=f64))
     x = torch.linspace(0.01, 0.99, 9801, dtype=torch.float64)
     assert abs(float(x[d.log_prob(x).argmax()]) - m[0]) < 2e-4
 
@@ -168,7 +169,8 @@ def test_scalar_parameters_and_dtype():
 
 def test_uniform_outside_support_without_validation():
     kd = KD.Uniform(K(np.array([0.0])), K(np.array([1.0])), validate_args=False)
-    td = TD.Uniform(torch.tensor([0.0], dtype=torch.float64), torch.tensor([1.0], dtype=torch.float64),
+    td = TD.Uniform(torch.tensor([0.0], dtype=torch.float64),
+                    torch.tensor([1.0], dtype=torch.float64),
                     validate_args=False)
     for x in [-0.5, 0.0, 0.5, 1.0, 1.5]:
         close(kd.log_prob(K(np.array([x]))), td.log_prob(torch.tensor([x], dtype=torch.float64)))

@@ -111,13 +111,15 @@ def test_mvn_samples(dtype):
     rng = np.random.default_rng(3)
     cov = spd(rng, (), 3)
     loc = rng.standard_normal(3)
-    kd = KD.MultivariateNormal(K(loc.astype(npd(dtype))), covariance_matrix=K(cov.astype(npd(dtype))))
+    kd = KD.MultivariateNormal(K(loc.astype(npd(dtype))),
+                               covariance_matrix=K(cov.astype(npd(dtype))))
     s = kd.sample((20000,))
     assert tuple(s.shape) == (20000, 3) and s.dtype == kdt
     ts = T(s).double()
     moments_check(ts, torch.tensor(loc), torch.tensor(np.diag(cov)))
     emp_cov = torch.cov(ts.T)
-    assert bool(((emp_cov - torch.tensor(cov)).abs() < 0.1 * torch.tensor(np.diag(cov)).max()).all())
+    bound = 0.1 * torch.tensor(np.diag(cov)).max()
+    assert bool(((emp_cov - torch.tensor(cov)).abs() < bound).all())
     lr = KD.LowRankMultivariateNormal(K(loc), K(rng.standard_normal((3, 1))), K(np.ones(3)))
     s2 = T(lr.sample((20000,))).double()
     moments_check(s2, T(lr.mean), T(lr.variance))

@@ -14,7 +14,8 @@ TRANSFORMS = [
     ("Exp", lambda M, P: M.ExpTransform(), lambda r: r.standard_normal((2, 3))),
     ("Affine", lambda M, P: M.AffineTransform(P["a"], P["b"]),
      lambda r: r.standard_normal((2, 3))),
-    ("AffineScalar", lambda M, P: M.AffineTransform(0.5, -2.0), lambda r: r.standard_normal((2, 3))),
+    ("AffineScalar", lambda M, P: M.AffineTransform(0.5, -2.0),
+     lambda r: r.standard_normal((2, 3))),
     ("AffineEvent", lambda M, P: M.AffineTransform(P["a"], P["b"], event_dim=1),
      lambda r: r.standard_normal((2, 3))),
     ("Sigmoid", lambda M, P: M.SigmoidTransform(), lambda r: r.standard_normal((2, 3)) * 3),
@@ -31,7 +32,8 @@ TRANSFORMS = [
     ("Reshape", lambda M, P: M.ReshapeTransform((3,), (3, 1)), lambda r: r.standard_normal((2, 3))),
     ("Independent", lambda M, P: M.IndependentTransform(M.ExpTransform(), 1),
      lambda r: r.standard_normal((2, 3))),
-    ("Compose", lambda M, P: M.ComposeTransform([M.ExpTransform(), M.AffineTransform(P["a"], P["b"]),
+    ("Compose", lambda M, P: M.ComposeTransform([M.ExpTransform(),
+                                                 M.AffineTransform(P["a"], P["b"]),
                                                  M.SigmoidTransform().inv.inv]),
      lambda r: r.standard_normal((2, 3)) * 0.3),
     ("ComposeEventDims", lambda M, P: M.ComposeTransform([M.AffineTransform(P["a"], P["b"]),
@@ -63,7 +65,8 @@ def test_transform_against_torch(case, dtype):
     assert kt.bijective == tt.bijective
     assert kt.domain.event_dim == tt.domain.event_dim
     assert kt.codomain.event_dim == tt.codomain.event_dim
-    assert tuple(kt.forward_shape(kiln.Size(x.shape))) == tuple(tt.forward_shape(torch.Size(x.shape)))
+    assert (tuple(kt.forward_shape(kiln.Size(x.shape)))
+            == tuple(tt.forward_shape(torch.Size(x.shape))))
     assert tuple(kt.inverse_shape(ky.shape)) == tuple(tt.inverse_shape(ty.shape))
     assert kt.inv.inv is kt
     try:
@@ -178,7 +181,8 @@ KL_CASES = [
     ("Cauchy", lambda D, P, i: D.Cauchy(P[f"a{i}"], P[f"p{i}"])),
     ("Gumbel", lambda D, P, i: D.Gumbel(P[f"a{i}"], P[f"p{i}"])),
     ("Poisson", lambda D, P, i: D.Poisson(P[f"p{i}"])),
-    ("Uniform", lambda D, P, i: D.Uniform(P[f"a{i}"] - 2 * i - 1, P[f"a{i}"] * 0 + P["a0"] + 1 + i)),
+    ("Uniform", lambda D, P, i: D.Uniform(P[f"a{i}"] - 2 * i - 1,
+                                          P[f"a{i}"] * 0 + P["a0"] + 1 + i)),
     ("UniformDisjoint", lambda D, P, i: D.Uniform(P[f"a{i}"] - 1, P[f"a{i}"] + 1)),
     ("Geometric", lambda D, P, i: D.Geometric(probs=P[f"u{i}"])),
     ("Binomial", lambda D, P, i: D.Binomial(5, probs=P[f"u{i}"])),

@@ -65,7 +65,8 @@ def close(got, want, dtype=None, tol=None, what=""):
     inf = torch.isinf(w64)
     assert torch.equal(g64[inf], w64[inf]), (what, g64, w64)
     fin = torch.isfinite(w64)
-    torch.testing.assert_close(g64[fin], w64[fin], rtol=rtol, atol=atol, msg=lambda m: f"{what}: {m}")
+    torch.testing.assert_close(g64[fin], w64[fin], rtol=rtol, atol=atol,
+                               msg=lambda m: f"{what}: {m}")
 
 
 def same_error(kfn, tfn):
@@ -264,7 +265,8 @@ def test_validate_args_errors_match_torch():
         (lambda D, t: D.Dirichlet(t([1.0, -1.0]))),
         (lambda D, t: D.Binomial(t([2.5]), probs=t([0.5]))),
         (lambda D, t: D.Poisson(t([-1.0]))),
-        (lambda D, t: D.MultivariateNormal(t([0.0, 0.0]), covariance_matrix=t([[1.0, 2.0], [2.0, 1.0]]))),
+        (lambda D, t: D.MultivariateNormal(t([0.0, 0.0]),
+                                           covariance_matrix=t([[1.0, 2.0], [2.0, 1.0]]))),
         (lambda D, t: D.MultivariateNormal(t([0.0, 0.0]), scale_tril=t([[1.0, 0.0], [0.5, -1.0]]))),
         (lambda D, t: D.MultivariateNormal(t([0.0, 0.0]))),
         (lambda D, t: D.LowRankMultivariateNormal(t([0.0, 0.0]), t([[1.0], [1.0]]), t([1.0, 0.0]))),
