@@ -6,7 +6,7 @@ import builtins as _builtins
 from . import _C
 from ._C import *  # noqa: F401,F403  (ops, factories, dtypes, devices, Generator, Stream, ...)
 from ._C import Tensor, dtype, device, Generator, OutOfMemoryError  # noqa: F401
-from ._C import _int_mm  # noqa: F401  (as torch._int_mm; the star import skips _ names)
+from ._C import _int_mm, _standard_gamma, _standard_gamma_grad  # noqa: F401  (as torch._int_mm, ...; the star import skips _ names)
 from ._size import Size
 from . import autograd, return_types  # noqa: F401
 from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode,  # noqa: F401

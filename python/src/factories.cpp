@@ -204,6 +204,19 @@ void bind_factories(nb::module_& m) {
     return nogil([&] { return multinomial(p, n, replacement, g); });
   }, nb::arg("input"), nb::arg("num_samples"), nb::arg("replacement") = false, nb::kw_only(),
      nb::arg("generator") = nb::none());
+  // Samplers with a variable number of draws per value (src/kiln/ops/random_sampling.cpp).
+  m.def("_standard_gamma", [](const Tensor& alpha, Generator* g) {
+    return nogil([&] { return standard_gamma(alpha, g); });
+  }, nb::arg("input"), nb::kw_only(), nb::arg("generator") = nb::none());
+  m.def("poisson", [](const Tensor& rates, Generator* g) {
+    return nogil([&] { return poisson(rates, g); });
+  }, nb::arg("input"), nb::kw_only(), nb::arg("generator") = nb::none());
+  m.def("binomial", [](const Tensor& count, const Tensor& prob, Generator* g) {
+    return nogil([&] { return binomial(count, prob, g); });
+  }, nb::arg("count"), nb::arg("prob"), nb::kw_only(), nb::arg("generator") = nb::none());
+  m.def("_standard_gamma_grad", [](const Tensor& alpha, const Tensor& sample) {
+    return nogil([&] { return standard_gamma_grad(alpha, sample); });
+  }, nb::arg("input"), nb::arg("output"));
   m.def("dropout", [](const Tensor& x, double p, bool train, Generator* g) {
     return nogil([&] { return dropout(x, p, train, g); });
   }, nb::arg("input"), nb::arg("p") = 0.5, nb::arg("train") = true, nb::kw_only(),

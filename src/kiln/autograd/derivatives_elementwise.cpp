@@ -8,6 +8,7 @@
 #include "kiln/ops/copy.h"
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/factory.h"
+#include "kiln/ops/random.h"
 
 namespace kiln::autograd {
 
@@ -50,6 +51,9 @@ KILN_UNARY_DERIVATIVE(lgamma, g * digamma(x))
 KILN_UNARY_DERIVATIVE(digamma, g * polygamma(1, x))
 KILN_UNARY_DERIVATIVE(trigamma, g * polygamma(2, x))
 KILN_UNARY_DERIVATIVE(reciprocal, g * conj_if_complex(neg(ctx.output(0) * ctx.output(0))))
+// Gamma(alpha, 1) samples: the implicit reparameterisation derivative d sample / d alpha
+// (itself not differentiable, as in PyTorch).
+KILN_UNARY_DERIVATIVE(standard_gamma, g * standard_gamma_grad(x, ctx.output(0)))
 KILN_UNARY_DERIVATIVE(zero_grad, zeros_like(g))  // floor, ceil, round, trunc, sign
 #undef KILN_UNARY_DERIVATIVE
 
@@ -242,6 +246,7 @@ void register_elementwise_derivatives() {
   register_derivative("erfc", d_erfc);
   register_derivative("erfinv", d_erfinv);
   register_derivative("lgamma", d_lgamma);
+  register_derivative("_standard_gamma", d_standard_gamma);
   register_derivative("digamma", d_digamma);
   register_derivative("trigamma", d_trigamma);
   register_derivative("reciprocal", d_reciprocal);

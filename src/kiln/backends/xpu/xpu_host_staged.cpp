@@ -46,7 +46,8 @@ void run_on_host(OpCall& call) {
 
 void register_host_staged_kernels() {
   for (const char* name : {"uniform_", "normal_", "bernoulli_", "random_", "bernoulli", "dropout",
-                           "multinomial", "randperm", "nonzero", "masked_select", "unique", "sort",
+                           "multinomial", "randperm", "_standard_gamma", "poisson", "binomial",
+                           "_standard_gamma_grad", "nonzero", "masked_select", "unique", "sort",
                            "topk", "scatter_reduce", "repeat_interleave",
                            "one_hot.infer", "linalg_cholesky_ex", "linalg_det", "linalg_eigh",
                            "linalg_lu_factor_ex", "linalg_lu_solve", "linalg_qr", "linalg_slogdet",
