@@ -69,7 +69,7 @@ void bind_autograd_function(nb::module_& m) {
     nb::list result;
     for (size_t i = 0; i < outputs.size(); ++i) {
       Tensor o = autograd::detach(outputs[i]);
-      if (differentiable[i] && is_floating(o.dtype())) {
+      if (differentiable[i] && (is_floating(o.dtype()) || is_complex(o.dtype()))) {
         auto meta = std::make_shared<AutogradMeta>();
         meta->requires_grad = true;
         meta->grad_fn = node;

@@ -41,6 +41,20 @@ Grads d_angle(const GradContext& ctx, const Grads& go) {
 
 // y = F x with F the (scaled) DFT over dims: the adjoint is the opposite direction with the
 // same scale.
+// sgn(z) = z / |z|: for complex z the conjugate-Wirtinger form (g - sgn^2 conj(g)) / (2 |z|),
+// 0 where z = 0 (as PyTorch); for real inputs sign's derivative, 0. Written with ops so that
+// it differentiates again (double backward through complex abs, whose derivative uses sgn).
+Grads d_sgn(const GradContext& ctx, const Grads& go) {
+  const Tensor x = ctx.input(0);
+  const Tensor& g = go[0];
+  if (!is_complex(x.dtype())) return {zeros_like(g)};
+  const Tensor s = ctx.output(0), magnitude = abs(x);
+  const Tensor zero = eq(magnitude, 0);
+  const Tensor safe = where(zero, ones_like(magnitude), magnitude);
+  const Tensor grad = (g - s * s * conj_physical(g)) / (safe * 2);
+  return {where(zero, zeros_like(grad), grad)};
+}
+
 Grads d_fft_c2c(const GradContext& ctx, const Grads& go) {
   OpCall c = ctx.as_call();
   return {fft_c2c(go[0], c.ints_attr(0), c.int_attr(1), !c.bool_attr(2))};
@@ -99,6 +113,7 @@ void register_complex_derivatives() {
   register_derivative("complex", d_complex);
   register_derivative("conj_physical", d_conj_physical);
   register_derivative("angle", d_angle);
+  register_derivative("sgn", d_sgn);
   register_derivative("_fft_c2c", d_fft_c2c);
   register_derivative("_fft_r2c", d_fft_r2c);
   register_derivative("_fft_c2r", d_fft_c2r);

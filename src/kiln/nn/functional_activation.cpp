@@ -103,8 +103,11 @@ Tensor mish(const Tensor& x) {
 
 Tensor logsigmoid(const Tensor& x) {
   check_floating(x, "logsigmoid");
+  // min(x, 0) as minimum with a zero, whose derivative at the tie is 1/2 (clamp's is 1): the
+  // gradient at x = 0 is then 1/2, as PyTorch's (|x|'s derivative there is 0).
   return rounded_once(x, [](const Tensor& v) {
-    return sub(nonpositive(v), log1p(exp(neg(abs(v)))));
+    const Tensor zero = scalar_tensor(0, TensorOptions(v.dtype(), v.device()));
+    return sub(minimum(v, zero), log1p(exp(neg(abs(v)))));
   });
 }
 

@@ -273,16 +273,19 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
   log1p_exp = neg(log1p_exp);
   log1p_exp = exp(log1p_exp);
   log1p_exp = log1p(log1p_exp);
+  // max(x, 0) as maximum with a zero (its derivative at a tie is 1/2, relu's is 0): with
+  // |x|'s derivative 0 at 0, the gradient at x = 0 is then sigmoid(0) - target, as PyTorch.
+  const Tensor zero = scalar_tensor(0, TensorOptions(input.dtype(), input.device()));
   Tensor loss;
   if (o.pos_weight.defined()) {
     Tensor log_weight = (o.pos_weight - 1) * target + 1;
-    Tensor softplus_neg = kiln::relu(-input);
+    Tensor softplus_neg = kiln::maximum(-input, zero);
     softplus_neg = softplus_neg + log1p_exp;
     log1p_exp = Tensor();
     loss = (1 - target) * input;
     loss = loss + log_weight * softplus_neg;
   } else {
-    loss = kiln::relu(input);
+    loss = kiln::maximum(input, zero);
     loss = loss - input * target;
     loss = loss + log1p_exp;
   }

@@ -29,6 +29,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kiln/ops/complex.h"
 #include "kiln/ops/copy.h"
 #include "kiln/ops/op_helpers.h"
 #include "kiln/runtime/stream.h"
@@ -121,6 +122,11 @@ void fill_random(const OpDef& op, Tensor& x, AttrValue a0, AttrValue a1, Generat
 }  // namespace
 
 Tensor& uniform_(Tensor& x, double from, double to, Generator* gen) {
+  if (is_complex(x.dtype())) {  // as PyTorch: real and imaginary parts each from [from, to)
+    Tensor parts = view_as_real(x);
+    uniform_(parts, from, to, gen);
+    return x;
+  }
   check_floating("uniform_", x);
   KILN_CHECK(std::isfinite(from) && std::isfinite(to), Error,
              "uniform_ expects finite bounds, but got from=", from, " and to=", to);
@@ -136,6 +142,14 @@ Tensor& uniform_(Tensor& x, double from, double to, Generator* gen) {
 }
 
 Tensor& normal_(Tensor& x, double mean, double std, Generator* gen) {
+  if (is_complex(x.dtype())) {
+    // As PyTorch: real and imaginary parts independent N(mean, std^2 / 2), so that
+    // E|z - mean(1 + i)|^2 = std^2.
+    KILN_CHECK(std >= 0.0, Error, "normal expects std >= 0.0, but found std ", std);
+    Tensor parts = view_as_real(x);
+    normal_(parts, mean, std / std::sqrt(2.0), gen);
+    return x;
+  }
   check_floating("normal_", x);
   KILN_CHECK(std >= 0.0, Error, "normal expects std >= 0.0, but found std ", std);
   uint64_t n = uint64_t(x.numel());
