@@ -111,19 +111,11 @@ def _clamp_tiny_st(value):
 
 
 def _logsigmoid(x):
-    """log sigmoid(x) = -softplus(-x). (kiln.nn.functional.logsigmoid's gradient at exactly
-    x = 0 is 1 instead of 1/2, so the distributions use this form.)"""
-    return -F.softplus(-x)
+    """log sigmoid(x), elementwise (kiln.nn.functional.logsigmoid, stable in both tails)."""
+    return F.logsigmoid(x)
 
 
 def _bce_with_logits(logits, target):
     """Elementwise binary cross-entropy with logits, softplus(l) - t l, i.e.
-    -(t log sigmoid(l) + (1 - t) log sigmoid(-l)). Written out because
-    kiln.nn.functional.binary_cross_entropy_with_logits passes a wrong gradient to the logits
-    at exactly l = 0 (-t instead of 1/2 - t). Each branch of the softplus only sees inputs
-    on its own side of 0, so neither can overflow and feed inf into the other's gradient."""
-    pos = logits > 0
-    l_pos = kiln.where(pos, logits, kiln.zeros_like(logits))
-    l_neg = kiln.where(pos, kiln.zeros_like(logits), logits)
-    softplus = kiln.where(pos, l_pos + kiln.log1p(kiln.exp(-l_pos)), kiln.log1p(kiln.exp(l_neg)))
-    return softplus - logits * target
+    -(t log sigmoid(l) + (1 - t) log sigmoid(-l)); logits and target of one shape."""
+    return F.binary_cross_entropy_with_logits(logits, target, reduction="none")
