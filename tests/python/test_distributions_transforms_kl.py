@@ -270,11 +270,14 @@ def test_kl_exponential_family_bregman_fallback(dtype):
 
 
 def test_kl_not_implemented_and_dispatch():
+    # Pairs torch 2.13 does not register either (no closed form known to it).
     with pytest.raises(NotImplementedError):
-        KD.kl_divergence(KD.Normal(0.0, 1.0), KD.Beta(1.0, 1.0))
+        KD.kl_divergence(KD.Normal(0.0, 1.0), KD.Cauchy(0.0, 1.0))
+    with pytest.raises(NotImplementedError):
+        TD.kl_divergence(TD.Normal(0.0, 1.0), TD.Cauchy(0.0, 1.0))
     with pytest.raises(NotImplementedError):
         KD.kl_divergence(KD.Gamma(K(np.ones(1)), K(np.ones(1))),
-                         KD.Beta(K(np.ones(1)), K(np.ones(1))))
+                         KD.Laplace(K(np.ones(1)), K(np.ones(1))))
     # A registration for a subclass wins over the base-class one.
 
     class MyNormal(KD.Normal):

@@ -795,3 +795,11 @@ class CumulativeDistributionTransform(Transform):
         if self._cache_size == cache_size:
             return self
         return type(self)(self.distribution, cache_size=cache_size)
+
+
+# Transforms kept in their own files (they import Transform from here, hence at the end).
+from .cat_transform import CatTransform  # noqa: E402
+from .corr_cholesky_transform import CorrCholeskyTransform  # noqa: E402
+from .stack_transform import StackTransform  # noqa: E402
+
+__all__ += ["CatTransform", "CorrCholeskyTransform", "StackTransform"]

@@ -119,3 +119,39 @@ def _bce_with_logits(logits, target):
     """Elementwise binary cross-entropy with logits, softplus(l) - t l, i.e.
     -(t log sigmoid(l) + (1 - t) log sigmoid(-l)); logits and target of one shape."""
     return F.binary_cross_entropy_with_logits(logits, target, reduction="none")
+
+
+
+def _tril_positions(n, diag):
+    """Flat row-major positions i * n + j of the entries j <= i + diag of an n x n matrix: the
+    order torch.distributions.utils uses for its vec <-> tril conversions."""
+    return [i * n + j for i in range(n) for j in range(n) if j <= i + diag]
+
+
+def vec_to_tril_matrix(vec, diag=0):
+    """A vector of a lower triangle's entries (row-major, entries j <= i + diag) to n x n
+    matrices with zeros elsewhere. Built by index_select from the vector with a zero
+    prepended, so it stays differentiable without a masked assignment."""
+    length = vec.shape[-1]
+    # n from the triangle's size: the positive root of the quadratic in n.
+    c = 1 + 2 * diag
+    n_float = (-c + (c * c + 8 * length + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2
+    n = round(n_float)
+    if abs(n - n_float) > kiln.finfo(vec.dtype).eps:
+        raise ValueError(f"The size of last dimension is {length} which cannot be expressed as "
+                         "the lower triangular part of a square D x D matrix.")
+    source = [0] * (n * n)  # 0 picks the prepended zero
+    for k, p in enumerate(_tril_positions(n, diag)):
+        source[p] = k + 1
+    index = kiln.tensor(source, dtype=kiln.int64, device=vec.device)
+    padded = kiln.cat([vec.new_zeros(tuple(vec.shape[:-1]) + (1,)), vec], -1)
+    return padded.index_select(-1, index).reshape(tuple(vec.shape[:-1]) + (n, n))
+
+
+def tril_matrix_to_vec(mat, diag=0):
+    """The entries j <= i + diag of the trailing n x n matrices, row-major, as a vector."""
+    n = mat.shape[-1]
+    if diag < -n or diag >= n:
+        raise ValueError(f"diag ({diag}) provided is outside [{-n}, {n - 1}].")
+    index = kiln.tensor(_tril_positions(n, diag), dtype=kiln.int64, device=mat.device)
+    return mat.reshape(tuple(mat.shape[:-2]) + (n * n,)).index_select(-1, index)
