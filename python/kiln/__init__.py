@@ -6,7 +6,7 @@ import builtins as _builtins
 from . import _C
 from ._C import *  # noqa: F401,F403  (ops, factories, dtypes, devices, Generator, Stream, ...)
 from ._C import Tensor, dtype, device, Generator, OutOfMemoryError  # noqa: F401
-from ._C import _int_mm, _standard_gamma, _standard_gamma_grad  # noqa: F401  (as torch._int_mm, ...; the star import skips _ names)
+from ._C import _int_mm, _standard_gamma, _standard_gamma_grad  # noqa: F401  (star skips _ names)
 from ._size import Size
 from . import autograd, return_types  # noqa: F401
 from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode,  # noqa: F401
@@ -131,6 +131,8 @@ Tensor.__contains__ = _tensor_contains
 Tensor.__iter__ = _tensor_iter
 Tensor.__array__ = _tensor_array
 Tensor.__deepcopy__ = _tensor_deepcopy
+from . import _pickle  # noqa: E402  (Tensor.__reduce_ex__: pickle, multiprocessing)
+_pickle.install(Tensor)
 Tensor.__format__ = _tensor_format
 Tensor.__array_priority__ = 1000  # numpy defers to kiln's reflected operators
 Tensor.is_tensor = staticmethod(is_tensor)

@@ -265,37 +265,47 @@ def test_iterable_dataset_shards_itself_in_workers_as_torch(num_workers, batch_s
     assert kud.get_worker_info() is None  # restored after the iteration
 
 
-def test_map_dataset_workers_see_their_info():
-    seen = []
+class _InfoProbe(kud.Dataset):
+    """Returns, for each index, what the reading process knows: (index, worker id, number of
+    workers, seed, whether info.dataset is the object read, the worker_init_fn's mark)."""
 
-    class Probe(_Seq):
-        def __getitem__(self, i):
-            info = kud.get_worker_info()
-            if info is None:
-                seen.append((i, None, 0, None, False))
-            else:
-                seen.append((i, info.id, info.num_workers, info.seed, info.dataset is self))
-            return i
-    inits = []
+    def __init__(self, n):
+        self.n = n
+        self.mark = None
 
-    def init(wid):
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
         info = kud.get_worker_info()
-        inits.append((wid, info.id))
-    loader = kud.DataLoader(Probe(7), batch_size=2, num_workers=3, worker_init_fn=init,
+        if info is None:
+            return (i, -1, 0, -1, False, -1)
+        return (i, info.id, info.num_workers, info.seed, info.dataset is self, self.mark)
+
+
+def _mark_worker(wid):
+    kud.get_worker_info().dataset.mark = wid * 10
+
+
+def test_map_dataset_workers_see_their_info():
+    loader = kud.DataLoader(_InfoProbe(7), batch_size=2, num_workers=3,
+                            worker_init_fn=_mark_worker, collate_fn=list,
                             generator=kiln.Generator().manual_seed(0))
-    assert _values(loader) == _values(kud.DataLoader(Probe(7), batch_size=2)) == \
-        [[0, 1], [2, 3], [4, 5], [6]]
-    assert inits == [(0, 0), (1, 1), (2, 2)]
-    loaded = [s for s in seen if s[2] == 3]
-    # batch k is read by worker k % 3; the seeds are base_seed + id
-    assert [(i, w) for i, w, *_ in loaded] == [(0, 0), (1, 0), (2, 1), (3, 1), (4, 2), (5, 2),
-                                               (6, 0)]
-    # each worker reads its own copy of the dataset (info.dataset is the object read)
-    assert all(own for *_, own in loaded)
-    # the num_workers=0 loader read in the main process: no worker info
-    assert [w for _, w, nw, *_ in seen if nw == 0] == [None] * 7
-    seeds = {w: s for _, w, _, s, _ in loaded}
+    rows = [r for batch in loader for r in batch]
+    assert [r[0] for r in rows] == list(range(7))
+    # batch k is read by worker k % 3, in its own process with its own copy of the dataset,
+    # after its worker_init_fn ran there
+    assert [r[1] for r in rows] == [0, 0, 1, 1, 2, 2, 0]
+    assert all(r[2] == 3 and r[4] and r[5] == r[1] * 10 for r in rows)
+    seeds = {r[1]: r[3] for r in rows}
     assert seeds[1] == seeds[0] + 1 and seeds[2] == seeds[0] + 2
+    # the main process reads without worker info, and its dataset was not marked
+    probe = _InfoProbe(3)
+    list(kud.DataLoader(probe, batch_size=2, num_workers=2, worker_init_fn=_mark_worker))
+    assert probe.mark is None
+    assert [r[1] for b in kud.DataLoader(probe, batch_size=2, collate_fn=list) for r in b] == \
+        [-1, -1, -1]
+    assert kud.get_worker_info() is None
     info = kud._worker.WorkerInfo(id=0, num_workers=1, seed=0, dataset=None)
     with pytest.raises(RuntimeError, match="Cannot assign attributes to WorkerInfo objects"):
         info.id = 1
@@ -308,3 +318,109 @@ def test_dataloader_worker_argument_checks():
         kud.DataLoader(_Seq(3), persistent_workers=True)
     with pytest.raises(ValueError, match="num_workers option should be non-negative"):
         kud.DataLoader(_Seq(3), num_workers=-1)
+
+
+# --- worker processes -------------------------------------------------------------------------
+
+class _Squares(kud.Dataset):
+    def __init__(self, n, fail_at=None):
+        self.n, self.fail_at = n, fail_at
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        if i == self.fail_at:
+            raise KeyError(f"no item {i}")
+        return kiln.tensor([float(i), float(i * i)]), i
+
+
+@pytest.mark.parametrize("num_workers", [1, 2, 3])
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_workers_give_the_main_process_batches(num_workers, shuffle):
+    gen = kiln.Generator().manual_seed(5)
+    got = list(kud.DataLoader(_Squares(11), batch_size=3, shuffle=shuffle, num_workers=num_workers,
+                              generator=gen))
+    gen = kiln.Generator().manual_seed(5)
+    want = list(kud.DataLoader(_Squares(11), batch_size=3, shuffle=shuffle, generator=gen))
+    assert len(got) == len(want) == 4
+    for (gx, gi), (wx, wi) in zip(got, want):
+        assert gx.dtype == wx.dtype and gx.tolist() == wx.tolist() and gi.tolist() == wi.tolist()
+
+
+def test_worker_exception_is_reraised_with_its_traceback():
+    with pytest.raises(KeyError, match="Caught KeyError in DataLoader worker process 1"):
+        list(kud.DataLoader(_Squares(6, fail_at=3), batch_size=2, num_workers=2))
+
+
+def _failing_init(wid):
+    raise ValueError(f"init of {wid} failed")
+
+
+def test_worker_init_fn_exception_is_reraised():
+    with pytest.raises(ValueError, match="in worker_init_fn in DataLoader worker process 0"):
+        list(kud.DataLoader(_Squares(4), num_workers=2, worker_init_fn=_failing_init))
+
+
+class _Seeds(kud.Dataset):
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        import random
+        return (kud.get_worker_info().id, random.random(), float(kiln.rand(1).item()))
+
+
+def test_workers_have_distinct_reproducible_seeds():
+    def run():
+        loader = kud.DataLoader(_Seeds(), batch_size=None, num_workers=2, collate_fn=lambda x: x,
+                                generator=kiln.Generator().manual_seed(3))
+        return list(loader)
+    a, b = run(), run()
+    assert a == b  # same loader generator: same base seed, same per-worker streams
+    by_worker = {w: (r, k) for w, r, k in a}
+    assert by_worker[0] != by_worker[1]  # each worker seeded with base_seed + id
+
+
+def test_persistent_workers_serve_several_epochs():
+    loader = kud.DataLoader(_Squares(7), batch_size=2, num_workers=2, persistent_workers=True,
+                            shuffle=True, generator=kiln.Generator().manual_seed(1))
+    epochs = [sorted(int(i) for _, idx in loader for i in idx.tolist()) for _ in range(3)]
+    assert epochs == [list(range(7))] * 3
+    pids = [p.pid for p in loader._pool.procs]
+    next(iter(loader))  # an abandoned epoch ...
+    assert sorted(int(i) for _, idx in loader for i in idx.tolist()) == list(range(7))
+    assert [p.pid for p in loader._pool.procs] == pids  # ... the same processes serve on
+    loader._pool.close()
+
+
+def test_batches_of_every_dtype_cross_the_process_boundary():
+    class Mixed(kud.Dataset):
+        def __len__(self):
+            return 2
+
+        def __getitem__(self, i):
+            return {"bf16": kiln.full([2], 1.5 + i, dtype=kiln.bfloat16),
+                    "c64": kiln.tensor([1 + 2j * i]), "b": kiln.tensor([True, i == 1]),
+                    "i8": kiln.tensor([i], dtype=kiln.int8), "s": f"item{i}"}
+    (batch,) = list(kud.DataLoader(Mixed(), batch_size=2, num_workers=1))
+    assert batch["bf16"].dtype == kiln.bfloat16 and batch["bf16"].float().tolist() == \
+        [[1.5, 1.5], [2.5, 2.5]]
+    assert batch["c64"].dtype == kiln.complex64 and batch["c64"].tolist() == [[1 + 0j], [1 + 2j]]
+    assert batch["b"].tolist() == [[True, False], [True, True]]
+    assert batch["i8"].dtype == kiln.int8 and batch["s"] == ["item0", "item1"]
+
+
+def test_dead_worker_is_reported(monkeypatch):
+    import kiln.utils.data._worker_pool as pool
+    monkeypatch.setattr(pool, "_POLL_SECONDS", 0.2)
+
+    class Dies(kud.Dataset):
+        def __len__(self):
+            return 2
+
+        def __getitem__(self, i):
+            import os
+            os._exit(3)
+    with pytest.raises(RuntimeError, match="exited unexpectedly"):
+        list(kud.DataLoader(Dies(), num_workers=1))

@@ -1,5 +1,5 @@
 """kiln.nn.Parameter and buffers: tensors that a Module registers when assigned to it."""
-from .. import _C
+from .. import _C, _pickle
 from .._C import Tensor
 
 
@@ -28,12 +28,12 @@ class Parameter(Tensor):
         return r
 
     def __reduce_ex__(self, proto):
-        return (_rebuild_parameter, (self.detach().cpu().numpy(), str(self.dtype).split(".")[-1],
-                                     self.requires_grad))
+        array, dtype, device = _pickle.tensor_state(self)
+        return (_rebuild_parameter, (array, dtype, self.requires_grad, device))
 
 
-def _rebuild_parameter(array, dtype, requires_grad):
-    return Parameter(_C.tensor(array, dtype=getattr(_C, dtype)), requires_grad)
+def _rebuild_parameter(array, dtype, requires_grad, device="cpu"):
+    return Parameter(_pickle.tensor_from_state(array, dtype, device), requires_grad)
 
 
 class Buffer:

@@ -1,8 +1,8 @@
 """get_worker_info and WorkerInfo (torch.utils.data.get_worker_info).
 
-kiln's DataLoader runs its "workers" in the main process (see dataloader.py): while it fetches
-for worker i, get_worker_info() returns that worker's WorkerInfo, so a dataset can shard itself
-as in torch's docs; at any other time it returns None, as in torch's main process."""
+In a DataLoader worker process get_worker_info() returns that worker's WorkerInfo (set by
+_worker_pool._worker_loop), so a dataset can shard itself as in torch's docs; in the main
+process it returns None."""
 
 __all__ = ["WorkerInfo", "get_worker_info"]
 
@@ -35,21 +35,3 @@ _current = None
 def get_worker_info():
     """The WorkerInfo of the DataLoader worker fetching now; None outside a worker."""
     return _current
-
-
-class _as_worker:
-    """Sets the current WorkerInfo for the duration of a with-block (restores the previous)."""
-
-    def __init__(self, info):
-        self.info = info
-        self.prev = None
-
-    def __enter__(self):
-        global _current
-        self.prev, _current = _current, self.info
-        return self.info
-
-    def __exit__(self, *exc):
-        global _current
-        _current = self.prev
-        return False

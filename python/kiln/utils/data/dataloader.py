@@ -1,21 +1,14 @@
 """DataLoader and default_collate.
 
-kiln's DataLoader loads in the main process. num_workers > 0 is accepted and runs the workers'
-shares there, one fetch at a time, in the order torch's worker processes deliver them: batch k
-of a map-style dataset by worker k % num_workers (the batches in sampler order, as torch's
-in-order loading), an IterableDataset's batches round-robin over the workers still producing.
-While a worker's share is fetched (the dataset read, collate_fn, worker_init_fn),
-get_worker_info() returns its WorkerInfo (id, num_workers, seed = base_seed + id with base_seed
-drawn from the loader's generator per iteration, as torch; dataset = the worker's own shallow
-copy), so an IterableDataset can shard itself as in torch's docs. There is no parallelism, and
-the workers do not reseed kiln's / Python's / numpy's global RNGs (they share the main
-process's, torch's workers seed their own with `seed`)."""
+num_workers = 0 loads in the main process; num_workers > 0 runs worker processes in torch's
+order and with its worker semantics (get_worker_info, per-worker seeds, worker_init_fn,
+persistent_workers, prefetch_factor, timeout): see _worker_pool.py."""
 import collections.abc
-import copy
 import numbers
 
 from ... import _C
-from ._worker import WorkerInfo, _as_worker
+from ._fetch import FetchSpec
+from ._worker_pool import WorkerPool
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
 
@@ -79,8 +72,8 @@ _default_convert = default_convert
 
 
 class DataLoader:
-    """Iterates over a dataset in batches, in the main process (num_workers > 0: the workers'
-    shares fetched there in torch's order, see the module docstring)."""
+    """Iterates over a dataset in batches: in the main process, or with num_workers > 0 in
+    worker processes (see the module docstring)."""
 
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
                  num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
@@ -104,7 +97,10 @@ class DataLoader:
         self.prefetch_factor = prefetch_factor
         self.persistent_workers = persistent_workers
         self.worker_init_fn = worker_init_fn
+        if timeout < 0:
+            raise ValueError("timeout option should be non-negative")
         self.timeout = timeout
+        self.multiprocessing_context = multiprocessing_context
         self.generator = generator
         self._is_iterable = isinstance(dataset, IterableDataset)
         if self._is_iterable:
@@ -147,8 +143,11 @@ class DataLoader:
                                                   self.batch_size is not None)
 
     def __iter__(self):
+        # Every epoch draws the workers' base seed from the loader's generator first, with or
+        # without workers (as torch), so a seeded shuffle gives the same order either way.
+        base_seed = int(_C.empty((), dtype=_C.int64).random_(generator=self.generator).item())
         if self.num_workers > 0:
-            yield from self._iter_workers()
+            yield from self._iter_workers(base_seed)
         elif self._is_iterable:
             yield from self._iterable_batches(self.dataset)
         elif self.batch_sampler is not None:
@@ -158,64 +157,35 @@ class DataLoader:
             for i in self.sampler:
                 yield self._fetch(self.dataset, i)
 
+    def _fetch_spec(self):
+        return FetchSpec(self._is_iterable, self._auto_collation, self.collate_fn,
+                         self.batch_size, self.drop_last, self.worker_init_fn,
+                         self.prefetch_factor, self.timeout)
+
     def _fetch(self, dataset, index):
-        """One batch (a list of indices) or, without auto-batching, one sample; a dataset's
-        __getitems__ reads a whole batch when it has one (as torch's fetcher)."""
-        if self._auto_collation:
-            getitems = getattr(dataset, "__getitems__", None)
-            data = getitems(index) if callable(getitems) else [dataset[i] for i in index]
-            return self.collate_fn(data)
-        return self.collate_fn(dataset[index])
+        return self._fetch_spec().fetch(dataset, index)
 
     def _iterable_batches(self, dataset):
-        it = iter(dataset)
-        if self.batch_size is None:
-            for x in it:
-                yield self.collate_fn(x)
-            return
-        batch = []
-        for x in it:
-            batch.append(x)
-            if len(batch) == self.batch_size:
-                yield self.collate_fn(batch)
-                batch = []
-        if batch and not self.drop_last:
-            yield self.collate_fn(batch)
+        return self._fetch_spec().iterable_batches(dataset)
 
-    def _iter_workers(self):
-        """The workers' shares, in the main process (see the module docstring)."""
-        n = self.num_workers
-        base_seed = int(_C.empty((), dtype=_C.int64).random_(generator=self.generator).item())
-        infos = []
-        for wid in range(n):
-            try:
-                dataset = copy.copy(self.dataset)
-            except Exception:  # an uncopyable dataset is shared by the workers
-                dataset = self.dataset
-            info = WorkerInfo(id=wid, num_workers=n, seed=base_seed + wid, dataset=dataset)
-            if self.worker_init_fn is not None:
-                with _as_worker(info):
-                    self.worker_init_fn(wid)
-            infos.append(info)
-        if self._is_iterable:
-            streams = [self._iterable_batches(info.dataset) for info in infos]
-            active = list(range(n))
-            while active:
-                for wid in list(active):
-                    with _as_worker(infos[wid]):
-                        try:
-                            batch = next(streams[wid])
-                        except StopIteration:
-                            active.remove(wid)
-                            continue
-                    yield batch
-            return
-        tasks = self.batch_sampler if self.batch_sampler is not None else self.sampler
-        for k, index in enumerate(tasks):
-            info = infos[k % n]
-            with _as_worker(info):
-                batch = self._fetch(info.dataset, index)
-            yield batch
+    def _iter_workers(self, base_seed):
+        """Batches from worker processes (_worker_pool.py); the pool lives for one epoch, or
+        for the loader's lifetime with persistent_workers (seeded when it starts)."""
+        pool = getattr(self, "_pool", None)
+        if pool is None or pool.closed:
+            pool = WorkerPool(self, base_seed)
+            if self.persistent_workers:
+                self._pool = pool
+        try:
+            yield from pool.batches()
+        finally:
+            if not self.persistent_workers:
+                pool.close()
+
+    def __del__(self):
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.close()
 
     def __len__(self):
         if self._is_iterable:
