@@ -196,3 +196,6 @@ from .amp import (autocast, is_autocast_enabled, get_autocast_dtype,  # noqa: E4
                   set_autocast_enabled, set_autocast_dtype, is_autocast_cache_enabled,
                   set_autocast_cache_enabled)
 from . import distributions  # noqa: E402,F401  (torch.distributions, decision 0095)
+from . import _composite_lowrank, _composite_extra  # noqa: E402  (svd_lowrank, lobpcg; histogramdd, segment_reduce, rnn cells, ...)
+_composite_lowrank.install(globals(), Tensor)
+_composite_extra.install(globals(), Tensor)
