@@ -74,7 +74,12 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False):
                 raise RuntimeError(f"torch.histogramdd: bins tensor should have one dimension, "
                                    f"but got {b.dim()} dimensions in the bins tensor for "
                                    f"dimension {d}")
-            e = b.detach().to(input.dtype)
+            if b.dtype != input.dtype:
+                raise RuntimeError("torch.histogramdd: input tensor and bins tensors should "
+                                   "have the same dtype, but got input with dtype "
+                                   f"{_dtype_name(input.dtype)} and bins for dimension {d} "
+                                   f"with dtype {_dtype_name(b.dtype)}")
+            e = b.detach()
         else:
             if b <= 0:
                 raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {b} for "
@@ -268,6 +273,8 @@ def norm_except_dim(v, pow=2, dim=0):
     if dim == -1:
         return linalg.vector_norm(v, pow)
     nd = v.dim()
+    if nd == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     if not -_b.max(nd, 1) <= dim < _b.max(nd, 1):
         raise IndexError(f"Dimension out of range (expected to be in range of "
                          f"[{-_b.max(nd, 1)}, {_b.max(nd, 1) - 1}], but got {dim})")
