@@ -34,7 +34,11 @@ class LKJCholesky(Distribution):
         offset = kiln.arange(self.dim - 1, dtype=self.concentration.dtype,
                              device=self.concentration.device)
         offset = kiln.cat([offset.new_zeros((1,)), offset])
-        self._beta = Beta(offset + 0.5, marginal_conc.unsqueeze(-1) - 0.5 * offset)
+        # Row i >= 1: y_i ~ Beta(i / 2, eta + (dim - 2) / 2 - (i - 1) / 2) (offset_i = i - 1).
+        # torch 2.13 uses offset + 0.5 for the first concentration, i.e. (i - 1/2) instead of
+        # i / 2: the same for row 1 but too concentrated near 1 from row 2 on, so its rows
+        # >= 2 have too large correlations (their marginals are not the LKJ one).
+        self._beta = Beta(0.5 * offset + 0.5, marginal_conc.unsqueeze(-1) - 0.5 * offset)
         super().__init__(batch_shape, event_shape, validate_args)
 
     def expand(self, batch_shape, _instance=None):

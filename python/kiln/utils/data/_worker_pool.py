@@ -10,7 +10,7 @@ in torch's docs) and a worker that runs out answers its later tasks with an end 
 In the worker: kiln runs single-threaded (the parent's OpenMP pool does not survive fork: a
 forked child that enters a parallel region with more than one thread hangs in libgomp, and
 one thread per worker is also what torch sets against oversubscription); Python's, numpy's
-and kiln's global generators are seeded from base_seed + worker id, as torch; get_worker_info()
+and kiln's CPU generators are seeded from base_seed + worker id, as torch; get_worker_info()
 returns the worker's WorkerInfo. Batches travel pickled through a pipe (kiln/_pickle.py):
 a copy, where torch passes tensors in shared memory. An exception in a worker is re-raised in
 the main process with the worker's traceback; a worker that dies is reported, not waited for.
@@ -55,7 +55,10 @@ class _WorkerError:
 
 def _seed_worker(seed):
     random.seed(seed)
-    _C.manual_seed(seed)
+    # The CPU generator only: kiln.manual_seed also seeds every device's generator, and
+    # counting xpu devices starts the OpenCL runtime (25 ms a worker); workers read data on the
+    # host (as torch's, which cannot use CUDA after fork).
+    _C.default_generator.manual_seed(seed)
     try:
         import numpy as np
         np.random.seed(seed % (2 ** 32))

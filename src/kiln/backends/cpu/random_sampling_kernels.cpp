@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "kiln/core/convert.h"
 #include "kiln/dispatch/registry.h"
@@ -23,17 +24,20 @@ namespace {
 // A rejection sampler costs 50-200 ns a value: threads pay off from a few thousand values.
 constexpr int64_t kThreadedValues = 4096;
 
+// f(begin, end) over pieces of [0, n) spread over the threads.
+template <typename F>
+void for_each_range(int64_t n, const F& f) {
+  const int threads = detail::elementwise_threads();
+  if (n < kThreadedValues || threads <= 1) return f(int64_t(0), n);
+  const int64_t pieces = 8 * int64_t(threads);  // uneven costs (loops) even out over pieces
+  detail::parallel_chunks(pieces, [&](int64_t p) { f(n * p / pieces, n * (p + 1) / pieces); });
+}
+
 // out[i] = f(i) for the contiguous output, in pieces over the threads.
 template <typename F>
 void for_each_value(int64_t n, const F& f) {
-  const int threads = detail::elementwise_threads();
-  if (n < kThreadedValues || threads <= 1) {
-    for (int64_t i = 0; i < n; ++i) f(i);
-    return;
-  }
-  const int64_t pieces = 8 * int64_t(threads);  // uneven costs (loops) even out over pieces
-  detail::parallel_chunks(pieces, [&](int64_t p) {
-    for (int64_t i = n * p / pieces, e = n * (p + 1) / pieces; i < e; ++i) f(i);
+  for_each_range(n, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) f(i);
   });
 }
 
@@ -111,9 +115,14 @@ void binomial_kernel(OpCall& call) {
                  " at flat index ", i);
     }
     T* o = static_cast<T*>(out.raw_data());
-    for_each_value(n, [&](int64_t i) {
-      ElementStream s(seed, offset + uint64_t(i));
-      o[i] = convert_value<T>(sample_binomial(value_at<T>(count, i), value_at<T>(prob, i), s));
+    for_each_range(n, [&](int64_t b, int64_t e) {
+      std::optional<BinomialSampler> sampler;  // rebuilt when the parameters change
+      for (int64_t i = b; i < e; ++i) {
+        const double c = value_at<T>(count, i), p = value_at<T>(prob, i);
+        if (!sampler || !sampler->same(c, p)) sampler.emplace(c, p);
+        ElementStream s(seed, offset + uint64_t(i));
+        o[i] = convert_value<T>((*sampler)(s));
+      }
     });
   });
 }

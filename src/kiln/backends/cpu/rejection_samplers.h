@@ -108,41 +108,72 @@ inline double sample_poisson(double lambda, ElementStream& s) {
 }
 
 // Binomial(n, p) for an integer n >= 0 and p in [0, 1]. p > 1/2 samples n - B(n, 1 - p) so
-// the loops below see p <= 1/2. Mean n p < 10: inversion by the recurrence of the
-// probabilities (at most a few dozen steps). Otherwise Hormann's BTRS (1993): transformed
-// rejection with squeeze, a constant expected number of draws.
-inline double sample_binomial(double n, double p, ElementStream& s) {
-  if (n == 0 || p == 0) return 0;
-  if (p == 1) return n;
-  if (p > 0.5) return n - sample_binomial(n, 1 - p, s);
-  const double q = 1 - p;
-  if (n * p < 10) {
-    const double ratio = p / q, a = (n + 1) * ratio, r0 = std::exp(n * std::log1p(-p));
-    for (;;) {  // restarts only when rounding leaves u unspent past k = n
-      double u = s.uniform(), r = r0, k = 0;
-      while (u > r && k < n) {
-        u -= r;
-        k += 1;
-        r *= a / k - ratio;
+// the loops see p <= 1/2. Mean n p < 10: inversion by the recurrence of the probabilities (at
+// most a few dozen steps). Otherwise Hormann's BTRS (1993): transformed rejection with
+// squeeze, a constant expected number of draws. The constants depend on (n, p) only and cost
+// three log-gammas, so a kernel keeps one BinomialSampler while the parameters repeat
+// (constant or broadcast parameters): binomial(200, 0.3) of 1M values 91 -> 36 ms.
+class BinomialSampler {
+ public:
+  BinomialSampler(double n, double p) : n_(n), p_(p) {
+    flip_ = p > 0.5;
+    const double pp = flip_ ? 1 - p : p, q = 1 - pp;
+    inversion_ = n * pp < 10;
+    if (n == 0 || pp == 0) return;
+    if (inversion_) {
+      ratio_ = pp / q;
+      a_ = (n + 1) * ratio_;
+      r0_ = std::exp(n * std::log1p(-pp));
+      return;
+    }
+    const double spq = std::sqrt(n * pp * q);
+    b_ = 1.15 + 2.53 * spq;
+    a_ = -0.0873 + 0.0248 * b_ + 0.01 * pp;
+    c_ = n * pp + 0.5;
+    alpha_ = (2.83 + 5.1 / b_) * spq;
+    vr_ = 0.92 - 4.2 / b_;
+    lpq_ = std::log(pp / q);
+    m_ = std::floor((n + 1) * pp);
+    h_ = log_gamma(m_ + 1) + log_gamma(n - m_ + 1);
+  }
+  bool same(double n, double p) const { return n == n_ && p == p_; }
+
+  double operator()(ElementStream& s) const {
+    const double k = draw(s);
+    return flip_ ? n_ - k : k;
+  }
+
+ private:
+  double draw(ElementStream& s) const {
+    const double pp = flip_ ? 1 - p_ : p_;
+    if (n_ == 0 || pp == 0) return 0;
+    if (inversion_) {
+      for (;;) {  // restarts only when rounding leaves u unspent past k = n
+        double u = s.uniform(), r = r0_, k = 0;
+        while (u > r && k < n_) {
+          u -= r;
+          k += 1;
+          r *= a_ / k - ratio_;
+        }
+        if (u <= r) return k;
       }
-      if (u <= r) return k;
+    }
+    for (;;) {
+      const double u = s.uniform() - 0.5, v = s.uniform(), us = 0.5 - std::fabs(u);
+      const double k = std::floor((2 * a_ / us + b_) * u + c_);
+      if (k < 0 || k > n_) continue;
+      if (us >= 0.07 && v <= vr_) return k;
+      if (std::log(v * alpha_ / (a_ / (us * us) + b_)) <=
+          h_ - log_gamma(k + 1) - log_gamma(n_ - k + 1) + (k - m_) * lpq_)
+        return k;
     }
   }
-  const double spq = std::sqrt(n * p * q);
-  const double b = 1.15 + 2.53 * spq, a = -0.0873 + 0.0248 * b + 0.01 * p;
-  const double c = n * p + 0.5, alpha = (2.83 + 5.1 / b) * spq, vr = 0.92 - 4.2 / b;
-  const double lpq = std::log(p / q), m = std::floor((n + 1) * p);
-  const double h = log_gamma(m + 1) + log_gamma(n - m + 1);
-  for (;;) {
-    const double u = s.uniform() - 0.5, v = s.uniform(), us = 0.5 - std::fabs(u);
-    const double k = std::floor((2 * a / us + b) * u + c);
-    if (k < 0 || k > n) continue;
-    if (us >= 0.07 && v <= vr) return k;
-    if (std::log(v * alpha / (a / (us * us) + b)) <=
-        h - log_gamma(k + 1) - log_gamma(n - k + 1) + (k - m) * lpq)
-      return k;
-  }
-}
+
+  double n_, p_;
+  bool flip_ = false, inversion_ = false;
+  double ratio_ = 0, a_ = 0, r0_ = 0, b_ = 0, c_ = 0, alpha_ = 0, vr_ = 0, lpq_ = 0, m_ = 0,
+         h_ = 0;
+};
 
 // d x / d alpha for a Gamma(alpha, 1) sample x: -(dP/dalpha) / (dP/dx), P(alpha, x) the
 // regularised lower incomplete gamma function (implicit reparameterisation, Figurnov et al.
