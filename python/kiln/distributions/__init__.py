@@ -4,7 +4,8 @@ Pure Python over kiln's ops and autograd: parameters may require grad, log_prob 
 kl_divergence are differentiable, rsample is reparameterised. Families that need the gamma,
 Poisson or binomial samplers (Gamma, Chi2, Beta, Dirichlet, StudentT, FisherSnedecor,
 Poisson, Binomial, NegativeBinomial) sample through kiln._standard_gamma / kiln.poisson /
-kiln.binomial; everything else about them works without those primitives."""
+kiln.binomial. biject_to / transform_to map constraints to transforms
+(constraint_registry.py)."""
 from . import constraints, transforms
 from .constraint_registry import biject_to, transform_to
 from .bernoulli import Bernoulli
@@ -28,7 +29,7 @@ from .half_normal import HalfNormal
 from .independent import Independent
 from .inverse_gamma import InverseGamma
 from .kl import kl_divergence, register_kl
-from . import kl_cross, kl_infinite  # noqa: F401,E402  (register the cross-family pairs)
+from . import kl_cross, kl_infinite  # noqa: F401,E402 (registers the cross-family pairs)
 from .kumaraswamy import Kumaraswamy
 from .laplace import Laplace
 from .lkj_cholesky import LKJCholesky
@@ -57,11 +58,12 @@ from .wishart import Wishart
 __all__ = [
     "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "ContinuousBernoulli",
     "Dirichlet", "Distribution", "ExponentialFamily", "Exponential", "ExpRelaxedCategorical",
-    "FisherSnedecor", "Gamma", "GeneralizedPareto", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal",
-    "Independent", "InverseGamma", "Kumaraswamy", "Laplace", "LKJCholesky", "LogNormal", "LogisticNormal",
-    "LogitRelaxedBernoulli", "LowRankMultivariateNormal", "MixtureSameFamily", "Multinomial",
-    "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical",
-    "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "RelaxedBernoulli",
-    "RelaxedOneHotCategorical", "StudentT", "TransformedDistribution", "Uniform", "VonMises", "Weibull", "Wishart",
-    "biject_to", "constraints", "kl_divergence", "register_kl", "transform_to", "transforms",
+    "FisherSnedecor", "Gamma", "GeneralizedPareto", "Geometric", "Gumbel", "HalfCauchy",
+    "HalfNormal", "Independent", "InverseGamma", "Kumaraswamy", "Laplace", "LKJCholesky",
+    "LogNormal", "LogisticNormal", "LogitRelaxedBernoulli", "LowRankMultivariateNormal",
+    "MixtureSameFamily", "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal",
+    "OneHotCategorical", "OneHotCategoricalStraightThrough", "Pareto", "Poisson",
+    "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT", "TransformedDistribution",
+    "Uniform", "VonMises", "Weibull", "Wishart", "biject_to", "constraints", "kl_divergence",
+    "register_kl", "transform_to", "transforms",
 ] + list(_transforms_all)
