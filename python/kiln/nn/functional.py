@@ -758,3 +758,8 @@ from .modules.fractional import (fractional_max_pool2d,  # noqa: E402,F401
 
 __all__ += ["fractional_max_pool2d", "fractional_max_pool2d_with_indices",
             "fractional_max_pool3d", "fractional_max_pool3d_with_indices"]
+
+# linear + cross-entropy, chunked on request (torch 2.13's linear_cross_entropy)
+from ._linear_cross_entropy import linear_cross_entropy  # noqa: E402,F401
+
+__all__ += ["linear_cross_entropy"]

@@ -56,3 +56,6 @@ from .adaptive import *  # noqa: F401,F403,E402
 from .fractional import *  # noqa: F401,F403,E402
 from .parallel import *  # noqa: F401,F403,E402
 __all__ += adaptive.__all__ + fractional.__all__ + parallel.__all__
+from . import linear_cross_entropy as _lce  # noqa: E402
+from .linear_cross_entropy import LinearCrossEntropyLoss  # noqa: F401,E402
+__all__ += _lce.__all__
