@@ -1,2 +1,3 @@
-"""kiln.utils: data loading (kiln.utils.data)."""
-from . import data  # noqa: F401
+"""kiln.utils: data loading (kiln.utils.data) and activation checkpointing
+(kiln.utils.checkpoint)."""
+from . import data, checkpoint  # noqa: F401
