@@ -4,7 +4,6 @@
 #include <array>
 #include <atomic>
 
-#include "kiln/runtime/backend.h"
 #include "kiln/runtime/internal.h"
 
 namespace kiln {
@@ -55,6 +54,9 @@ using Table = std::array<std::array<std::atomic<Generator*>, detail::kMaxDevices
                          kNumDeviceTypes>;
 Table g_default_generators{};
 std::mutex g_create_mutex;
+// The last manual_seed: generators created after it start from it (see manual_seed).
+bool g_has_global_seed = false;
+uint64_t g_global_seed = 0;
 }  // namespace
 
 Generator& default_generator(Device device) {
@@ -63,18 +65,22 @@ Generator& default_generator(Device device) {
   if (Generator* g = slot.load(std::memory_order_acquire)) return *g;
   std::lock_guard lock(g_create_mutex);
   if (Generator* g = slot.load(std::memory_order_acquire)) return *g;
-  auto* g = new Generator();  // leaked on purpose: references stay valid until exit
+  // leaked on purpose: references stay valid until exit
+  auto* g = g_has_global_seed ? new Generator(g_global_seed) : new Generator();
   slot.store(g, std::memory_order_release);
   return *g;
 }
 
+// Seeds every default generator: those that exist now, and (through the recorded seed) those
+// created later. Devices are not enumerated: counting xpu devices starts the OpenCL runtime,
+// which cost every kiln.manual_seed() 25 ms (and every DataLoader worker that seeded).
 void manual_seed(uint64_t seed) {
-  for (DeviceType t : registered_device_types()) {
-    int count = find_backend(t)->device_count();
-    for (int i = 0; i < count && i < detail::kMaxDevicesPerType; ++i) {
-      default_generator(Device(t, i)).manual_seed(seed);
-    }
-  }
+  std::lock_guard lock(g_create_mutex);
+  g_has_global_seed = true;
+  g_global_seed = seed;
+  for (auto& per_type : g_default_generators)
+    for (auto& slot : per_type)
+      if (Generator* g = slot.load(std::memory_order_acquire)) g->manual_seed(seed);
 }
 
 }  // namespace kiln
