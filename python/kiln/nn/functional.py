@@ -391,8 +391,22 @@ def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
 
 # --- attention ---------------------------------------------------------------------------
 
+# Set by kiln.nn.attention.sdpa_kernel while a context restricts the backends (see there);
+# None otherwise, so an unrestricted call pays one module-global test.
+_sdpa_backend_check = None
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
+    if attn_mask is not None and not isinstance(attn_mask, _C.Tensor):
+        # A kiln.nn.attention.bias.CausalBias (torch dispatches it via __torch_function__).
+        dispatch = getattr(attn_mask, "_sdpa_dispatch", None)
+        if dispatch is None:
+            raise TypeError("scaled_dot_product_attention: attn_mask must be a Tensor or a "
+                            f"CausalBias, got {type(attn_mask).__name__}")
+        return dispatch(query, key, value, dropout_p, is_causal, scale, enable_gqa)
+    if _sdpa_backend_check is not None:
+        _sdpa_backend_check(query, key, value, attn_mask, dropout_p, enable_gqa)
     if is_causal and attn_mask is not None:
         # torch raises RuntimeError here (kiln's C++ function a ValueError).
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be "
