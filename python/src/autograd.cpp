@@ -65,6 +65,18 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
           l.append(nb::make_tuple(e.node ? nb::cast(e.node) : nb::none(), e.input_nr));
         return nb::tuple(l);
       })
+      // AccumulateGrad's leaf (torch's .variable): graph walks (utils.checkpoint) find the
+      // leaves a computation reached.
+      .def_prop_ro("variable", [](const Node& n) -> Tensor {
+        auto* acc = dynamic_cast<const AccumulateGrad*>(&n);
+        if (!acc) throw nb::attribute_error("only AccumulateGrad nodes have a variable");
+        return acc->leaf();
+      })
+      // Each access wraps the node in a new Python object: equality and hashing go by node.
+      .def("__eq__", [](const Node& a, nb::handle b) {
+        return nb::isinstance<Node>(b) && &a == &nb::cast<const Node&>(b);
+      })
+      .def("__hash__", [](const Node& n) { return std::hash<const void*>()(&n); })
       .def("__repr__", [](const Node& n) { return "<" + n.name() + ">"; });
 
   nb::class_<HookHandle>(m, "RemovableHandle").def("remove", &HookHandle::remove);

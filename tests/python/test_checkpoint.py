@@ -178,3 +178,25 @@ def test_activations_are_not_kept():
     ckpt = kept(lambda: KC.checkpoint(m, x, use_reentrant=False))
     assert plain > 16 * 512 * 512 * 4  # at least one activation per layer
     assert ckpt <= 2 * 512 * 512 * 4   # the output (and nothing per layer)
+
+
+_GLOBAL_W = None
+
+
+def _uses_global(a):
+    return (a * _GLOBAL_W).sin()
+
+
+def test_non_reentrant_leaf_reached_through_a_global():
+    global _GLOBAL_W
+    _GLOBAL_W = kiln.from_numpy(np.linspace(0.5, 1.5, 4)).requires_grad_()
+    x = kiln.from_numpy(np.linspace(-1, 1, 4)).requires_grad_()
+    outer = x * 3  # a graph before the checkpoint: the walk must not enter it
+    KC._warned_unlisted = False  # (the warning is given once per process)
+    with pytest.warns(UserWarning, match="reaches only through global names"):
+        KC.checkpoint(_uses_global, outer, use_reentrant=False).sum().backward()
+    gw, gx = _GLOBAL_W.grad.numpy().copy(), x.grad.numpy().copy()
+    _GLOBAL_W.grad, x.grad = None, None
+    _uses_global(x * 3).sum().backward()
+    np.testing.assert_allclose(gw, _GLOBAL_W.grad.numpy(), rtol=1e-14)
+    np.testing.assert_allclose(gx, x.grad.numpy(), rtol=1e-14)

@@ -16,8 +16,10 @@ nn.Module, a bound method of one, closure cells, functools.partial arguments, de
 arguments, and the tensor arguments) become inputs of the checkpoint node, and the
 recomputation returns their gradients through the graph: correct for .backward() and for
 autograd.grad, and the output requires grad whenever any of them does. Difference from torch
-(which finds the tensors a recomputation saves through saved-tensor hooks): a tensor requiring
-grad that function reaches only through a global name is not found, and gets no gradient.
+(which finds the tensors a recomputation saves through saved-tensor hooks): a leaf requiring
+grad that function reaches only through a global name is found only in backward (a walk of
+the recomputed graph); its gradient is then accumulated into .grad, as use_reentrant=True
+does, with a warning (autograd.grad cannot receive it).
 """
 import contextlib
 import functools
@@ -153,14 +155,57 @@ def _function_class():
                              for a in args]
                 return (None, None, None, *arg_grads, *([None] * len(captured)))
             wanted = diff + captured
-            got = _grad([o for o, _ in pairs], wanted, [g for _, g in pairs]) if pairs and \
-                wanted else [None] * len(wanted)
+            outs_g = [o for o, _ in pairs]
+            extra = _unlisted_leaves(outs_g, wanted) if pairs else []
+            got = _grad(outs_g, wanted + extra, [g for _, g in pairs]) if pairs and \
+                (wanted or extra) else [None] * (len(wanted) + len(extra))
+            if extra:
+                _accumulate_unlisted(extra, got[len(wanted):])
             by_id = {id(t): g for t, g in zip(wanted, got)}
             arg_grads = [by_id.get(id(a)) if _is_tensor(a) else None for a in args]
             cap_grads = [by_id.get(id(c)) for c in captured]
             return (None, None, None, *arg_grads, *cap_grads)
 
     return CheckpointFunction
+
+
+def _unlisted_leaves(outputs, listed):
+    """Leaves requiring grad that the recomputed graph of outputs reaches but that are not
+    among `listed` (tensors the function reached only through globals). The walk stops at
+    the listed tensors' own nodes, so it never enters the graph outside the checkpoint."""
+    stop = {t.grad_fn for t in listed if t.grad_fn is not None}
+    todo = [o.grad_fn for o in outputs if o.grad_fn is not None]
+    seen, leaves = set(), []
+    while todo:
+        node = todo.pop()
+        if node in seen or node in stop:
+            continue
+        seen.add(node)
+        if node.name() == "AccumulateGrad":
+            leaf = node.variable
+            if not any(leaf._is_same(t) for t in listed):
+                leaves.append(leaf)
+            continue
+        todo.extend(n for n, _ in node.next_functions if n is not None)
+    return leaves
+
+
+_warned_unlisted = False
+
+
+def _accumulate_unlisted(leaves, grads):
+    """What use_reentrant=True does for every leaf: add the gradient to .grad (right for
+    .backward(); autograd.grad cannot route it, so it warns once)."""
+    global _warned_unlisted
+    if not _warned_unlisted:
+        _warned_unlisted = True
+        warnings.warn("kiln.utils.checkpoint: the function uses tensors requiring grad that it "
+                      "reaches only through global names; their gradients are accumulated into "
+                      ".grad (pass them as arguments, or reach them through a module or a "
+                      "closure, for autograd.grad)")
+    for leaf, g in zip(leaves, grads):
+        if g is not None:
+            leaf.grad = g.detach() if leaf.grad is None else leaf.grad + g.detach()
 
 
 def _grad_enabled():
