@@ -94,7 +94,7 @@ def create_mask(mod_fn, B, H, Q_LEN, KV_LEN, device=None):
     shape = (B, H, Q_LEN, KV_LEN)
     if _num_positional(mod_fn) == 5:
         out = mod_fn(_C.zeros(*shape, device=device), b, h, q, kv)
-        return _C.logical_not(_C.isneginf(out)).expand(*shape).contiguous()
+        return (out != float("-inf")).expand(*shape).contiguous()
     return _as_bool_grid(mod_fn(b, h, q, kv), shape, device).contiguous()
 
 

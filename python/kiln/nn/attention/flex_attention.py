@@ -121,7 +121,8 @@ def flex_attention(query, key, value, score_mod=None, block_mask=None, scale=Non
     if score_mod is not None:
         b, h, qi, kvi = _index_grids(B, hq, q_len, kv_len, query.device)
         modded = score_mod(scores, b, h, qi, kvi)
-        # A score_mod may ignore some inputs; its result still covers every score.
+        # A score_mod may ignore some inputs; its result still covers every score. Its dtype
+        # is kept (a float64 table promotes float32 scores, and the lse, as in torch).
         scores = modded.expand(*scores.shape) if modded.shape != scores.shape else modded
     mask = (block_mask or _create_empty_block_mask(query, key))._element_mask()
     neg_inf = float("-inf")
