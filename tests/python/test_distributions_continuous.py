@@ -2,7 +2,6 @@
 2.13 (float32 and float64): mean / mode / variance / stddev / entropy / log_prob / cdf / icdf,
 parameter gradients of log_prob and entropy, and samples checked statistically (empirical
 cdf and moments) with a fixed seed."""
-import math
 
 import numpy as np
 import pytest

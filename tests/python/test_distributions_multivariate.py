@@ -9,7 +9,7 @@ import torch
 import kiln
 import kiln.distributions as KD
 import torch.distributions as TD
-from test_distributions_util import (DTYPES, K, T, close, compare_attr, grads_match,
+from test_distributions_util import (DTYPES, K, T, compare_attr, grads_match,
                                      moments_check, needs_gamma, npd)
 
 

@@ -2,7 +2,6 @@
 against torch 2.13 (cross_entropy of linear in float64 as the reference; torch's own
 linear_cross_entropy for options handling): losses and input / weight / bias gradients for
 every reduction, class weights, label smoothing, ignored rows and chunk sizes."""
-import warnings
 
 import numpy as np
 import pytest
@@ -31,7 +30,7 @@ def problem(n=37, d=16, c=50, seed=0, ignore=(3,)):
 
 
 def run_both(x, w, b, t, cw, reduction, eps, options, dtype="float64", use_bias=True):
-    kd, td = getattr(kiln, dtype), getattr(torch, dtype)
+    kd = getattr(kiln, dtype)
     kx, kw = K(x).to(kd).requires_grad_(), K(w).to(kd).requires_grad_()
     tx, tw = torch.from_numpy(x).requires_grad_(), torch.from_numpy(w).requires_grad_()
     kb = K(b).to(kd).requires_grad_() if use_bias else None

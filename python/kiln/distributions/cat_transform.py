@@ -3,7 +3,7 @@ lengths[k] entries), the transform counterpart of kiln.cat and of constraints.ca
 import kiln
 
 from . import constraints
-from .transforms import Transform
+from .transform_base import Transform
 from .utils import _sum_rightmost
 
 __all__ = ["CatTransform"]

@@ -1,6 +1,4 @@
 """Chi2(df): Gamma(df / 2, rate 1/2)."""
-import kiln
-
 from . import constraints
 from .gamma import Gamma
 

@@ -13,7 +13,7 @@ import kiln
 import kiln.nn.functional as F
 
 from . import constraints
-from .transforms import Transform
+from .transform_base import Transform
 from .utils import tril_matrix_to_vec, vec_to_tril_matrix
 
 __all__ = ["CorrCholeskyTransform"]

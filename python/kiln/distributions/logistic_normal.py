@@ -1,6 +1,5 @@
 """LogisticNormal(loc, scale): a Normal pushed onto the simplex by stick breaking."""
 from . import constraints
-from .independent import Independent
 from .normal import Normal
 from .transformed_distribution import TransformedDistribution
 from .transforms import StickBreakingTransform

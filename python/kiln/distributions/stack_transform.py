@@ -3,7 +3,7 @@ counterpart of kiln.stack and of constraints.stack."""
 import kiln
 
 from . import constraints
-from .transforms import Transform
+from .transform_base import Transform
 
 __all__ = ["StackTransform"]
 

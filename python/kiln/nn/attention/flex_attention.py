@@ -14,7 +14,7 @@ from typing import NamedTuple, Optional
 
 from ... import _C
 from ._block_mask import (  # noqa: F401  (re-exported, as torch's module)
-    BlockMask, _DEFAULT_SPARSE_BLOCK_SIZE, _LARGE_SPARSE_BLOCK_SIZE, _create_empty_block_mask,
+    BlockMask, _LARGE_SPARSE_BLOCK_SIZE, _create_empty_block_mask,
     _index_grids, _sliced_mask_mod_error, and_masks, create_block_mask, create_mask,
     noop_mask, or_masks)
 

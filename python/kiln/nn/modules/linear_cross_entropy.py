@@ -1,6 +1,5 @@
 """nn.LinearCrossEntropyLoss: a classifier head (a Linear's weight and optional bias) and its
 cross-entropy loss in one module, as torch 2.13's (see nn/_linear_cross_entropy.py)."""
-from ... import _C
 from .linear import Linear
 from .module import Module
 
