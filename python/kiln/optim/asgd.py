@@ -25,8 +25,8 @@ class ASGD(Optimizer):
                         capturable=capturable)
         super().__init__(params, defaults)
 
-    def load_state_dict(self, state_dict):
-        super().load_state_dict(state_dict)
+    def _after_load_state_dict(self):
+        # before the load_state_dict post hooks, so that they see the float32 values
         _keep_float32(self, ("eta", "mu"))
 
     @_use_grad

@@ -31,8 +31,8 @@ class NAdam(Optimizer):
                         foreach=foreach, capturable=capturable, differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def load_state_dict(self, state_dict):
-        super().load_state_dict(state_dict)
+    def _after_load_state_dict(self):
+        # before the load_state_dict post hooks, so that they see the float32 values
         _keep_float32(self, ("mu_product",))
 
     @_use_grad

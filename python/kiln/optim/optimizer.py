@@ -1,14 +1,43 @@
 """kiln.optim.Optimizer: param_groups, per-parameter state, zero_grad, state_dict and
-load_state_dict with torch.optim's layout (parameters numbered in group order)."""
+load_state_dict with torch.optim's layout (parameters numbered in group order), and torch's
+hooks: step pre / post hooks (per optimizer and global), state_dict and load_state_dict pre /
+post hooks."""
 import copy
 import functools
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
+from itertools import chain
+from typing import Any, Callable
 
 from .. import _C
 from .._C import Tensor
 from ..autograd import enable_grad, no_grad
 
-__all__ = ["Optimizer", "required"]
+__all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook",
+           "register_optimizer_step_post_hook"]
+
+# Hooks for every optimizer: the pre hooks run before each optimizer's own, the post hooks after.
+_global_optimizer_pre_hooks = OrderedDict()
+_global_optimizer_post_hooks = OrderedDict()
+
+
+def _removable(hooks, hook, prepend=False):
+    # imported here: kiln.nn imports kiln.optim's neighbours at start-up
+    from ..nn.modules.module import RemovableHandle
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    if prepend:
+        hooks.move_to_end(handle.id, last=False)
+    return handle
+
+
+def register_optimizer_step_pre_hook(hook):
+    """hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs), before every step()."""
+    return _removable(_global_optimizer_pre_hooks, hook)
+
+
+def register_optimizer_step_post_hook(hook):
+    """hook(optimizer, args, kwargs) -> None, after every step()."""
+    return _removable(_global_optimizer_post_hooks, hook)
 
 
 class _RequiredParameter:
@@ -33,8 +62,42 @@ def _use_grad(step):
     return wrapper
 
 
+_HOOK_DICTS = ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks",
+               "_optimizer_state_dict_pre_hooks", "_optimizer_state_dict_post_hooks",
+               "_optimizer_load_state_dict_pre_hooks", "_optimizer_load_state_dict_post_hooks")
+
+
+def _run_step_hooks(step):
+    """step() with the pre hooks (global ones first) and post hooks (global ones last) around
+    it; a pre hook may replace step's arguments by returning (args, kwargs)."""
+    @functools.wraps(step)
+    def wrapper(self, *args, **kwargs):
+        for pre_hook in chain(_global_optimizer_pre_hooks.values(),
+                              self._hooks("_optimizer_step_pre_hooks").values()):
+            result = pre_hook(self, args, kwargs)
+            if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError(f"{step} must return None or a tuple of "
+                                       f"(new_args, new_kwargs), but got {result}.")
+                args, kwargs = result
+        out = step(self, *args, **kwargs)
+        for post_hook in chain(self._hooks("_optimizer_step_post_hooks").values(),
+                               _global_optimizer_post_hooks.values()):
+            post_hook(self, args, kwargs)
+        return out
+
+    wrapper.hooked = True
+    return wrapper
+
+
 class Optimizer:
+    OptimizerPreHook = Callable[..., Any]
+    OptimizerPostHook = Callable[..., None]
+
     def __init__(self, params, defaults):
+        for name in _HOOK_DICTS:
+            setattr(self, name, OrderedDict())
+        self._patch_step_function()
         self.defaults = defaults
         self.state = defaultdict(dict)
         self.param_groups = []
@@ -53,7 +116,50 @@ class Optimizer:
         return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
 
     def __setstate__(self, state):
+        # hooks are not pickled (nor deep-copied): a restored optimizer starts without any
         self.__dict__.update(state)
+        self._patch_step_function()
+
+    # --- hooks ---------------------------------------------------------------------------
+
+    def _hooks(self, name):
+        # created on first use too, for subclasses that never ran Optimizer.__init__
+        hooks = self.__dict__.get(name)
+        if hooks is None:
+            hooks = self.__dict__[name] = OrderedDict()
+        return hooks
+
+    def _patch_step_function(self):
+        # As torch: the class's step is wrapped once, on the first instance, so that custom
+        # subclasses get the hooks without decorating their step.
+        cls = self.__class__
+        if not getattr(cls.step, "hooked", False):
+            cls.step = _run_step_hooks(cls.step)
+
+    def register_step_pre_hook(self, hook):
+        """hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs), before step()."""
+        return _removable(self._hooks("_optimizer_step_pre_hooks"), hook)
+
+    def register_step_post_hook(self, hook):
+        """hook(optimizer, args, kwargs) -> None, after step()."""
+        return _removable(self._hooks("_optimizer_step_post_hooks"), hook)
+
+    def register_state_dict_pre_hook(self, hook, prepend=False):
+        """hook(optimizer) -> None, before state_dict() builds the dict."""
+        return _removable(self._hooks("_optimizer_state_dict_pre_hooks"), hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend=False):
+        """hook(optimizer, state_dict) -> state_dict or None (None: keep the given one)."""
+        return _removable(self._hooks("_optimizer_state_dict_post_hooks"), hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend=False):
+        """hook(optimizer, state_dict) -> state_dict or None, before load_state_dict() reads
+        it (it gets a shallow copy of the caller's dict)."""
+        return _removable(self._hooks("_optimizer_load_state_dict_pre_hooks"), hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend=False):
+        """hook(optimizer) -> None, after load_state_dict() has installed the state."""
+        return _removable(self._hooks("_optimizer_load_state_dict_post_hooks"), hook, prepend)
 
     def __repr__(self):
         s = self.__class__.__name__ + " ("
@@ -123,6 +229,8 @@ class Optimizer:
     # --- state dict ---------------------------------------------------------------------
 
     def state_dict(self):
+        for pre_hook in self._hooks("_optimizer_state_dict_pre_hooks").values():
+            pre_hook(self)
         mapping = {}
         start = 0
 
@@ -138,7 +246,12 @@ class Optimizer:
         groups = [pack_group(g) for g in self.param_groups]
         state = {(mapping[id(k)] if isinstance(k, Tensor) else k): v
                  for k, v in self.state.items()}
-        return {"state": state, "param_groups": groups}
+        state_dict = {"state": state, "param_groups": groups}
+        for post_hook in self._hooks("_optimizer_state_dict_post_hooks").values():
+            result = post_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
 
     @staticmethod
     def _cast(param, value, key=None):
@@ -157,7 +270,11 @@ class Optimizer:
         return value
 
     def load_state_dict(self, state_dict):
-        state_dict = dict(state_dict)
+        state_dict = dict(state_dict)  # shallow copy: a pre hook may edit it, not the caller's
+        for pre_hook in self._hooks("_optimizer_load_state_dict_pre_hooks").values():
+            result = pre_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
         groups = self.param_groups
         saved_groups = copy.deepcopy(state_dict["param_groups"])
         if len(groups) != len(saved_groups):
@@ -181,6 +298,12 @@ class Optimizer:
             new_groups.append(s)
         self.state = state
         self.param_groups = new_groups
+        self._after_load_state_dict()
+        for post_hook in self._hooks("_optimizer_load_state_dict_post_hooks").values():
+            post_hook(self)
+
+    def _after_load_state_dict(self):
+        """Subclasses' fix-ups of the loaded state (run before the post hooks see it)."""
 
 
 def _step_tensor():
