@@ -1,7 +1,9 @@
 """kiln.optim.lr_scheduler: learning-rate schedules with torch.optim.lr_scheduler's (recursive)
 formulas, so the learning rates match step for step."""
+import functools
 import math
 import warnings
+import weakref
 from bisect import bisect_right
 from collections import Counter
 
@@ -21,6 +23,42 @@ def _format_param(name, optimizer, param):
     return [param] * len(optimizer.param_groups)
 
 
+def _track_step_called(optimizer):
+    """Wraps the optimizer's step (on the instance, once) to record that it ran, so that the
+    first scheduler step can warn when it comes first (torch's check, pytorch#20124). A weak
+    reference: the wrapper lives on the optimizer and must not keep it alive."""
+    if hasattr(optimizer.step, "_wrapped_by_lr_sched"):
+        return
+    opt_ref = weakref.ref(optimizer)
+    func = optimizer.step.__func__
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        opt = opt_ref()
+        opt._opt_called = True
+        return func.__get__(opt, opt.__class__)(*args, **kwargs)
+
+    wrapper._wrapped_by_lr_sched = True
+    optimizer.step = wrapper
+
+
+def _warn_step_order(optimizer):
+    if not hasattr(optimizer.step, "_wrapped_by_lr_sched"):
+        warnings.warn("Seems like `optimizer.step()` has been overridden after learning rate "
+                      "scheduler initialization. Please, make sure to call `optimizer.step()` "
+                      "before `lr_scheduler.step()`. See more details at "
+                      "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
+                      UserWarning, stacklevel=3)
+    elif not getattr(optimizer, "_opt_called", False):
+        warnings.warn("Detected call of `lr_scheduler.step()` before `optimizer.step()`. In "
+                      "PyTorch 1.1.0 and later, you should call them in the opposite order: "
+                      "`optimizer.step()` before `lr_scheduler.step()`.  Failure to do this "
+                      "will result in PyTorch skipping the first value of the learning rate "
+                      "schedule. See more details at "
+                      "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
+                      UserWarning, stacklevel=3)
+
+
 class LRScheduler:
     _is_initial = False
 
@@ -38,6 +76,7 @@ class LRScheduler:
                                    "when resuming scheduler with last_epoch >= 0.")
         self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
         self.last_epoch = last_epoch
+        _track_step_called(optimizer)
         self._initial_step()
 
     def _initial_step(self):
@@ -61,6 +100,8 @@ class LRScheduler:
         raise NotImplementedError
 
     def step(self, epoch=None):
+        if self._step_count == 1:
+            _warn_step_order(self.optimizer)
         self._step_count += 1
         if epoch is not None:
             warnings.warn("The epoch parameter in `scheduler.step()` was not necessary and is "
@@ -81,6 +122,10 @@ class LRScheduler:
 
     def _lrs(self):
         return [group["lr"] for group in self.optimizer.param_groups]
+
+
+class _LRScheduler(LRScheduler):
+    """The old name (torch keeps it, as a subclass, for code that still derives from it)."""
 
 
 class LambdaLR(LRScheduler):
