@@ -69,9 +69,11 @@ _HOOK_DICTS = ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks",
 
 def _run_step_hooks(step):
     """step() with the pre hooks (global ones first) and post hooks (global ones last) around
-    it; a pre hook may replace step's arguments by returning (args, kwargs)."""
+    it; a pre hook may replace step's arguments by returning (args, kwargs). As torch's, args
+    starts with the optimizer itself (and a replacement must keep it there)."""
     @functools.wraps(step)
-    def wrapper(self, *args, **kwargs):
+    def wrapper(*args, **kwargs):
+        self = args[0]
         for pre_hook in chain(_global_optimizer_pre_hooks.values(),
                               self._hooks("_optimizer_step_pre_hooks").values()):
             result = pre_hook(self, args, kwargs)
@@ -80,7 +82,7 @@ def _run_step_hooks(step):
                     raise RuntimeError(f"{step} must return None or a tuple of "
                                        f"(new_args, new_kwargs), but got {result}.")
                 args, kwargs = result
-        out = step(self, *args, **kwargs)
+        out = step(*args, **kwargs)
         for post_hook in chain(self._hooks("_optimizer_step_post_hooks").values(),
                                _global_optimizer_post_hooks.values()):
             post_hook(self, args, kwargs)
