@@ -100,8 +100,8 @@ TEST(ElementwiseLarge, IntegerDivisionByZeroInsideThreadsIsAnError) {
 
 // lerp of float32 / bfloat16 arrays with one weight (an EMA step) runs a plain loop (threaded
 // from 65536 elements; bfloat16 widened in blocks of 256): PyTorch's two-sided formula for
-// weights below and above 0.5 (so a weight of 1 gives the end exactly), against the float
-// formula evaluated here and, for bfloat16, rounded once.
+// weights below and above 0.5 (so a weight of 1 gives the end exactly) with its one rounding
+// (fma), against that formula evaluated here and, for bfloat16, rounded once more.
 TEST(ElementwiseLarge, LerpWithOneWeightUsesTheTwoSidedFormula) {
   for (int64_t n : {int64_t(37), int64_t(4099), int64_t(100003)}) {
     const std::vector<double> av = random_values(size_t(n), -50, 50, 51),
@@ -112,11 +112,12 @@ TEST(ElementwiseLarge, LerpWithOneWeightUsesTheTwoSidedFormula) {
       const std::vector<float> a = ta.to(DType::F32).to_vector<float>(),
                                b = tb.to(DType::F32).to_vector<float>();
       for (double wd : {0.3, 0.7, 1.0, -0.25, 0.5}) {
-        const float w = dt == DType::F32 ? float(wd) : float(BFloat16(float(wd)));
+        const float w = float(wd);  // a number weight stays float32 for bfloat16 (torch)
         std::vector<float> want(static_cast<size_t>(n));
         for (int64_t i = 0; i < n; ++i) {
           const float x = a[size_t(i)], y = b[size_t(i)];
-          const float r = std::fabs(w) < 0.5f ? x + w * (y - x) : y - (y - x) * (1.0f - w);
+          const float r =
+              std::fabs(w) < 0.5f ? std::fma(w, y - x, x) : std::fma(w - 1.0f, y - x, y);
           want[size_t(i)] = dt == DType::F32 ? r : float(BFloat16(r));
         }
         EXPECT_EQ(lerp(ta, tb, wd).to(DType::F32).to_vector<float>(), want)

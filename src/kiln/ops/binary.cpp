@@ -1,5 +1,6 @@
 // Binary and ternary elementwise ops: PyTorch type promotion, broadcasting, in-place and
 // out= forms, then one kernel call with inputs of a common dtype.
+#include "kiln/autograd/autograd.h"
 #include "kiln/ops/copy.h"
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/factory.h"
@@ -218,7 +219,19 @@ Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight) {
   return call_op(KILN_OP("lerp"), {start, end, to_dtype(weight, start.dtype())}, {});
 }
 Tensor lerp(const Tensor& start, const Tensor& end, const Scalar& weight) {
-  return lerp(start, end, ops::wrap_scalar(weight, start.dtype(), start.device()));
+  // A number weight on bfloat16 CPU arrays stays a float32 value, as PyTorch (its opmath
+  // weight): rounding 0.7 to bfloat16 moved 40% of the results by one bfloat16 ulp. The CPU
+  // kernel's one-weight path reads it (binary_kernels.cpp, lerp_scalar_weight; the testing
+  // device runs the CPU kernels); other layouts take the weight in the tensors' dtype.
+  const DType dt = start.dtype();
+  const DeviceType where = start.device().type;
+  if (dt == DType::BF16 && (where == DeviceType::CPU || where == DeviceType::Testing) &&
+      end.dtype() == dt && start.is_contiguous() && end.is_contiguous() &&
+      start.shape() == end.shape() && !autograd::requires_grad(start) &&
+      !autograd::requires_grad(end))
+    return call_op(KILN_OP("lerp"), {start, end, ops::wrap_scalar(weight, DType::F32,
+                                                                  start.device())}, {});
+  return lerp(start, end, ops::wrap_scalar(weight, dt, start.device()));
 }
 
 namespace {

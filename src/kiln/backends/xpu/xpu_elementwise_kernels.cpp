@@ -309,11 +309,13 @@ void div_kernel(OpCall& call) {
   elementwise(out, {call.inputs[0], call.inputs[1]}, with_result_type(out.dtype(), body));
 }
 
-// lerp(start, end, weight) in the two forms PyTorch uses (exact at both ends).
+// lerp(start, end, weight) in the two forms PyTorch uses (exact at both ends), rounded once
+// (fma) as PyTorch's and the CPU's.
 void lerp_kernel(OpCall& call) {
   const Tensor& out = call.outs[0];
   elementwise(out, {call.inputs[0], call.inputs[1], call.inputs[2]},
-              with_result_type(out.dtype(), "r = fabs(c) < (R)0.5 ? a + c * (b - a) : b - (b - a) * ((R)1 - c);"));
+              with_result_type(out.dtype(),
+                               "r = fabs(c) < (R)0.5 ? fma(c, b - a, a) : fma(c - (R)1, b - a, b);"));
 }
 
 void where_kernel(OpCall& call) {

@@ -18,7 +18,8 @@ namespace {
 // inputs: param, grad, exp_avg, exp_avg_sq; outputs: param, exp_avg, exp_avg_sq (the same
 // tensors, contiguous float32). attrs: decay, lerp weight t, beta2, 1 - beta2, sqrt of the
 // second bias correction, eps, -step size, maximize. The first moment follows lerp's formula
-// on the side the weight picks (|t| < 0.5: m + t (g - m), else g - (g - m)(1 - t)).
+// on the side the weight picks, rounded once as the CPU's (|t| < 0.5: fma(t, g - m, m), else
+// fma(t - 1, g - m, g)).
 void adam_step_kernel(OpCall& call) {
   const Tensor& param = call.outs[0];
   const Tensor& exp_avg = call.outs[1];
@@ -35,7 +36,7 @@ void adam_step_kernel(OpCall& call) {
       "#pragma OPENCL FP_CONTRACT OFF\n"
       "__kernel void kiln_adam_step(__global char* pb, ulong po, __global const char* gb, ulong go,\n"
       "    __global char* mb, ulong mo, __global char* vb, ulong vo, float decay, float t,\n"
-      "    float one_minus_t, float beta2, float one_minus_beta2, float bc2_sqrt, float eps,\n"
+      "    float t_minus_one, float beta2, float one_minus_beta2, float bc2_sqrt, float eps,\n"
       "    float neg_step, long n) {\n"
       "  __global float* p = (__global float*)(pb + po);\n"
       "  __global const float* g = (__global const float*)(gb + go);\n"
@@ -44,8 +45,8 @@ void adam_step_kernel(OpCall& call) {
       "  for (long i = get_global_id(0); i < n; i += get_global_size(0)) {\n") +
       (maximize ? "    const float gi = -g[i];\n" : "    const float gi = g[i];\n") +
       "    const float pi = p[i] * decay;\n" +
-      (low ? "    const float mi = m[i] + t * (gi - m[i]);\n"
-           : "    const float mi = gi - (gi - m[i]) * one_minus_t;\n") +
+      (low ? "    const float mi = fma(t, gi - m[i], m[i]);\n"
+           : "    const float mi = fma(t_minus_one, gi - m[i], gi);\n") +
       "    const float vi = v[i] * beta2 + one_minus_beta2 * (gi * gi);\n"
       "    const float denom = sqrt(vi) / bc2_sqrt + eps;\n"
       "    m[i] = mi;\n"
@@ -55,7 +56,7 @@ void adam_step_kernel(OpCall& call) {
   const int device = param.device().index;
   Launch l(device, program_source(device, s), "kiln_adam_step");
   l.tensor(param).tensor(call.inputs[1]).tensor(exp_avg).tensor(exp_avg_sq);
-  l.value(cl_float(float(call.double_attr(0)))).value(cl_float(t)).value(cl_float(1.0f - t));
+  l.value(cl_float(float(call.double_attr(0)))).value(cl_float(t)).value(cl_float(t - 1.0f));
   for (int a = 2; a <= 6; ++a) l.value(cl_float(float(call.double_attr(size_t(a)))));
   l.value(cl_long(n));
   l.run(grid_size(device, n), default_local_size(device));
