@@ -221,14 +221,13 @@ Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight) {
 Tensor lerp(const Tensor& start, const Tensor& end, const Scalar& weight) {
   // A number weight on bfloat16 CPU arrays stays a float32 value, as PyTorch (its opmath
   // weight): rounding 0.7 to bfloat16 moved 40% of the results by one bfloat16 ulp. The CPU
-  // kernel's one-weight path reads it (binary_kernels.cpp, lerp_scalar_weight; the testing
-  // device runs the CPU kernels); other layouts take the weight in the tensors' dtype.
+  // lerp kernel reads a float32 weight for bfloat16 (binary_kernels.cpp; the testing device
+  // runs the CPU kernels). With autograd the weight keeps the tensors' dtype (the derivative's
+  // products would otherwise promote the gradients to float32), as on xpu.
   const DType dt = start.dtype();
   const DeviceType where = start.device().type;
   if (dt == DType::BF16 && (where == DeviceType::CPU || where == DeviceType::Testing) &&
-      end.dtype() == dt && start.is_contiguous() && end.is_contiguous() &&
-      start.shape() == end.shape() && !autograd::requires_grad(start) &&
-      !autograd::requires_grad(end))
+      end.dtype() == dt && !autograd::requires_grad(start) && !autograd::requires_grad(end))
     return call_op(KILN_OP("lerp"), {start, end, ops::wrap_scalar(weight, DType::F32,
                                                                   start.device())}, {});
   return lerp(start, end, ops::wrap_scalar(weight, dt, start.device()));

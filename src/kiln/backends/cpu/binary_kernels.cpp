@@ -517,8 +517,15 @@ void lerp_kernel(OpCall& call) {
     auto f = [](C x, C y, C t) {  // one rounding, as PyTorch's vectorised lerp
       return std::fabs(t) < C(0.5) ? std::fma(t, y - x, x) : std::fma(t - C(1), y - x, y);
     };
-    if constexpr (std::is_same_v<T, BFloat16>)
+    if constexpr (std::is_same_v<T, BFloat16>) {
+      if (w.dtype() == DType::F32) {  // a number weight kept in float32 (ops/binary.cpp)
+        elementwise_kernel<T, T, T, float>(
+            call.outs[0], {&s, &e, &w},
+            [&f](T a, T b, float wt) { return T(f(C(a), C(b), wt)); });
+        return;
+      }
       if (bf16_elementwise<3>(call.outs[0], {&s, &e, &w}, f)) return;
+    }
     elementwise_kernel<T, T, T, T>(call.outs[0], {&s, &e, &w},
                                    [&f](T a, T b, T wt) { return T(f(C(a), C(b), C(wt))); });
   });
