@@ -161,6 +161,17 @@ class Distribution:
                 f"of the distribution {repr(self)}, "
                 f"but found invalid values:\n{value}")
 
+    def _expanded(self, cls, batch_shape, _instance, names):
+        """expand() of a family `cls` whose parameters `names` all have the batch shape: a
+        new instance (or _instance) with each parameter expanded, not validated again."""
+        new = self._get_checked_instance(cls, _instance)
+        batch_shape = kiln.Size(batch_shape)
+        for name in names:
+            setattr(new, name, getattr(self, name).expand(batch_shape))
+        super(cls, new).__init__(batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
     def _get_checked_instance(self, cls, _instance=None):
         if _instance is None and type(self).__init__ != cls.__init__:
             raise NotImplementedError(

@@ -31,14 +31,8 @@ class GeneralizedPareto(Distribution):
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(GeneralizedPareto, _instance)
-        batch_shape = kiln.Size(batch_shape)
-        new.loc = self.loc.expand(batch_shape)
-        new.scale = self.scale.expand(batch_shape)
-        new.concentration = self.concentration.expand(batch_shape)
-        super(GeneralizedPareto, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(GeneralizedPareto, batch_shape, _instance,
+                              ("loc", "scale", "concentration"))
 
     def _zero_and_safe(self):
         """(xi ~ 0 mask, xi with 1 where ~0)."""

@@ -41,13 +41,7 @@ class Laplace(Distribution):
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Laplace, _instance)
-        batch_shape = kiln.Size(batch_shape)
-        new.loc = self.loc.expand(batch_shape)
-        new.scale = self.scale.expand(batch_shape)
-        super(Laplace, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(Laplace, batch_shape, _instance, ("loc", "scale"))
 
     def rsample(self, sample_shape=kiln.Size()):
         shape = self._extended_shape(sample_shape)
