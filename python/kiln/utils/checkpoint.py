@@ -67,6 +67,8 @@ def _reachable_tensors(fn, found, seen):
         for v in fn.values():
             _reachable_tensors(v, found, seen)
         return
+    if isinstance(fn, types.ModuleType):  # (a captured Python module is not searched)
+        return
     if isinstance(fn, functools.partial):
         _reachable_tensors(fn.func, found, seen)
         for v in list(fn.args) + list(fn.keywords.values()):
@@ -83,9 +85,9 @@ def _reachable_tensors(fn, found, seen):
             pass
     for v in getattr(func, "__defaults__", None) or ():
         _reachable_tensors(v, found, seen)
-    if not isinstance(fn, (types.FunctionType, types.MethodType, type)) and \
-            hasattr(fn, "__dict__"):  # a callable object: its attributes
-        for v in list(vars(fn).values()):
+    if callable(fn) and hasattr(fn, "__dict__") and not isinstance(
+            fn, (types.FunctionType, types.MethodType, types.ModuleType, type)):
+        for v in list(vars(fn).values()):  # a callable object: its attributes
             _reachable_tensors(v, found, seen)
 
 
