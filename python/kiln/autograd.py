@@ -57,8 +57,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     """Returns the gradients of `outputs` with respect to `inputs` (torch.autograd.grad)."""
     if allow_unused is None:
         allow_unused = materialize_grads
-    single = isinstance(inputs, _C.Tensor)
-    ins = _seq(inputs)
+    from ._autograd_graph import GradientEdge
+    # inputs may be GradientEdges (autograd.graph.get_gradient_edge), alone or in a list.
+    ins = [inputs] if isinstance(inputs, GradientEdge) else _seq(inputs)
     res = _C._grad(_seq(outputs), ins, _seq(grad_outputs), retain_graph, bool(create_graph),
                    bool(allow_unused))
     if materialize_grads:
@@ -234,6 +235,9 @@ class BackwardCFunction(FunctionCtx):
                                ".backward() or autograd.grad(). Specify retain_graph=True if you "
                                "need to backward through the graph a second time or if you need "
                                "to access saved tensors after calling backward.")
+        packed = getattr(self, "_packed", None)
+        if packed is not None:
+            return tuple(_unpack_saved(p) for p in packed)
         saved = getattr(self, "_saved", None)
         if saved is None:
             return getattr(self, "to_save", ())
@@ -287,6 +291,7 @@ class BackwardCFunction(FunctionCtx):
     def _release(self):
         self._released = True
         self._saved = None
+        self._packed = None
         self.to_save = ()
 
 
@@ -419,9 +424,27 @@ class Function:
         # alias for the same reason); versions checked in saved_tensors.
         to_save = [t.detach() if t is not None and any(_same(t, d) for d in dirty_inputs)
                    else t for t in to_save]
-        ctx._saved = [(t, t._version if t is not None else 0) for t in to_save]
+        hooks = _C._current_saved_tensors_hooks()
+        if hooks is not None:
+            # Saved-tensor hooks (autograd.graph.saved_tensors_hooks): ctx keeps only what
+            # pack returned, and no version check applies (the hooks own the values).
+            with no_grad():
+                ctx._packed = [None if t is None else (hooks[1], hooks[0](t)) for t in to_save]
+        else:
+            ctx._saved = [(t, t._version if t is not None else 0) for t in to_save]
         ctx.to_save = ()
         return tuple(result) if is_tuple else result[0]
+
+
+def _unpack_saved(entry):
+    if entry is None:
+        return None
+    unpack_hook, packed = entry
+    t = unpack_hook(packed)
+    if not isinstance(t, _C.Tensor):
+        raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but got "
+                        f"result of type {type(t).__name__}")
+    return t
 
 
 def _same(a, b):
@@ -449,8 +472,10 @@ def once_differentiable(fn):
 from . import _autograd_functional as functional  # noqa: E402,F401  (decision 0082)
 from . import _autograd_forward_ad as forward_ad  # noqa: E402,F401
 from ._autograd_gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402,F401
+from . import _autograd_graph as graph  # noqa: E402,F401  (decision 0101)
 
 # kiln.autograd is a module, not a package: registered so that `import kiln.autograd.functional`
 # and `import kiln.autograd.forward_ad as fwAD` work as torch's.
 sys.modules[__name__ + ".functional"] = functional
 sys.modules[__name__ + ".forward_ad"] = forward_ad
+sys.modules[__name__ + ".graph"] = graph

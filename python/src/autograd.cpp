@@ -122,7 +122,12 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
   }, nb::arg("hook"));
   cls.def("backward", [](const Tensor& t, std::optional<Tensor> gradient,
                          std::optional<bool> retain_graph, bool create_graph, nb::handle inputs) {
-    KILN_CHECK(inputs.is_none(), NotImplementedError, "backward(inputs=...) is not supported yet");
+    if (!inputs.is_none()) {  // kiln.autograd.backward implements inputs= (through grad)
+      nb::module_::import_("kiln.autograd").attr("backward")(
+          t, gradient ? nb::cast(*gradient) : nb::none(),
+          retain_graph ? nb::cast(*retain_graph) : nb::none(), create_graph, inputs);
+      return;
+    }
     bool retain = retain_graph.value_or(create_graph);
     std::vector<Tensor> g;
     if (gradient) g.push_back(*gradient);
@@ -151,18 +156,59 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
     nogil([&] { autograd::backward(ts, gs, retain_graph, create_graph); });
   }, nb::arg("tensors"), nb::arg("grad_tensors").none(), nb::arg("retain_graph"),
      nb::arg("create_graph"));
+  // inputs: tensors, or GradientEdge pairs (node, output_nr) from _gradient_edge.
   m.def("_grad", [](nb::handle outputs, nb::handle inputs, nb::handle grad_outputs,
                     std::optional<bool> retain_graph, bool create_graph, bool allow_unused) {
-    std::vector<Tensor> os = tensor_list(outputs), is = tensor_list(inputs),
-                        gs = tensor_list(grad_outputs);
-    std::vector<Tensor> r = nogil([&] {
-      return autograd::grad(os, is, gs, retain_graph, create_graph, allow_unused);
-    });
+    std::vector<Tensor> os = tensor_list(outputs), gs = tensor_list(grad_outputs);
+    bool by_edge = false;
+    if (!nb::isinstance<Tensor>(inputs))
+      for (nb::handle x : inputs) by_edge = by_edge || nb::isinstance<nb::tuple>(x);
+    std::vector<Tensor> r;
+    if (by_edge) {
+      std::vector<Edge> edges;
+      for (nb::handle x : inputs) {
+        if (nb::isinstance<Tensor>(x)) {
+          const Tensor& t = nb::cast<const Tensor&>(x);
+          KILN_CHECK(autograd::requires_grad(t), Error,
+                     "One of the differentiated Tensors does not require grad");
+          edges.push_back(gradient_edge(t));
+          continue;
+        }
+        nb::tuple pair = nb::cast<nb::tuple>(x);
+        if (pair.size() != 2 || pair[0].is_none())
+          throw nb::value_error("grad: a GradientEdge needs a node and an output number");
+        edges.push_back({nb::cast<std::shared_ptr<Node>>(pair[0]), nb::cast<uint32_t>(pair[1])});
+      }
+      r = nogil([&] {
+        return autograd::grad_at_edges(os, edges, gs, retain_graph, create_graph, allow_unused);
+      });
+    } else {
+      std::vector<Tensor> is = tensor_list(inputs);
+      r = nogil([&] {
+        return autograd::grad(os, is, gs, retain_graph, create_graph, allow_unused);
+      });
+    }
     nb::list l;
     for (const Tensor& t : r) l.append(t.defined() ? nb::cast(t) : nb::none());
     return nb::tuple(l);
   }, nb::arg("outputs"), nb::arg("inputs"), nb::arg("grad_outputs").none(),
      nb::arg("retain_graph").none(), nb::arg("create_graph"), nb::arg("allow_unused"));
+  // torch.autograd.graph.get_gradient_edge: (node, output_nr) through which t's gradient flows.
+  m.def("_gradient_edge", [](const Tensor& t) {
+    KILN_CHECK(autograd::requires_grad(t), Error,
+               "It is not possible to get the gradient edge for a Tensor that does not require "
+               "gradients");
+    Edge e = gradient_edge(t);
+    return nb::make_tuple(e.node, e.input_nr);
+  }, nb::arg("tensor"));
+  m.def("_queue_callback", [](nb::callable fn) {
+    auto callable = std::make_shared<PyCallable>(fn);
+    autograd::queue_backward_callback([callable] {
+      nb::gil_scoped_acquire gil;
+      nb::handle(callable->fn)();
+    });
+  }, nb::arg("callback"));
+  m.def("_increment_version", [](const Tensor& t) { t.impl()->bump_version(); }, nb::arg("tensor"));
 }
 
 }  // namespace kiln::py

@@ -34,6 +34,7 @@ NB_MODULE(_C, m) {
   bind_coverage(m);
   bind_nn_functional(m);
   bind_autograd_function(m);
+  bind_saved_tensor_hooks(m);
   bind_io(m);
   bind_onnx(m);
   bind_linalg_decompositions(m);

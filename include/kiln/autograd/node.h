@@ -2,7 +2,9 @@
 // The autograd graph: a Node per recorded op, edges to the nodes that produced its inputs,
 // and saved tensors that detect in-place modification through the version counter.
 #include <atomic>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,22 +51,39 @@ class AccumulateGrad : public Node {
   Tensor leaf_;
 };
 
-// A tensor kept for backward, with the version it had when saved.
+namespace autograd {
+class PackedTensor;
+}
+
+// The edge through which a gradient for t enters the graph: its grad_fn, or for a leaf that
+// requires grad its AccumulateGrad node (made on first use); none if t needs no gradient.
+Edge gradient_edge(const Tensor& t);
+
+// A tensor kept for backward, with the version it had when saved. With saved-tensor hooks
+// installed (kiln/autograd/saved_tensor_hooks.h) only what the pack hook returned is kept.
 class SavedTensor {
  public:
   SavedTensor() = default;
   SavedTensor(const Tensor& t, bool is_output, const std::shared_ptr<Node>& owner);
   // The saved tensor, connected to the graph; Error naming `op` if it was modified in place.
   Tensor unpack(const std::string& op) const;
-  // The saved tensor's geometry (shape, strides, offset) without the version check, for
-  // derivatives that need only where a tensor sits, which in-place writes never change.
-  const Tensor& geometry() const { return data_; }
+  // Where the saved tensor sits in its storage, without the version check or an unpack, for
+  // derivatives that need only that (in-place writes never change it).
+  int64_t storage_offset() const { return storage_offset_; }
+  bool is_contiguous() const { return contiguous_; }
   void reset() { *this = SavedTensor(); }
-  bool defined() const { return data_.defined(); }
+  bool defined() const { return data_.defined() || packed_ != nullptr; }
 
  private:
   Tensor data_;          // alias (same storage, geometry, version counter), no autograd meta
   Tensor original_;      // for leaves: the leaf itself (so gradients reach it)
+  std::shared_ptr<autograd::PackedTensor> packed_;  // instead of data_ under hooks
+  std::shared_ptr<Node> leaf_accumulator_;          // for packed leaves: where grads go
+  Shape shape_;
+  DType dtype_ = DType::F32;
+  Device device_;
+  int64_t storage_offset_ = 0;
+  bool contiguous_ = true;
   uint64_t version_ = 0;
   bool is_output_ = false;
   bool requires_grad_ = false;
@@ -73,6 +92,20 @@ class SavedTensor {
   uint32_t output_nr_ = 0;
   bool released_ = false;
 };
+
+namespace autograd {
+// autograd::grad with the inputs given as graph edges (torch's GradientEdge, from
+// gradient_edge(t)): the gradient flowing into each edge, even after the tensor it came from
+// is gone or was modified in place.
+std::vector<Tensor> grad_at_edges(const std::vector<Tensor>& outputs,
+                                  const std::vector<Edge>& inputs,
+                                  const std::vector<Tensor>& grad_outputs = {},
+                                  std::optional<bool> retain_graph = std::nullopt,
+                                  bool create_graph = false, bool allow_unused = false);
+// torch's Variable._execution_engine.queue_callback: fn runs once the backward pass running
+// on this thread has finished its nodes. Error outside a backward pass.
+void queue_backward_callback(std::function<void()> fn);
+}  // namespace autograd
 
 // Derivative of an op: gradients for each input from the gradients of the outputs.
 struct GradContext {

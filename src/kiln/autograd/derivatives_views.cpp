@@ -35,7 +35,7 @@ Grads d_selecting_view(const GradContext& ctx, const Grads& go) {
   Device dev = go[0].device();
   Tensor flat_index = arange(n, TensorOptions(DType::I64, dev)).view(shape);
   if (ctx.op->name == "as_strided") {
-    const Tensor& in = ctx.inputs[0].geometry();  // values unused: no version check
+    const SavedTensor& in = ctx.inputs[0];  // values unused: no version check, no unpack
     KILN_CHECK(in.is_contiguous(), NotImplementedError,
                "the derivative of as_strided is implemented for contiguous inputs only");
     // as_strided addresses the storage: shift by the input's own storage offset.

@@ -23,19 +23,6 @@ void check_no_nan(const Node& n, const std::vector<Tensor>& out) {
 }
 
 
-// The edge through which a gradient for t enters the graph.
-Edge gradient_edge(const Tensor& t) {
-  auto* m = t.impl()->autograd_meta.get();
-  if (!m || !m->requires_grad) return {};
-  if (m->grad_fn) return {m->grad_fn, m->output_nr};
-  std::shared_ptr<Node> acc = m->grad_accumulator.lock();
-  if (!acc) {
-    acc = std::make_shared<AccumulateGrad>(t);
-    m->grad_accumulator = acc;
-  }
-  return {acc, 0};
-}
-
 struct NodeCompare {
   bool operator()(Node* a, Node* b) const { return a->sequence_nr < b->sequence_nr; }
 };
@@ -51,6 +38,10 @@ struct Capture {
   uint32_t input_nr;
 };
 
+// The final callbacks of the backward pass running on this thread (queue_backward_callback);
+// null outside backward. A nested backward (a hook calling autograd::grad) has its own.
+thread_local std::vector<std::function<void()>>* t_final_callbacks = nullptr;
+
 // Runs backward from (roots, root_grads). When captures is non-null (autograd::grad), the
 // gradients arriving at the captured edges are returned instead of accumulated into leaves.
 std::vector<Tensor> run_backward(const std::vector<Edge>& roots, std::vector<Tensor> root_grads,
@@ -63,6 +54,12 @@ std::vector<Tensor> run_backward(const std::vector<Edge>& roots, std::vector<Ten
     bool p;
     ~Restore() { set_grad_enabled(p); }
   } restore{prev};
+  std::vector<std::function<void()>> final_callbacks;
+  struct RestoreCallbacks {
+    std::vector<std::function<void()>>* p;
+    ~RestoreCallbacks() { t_final_callbacks = p; }
+  } restore_callbacks{t_final_callbacks};
+  t_final_callbacks = &final_callbacks;
 
   // Dependencies: how many edges point at each node.
   std::unordered_map<Node*, int> deps;
@@ -172,6 +169,8 @@ std::vector<Tensor> run_backward(const std::vector<Edge>& roots, std::vector<Ten
       }
     }
   }
+  // By index: a callback may queue another, which runs in this pass too.
+  for (size_t i = 0; i < final_callbacks.size(); ++i) final_callbacks[i]();
   return captured;
 }
 
@@ -205,9 +204,28 @@ void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& gra
   run_backward(roots, std::move(grads), retain_graph || create_graph, create_graph, nullptr);
 }
 
+void queue_backward_callback(std::function<void()> callback) {
+  KILN_CHECK(t_final_callbacks != nullptr, Error,
+             "Final callbacks can only be installed during backward pass.");
+  t_final_callbacks->push_back(std::move(callback));
+}
+
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                          const std::vector<Tensor>& grad_outputs, std::optional<bool> retain_graph,
                          bool create_graph, bool allow_unused) {
+  std::vector<Edge> captures;
+  for (const auto& in : inputs) {
+    KILN_CHECK(requires_grad(in), Error, "One of the differentiated Tensors does not require grad");
+    captures.push_back(gradient_edge(in));
+  }
+  return grad_at_edges(outputs, captures, grad_outputs, retain_graph, create_graph, allow_unused);
+}
+
+std::vector<Tensor> grad_at_edges(const std::vector<Tensor>& outputs,
+                                  const std::vector<Edge>& captures,
+                                  const std::vector<Tensor>& grad_outputs,
+                                  std::optional<bool> retain_graph, bool create_graph,
+                                  bool allow_unused) {
   KILN_CHECK(grad_outputs.empty() || grad_outputs.size() == outputs.size(), ValueError,
              "grad: got ", outputs.size(), " outputs but ", grad_outputs.size(),
              " grad_outputs");
@@ -221,11 +239,8 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
                         ? default_root_grad(outputs[i], "grad")
                         : grad_outputs[i]);
   }
-  std::vector<Edge> captures;
-  for (const auto& in : inputs) {
-    KILN_CHECK(requires_grad(in), Error, "One of the differentiated Tensors does not require grad");
-    captures.push_back(gradient_edge(in));
-  }
+  for (const auto& e : captures)
+    KILN_CHECK(e.valid(), Error, "grad: a gradient edge to differentiate at has no node");
   auto result = run_backward(roots, std::move(grads), retain_graph.value_or(create_graph),
                              create_graph, &captures);
   for (size_t i = 0; i < result.size(); ++i)

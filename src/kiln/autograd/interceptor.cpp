@@ -14,18 +14,6 @@ namespace kiln::autograd {
 
 namespace {
 
-Edge edge_of(const Tensor& t) {
-  auto* m = t.defined() ? t.impl()->autograd_meta.get() : nullptr;
-  if (!m || !m->requires_grad) return {};
-  if (m->grad_fn) return {m->grad_fn, m->output_nr};
-  std::shared_ptr<Node> acc = m->grad_accumulator.lock();
-  if (!acc) {
-    acc = std::make_shared<AccumulateGrad>(t);
-    m->grad_accumulator = acc;
-  }
-  return {acc, 0};
-}
-
 class OpNode : public Node {
  public:
   OpNode(GradContext ctx, DerivativeFn fn, uint32_t num_outputs)
@@ -102,7 +90,7 @@ class AutogradInterceptor : public Interceptor {
                  "supported; apply it to a clone");
       check_in_place_on_view(out, op.name);
       view_out = int64_t(k);
-      base_edge = edge_of(Tensor(out.impl()->view_base));
+      base_edge = gradient_edge(Tensor(out.impl()->view_base));
       for (size_t i = 0; i < call.inputs.size(); ++i)
         if (call.inputs[i].defined() && call.inputs[i].impl() == out.impl()) self_input = int64_t(i);
     }
@@ -128,7 +116,7 @@ class AutogradInterceptor : public Interceptor {
       ctx.input_devices.push_back(in.defined() ? in.device() : Device());
     }
     std::vector<Edge> edges;
-    for (const auto& in : call.inputs) edges.push_back(edge_of(in));
+    for (const auto& in : call.inputs) edges.push_back(gradient_edge(in));
 
     std::vector<Tensor> outs;
     {

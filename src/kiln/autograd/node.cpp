@@ -1,6 +1,8 @@
 // Graph nodes, saved tensors and the derivative registry.
 #include "kiln/autograd/node.h"
 
+#include "kiln/autograd/saved_tensor_hooks.h"
+
 #include <map>
 #include <mutex>
 
@@ -47,10 +49,26 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
   return {};
 }
 
+Edge gradient_edge(const Tensor& t) {
+  auto* m = t.defined() ? t.impl()->autograd_meta.get() : nullptr;
+  if (!m || !m->requires_grad) return {};
+  if (m->grad_fn) return {m->grad_fn, m->output_nr};
+  std::shared_ptr<Node> acc = m->grad_accumulator.lock();
+  if (!acc) {
+    acc = std::make_shared<AccumulateGrad>(t);
+    m->grad_accumulator = acc;
+  }
+  return {acc, 0};
+}
+
 SavedTensor::SavedTensor(const Tensor& t, bool is_output, const std::shared_ptr<Node>& owner)
     : is_output_(is_output) {
   if (!t.defined()) return;
-  data_ = alias_without_autograd(t);
+  shape_ = t.shape();
+  dtype_ = t.dtype();
+  device_ = t.device();
+  storage_offset_ = t.storage_offset();
+  contiguous_ = t.is_contiguous();
   version_ = t.version();
   requires_grad_ = autograd::requires_grad(t);
   if (is_output) {
@@ -61,31 +79,70 @@ SavedTensor::SavedTensor(const Tensor& t, bool is_output, const std::shared_ptr<
     if (m.grad_fn) {
       grad_fn_ = m.grad_fn;
       output_nr_ = m.output_nr;
-    } else {
-      original_ = t;  // a leaf: gradients must reach the leaf itself
     }
   }
+  if (auto hooks = autograd::current_saved_tensor_hooks()) {
+    // The pack hook sees an output without its grad_fn: a hook that keeps the tensor it was
+    // given (identity hooks, a dict of activations) would otherwise make a reference cycle
+    // node -> packed -> output -> node that nothing frees (torch 2.13 leaks there).
+    autograd::NoGradGuard no_grad;  // as torch: hooks run outside the graph
+    packed_ = hooks->pack(is_output ? alias_without_autograd(t) : t);
+    KILN_CHECK(packed_ != nullptr, Error, "saved-tensor pack hook returned nothing");
+    if (!is_output && requires_grad_ && !grad_fn_) leaf_accumulator_ = gradient_edge(t).node;
+    return;
+  }
+  data_ = alias_without_autograd(t);
+  if (!is_output && requires_grad_ && !grad_fn_) original_ = t;  // gradients must reach the leaf
 }
 
+namespace {
+// The tensor that a pack hook's result unpacks to, checked against what was saved.
+Tensor unpack_hooked(autograd::PackedTensor& packed, const Shape& shape, DType dtype,
+                     const Device& device, const std::string& op) {
+  Tensor t = packed.unpack();
+  KILN_CHECK(t.defined(), Error, "saved-tensor unpack hook returned an undefined tensor (in op '",
+             op, "')");
+  KILN_CHECK(t.shape() == shape && t.dtype() == dtype && t.device() == device, Error,
+             "saved-tensor unpack hook returned a tensor of shape ", shape_str(t.shape()), ", ",
+             dtype_name(t.dtype()), " on ", t.device().str(), " for a saved tensor of shape ",
+             shape_str(shape), ", ", dtype_name(dtype), " on ", device.str(), " (in op '", op,
+             "'); unpack must give back what pack was given");
+  return t;
+}
+}  // namespace
+
 Tensor SavedTensor::unpack(const std::string& op) const {
-  KILN_CHECK(data_.defined(), Error,
+  KILN_CHECK(defined(), Error,
              "Trying to backward through the graph a second time (or directly access saved "
              "tensors after they have already been freed). Saved intermediate values of the "
              "graph are freed when you call .backward() or autograd.grad(). Specify "
              "retain_graph=True if you need to backward through the graph a second time (in op '",
              op, "')");
-  KILN_CHECK(data_.version() == version_, Error,
-             "one of the variables needed for gradient computation has been modified by an "
-             "inplace operation: [", dtype_name(data_.dtype()), " ", shape_str(data_.shape()),
-             "], which is output ", output_nr_, " of ", op, ", is at version ", data_.version(),
-             "; expected version ", version_, " instead.");
-  if (original_.defined()) return original_;
-  if (!requires_grad_) return data_;
-  Tensor t = alias_without_autograd(data_);
+  Tensor data;
+  if (packed_) {
+    // No version check: the hooks own the values (a pack that copies may outlive in-place
+    // writes to the original; torch does not check here either).
+    data = unpack_hooked(*packed_, shape_, dtype_, device_, op);
+    if (!requires_grad_) return alias_without_autograd(data);
+  } else {
+    KILN_CHECK(data_.version() == version_, Error,
+               "one of the variables needed for gradient computation has been modified by an "
+               "inplace operation: [", dtype_name(data_.dtype()), " ", shape_str(data_.shape()),
+               "], which is output ", output_nr_, " of ", op, ", is at version ", data_.version(),
+               "; expected version ", version_, " instead.");
+    if (original_.defined()) return original_;
+    if (!requires_grad_) return data_;
+    data = data_;
+  }
+  Tensor t = alias_without_autograd(data);
   auto meta = std::make_shared<AutogradMeta>();
   meta->requires_grad = true;
-  meta->grad_fn = is_output_ ? owner_.lock() : grad_fn_;
-  meta->output_nr = output_nr_;
+  if (leaf_accumulator_) {
+    meta->grad_accumulator = leaf_accumulator_;  // a leaf: its gradients reach the leaf's node
+  } else {
+    meta->grad_fn = is_output_ ? owner_.lock() : grad_fn_;
+    meta->output_nr = output_nr_;
+  }
   t.impl()->autograd_meta = std::move(meta);
   return t;
 }
