@@ -4,6 +4,7 @@ import itertools
 import math
 
 from . import common
+from ._colorize import Colorize
 
 BEST = "\033[92m"
 GOOD = "\033[34m"
@@ -117,7 +118,6 @@ class Row:
     def finalize_column_strings(self, column_strings, col_widths):
         """The cells centred in their widths and, when colorizing, colored against the best
         median of the row (rowwise) or of the column within this thread group."""
-        from .compare import Colorize
         best_values = [-1 for _ in column_strings]
         if self._colorize == Colorize.ROWWISE:
             row_min = min(r.median for r in self._results if r is not None)

@@ -1,17 +1,11 @@
 """Compare: prints many Measurements as tables, one per label."""
 import collections
-import enum
 
 from . import common
+from ._colorize import Colorize
 from ._table import Table
 
 __all__ = ["Colorize", "Compare"]
-
-
-class Colorize(enum.Enum):
-    NONE = "none"
-    COLUMNWISE = "columnwise"
-    ROWWISE = "rowwise"
 
 
 class Compare:
