@@ -41,6 +41,29 @@ std::function<Tensor(const Tensor&)> make_hook(nb::handle fn,
   };
 }
 
+// Gradients as node hooks see them: a tuple with None where no gradient flowed.
+nb::tuple grads_tuple(const std::vector<Tensor>& grads) {
+  nb::list l;
+  for (const Tensor& g : grads) l.append(g.defined() ? nb::cast(g) : nb::none());
+  return nb::tuple(l);
+}
+
+// A node hook's result: None keeps the gradients, else a sequence of the same length.
+void replace_grads(nb::handle result, std::vector<Tensor>& grads, PyObject* hook) {
+  if (result.is_none()) return;
+  size_t n = nb::len(result);
+  if (n != grads.size()) {
+    std::string name = nb::cast<std::string>(nb::str(nb::getattr(nb::handle(hook), "__name__",
+                                                                 nb::str("?"))));
+    KILN_THROW(Error, "hook '", name, "' has returned an incorrect number of values (got ", n,
+               ", but expected ", grads.size(), ")");
+  }
+  size_t i = 0;
+  for (nb::handle g : result) {
+    grads[i++] = g.is_none() ? Tensor() : nb::cast<Tensor>(g);
+  }
+}
+
 std::vector<Tensor> tensor_list(nb::handle h) {
   std::vector<Tensor> r;
   if (!h.is_valid() || h.is_none()) return r;
@@ -77,7 +100,36 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
         return nb::isinstance<Node>(b) && &a == &nb::cast<const Node&>(b);
       })
       .def("__hash__", [](const Node& n) { return std::hash<const void*>()(&n); })
-      .def("__repr__", [](const Node& n) { return "<" + n.name() + ">"; });
+      .def("__repr__", [](const Node& n) { return "<" + n.name() + ">"; })
+      .def("register_prehook", [](Node& n, nb::callable fn) {
+        auto removed = std::make_shared<std::atomic<bool>>(false);
+        auto callable = std::make_shared<PyCallable>(fn);
+        n.node_pre_hooks.push_back([callable, removed](std::vector<Tensor>& grad_outputs) {
+          if (removed->load()) return;
+          nb::gil_scoped_acquire gil;
+          nb::object r = nb::handle(callable->fn)(grads_tuple(grad_outputs));
+          replace_grads(r, grad_outputs, callable->fn);
+        });
+        return HookHandle{removed};
+      }, nb::arg("fn"))
+      .def("register_hook", [](Node& n, nb::callable fn) {
+        auto removed = std::make_shared<std::atomic<bool>>(false);
+        auto callable = std::make_shared<PyCallable>(fn);
+        n.node_post_hooks.push_back([callable, removed](std::vector<Tensor>& grad_inputs,
+                                                        const std::vector<Tensor>& grad_outputs) {
+          if (removed->load()) return;
+          nb::gil_scoped_acquire gil;
+          nb::object r = nb::handle(callable->fn)(grads_tuple(grad_inputs),
+                                                  grads_tuple(grad_outputs));
+          replace_grads(r, grad_inputs, callable->fn);
+        });
+        return HookHandle{removed};
+      }, nb::arg("fn"))
+      // A dict per node, kept by the node (torch's Node.metadata).
+      .def_prop_ro("metadata", [](Node& n) {
+        if (!n.binding_metadata) n.binding_metadata = std::make_shared<PyCallable>(nb::dict());
+        return nb::borrow<nb::dict>(static_cast<PyCallable*>(n.binding_metadata.get())->fn);
+      });
 
   nb::class_<HookHandle>(m, "RemovableHandle").def("remove", &HookHandle::remove);
 

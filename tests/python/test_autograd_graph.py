@@ -323,3 +323,58 @@ def test_tensor_backward_inputs_matches_torch():
         (x * w).sum().backward(inputs=[w])
     assert kx.grad is None and tx.grad is None
     close(kw.grad, tw.grad)
+
+
+def run_node_hooks(lib):
+    x = lib.tensor([1.0, 2.0], dtype=lib.float64, requires_grad=True)
+    y = x * 3
+    z = y.exp().sum()
+    log = []
+
+    def pre(grad_outputs):
+        log.append(("pre", grad_outputs))
+        return (grad_outputs[0] * 2,)
+
+    def post(grad_inputs, grad_outputs):
+        log.append(("post", grad_inputs, grad_outputs))
+
+    y.grad_fn.register_prehook(pre)
+    handle = y.grad_fn.register_hook(post)
+    y.register_hook(lambda g: log.append(("tensor", (g,))))
+    acc = y.grad_fn.next_functions[0][0]
+    acc.register_hook(lambda gi, go: log.append(("acc", gi, go)))
+    z.backward(retain_graph=True)
+    handle.remove()
+    z.backward()
+    return log, x.grad
+
+
+def test_node_hooks_match_torch():
+    klog, kgrad = run_node_hooks(kiln)
+    tlog, tgrad = run_node_hooks(torch)
+    close(kgrad, tgrad)
+    assert [e[0] for e in klog] == [e[0] for e in tlog]
+    for ke, te in zip(klog, tlog):
+        for kgs, tgs in zip(ke[1:], te[1:]):
+            assert len(kgs) == len(tgs)
+            for k, t in zip(kgs, tgs):
+                assert (k is None) == (t is None)
+                if k is not None:
+                    close(k, t)
+
+
+def test_node_hook_returning_the_wrong_count_and_metadata():
+    for lib in (kiln, torch):
+        x = lib.ones(2, requires_grad=True)
+        w = x * 2
+        node = w.grad_fn
+        assert node.metadata == {}
+        node.metadata["tag"] = 7
+        assert w.grad_fn.metadata == {"tag": 7}  # kept by the node, whichever wrapper
+
+        def bad(grad_outputs):
+            return (grad_outputs[0], grad_outputs[0])
+        node.register_prehook(bad)
+        with pytest.raises(RuntimeError, match=r"hook 'bad' has returned an incorrect number "
+                                               r"of values \(got 2, but expected 1\)"):
+            w.sum().backward()

@@ -36,6 +36,14 @@ class Node : public std::enable_shared_from_this<Node> {
   std::vector<Edge> next_edges;
   // Hooks on the gradient of each output (tensor hooks of non-leaf tensors / leaves).
   std::vector<std::vector<std::function<Tensor(const Tensor&)>>> pre_hooks;
+  // Node hooks (torch.autograd.graph.Node.register_prehook / register_hook), run when the
+  // node runs: before it, with all its output gradients (after the tensor hooks), which they
+  // may replace; after it, with its input gradients (replaceable) and output gradients.
+  std::vector<std::function<void(std::vector<Tensor>& grad_outputs)>> node_pre_hooks;
+  std::vector<std::function<void(std::vector<Tensor>& grad_inputs,
+                                 const std::vector<Tensor>& grad_outputs)>> node_post_hooks;
+  // Owned by the language bindings (Python's node.metadata dict); kiln itself never reads it.
+  std::shared_ptr<void> binding_metadata;
   const uint64_t sequence_nr;  // creation order: later nodes run first in backward
 };
 

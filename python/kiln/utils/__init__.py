@@ -1,3 +1,3 @@
-"""kiln.utils: data loading (kiln.utils.data) and activation checkpointing
-(kiln.utils.checkpoint)."""
-from . import data, checkpoint  # noqa: F401
+"""kiln.utils: data loading (kiln.utils.data), activation checkpointing
+(kiln.utils.checkpoint) and timing (kiln.utils.benchmark)."""
+from . import data, checkpoint, benchmark  # noqa: F401

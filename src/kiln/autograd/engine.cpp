@@ -155,7 +155,17 @@ std::vector<Tensor> run_backward(const std::vector<Edge>& roots, std::vector<Ten
     if (!(captures && (is_leaf_node || !feeds_capture[n]))) {
       bool any = false;
       for (auto& g : grads) any = any || g.defined();
-      if (any) out = n->apply(std::move(grads));
+      if (any) {
+        for (auto& hook : n->node_pre_hooks) hook(grads);
+        if (n->node_post_hooks.empty()) {
+          out = n->apply(std::move(grads));
+        } else {
+          std::vector<Tensor> grad_outputs = grads;
+          out = n->apply(std::move(grads));
+          out.resize(n->next_edges.size());
+          for (auto& hook : n->node_post_hooks) hook(out, grad_outputs);
+        }
+      }
       if (!keep_graph) n->release_saved();
       if (is_anomaly_enabled() && is_anomaly_check_nan_enabled()) check_no_nan(*n, out);
     }
