@@ -244,7 +244,7 @@ def isreal(input):
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     if input.dtype != other.dtype:
         raise RuntimeError(f"{input.dtype} did not match {other.dtype}")
-    if not input.is_floating_point():
+    if not input.is_floating_point() and not input.is_complex():
         a, b = input.to(_C.float64), other.to(_C.float64)
     else:
         a, b = input, other

@@ -6,7 +6,7 @@ import math as _math
 import warnings as _warnings
 
 from . import _C
-from ._composite_more import export, METHODS
+from ._composite_more import export, METHODS, PROPERTIES
 
 _FLOATS = (_C.float16, _C.bfloat16, _C.float32, _C.float64)
 
@@ -251,6 +251,7 @@ class finfo:
 
     def __init__(self, type=None):
         type = _C.get_default_dtype() if type is None else type
+        type = {_C.complex64: _C.float32, _C.complex128: _C.float64}.get(type, type)  # as torch
         if type not in _FLOATS:
             raise TypeError("kiln.finfo() requires a floating point input type. Use "
                             "kiln.iinfo to handle 'kiln.finfo'")
@@ -297,6 +298,31 @@ class iinfo:
 
 export(method=False)(finfo)
 export(method=False)(iinfo)
+
+
+class layout:
+    """A tensor layout (torch.layout). kiln tensors are dense and strided: kiln.strided is the
+    only layout, and Tensor.layout reports it (code that checks layouts, as
+    kiln.testing.assert_close's check_layout, works unchanged)."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def __repr__(self):
+        return f"kiln.{self._name}"
+
+    def __reduce__(self):
+        return (_layout_named, (self._name,))
+
+
+def _layout_named(name):
+    return {"strided": strided}[name]
+
+
+strided = layout("strided")
+export(method=False)(layout)
+export(method=False, name="strided")(strided)
+PROPERTIES["layout"] = lambda self: strided
 
 
 @export()

@@ -46,6 +46,8 @@ std::vector<int64_t> dims_from_handle(nb::handle h);
 // the argument otherwise.
 DType dtype_arg(nb::handle h, const char* name = "dtype");
 Device device_arg(nb::handle h, const char* name = "device");
+// A layout= argument: None or kiln.strided (kiln tensors are dense); anything else is an error.
+void check_layout_arg(nb::handle layout);
 // Python number -> Scalar (bool, int, float and objects with __index__ / __float__).
 bool scalar_from_handle(nb::handle h, Scalar& out, bool convert);
 nb::object scalar_to_python(const Scalar& s);

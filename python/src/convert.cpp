@@ -62,6 +62,13 @@ std::vector<int64_t> dims_from_handle(nb::handle h) {
   return shape_from_handle(h, "dim");
 }
 
+void check_layout_arg(nb::handle layout) {
+  if (layout.is_none()) return;
+  std::string name = nb::cast<std::string>(nb::repr(layout));
+  KILN_CHECK(name == "kiln.strided" || name == "torch.strided", NotImplementedError,
+             "layout: kiln tensors are dense (kiln.strided); got ", name);
+}
+
 void release_python_object(PyObject* o) {
   if (!Py_IsInitialized()) return;
 #if PY_VERSION_HEX >= 0x030D0000

@@ -47,7 +47,8 @@ Kw parse_kw(const nb::kwargs& kwargs, bool like = false) {
     else if (n == "requires_grad") k.requires_grad = nb::cast<bool>(value);
     else if (n == "generator") { if (!value.is_none()) k.generator = nb::cast<Generator*>(value); }
     else if (n == "size") k.size = value;
-    else if (n == "layout" || n == "pin_memory" || n == "memory_format" || n == "out") {
+    else if (n == "layout") check_layout_arg(value);
+    else if (n == "pin_memory" || n == "memory_format" || n == "out") {
       KILN_CHECK(n != "out" || value.is_none(), NotImplementedError, "out= is not supported");
     } else {
       KILN_THROW(TypeError, "got an unexpected keyword argument '", n, "'");
@@ -62,17 +63,20 @@ Tensor finish(Tensor t, const Kw& k) {
   return t;
 }
 
-Shape size_of(const nb::args& args, const Kw& k) {
+Shape size_of(const nb::args& args, const Kw& k, const char* factory) {
   if (k.size.is_valid()) return shape_from_handle(k.size, "size");
+  // zeros() is torch's TypeError; a 0-d tensor is zeros(()) / zeros([]).
+  KILN_CHECK(args.size() > 0, TypeError, factory,
+             "() missing 1 required positional arguments: \"size\"");
   return shape_from_args(args, "size");
 }
 
 // A factory over a shape: kiln.zeros(2, 3, dtype=...) / kiln.zeros((2, 3)).
 template <typename F>
 void def_shape_factory(nb::module_& m, const char* name, F make) {
-  m.def(name, [make](nb::args args, nb::kwargs kwargs) {
+  m.def(name, [make, name](nb::args args, nb::kwargs kwargs) {
     Kw k = parse_kw(kwargs);
-    Shape s = size_of(args, k);
+    Shape s = size_of(args, k, name);
     return finish(nogil([&] { return make(s, k); }), k);
   });
 }

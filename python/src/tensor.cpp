@@ -113,7 +113,8 @@ FactoryKw new_kwargs(const Tensor& t, const nb::kwargs& kw) {
     if (k == "dtype") { if (!value.is_none()) f.dtype = dtype_arg(value); }
     else if (k == "device") { if (!value.is_none()) f.device = device_arg(value); }
     else if (k == "requires_grad") f.requires_grad = nb::cast<bool>(value);
-    else if (k != "layout" && k != "pin_memory")
+    else if (k == "layout") check_layout_arg(value);
+    else if (k != "pin_memory")
       KILN_THROW(TypeError, "got an unexpected keyword argument '", k, "'");
   }
   if (!f.dtype) f.dtype = t.dtype();
