@@ -139,6 +139,7 @@ Tensor.is_tensor = staticmethod(is_tensor)
 
 from . import nn, optim, utils, profiler, backends  # noqa: E402,F401
 from . import testing, signal  # noqa: E402,F401  (torch.testing, torch.signal.windows)
+from . import masked  # noqa: E402,F401  (torch.masked)
 from .serialization import save, load  # noqa: E402,F401
 from .nn.parameter import Parameter as _Parameter  # noqa: E402,F401
 
