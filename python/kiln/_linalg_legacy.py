@@ -3,6 +3,7 @@ torch.triangular_solve, ...), over kiln.linalg (decision 0076)."""
 from . import _C
 from . import _linalg_derived as _d
 from . import _linalg_factor as _f
+from . import linalg as _linalg
 
 _svd_t = _f._return_type("svd", ["U", "S", "V"])
 _qr_t = _f._return_type("qr", ["Q", "R"])
@@ -97,6 +98,34 @@ def orgqr(input, tau):
     return _d.householder_product(input, tau)
 
 
+def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
+    """torch.norm: p='fro' over at most two dims, and a number p (None: 2), is the vector
+    norm over dim (None: every dim); any other string p ('nuc', 'fro' over more dims) is
+    linalg.matrix_norm over dim (None: every dim), so a wrong one gets its error."""
+    if isinstance(p, str):
+        if p == "fro" and (dim is None or isinstance(dim, int) or len(dim) <= 2):
+            return _vector_norm(input, 2, dim, keepdim, out, dtype)
+        dims = range(input.dim()) if dim is None else ([dim] if isinstance(dim, int) else dim)
+        return _f._out(_linalg.matrix_norm(input, p, tuple(dims), keepdim, dtype=dtype), out)
+    return _vector_norm(input, 2 if p is None else p, dim, keepdim, out, dtype)
+
+
+def _vector_norm(input, p, dim, keepdim, out, dtype):
+    """kiln's fused C++ norm (its out= form included) for real inputs, with linalg's checks
+    of the input and dtype= ahead of it; linalg.vector_norm for complex ones, which the
+    C++ kernel does not take."""
+    _linalg._vector_norm_checks(input, p, dim, dtype)
+    if input.is_complex():
+        return _f._out(_linalg.vector_norm(input, p, dim, keepdim, dtype=dtype), out)
+    if out is not None:
+        return _C.norm(input, float(p), dim, keepdim, dtype=dtype, out=out)
+    return _C.norm(input, float(p), dim, keepdim, dtype=dtype)
+
+
+def _tensor_norm(self, p="fro", dim=None, keepdim=False, dtype=None):
+    return norm(self, p, dim, keepdim, dtype=dtype)
+
+
 _FUNCTIONS = {
     "det": det, "logdet": logdet, "slogdet": slogdet, "inverse": inverse,
     "cholesky": cholesky, "cholesky_solve": cholesky_solve,
@@ -118,3 +147,7 @@ def install(namespace, tensor_type):
     for name in _METHODS:
         if not hasattr(tensor_type, name):
             setattr(tensor_type, name, _FUNCTIONS[name])
+    # torch.norm and Tensor.norm replace the C++ binding, which has no p='nuc' and takes
+    # 'fro' over any number of dims; the numbers still reach its kernel (_vector_norm)
+    namespace["norm"] = norm
+    tensor_type.norm = _tensor_norm
