@@ -2,6 +2,7 @@
 kiln.Tensor, kiln.tensor/zeros/rand..., dtypes (kiln.float32, ...), devices ("cpu",
 "testing:0"), autograd (requires_grad, backward, kiln.no_grad, kiln.autograd.grad)."""
 import builtins as _builtins
+import os as _os
 
 from . import _C
 from ._C import *  # noqa: F401,F403  (ops, factories, dtypes, devices, Generator, Stream, ...)
@@ -140,6 +141,17 @@ Tensor.is_tensor = staticmethod(is_tensor)
 from . import nn, optim, utils, profiler, backends  # noqa: E402,F401
 from . import testing, signal  # noqa: E402,F401  (torch.testing, torch.signal.windows)
 from . import masked  # noqa: E402,F401  (torch.masked)
+from . import multiprocessing  # noqa: E402,F401  (tensors cross processes in shared memory)
+
+
+def _after_fork_in_child():
+    # libgomp's thread pool does not survive fork: a forked child entering a parallel region
+    # with the parent's pool size hangs. Children start with one thread (a child whose parent
+    # never ran a parallel region may raise it again with set_num_threads).
+    _C.set_num_threads(1)
+
+
+_os.register_at_fork(after_in_child=_after_fork_in_child)
 from .serialization import save, load  # noqa: E402,F401
 from .nn.parameter import Parameter as _Parameter  # noqa: E402,F401
 

@@ -92,6 +92,7 @@ void bind_dlpack(nb::module_& m, nb::class_<Tensor>& cls);
 PyType_Slot* tensor_type_slots();
 void bind_autograd_function(nb::module_& m);
 void bind_saved_tensor_hooks(nb::module_& m);
+void bind_shared_memory(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_io(nb::module_& m);
 void bind_onnx(nb::module_& m);  // kiln._C._onnx
 void bind_linalg_decompositions(nb::module_& m);  // kiln._C._linalg

@@ -35,6 +35,7 @@ NB_MODULE(_C, m) {
   bind_nn_functional(m);
   bind_autograd_function(m);
   bind_saved_tensor_hooks(m);
+  bind_shared_memory(m, cls);
   bind_io(m);
   bind_onnx(m);
   bind_linalg_decompositions(m);

@@ -32,9 +32,30 @@ class StorageImpl {
   bool foreign() const { return imported_ || exports_.load(std::memory_order_relaxed) > 0; }
   uint64_t export_epoch() const { return export_epoch_.load(std::memory_order_relaxed); }
 
+  // Shared host memory (kiln/runtime/shared_memory.h): other processes may map these bytes
+  // through the memory file's descriptor (-1 for an empty storage).
+  bool is_shared() const { return shared_; }
+  int shared_fd() const { return shared_fd_; }
+  // Replaces the block by `shared` (a shared mapping of the same size holding the same
+  // bytes): every tensor and view over this storage now reads the shared pages, which other
+  // processes may write, so the storage is foreign (nothing derived from it is cached).
+  void adopt_shared(DataPtr shared, int fd) {
+    data_ = std::move(shared);
+    mark_shared(fd);
+    export_epoch_.fetch_add(1, std::memory_order_relaxed);  // caches keyed on the old block
+  }
+  // A storage made over a shared mapping (received from another process).
+  void mark_shared(int fd) {
+    shared_fd_ = fd;
+    shared_ = true;
+    imported_ = true;
+  }
+
  private:
   DataPtr data_;
   size_t nbytes_;
+  bool shared_ = false;
+  int shared_fd_ = -1;
   bool imported_ = false;
   std::atomic<int> exports_{0};
   std::atomic<uint64_t> export_epoch_{0};

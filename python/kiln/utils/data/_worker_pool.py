@@ -11,8 +11,9 @@ In the worker: kiln runs single-threaded (the parent's OpenMP pool does not surv
 forked child that enters a parallel region with more than one thread hangs in libgomp, and
 one thread per worker is also what torch sets against oversubscription); Python's, numpy's
 and kiln's CPU generators are seeded from base_seed + worker id, as torch; get_worker_info()
-returns the worker's WorkerInfo. Batches travel pickled through a pipe (kiln/_pickle.py):
-a copy, where torch passes tensors in shared memory. An exception in a worker is re-raised in
+returns the worker's WorkerInfo. Batches leave the workers in shared memory (default_collate
+stacks them there; kiln.multiprocessing's reductions send the memory file's descriptor, as
+torch's): the main process maps them without a copy. An exception in a worker is re-raised in
 the main process with the worker's traceback; a worker that dies is reported, not waited for.
 """
 import itertools
