@@ -31,6 +31,12 @@ def _median(input, dim, keepdim, ignore_nan, name):
             return _C.full((), _math.nan, dtype=input.dtype, device=input.device)
         r = _median(x, 0, False, ignore_nan, name)
         return r[0]
+    if input.dim() == 0:  # a 0-d tensor is its own median, at index 0 (dim 0 or -1, as torch)
+        if dim not in (0, -1):
+            raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but "
+                             f"got {dim})")
+        v, i = _median(input.reshape(1), 0, False, ignore_nan, name)
+        return _values_indices(name, v.reshape(()), i.reshape(()))
     s, order = input.sort(dim)  # NaN sorts last
     n = input.size(dim)
     nans = _C.isnan(input).to(_C.int64).sum(dim, True) if input.is_floating_point() else \
@@ -85,6 +91,11 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
         q.to(input.dtype).reshape(-1)
     if bool(((qs < 0) | (qs > 1)).any()):
         raise RuntimeError(f"{name}() q values must be in the range [0, 1]")
+    if input.dim() == 0 and dim is not None:  # dim 0 / -1 of a 0-d tensor: the whole tensor
+        if dim not in (0, -1):
+            raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but "
+                             f"got {dim})")
+        return _quantile(input, q, None, False, interpolation, ignore_nan, name)
     x = input.reshape(-1) if dim is None else input
     d = 0 if dim is None else dim % _b.max(x.dim(), 1)
     s = x.sort(d)[0].movedim(d, -1).unsqueeze(-2)  # [..., 1, n]

@@ -48,3 +48,35 @@ def test_factories_need_a_size(name):
     with pytest.raises(TypeError, match=name + r"\(\) missing 1 required positional arguments"):
         getattr(kiln, name)()
     assert getattr(kiln, name)(()).shape == getattr(torch, name)(()).shape
+
+
+@pytest.mark.parametrize("name", ["median", "nanmedian"])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_median_of_a_0d_tensor_along_a_dim(name, keepdim):
+    # (the size of dim 0 of a 0-d tensor used to be read out of bounds: a crash)
+    for value in (3.0, float("nan")):
+        k = getattr(kiln, name)(kiln.tensor(value), 0, keepdim=keepdim)
+        t = getattr(torch, name)(torch.tensor(value), 0, keepdim=keepdim)
+        assert k.values.shape == t.values.shape and k.indices.shape == t.indices.shape
+        np.testing.assert_array_equal(k.values.numpy(), t.values.numpy())
+        assert k.indices.item() == t.indices.item()
+    with pytest.raises(IndexError, match=r"expected to be in range of \[-1, 0\], but got 1"):
+        getattr(kiln, name)(kiln.tensor(1.0), 1)
+
+
+def test_quantile_of_a_0d_tensor_along_a_dim():
+    for q in (0.5, [0.2, 0.9]):
+        for keepdim in (False, True):
+            kq = kiln.tensor(q) if isinstance(q, list) else q
+            tq = torch.tensor(q) if isinstance(q, list) else q
+            k = kiln.quantile(kiln.tensor(3.0), kq, -1, keepdim=keepdim)
+            t = torch.quantile(torch.tensor(3.0), tq, -1, keepdim=keepdim)
+            assert k.shape == t.shape
+            np.testing.assert_array_equal(k.numpy(), t.numpy())
+
+
+def test_size_and_stride_of_a_0d_tensor_are_index_errors():
+    for d in (0, -1, 1):
+        for method in ("size", "stride"):
+            with pytest.raises(IndexError, match="but tensor has no dimensions"):
+                getattr(kiln.tensor(3.0), method)(d)

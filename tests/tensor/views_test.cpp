@@ -148,5 +148,14 @@ TEST_P(Views, WritesThroughViewsReachTheBase) {
 
 KILN_INSTANTIATE_ON_EACH_DEVICE(Views);
 
+TEST(TensorGeometry, SizeAndStrideOfA0dTensorAreIndexErrors) {
+  Tensor s = scalar_tensor(3.0);
+  for (int64_t d : {0, -1, 1}) {
+    EXPECT_THROW(s.size(d), IndexError);
+    EXPECT_THROW(s.stride(d), IndexError);
+  }
+  EXPECT_EQ(zeros({2, 5}).size(-1), 5);
+}
+
 }  // namespace
 }  // namespace kiln

@@ -7,8 +7,15 @@
 
 namespace kiln {
 
-int64_t Tensor::size(int64_t d) const { return shape()[size_t(wrap_dim(d, dim()))]; }
-int64_t Tensor::stride(int64_t d) const { return strides()[size_t(wrap_dim(d, dim()))]; }
+// (wrap_dim accepts 0 and -1 for a 0-d tensor, as reductions do; a 0-d tensor has no size.)
+int64_t Tensor::size(int64_t d) const {
+  KILN_CHECK(dim() > 0, IndexError, "Dimension specified as ", d, " but tensor has no dimensions");
+  return shape()[size_t(wrap_dim(d, dim()))];
+}
+int64_t Tensor::stride(int64_t d) const {
+  KILN_CHECK(dim() > 0, IndexError, "Dimension specified as ", d, " but tensor has no dimensions");
+  return strides()[size_t(wrap_dim(d, dim()))];
+}
 
 void* Tensor::raw_data() const {
   auto* i = checked();
