@@ -11,22 +11,17 @@ included), and the tensor arguments receive their gradients through the graph; a
 that is for .backward() (not autograd.grad with respect to parameters), and when no tensor
 argument requires grad the output does not either (with torch's warning).
 
-use_reentrant=False: the parameters and tensors requiring grad that function can reach (an
-nn.Module, a bound method of one, closure cells, functools.partial arguments, default
-arguments, and the tensor arguments) become inputs of the checkpoint node, and the
-recomputation returns their gradients through the graph: correct for .backward() and for
-autograd.grad, and the output requires grad whenever any of them does. Difference from torch
-(which finds the tensors a recomputation saves through saved-tensor hooks): a leaf requiring
-grad that function reaches only through a global name is found only in backward (a walk of
-the recomputed graph); its gradient is then accumulated into .grad, as use_reentrant=True
-does, with a warning (autograd.grad cannot receive it).
+use_reentrant=False: torch's algorithm on saved-tensor hooks (_checkpoint_frame.py): the
+function's graph is recorded as usual but keeps placeholders instead of the tensors it saves,
+and the first use of one in backward reruns the function to fill them all. Gradients reach
+everything the function used (arguments, parameters, globals), for .backward() and
+autograd.grad alike.
 """
 import contextlib
-import functools
-import types
 import warnings
 
 from .. import _C
+from ._checkpoint_frame import run_without_reentrant
 
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "noop_context_fn"]
 
@@ -41,54 +36,6 @@ def noop_context_fn():
 
 def _is_tensor(x):
     return isinstance(x, _C.Tensor)
-
-
-def _reachable_tensors(fn, found, seen):
-    """Tensors requiring grad that fn can reach through modules, bound methods, partials,
-    closures and defaults (added to `found` in a stable order)."""
-    from ..nn import Module
-    if id(fn) in seen:
-        return
-    seen.add(id(fn))
-    if _is_tensor(fn):
-        if fn.requires_grad:
-            found.setdefault(id(fn), fn)
-        return
-    if isinstance(fn, Module):
-        for p in fn.parameters():
-            if p.requires_grad:
-                found.setdefault(id(p), p)
-        return
-    if isinstance(fn, (list, tuple)):
-        for v in fn:
-            _reachable_tensors(v, found, seen)
-        return
-    if isinstance(fn, dict):
-        for v in fn.values():
-            _reachable_tensors(v, found, seen)
-        return
-    if isinstance(fn, types.ModuleType):  # (a captured Python module is not searched)
-        return
-    if isinstance(fn, functools.partial):
-        _reachable_tensors(fn.func, found, seen)
-        for v in list(fn.args) + list(fn.keywords.values()):
-            _reachable_tensors(v, found, seen)
-        return
-    self_obj = getattr(fn, "__self__", None)
-    if self_obj is not None:  # a bound method: its object
-        _reachable_tensors(self_obj, found, seen)
-    func = getattr(fn, "__func__", fn)
-    for cell in getattr(func, "__closure__", None) or ():
-        try:
-            _reachable_tensors(cell.cell_contents, found, seen)
-        except ValueError:  # an empty cell
-            pass
-    for v in getattr(func, "__defaults__", None) or ():
-        _reachable_tensors(v, found, seen)
-    if callable(fn) and hasattr(fn, "__dict__") and not isinstance(
-            fn, (types.FunctionType, types.MethodType, types.ModuleType, type)):
-        for v in list(vars(fn).values()):  # a callable object: its attributes
-            _reachable_tensors(v, found, seen)
 
 
 def _rng_state():
@@ -123,23 +70,18 @@ def _function_class():
 
     class CheckpointFunction(autograd.Function):
         @staticmethod
-        def forward(ctx, run, reentrant, n_args, *tensors):
-            ctx.run, ctx.reentrant, ctx.n_args = run, reentrant, n_args
-            ctx.tensors = tensors
+        def forward(ctx, run, *tensors):
+            ctx.run, ctx.tensors = run, tensors
             with autograd.no_grad():
                 out = run.forward(tensors)
-            outs = _as_tuple(out)
-            ctx.is_tuple = isinstance(out, tuple)
-            ctx.meta = _metadata(outs)
+            ctx.meta = _metadata(_as_tuple(out))
             return out
 
         @staticmethod
         def backward(ctx, *grads):
             run = ctx.run
-            n = ctx.n_args
-            args = [t.detach().requires_grad_(t.requires_grad) if _is_tensor(t) and
-                    t.is_floating_point() else t for t in ctx.tensors[:n]]
-            captured = list(ctx.tensors[n:])
+            args = [t.detach().requires_grad_(t.requires_grad) if t.is_floating_point() else t
+                    for t in ctx.tensors]
             with autograd.enable_grad():
                 outs = _as_tuple(run.recompute(args))
             if run.determinism_check != "none" and _metadata(outs) != ctx.meta:
@@ -149,65 +91,11 @@ def _function_class():
                     f"{ctx.meta}\nrecomputed: {_metadata(outs)}")
             pairs = [(o, g) for o, g in zip(outs, grads)
                      if _is_tensor(o) and o.requires_grad and g is not None]
-            diff = [a for a in args if _is_tensor(a) and a.requires_grad]
-            if ctx.reentrant:
-                if pairs:
-                    _backward([o for o, _ in pairs], [g for _, g in pairs])
-                arg_grads = [a.grad if _is_tensor(a) and a.requires_grad else None
-                             for a in args]
-                return (None, None, None, *arg_grads, *([None] * len(captured)))
-            wanted = diff + captured
-            outs_g = [o for o, _ in pairs]
-            extra = _unlisted_leaves(outs_g, wanted) if pairs else []
-            got = _grad(outs_g, wanted + extra, [g for _, g in pairs]) if pairs and \
-                (wanted or extra) else [None] * (len(wanted) + len(extra))
-            if extra:
-                _accumulate_unlisted(extra, got[len(wanted):])
-            by_id = {id(t): g for t, g in zip(wanted, got)}
-            arg_grads = [by_id.get(id(a)) if _is_tensor(a) else None for a in args]
-            cap_grads = [by_id.get(id(c)) for c in captured]
-            return (None, None, None, *arg_grads, *cap_grads)
+            if pairs:  # accumulates into every leaf the recomputation reaches
+                _backward([o for o, _ in pairs], [g for _, g in pairs])
+            return (None, *[a.grad if a.requires_grad else None for a in args])
 
     return CheckpointFunction
-
-
-def _unlisted_leaves(outputs, listed):
-    """Leaves requiring grad that the recomputed graph of outputs reaches but that are not
-    among `listed` (tensors the function reached only through globals). The walk stops at
-    the listed tensors' own nodes, so it never enters the graph outside the checkpoint."""
-    stop = {t.grad_fn for t in listed if t.grad_fn is not None}
-    todo = [o.grad_fn for o in outputs if o.grad_fn is not None]
-    seen, leaves = set(), []
-    while todo:
-        node = todo.pop()
-        if node in seen or node in stop:
-            continue
-        seen.add(node)
-        if node.name() == "AccumulateGrad":
-            leaf = node.variable
-            if not any(leaf._is_same(t) for t in listed):
-                leaves.append(leaf)
-            continue
-        todo.extend(n for n, _ in node.next_functions if n is not None)
-    return leaves
-
-
-_warned_unlisted = False
-
-
-def _accumulate_unlisted(leaves, grads):
-    """What use_reentrant=True does for every leaf: add the gradient to .grad (right for
-    .backward(); autograd.grad cannot route it, so it warns once)."""
-    global _warned_unlisted
-    if not _warned_unlisted:
-        _warned_unlisted = True
-        warnings.warn("kiln.utils.checkpoint: the function uses tensors requiring grad that it "
-                      "reaches only through global names; their gradients are accumulated into "
-                      ".grad (pass them as arguments, or reach them through a module or a "
-                      "closure, for autograd.grad)")
-    for leaf, g in zip(leaves, grads):
-        if g is not None:
-            leaf.grad = g.detach() if leaf.grad is None else leaf.grad + g.detach()
 
 
 def _grad_enabled():
@@ -218,11 +106,6 @@ def _grad_enabled():
 def _backward(outputs, grads):
     from .. import autograd
     autograd.backward(outputs, grads)
-
-
-def _grad(outputs, inputs, grads):
-    from .. import autograd
-    return autograd.grad(outputs, inputs, grads, allow_unused=True)
 
 
 _FUNCTION = None
@@ -276,22 +159,17 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=noop_context_fn,
     if use_reentrant and kwargs:
         raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
     tensors = [a for a in args if _is_tensor(a)]
-    captured = []
-    if not use_reentrant:
-        found, seen = {}, set(id(t) for t in tensors)
-        _reachable_tensors(function, found, seen)
-        for v in kwargs.values():
-            _reachable_tensors(v, found, seen)
-        captured = list(found.values())
-    elif _grad_enabled() and not any(t.requires_grad for t in tensors):
+    if use_reentrant and _grad_enabled() and not any(t.requires_grad for t in tensors):
         warnings.warn("None of the inputs have requires_grad=True. Gradients will be None",
                       stacklevel=2)
     if not _grad_enabled():
         return function(*args, **kwargs)
     run = _Run(function, args, kwargs, preserve_rng_state, context_fn, determinism_check)
+    if not use_reentrant:
+        return run_without_reentrant(run, tensors, CheckpointError)
     if _FUNCTION is None:
         _FUNCTION = _function_class()
-    return _FUNCTION.apply(run, use_reentrant, len(tensors), *tensors, *captured)
+    return _FUNCTION.apply(run, *tensors)
 
 
 def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs):
