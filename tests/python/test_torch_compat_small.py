@@ -154,3 +154,290 @@ def test_fork_rng_device_types():
     # xpu generators have no state API in kiln yet: refused rather than not restored
     with pytest.raises(NotImplementedError, match="xpu"):
         kiln.random.fork_rng(devices=[0], device_type="xpu").__enter__()
+
+
+# --- 4. kiln.utils.hooks / kiln.utils._pytree ----------------------------------------------
+
+def test_removable_handle_as_torch():
+    from kiln.utils.hooks import RemovableHandle
+    from torch.utils.hooks import RemovableHandle as TorchHandle
+    for H in (RemovableHandle, TorchHandle):
+        hooks, extra = collections.OrderedDict(), collections.OrderedDict()
+        h1, h2 = H(hooks, extra_dict=extra), H(hooks)
+        assert h2.id == h1.id + 1
+        hooks[h1.id], extra[h1.id], hooks[h2.id] = "a", True, "b"
+        h1.remove()
+        h1.remove()  # twice is fine
+        assert list(hooks.values()) == ["b"] and not extra
+        with h2 as same:
+            assert same is h2
+        assert not hooks
+        # pickled with its dict, the handle still removes from the loaded dict
+        h3 = H(hooks, extra_dict=[extra])
+        hooks[h3.id] = extra[h3.id] = "c"
+        loaded_hooks, loaded_extra, loaded = pickle.loads(pickle.dumps((hooks, extra, h3)))
+        assert loaded.id == h3.id and H.next_id > h3.id
+        loaded.remove()
+        assert not loaded_hooks and not loaded_extra and hooks[h3.id] == "c"
+
+
+def test_module_hooks_return_kiln_removable_handles():
+    from kiln.utils.hooks import RemovableHandle
+    m = knn.Linear(2, 2)
+    h = m.register_forward_pre_hook(lambda mod, args, kwargs: None, with_kwargs=True)
+    assert isinstance(h, RemovableHandle)
+    h.remove()
+    assert not m._forward_pre_hooks and not m._forward_pre_hooks_with_kwargs
+
+
+_NT = collections.namedtuple("_NT", "a b")
+_NU = collections.namedtuple("_NU", "a b")
+
+
+def _trees():
+    return [
+        1, None, [], (), {}, [1, None, 2.5], (1, [2, (3,)]),
+        {"b": [1, (2, None)], "a": _NT(3, {"x": 4}), "c": None},
+        collections.OrderedDict(z=5, y=[6]), collections.defaultdict(list, {"q": 6}),
+        collections.deque([7, 8], maxlen=3), _NT(1, _NT(2, 3)), [{1: "k"}, "s", b"b"],
+    ]
+
+
+@pytest.mark.parametrize("i", range(len(_trees())))
+def test_pytree_flatten_unflatten_as_torch(i):
+    import kiln.utils._pytree as kp
+    import torch.utils._pytree as tp
+    tree = _trees()[i]
+    (kl, ks), (tl, ts) = kp.tree_flatten(tree), tp.tree_flatten(tree)
+    assert kl == tl
+    assert repr(ks) == repr(ts) and str(ks) == str(ts)
+    assert (ks.num_leaves, ks.num_nodes, ks.num_children) == (ts.num_leaves, ts.num_nodes,
+                                                              ts.num_children)
+    assert ks.type is ts.type and ks.context == ts.context and ks.is_leaf() == ts.is_leaf()
+    back = kp.tree_unflatten(kl, ks)
+    assert back == tree and type(back) is type(tree)
+    assert kp.tree_leaves(tree) == tp.tree_leaves(tree) == list(kp.tree_iter(tree))
+    assert kp.treespec_pprint(ks) == tp.treespec_pprint(ts)
+    assert kp.tree_structure(tree) == kp.tree_structure(kp.tree_unflatten(kl, ks))
+    assert kp.tree_is_leaf(tree) == tp.tree_is_leaf(tree)
+    mapped = kp.tree_map(lambda x: ("leaf", x), tree)
+    assert mapped == tp.tree_map(lambda x: ("leaf", x), tree)
+
+
+def test_pytree_maps_and_errors_as_torch():
+    import kiln.utils._pytree as kp
+    import torch.utils._pytree as tp
+    pair = lambda a, b: (a, b)  # noqa: E731
+    same_cases = [
+        (pair, {"a": 1, "b": 2}, {"b": 3, "a": 4}),
+        (pair, collections.OrderedDict(a=1, b=2), {"b": 3, "a": 4}),
+        (pair, [1, None], [5, [6]]),
+        (pair, 1, [5, 6]),
+        (pair, collections.deque([1, 2]), collections.deque([5, 6], maxlen=4)),
+    ]
+    for fn, tree, rest in same_cases:
+        assert kp.tree_map(fn, tree, rest) == tp.tree_map(fn, tree, rest)
+    for tree, rest in [([1, 2], [1]), ([1, 2], (1, 2)), ({"a": 1, "b": 2}, {"b": 3, "c": 4}),
+                       (_NT(1, 2), _NU(3, 4)), (_NT(1, 2), (3, 4)), ([1, 2], 5),
+                       ({"a": 1}, {"a": 2, "b": 3})]:
+        e = _raises_same(lambda: kp.tree_map(pair, tree, rest),
+                         lambda: tp.tree_map(pair, tree, rest))
+        assert "mismatch" in str(e)
+    _raises_same(lambda: kp.tree_unflatten([1, 2], kp.tree_structure([0])),
+                 lambda: tp.tree_unflatten([1, 2], tp.tree_structure([0])))
+    _raises_same(lambda: kp.tree_unflatten([1], 5), lambda: tp.tree_unflatten([1], 5))
+    tree = [1, (2.0, 3), {"k": "s"}]
+    for m in (kp, tp):
+        assert m.tree_map_only(int, lambda x: x * 10, tree) == [10, (2.0, 30), {"k": "s"}]
+        assert m.tree_map_only((int, str), lambda x: x * 2, tree) == [2, (2.0, 6), {"k": "ss"}]
+        assert m.tree_map_only(lambda x: x == 2.0, str, tree) == [1, ("2.0", 3), {"k": "s"}]
+        assert m.tree_all(lambda x: x != 0, tree) and not m.tree_any(lambda x: x == 0, tree)
+        assert m.tree_all_only(int, lambda x: x > 0, tree)
+        assert not m.tree_any_only(float, lambda x: x > 5, tree)
+        assert m.tree_leaves(tree, is_leaf=lambda x: isinstance(x, tuple)) == [1, (2.0, 3), "s"]
+        seen = []
+        assert m.tree_map_(seen.append, tree) is tree and seen == [1, 2.0, 3, "s"]
+    ks, ts = kp.tree_structure([1, (2, 3)]), tp.tree_structure([1, (2, 3)])
+    assert ks == kp.tree_structure([4, (5, 6)]) and hash(ks) == hash(kp.tree_structure([4, (5, 6)]))
+    assert ks != kp.tree_structure([1, [2, 3]])
+    assert repr(ks.child(1)) == repr(ts.child(1)) and len(ks.children()) == 2
+    assert kp.LeafSpec() == kp.tree_structure(1) and kp.LeafSpec().is_leaf()
+    spec = kp.TreeSpec(list, None, [kp.LeafSpec(), kp.LeafSpec()])
+    assert kp.tree_unflatten([1, 2], spec) == [1, 2]
+    assert ks.flatten_up_to([[9], (8, 7)]) == ts.flatten_up_to([[9], (8, 7)]) == [[9], 8, 7]
+
+
+def test_pytree_return_types_and_registered_nodes():
+    import kiln.utils._pytree as kp
+    import torch.utils._pytree as tp
+    ks = kp.tree_structure(kiln.sort(kiln.tensor([2.0, 1.0])))
+    assert repr(ks) == repr(tp.tree_structure(torch.sort(torch.tensor([2.0, 1.0]))))
+    r = kp.tree_map(lambda t: t * 2, kiln.sort(kiln.tensor([2.0, 1.0])))
+    assert type(r) is kiln.return_types.sort and r.values.tolist() == [2.0, 4.0]
+
+    class Point:
+        def __init__(self, x, y):
+            self.x, self.y = x, y
+
+    kp.register_pytree_node(Point, lambda p: ([p.x, p.y], "ctx"), lambda xs, c: Point(*xs))
+    with pytest.raises(ValueError, match="already registered"):
+        kp.register_pytree_node(Point, lambda p: ([], None), lambda xs, c: Point(0, 0))
+    leaves, spec = kp.tree_flatten([Point(1, kiln.ones(2)), 3])
+    assert leaves[0] == 1 and leaves[2] == 3 and repr(spec).startswith("TreeSpec(list")
+    assert "TreeSpec(Point, ctx, [*," in repr(spec)
+    p = kp.tree_map(lambda v: v + 1, Point(1, 2))
+    assert (p.x, p.y) == (2, 3)
+    # subclasses of the containers are leaves, as in torch
+    class D(dict):
+        pass
+    assert kp.tree_leaves([D(a=1)]) == tp.tree_leaves([D(a=1)]) == [{"a": 1}]
+
+
+# --- 7. nn.Module extras ----------------------------------------------------------------------
+
+def _with_extra_state(nn):
+    class WithExtra(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(2, 2)
+            self.count = 0
+
+        def get_extra_state(self):
+            return {"count": self.count}
+
+        def set_extra_state(self, state):
+            self.count = state["count"]
+
+    return WithExtra
+
+
+def _load_outcome(fn):
+    try:
+        return repr(fn())
+    except Exception as e:  # noqa: BLE001 - compared with torch's
+        return f"{type(e).__name__}: {e}"
+
+
+def test_extra_state_saved_and_loaded_as_torch():
+    for nn in (knn, torch.nn):
+        outer = nn.Sequential(_with_extra_state(nn)())
+        outer[0].count = 3
+        sd = outer.state_dict()
+        assert list(sd) == ["0._extra_state", "0.lin.weight", "0.lin.bias"], nn
+        assert sd["0._extra_state"] == {"count": 3}
+        sd["0._extra_state"] = {"count": 7}
+        outer.load_state_dict(sd)
+        assert outer[0].count == 7
+    # missing / unexpected extra state: same outcome and message as torch
+    for case in ("missing", "missing_nonstrict", "unexpected", "unexpected_nonstrict"):
+        outcomes = []
+        for nn in (knn, torch.nn):
+            m = _with_extra_state(nn)() if case.startswith("missing") else nn.Linear(2, 2)
+            sd = m.state_dict()
+            if case.startswith("missing"):
+                del sd["_extra_state"]
+            else:
+                sd["_extra_state"] = 1
+            strict = not case.endswith("nonstrict")
+            outcomes.append(_load_outcome(lambda: m.load_state_dict(sd, strict=strict)))
+        assert outcomes[0] == outcomes[1], case
+    with pytest.raises(RuntimeError):
+        knn.Linear(1, 1).get_extra_state()
+
+
+def _hook_log(nn):
+    log = []
+    m = nn.Sequential(nn.Linear(2, 2))
+    inner = m[0]
+    h1 = inner.register_state_dict_pre_hook(
+        lambda mod, prefix, keep_vars: log.append(("pre", type(mod).__name__, prefix,
+                                                   keep_vars)))
+
+    def post(mod, sd, prefix, meta):
+        log.append(("post", prefix, sorted(sd), meta.get("version")))
+        sd[prefix + "added"] = 1
+
+    h2 = inner.register_state_dict_post_hook(post)
+    sd = m.state_dict(keep_vars=True)
+    log.append(sorted(sd))
+    h1.remove()
+    h2.remove()
+    log.append(sorted(m.state_dict()))
+    # post-hooks of the public API must return None
+    inner.register_state_dict_post_hook(lambda *a: {})
+    log.append(_load_outcome(lambda: m.state_dict()))
+    return log
+
+
+def test_state_dict_hooks_as_torch():
+    assert _hook_log(knn) == _hook_log(torch.nn)
+
+
+def _load_hook_log(nn):
+    log = []
+    m = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 1))
+
+    def pre(mod, sd, prefix, meta, strict, missing, unexpected, errors):
+        log.append(("pre", type(mod).__name__, prefix, sorted(sd), strict))
+        if prefix == "1.":  # rename an old checkpoint key, the usual use
+            if prefix + "old_bias" in sd:
+                sd[prefix + "bias"] = sd.pop(prefix + "old_bias")
+
+    def post(mod, keys):
+        log.append(("post", type(mod).__name__, list(keys.missing_keys),
+                    list(keys.unexpected_keys)))
+        keys.unexpected_keys[:] = [k for k in keys.unexpected_keys if not k.endswith("junk")]
+
+    m[1].register_load_state_dict_pre_hook(pre)
+    m.register_load_state_dict_post_hook(post)
+    h = m[0].register_load_state_dict_post_hook(post)
+    sd = {k: v.clone() for k, v in m.state_dict().items()}
+    sd["1.old_bias"] = sd.pop("1.bias")
+    sd["junk"] = sd["0.bias"]
+    log.append(_load_outcome(lambda: m.load_state_dict(sd)))
+    h.remove()
+    sd["more"] = sd["0.bias"]
+    log.append(_load_outcome(lambda: m.load_state_dict(sd)))
+    m.register_load_state_dict_post_hook(lambda mod, keys: 1)
+    log.append(_load_outcome(lambda: m.load_state_dict(m.state_dict())))
+    return log
+
+
+def test_load_state_dict_hooks_as_torch():
+    assert _load_hook_log(knn) == _load_hook_log(torch.nn)
+
+
+def _set_submodule_log(nn):
+    s = nn.Sequential(nn.Linear(1, 1), nn.Sequential(nn.ReLU()))
+    s.plain = 3
+    calls = [("1.0", nn.Tanh(), {}), ("1.new", nn.Tanh(), {}), ("1.new2", nn.Tanh(),
+             {"strict": True}), ("", nn.Tanh(), {}), ("1.0", 5, {}), ("2.x", nn.Tanh(), {}),
+             ("0.weight", nn.Tanh(), {}), ("0.weight.x", nn.Tanh(), {}),
+             ("0.foo", nn.Tanh(), {"strict": True}), ("plain", nn.Tanh(), {}),
+             ("1.0", nn.Sigmoid(), {"strict": True})]
+    log = [_load_outcome(lambda: s.set_submodule(t, m, **kw)) for t, m, kw in calls]
+    return log + [repr(s)]
+
+
+def test_set_submodule_as_torch():
+    assert _set_submodule_log(knn) == _set_submodule_log(torch.nn)
+
+
+def test_hardtanh_keywords_as_torch():
+    for nn in (knn, torch.nn):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            m = nn.Hardtanh(min_value=-2.0, max_value=3.0)
+        assert [(w.category, str(w.message).split()[2]) for w in caught] == [
+            (FutureWarning, "`min_value`"), (FutureWarning, "`max_value`")]
+        assert (m.min_val, m.max_val) == (-2.0, 3.0)
+    assert repr(knn.Hardtanh(-2, 3, True)) == repr(torch.nn.Hardtanh(-2, 3, True))
+    x = np.linspace(-4, 4, 9, dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        k = knn.Hardtanh(max_value=2.5)(kiln.from_numpy(x)).numpy()
+        t = torch.nn.Hardtanh(max_value=2.5)(torch.from_numpy(x)).numpy()
+    np.testing.assert_array_equal(k, t)
+    for lo, hi in [(3, 2), (1, 1)]:
+        e = _raises_same(lambda: knn.Hardtanh(lo, hi), lambda: torch.nn.Hardtanh(lo, hi))
+        assert str(e) == f"max_val ({hi}) must be greater than min_val ({lo})"

@@ -1,5 +1,7 @@
 """The remaining activation modules of torch.nn (over kiln.nn.functional), PReLU with its
 learned slopes, and Softmin / Softmax2d."""
+import warnings
+
 from ... import _C
 from .. import functional as F
 from ..parameter import Parameter
@@ -35,10 +37,20 @@ class _Plain(Module):
 
 
 class Hardtanh(Module):
-    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
+    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False, min_value=None,
+                 max_value=None):
         super().__init__()
-        if min_val > max_val:
-            raise ValueError("min_val cannot be greater than max_val")
+        # min_value / max_value: torch's old keyword names, still accepted with a warning
+        if min_value is not None:
+            warnings.warn("keyword argument `min_value` is deprecated and renamed to `min_val`",
+                          FutureWarning, stacklevel=2)
+            min_val = min_value
+        if max_value is not None:
+            warnings.warn("keyword argument `max_value` is deprecated and renamed to `max_val`",
+                          FutureWarning, stacklevel=2)
+            max_val = max_value
+        if not max_val > min_val:  # torch asserts this (an empty range is refused too)
+            raise AssertionError(f"max_val ({max_val}) must be greater than min_val ({min_val})")
         self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
 
     def forward(self, input):

@@ -10,6 +10,9 @@ from ... import _C
 from ..._C import Tensor
 from ...autograd import Function, no_grad
 from ..parameter import Buffer, Parameter
+from ...utils.hooks import RemovableHandle
+
+_EXTRA_STATE_KEY = "_extra_state"  # state_dict key of get_extra_state()'s value, as torch
 
 __all__ = ["Module"]
 
@@ -36,25 +39,6 @@ def _addindent(s, n):
 def _typename(v):
     t = type(v)
     return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
-
-
-class RemovableHandle:
-    """Removes a hook from its dict (what register_*_hook returns)."""
-    _next_id = 0
-
-    def __init__(self, hooks_dict):
-        self.hooks_dict = hooks_dict
-        self.id = RemovableHandle._next_id
-        RemovableHandle._next_id += 1
-
-    def remove(self):
-        self.hooks_dict.pop(self.id, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
 
 
 class BackwardHookFunction(Function):
@@ -205,6 +189,22 @@ class _BackwardHook:
         return tuple(res[i] for i in self.input_tensors_index)
 
 
+_STATE_DICT_HOOK_DICTS = ("_state_dict_pre_hooks", "_state_dict_hooks",
+                          "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks")
+
+
+class _WrappedHook:
+    """A load_state_dict pre-hook, called with its module first when registered with it."""
+
+    def __init__(self, hook, module=None):
+        self.hook, self.module = hook, module
+
+    def __call__(self, *args, **kwargs):
+        if self.module is not None:
+            return self.hook(self.module, *args, **kwargs)
+        return self.hook(*args, **kwargs)
+
+
 class Module:
     """Base class for all neural network modules."""
 
@@ -231,6 +231,8 @@ class Module:
         d(self, "_forward_pre_hooks_with_kwargs", {})
         d(self, "_backward_hooks", OrderedDict())
         d(self, "_backward_pre_hooks", OrderedDict())
+        for name in _STATE_DICT_HOOK_DICTS:
+            d(self, name, OrderedDict())
         if self.call_super_init:
             super().__init__(*args, **kwargs)
 
@@ -310,6 +312,21 @@ class Module:
             if not isinstance(mod, Module):
                 raise AttributeError("`" + item + "` is not an nn.Module")
         return mod
+
+    def set_submodule(self, target, module, strict=False):
+        """Puts `module` at the dotted path `target`, replacing the submodule there or (unless
+        strict) adding it to the existing parent."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        *path, name = target.split(".")
+        parent = self.get_submodule(".".join(path))
+        if strict and not hasattr(parent, name):
+            raise AttributeError(parent._get_name() + " has no attribute `" + name + "`")
+        if hasattr(parent, name) and not isinstance(getattr(parent, name), Module):
+            raise AttributeError("`" + name + "` is not an nn.Module")
+        setattr(parent, name, module)
 
     def get_parameter(self, target):
         module_path, _, name = target.rpartition(".")
@@ -411,7 +428,8 @@ class Module:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        for name in ("_backward_hooks", "_backward_pre_hooks"):  # pickled by an older kiln
+        for name in ("_backward_hooks", "_backward_pre_hooks") + _STATE_DICT_HOOK_DICTS:
+            # pickled by an older kiln
             if name not in self.__dict__:
                 object.__setattr__(self, name, OrderedDict())
 
@@ -585,6 +603,19 @@ class Module:
         for name, b in self._buffers.items():
             if b is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = b if keep_vars else b.detach()
+        if type(self).get_extra_state is not Module.get_extra_state:
+            destination[prefix + _EXTRA_STATE_KEY] = self.get_extra_state()
+
+    def get_extra_state(self):
+        """What a subclass wants saved in its state_dict besides parameters and buffers
+        (under the "_extra_state" key); override it with set_extra_state."""
+        raise RuntimeError("Module.get_extra_state() is called only for modules that override "
+                           "it")
+
+    def set_extra_state(self, state):
+        """Receives get_extra_state()'s value from load_state_dict."""
+        raise RuntimeError("Module.set_extra_state() is called only for modules that override "
+                           "it")
 
     def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
         if args:  # positional (destination, prefix, keep_vars), deprecated in torch
@@ -595,15 +626,30 @@ class Module:
                 keep_vars = args[2]
         if destination is None:
             destination = OrderedDict()
+        local_metadata = {"version": self._version}
+        for hook in self._state_dict_pre_hooks.values():
+            hook(self, prefix, keep_vars)
         self._save_to_state_dict(destination, prefix, keep_vars)
         for name, m in self._modules.items():
             if m is not None:
                 m.state_dict(destination=destination, prefix=prefix + name + ".",
                              keep_vars=keep_vars)
+        for hook in self._state_dict_hooks.values():
+            result = hook(self, destination, prefix, local_metadata)
+            if getattr(hook, "_from_public_api", False):
+                if result is not None:
+                    raise RuntimeError("state_dict post-hook must return None")
+            elif result is not None:
+                # the private hook's old contract: a returned dict replaces the result (only
+                # the root module's return value reaches the caller, as in torch)
+                destination = result
         return destination
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs):
+        for hook in self._load_state_dict_pre_hooks.values():
+            hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                 error_msgs)
         persistent = {k: v for k, v in self._buffers.items()
                       if k not in self._non_persistent_buffers_set}
         local_state = {k: v for k, v in itertools.chain(self._parameters.items(),
@@ -640,9 +686,17 @@ class Module:
                                       f"exception occurred : {ex.args}.")
             elif strict:
                 missing_keys.append(key)
+        extra_key = prefix + _EXTRA_STATE_KEY
+        if type(self).set_extra_state is not Module.set_extra_state:
+            if extra_key in state_dict:
+                self.set_extra_state(state_dict[extra_key])
+            elif strict:
+                missing_keys.append(extra_key)
+        elif strict and extra_key in state_dict:
+            unexpected_keys.append(extra_key)
         if strict:
             for key in state_dict:
-                if key.startswith(prefix):
+                if key.startswith(prefix) and key != extra_key:
                     parts = key[len(prefix):].split(".", 1)
                     if len(parts) > 1:
                         if parts[0] not in self._modules:
@@ -663,6 +717,14 @@ class Module:
                 if child is not None:
                     cp = prefix + name + "."
                     load(child, {k: v for k, v in local.items() if k.startswith(cp)}, cp)
+            # the hooks see (and may edit in place) the keys found so far in the whole load
+            incompatible = _IncompatibleKeys(missing, unexpected)
+            for hook in module._load_state_dict_post_hooks.values():
+                if hook(module, incompatible) is not None:
+                    raise AssertionError(
+                        "Hooks registered with ``register_load_state_dict_post_hook`` are not "
+                        "expected to return new values, if incompatible_keys need to be "
+                        "modified, it should be done inplace.")
 
         load(self, state_dict)
         if strict:
@@ -677,10 +739,54 @@ class Module:
                 type(self).__name__, "\n\t".join(errors)))
         return _IncompatibleKeys(missing, unexpected)
 
+    def register_state_dict_pre_hook(self, hook):
+        """hook(module, prefix, keep_vars), called before state_dict() saves the module."""
+        handle = RemovableHandle(self._state_dict_pre_hooks)
+        self._state_dict_pre_hooks[handle.id] = hook
+        return handle
+
+    def register_state_dict_post_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata) -> None, called once the module
+        and its children are saved; it may edit state_dict in place."""
+        hook._from_public_api = True
+        handle = RemovableHandle(self._state_dict_hooks)
+        self._state_dict_hooks[handle.id] = hook
+        return handle
+
+    def _register_state_dict_hook(self, hook):
+        # torch's older private form: a returned dict replaces the root's state_dict
+        if getattr(hook, "_from_public_api", False):
+            raise RuntimeError("Cannot register the same function as the state dict post hook "
+                               "that was previously registered via "
+                               "register_state_dict_post_hook")
+        handle = RemovableHandle(self._state_dict_hooks)
+        self._state_dict_hooks[handle.id] = hook
+        return handle
+
+    def register_load_state_dict_pre_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs), called by _load_from_state_dict before it loads."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module=False):
+        handle = RemovableHandle(self._load_state_dict_pre_hooks)
+        self._load_state_dict_pre_hooks[handle.id] = _WrappedHook(
+            hook, self if with_module else None)
+        return handle
+
+    def register_load_state_dict_post_hook(self, hook):
+        """hook(module, incompatible_keys) -> None, called after the module and its children
+        are loaded; editing incompatible_keys' lists in place changes what strict=True
+        reports."""
+        handle = RemovableHandle(self._load_state_dict_post_hooks)
+        self._load_state_dict_post_hooks[handle.id] = hook
+        return handle
+
     # --- hooks and calling --------------------------------------------------------------
 
     def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
-        handle = RemovableHandle(self._forward_pre_hooks)
+        handle = RemovableHandle(self._forward_pre_hooks,
+                                 extra_dict=self._forward_pre_hooks_with_kwargs)
         self._forward_pre_hooks[handle.id] = hook
         if with_kwargs:
             self._forward_pre_hooks_with_kwargs[handle.id] = True
@@ -690,7 +796,8 @@ class Module:
 
     def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False,
                               always_call=False):
-        handle = RemovableHandle(self._forward_hooks)
+        handle = RemovableHandle(self._forward_hooks,
+                                 extra_dict=self._forward_hooks_with_kwargs)
         self._forward_hooks[handle.id] = hook
         if with_kwargs:
             self._forward_hooks_with_kwargs[handle.id] = True
