@@ -217,3 +217,5 @@ from . import cuda, random  # noqa: E402,F401  (torch.cuda as a CPU-only build h
 import math as _math  # noqa: E402
 inf, nan, pi, e = _math.inf, _math.nan, _math.pi, _math.e  # torch.inf, ..., torch.e
 newaxis = None  # torch.newaxis, as numpy's
+from . import _round  # noqa: E402  (round(decimals=) as torch computes it)
+_round.install(globals(), Tensor)

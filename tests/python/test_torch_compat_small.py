@@ -293,6 +293,63 @@ def test_pytree_return_types_and_registered_nodes():
     assert kp.tree_leaves([D(a=1)]) == tp.tree_leaves([D(a=1)]) == [{"a": 1}]
 
 
+# --- 5. round(decimals=) ------------------------------------------------------------------
+
+def _round_inputs(dtype):
+    rng = np.random.default_rng(5)
+    n = 4000
+    return np.concatenate([
+        rng.standard_normal(n) * 10.0 ** rng.integers(-8, 9, n),
+        (rng.integers(-10**5, 10**5, n) + 0.5) / 10.0 ** rng.integers(0, 6, n),  # ties
+        [0.5, 1.5, 2.5, -0.5, -2.5, 0.05, 0.15, 0.25, 0.35, 1.005, 2.675, -0.0, 0.0, np.inf,
+         -np.inf, np.nan, 1e30, 3.4e38, 1e-30, 1e-45, 123456789.123]]).astype(dtype)
+
+
+_DECIMALS = list(range(-10, 11)) + [20, 38, 39, 45, 300, 308, 309, 400, -38, -39, -309, -400]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_round_decimals_bit_for_bit_as_torch(dtype):
+    v = _round_inputs(dtype)
+    for d in _DECIMALS:
+        k = kiln.round(kiln.from_numpy(v.copy()), decimals=d).numpy()
+        with np.errstate(all="ignore"):
+            t = torch.round(torch.from_numpy(v.copy()), decimals=d).numpy()
+        np.testing.assert_array_equal(k.view(np.uint8), t.view(np.uint8), err_msg=f"d={d}")
+    # the method, the in-place method, torch.special.round and a transposed input
+    m = v[:64].reshape(8, 8)
+    expect = torch.from_numpy(m.copy()).t().round(decimals=2).numpy()
+    np.testing.assert_array_equal(kiln.from_numpy(m.copy()).t().round(decimals=2).numpy(),
+                                  expect)
+    np.testing.assert_array_equal(kiln.special.round(kiln.from_numpy(m.copy()).t(),
+                                                     decimals=2).numpy(), expect)
+    k = kiln.from_numpy(m.copy())
+    assert k.round_(decimals=-1) is k
+    np.testing.assert_array_equal(k.numpy(), torch.from_numpy(m.copy()).round_(decimals=-1))
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16"])
+def test_round_decimals_half_types_as_torch(name):
+    v = np.random.default_rng(6).standard_normal(3000).astype(np.float32) * 100
+    for d in range(-3, 5):
+        k = kiln.round(kiln.from_numpy(v).to(getattr(kiln, name)), decimals=d)
+        t = torch.round(torch.from_numpy(v).to(getattr(torch, name)), decimals=d)
+        assert k.dtype == getattr(kiln, name)
+        np.testing.assert_array_equal(k.float().numpy(), t.float().numpy())
+
+
+def test_round_decimals_grad_and_errors_as_torch():
+    x = kiln.tensor([1.2345, 2.5], requires_grad=True)
+    kiln.round(x, decimals=2).sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0]
+    _raises_same(lambda: kiln.round(kiln.tensor([1, 2]), decimals=1),
+                 lambda: torch.round(torch.tensor([1, 2]), decimals=1))
+    _raises_same(lambda: kiln.round(kiln.tensor([True]), decimals=-1),
+                 lambda: torch.round(torch.tensor([True]), decimals=-1))
+    _raises_same(lambda: kiln.round(kiln.tensor([1.0]), decimals=1.5),
+                 lambda: torch.round(torch.tensor([1.0]), decimals=1.5))
+
+
 # --- 7. nn.Module extras ----------------------------------------------------------------------
 
 def _with_extra_state(nn):
