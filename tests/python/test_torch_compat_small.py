@@ -350,6 +350,113 @@ def test_round_decimals_grad_and_errors_as_torch():
                  lambda: torch.round(torch.tensor([1.0]), decimals=1.5))
 
 
+# --- 6. kiln.profiler ------------------------------------------------------------------------
+
+def test_profiler_enums_as_torch():
+    import torch.profiler as tp
+    assert [(a.name, a.value) for a in kiln.profiler.ProfilerAction] == [
+        (a.name, a.value) for a in tp.ProfilerAction]
+    for name, member in tp.ProfilerActivity.__members__.items():
+        assert int(getattr(kiln.profiler.ProfilerActivity, name)) == int(member)
+
+
+@pytest.mark.parametrize("kw", [
+    dict(wait=1, warmup=2, active=3, repeat=2, skip_first=1),
+    dict(wait=0, warmup=1, active=1),
+    dict(wait=2, warmup=1, active=2, skip_first_wait=1),
+    dict(wait=2, warmup=1, active=2, repeat=2, skip_first=3, skip_first_wait=1),
+    dict(wait=3, warmup=0, active=1, repeat=1),
+    dict(wait=0, warmup=0, active=1)])
+def test_profiler_schedule_as_torch(kw):
+    with warnings.catch_warnings(record=True) as kw_warn:
+        warnings.simplefilter("always")
+        ks = kiln.profiler.schedule(**kw)
+    with warnings.catch_warnings(record=True) as t_warn:
+        warnings.simplefilter("always")
+        ts = torch.profiler.schedule(**kw)
+    assert [str(w.message) for w in kw_warn] == [str(w.message) for w in t_warn]
+    assert [ks(i).name for i in range(30)] == [ts(i).name for i in range(30)]
+    _raises_same(lambda: ks(-1), lambda: ts(-1))
+
+
+@pytest.mark.parametrize("kw", [dict(wait=-1, warmup=0, active=1), dict(wait=0, warmup=0,
+                                active=0), dict(wait=0, warmup=1, active=1, repeat=-1),
+                                dict(wait=0, warmup=1, active=1, skip_first=-1)])
+def test_profiler_schedule_errors_as_torch(kw):
+    e = _raises_same(lambda: kiln.profiler.schedule(**kw),
+                     lambda: torch.profiler.schedule(**kw))
+    assert str(e).startswith("Invalid profiler schedule arguments")
+
+
+def _scheduled_run(lib, steps=9):
+    """(step_num, record_function labels) at each on_trace_ready, and the final labels."""
+    ready = []
+
+    def on_ready(prof):
+        ready.append((prof.step_num, sorted(e.key for e in prof.key_averages()
+                                            if e.key.startswith("my"))))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sched = lib.profiler.schedule(wait=1, warmup=1, active=2, repeat=2)
+        with lib.profiler.profile(schedule=sched, on_trace_ready=on_ready) as prof:
+            for i in range(steps):
+                with lib.profiler.record_function(f"my{i}"):
+                    lib.ones(3) + 1
+                prof.step()
+    return ready
+
+
+def test_profile_schedule_and_record_function_as_torch():
+    assert _scheduled_run(kiln) == _scheduled_run(torch) == [(4, ["my2", "my3"]),
+                                                             (8, ["my6", "my7"])]
+    # a window still recording when the block ends is saved then, as torch does
+    assert _scheduled_run(kiln, 3) == _scheduled_run(torch, 3) == [(3, ["my2"])]
+
+
+def test_record_function_rows_and_decorator():
+    @kiln.profiler.record_function("decorated")
+    def f(x):
+        return x * 2
+
+    calls = []
+    with kiln.profiler.profile(on_trace_ready=lambda p: calls.append(p.step_num)) as prof:
+        with kiln.profiler.record_function("block") as rf:
+            assert isinstance(rf, kiln.profiler.record_function)
+            kiln.ones(4) + 1
+        f(kiln.ones(2))
+        f(kiln.ones(2))
+    assert calls == [0]
+    rows = {e.key: e for e in prof.key_averages()}
+    assert rows["block"].count == 1 and rows["decorated"].count == 2
+    assert rows["block"].cpu_time_total >= rows["add"].cpu_time_total
+    assert rows["mul"].count == 2
+    assert f(kiln.ones(1)).tolist() == [2.0]  # outside a profile: just runs
+    with kiln.profiler.profile() as prof:
+        pass
+    assert "decorated" not in {e.key for e in prof.key_averages()}
+
+
+def test_profiler_handlers_and_activities():
+    with pytest.raises(NotImplementedError, match="tensorboard"):
+        kiln.profiler.tensorboard_trace_handler("/tmp/logs")
+    acts = [kiln.profiler.ProfilerActivity.CPU, kiln.profiler.ProfilerActivity.XPU]
+    with kiln.profiler.profile(activities=acts, record_shapes=True) as prof:
+        kiln.ones(2) * 3
+    assert any(e.key == "mul" for e in prof.key_averages())
+    with pytest.raises(TypeError):
+        kiln.profiler.profile(activities=["cpu"])
+    prof = kiln.profiler.profile(schedule=kiln.profiler.schedule(wait=0, warmup=1, active=1))
+    prof.start()
+    kiln.ones(2) - 1  # warmup step: not recorded
+    prof.step()
+    kiln.ones(2) + 1
+    prof.step()
+    prof.stop()
+    keys = {e.key for e in prof.key_averages()}
+    assert "add" in keys and "sub" not in keys
+
+
 # --- 7. nn.Module extras ----------------------------------------------------------------------
 
 def _with_extra_state(nn):
