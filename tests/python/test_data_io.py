@@ -206,10 +206,11 @@ def test_model_checkpoint_roundtrip(tmp_path):
 
 
 def test_save_errors(tmp_path):
+    # (a .safetensors target takes only a dict of tensors; other paths get torch's format)
     with pytest.raises(TypeError):
-        kiln.save({"a": 1}, str(tmp_path / "x"))
+        kiln.save({"a": 1}, str(tmp_path / "x.safetensors"))
     with pytest.raises(TypeError):
-        kiln.save([kiln.ones(2)], str(tmp_path / "x"))
+        kiln.save([kiln.ones(2)], str(tmp_path / "x.safetensors"))
     with pytest.raises(Exception):
         kiln.load(str(tmp_path / "missing.safetensors"))
     bad = tmp_path / "bad.safetensors"
