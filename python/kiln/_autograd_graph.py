@@ -108,29 +108,29 @@ def register_multi_grad_hook(tensors, fn, *, mode="all"):
     tensors = tuple(tensors)
     if not all(isinstance(t, _C.Tensor) for t in tensors):
         raise TypeError("register_multi_grad_hook expects a sequence of Tensors")
-    state = {"grads": None, "fired": False}
+    # Per backward pass (identified by the engine, so that a pass that failed half-way
+    # leaves nothing behind for the next one).
+    state = {"pass": None, "grads": None}
 
     if mode == "all":
-        def flush():
-            grads, state["grads"] = state["grads"], None
+        def flush(grads):
             fn(tuple(grads))
 
         def make_hook(i):
             def hook(grad):
-                if state["grads"] is None:
-                    state["grads"] = [None] * len(tensors)
-                    _C._queue_callback(flush)
+                current = _C._current_backward_pass_id()
+                if state["pass"] != current:
+                    state["pass"], state["grads"] = current, [None] * len(tensors)
+                    grads = state["grads"]
+                    _C._queue_callback(lambda: flush(grads))
                 state["grads"][i] = grad
             return hook
     else:
-        def reset():
-            state["fired"] = False
-
         def make_hook(i):
             def hook(grad):
-                if not state["fired"]:
-                    state["fired"] = True
-                    _C._queue_callback(reset)
+                current = _C._current_backward_pass_id()
+                if state["pass"] != current:
+                    state["pass"] = current
                     fn(grad)
             return hook
 

@@ -24,8 +24,8 @@ def _seq(x):
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
     """Accumulates the gradients of `tensors` into the leaves' .grad (torch.autograd.backward);
-    with inputs=, into those tensors' .grad only (leaves or not), as torch: the gradients come
-    from autograd.grad and are added to .grad (in place unless create_graph)."""
+    with inputs=, into those tensors' .grad only (leaves or not), as torch: the engine runs
+    only what leads to them, and leaf inputs accumulate with their hooks."""
     if retain_graph is None:
         retain_graph = create_graph
     if inputs is None:
@@ -34,22 +34,13 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     ins = _seq(inputs)
     if not ins:
         raise RuntimeError("'inputs' argument to backward() cannot be empty.")
-    # A non-leaf input keeps its gradient from now on, as torch (retain_grad): the pass below
-    # fills its .grad through that; the leaves' gradients are added here.
+    # A non-leaf input keeps its gradient from now on, as torch (retain_grad): the pass
+    # fills its .grad through that.
     for t in ins:
         if not t.is_leaf:
             t.retain_grad()
-    grads = _C._grad(_seq(tensors), ins, _seq(grad_tensors), bool(retain_graph),
-                     bool(create_graph), True)
-    for t, g in zip(ins, grads):
-        if g is None or not t.is_leaf:
-            continue
-        if t.grad is None:
-            t.grad = g if create_graph else g.detach()
-        elif create_graph:
-            t.grad = t.grad + g
-        else:
-            t.grad.add_(g.detach())
+    _C._backward_to(_seq(tensors), _seq(grad_tensors), ins, bool(retain_graph),
+                    bool(create_graph))
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,

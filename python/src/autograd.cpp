@@ -51,6 +51,12 @@ nb::tuple grads_tuple(const std::vector<Tensor>& grads) {
 // A node hook's result: None keeps the gradients, else a sequence of the same length.
 void replace_grads(nb::handle result, std::vector<Tensor>& grads, PyObject* hook) {
   if (result.is_none()) return;
+  if (!nb::isinstance<nb::tuple>(result) && !nb::isinstance<nb::list>(result))
+    throw nb::type_error(("expected a tuple of gradients (or None) from hook '" +
+                          nb::cast<std::string>(nb::str(nb::getattr(
+                              nb::handle(hook), "__name__", nb::str("?")))) +
+                          "', got " + std::string(nb::type_name(result.type()).c_str()))
+                             .c_str());
   size_t n = nb::len(result);
   if (n != grads.size()) {
     std::string name = nb::cast<std::string>(nb::str(nb::getattr(nb::handle(hook), "__name__",
@@ -253,6 +259,21 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
     Edge e = gradient_edge(t);
     return nb::make_tuple(e.node, e.input_nr);
   }, nb::arg("tensor"));
+  // backward(inputs=): leaves among inputs accumulate (with their hooks); returns the
+  // gradient reaching each input.
+  m.def("_backward_to", [](nb::handle tensors, nb::handle grad_tensors, nb::handle inputs,
+                           bool retain_graph, bool create_graph) {
+    std::vector<Tensor> ts = tensor_list(tensors), gs = tensor_list(grad_tensors),
+                        is = tensor_list(inputs);
+    std::vector<Tensor> r = nogil([&] {
+      return autograd::backward_to(ts, gs, is, retain_graph, create_graph);
+    });
+    nb::list l;
+    for (const Tensor& t : r) l.append(t.defined() ? nb::cast(t) : nb::none());
+    return nb::tuple(l);
+  }, nb::arg("tensors"), nb::arg("grad_tensors").none(), nb::arg("inputs"),
+     nb::arg("retain_graph"), nb::arg("create_graph"));
+  m.def("_current_backward_pass_id", &autograd::current_backward_pass_id);
   m.def("_queue_callback", [](nb::callable fn) {
     auto callable = std::make_shared<PyCallable>(fn);
     autograd::queue_backward_callback([callable] {

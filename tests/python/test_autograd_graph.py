@@ -378,3 +378,86 @@ def test_node_hook_returning_the_wrong_count_and_metadata():
         with pytest.raises(RuntimeError, match=r"hook 'bad' has returned an incorrect number "
                                                r"of values \(got 2, but expected 1\)"):
             w.sum().backward()
+
+
+def test_multi_grad_hooks_recover_after_a_failed_pass():
+    counts = {}
+    for lib, graph in [(kiln, KG), (torch, TG)]:
+        a = lib.ones(2, requires_grad=True)
+        b = lib.ones(2, requires_grad=True)
+        got_all, got_any = [], []
+        graph.register_multi_grad_hook((a, b), lambda gs: got_all.append(len(gs)))
+        graph.register_multi_grad_hook((a, b), lambda g: got_any.append(1), mode="any")
+
+        def boom(g):
+            raise ValueError("boom")
+        c = a * 2
+        c.register_hook(boom)
+        with pytest.raises(ValueError, match="boom"):
+            (c * b).sum().backward()
+        for _ in range(2):
+            (a * b).sum().backward()
+        counts[lib.__name__] = (len(got_all), len(got_any))
+    assert counts["kiln"] == counts["torch"]
+
+
+def test_backward_inputs_runs_leaf_hooks_like_torch():
+    grads = []
+    for lib in (kiln, torch):
+        a = lib.ones(2, requires_grad=True)
+        b = lib.ones(2, requires_grad=True)
+        a.register_hook(lambda g: g * 10)
+        seen = []
+        a.register_post_accumulate_grad_hook(lambda t: seen.append(t.grad.clone()))
+        (a * b * 2).sum().backward(inputs=[a])
+        assert b.grad is None and len(seen) == 1
+        grads.append(a.grad)
+    close(*grads)
+
+
+def test_a_pack_hook_failing_in_an_in_place_op_changes_nothing():
+    results = []
+    for lib, graph in [(kiln, KG), (torch, TG)]:
+        a = lib.tensor([1.0, 2.0], requires_grad=True)
+        c = lib.tensor([3.0, 3.0], requires_grad=True)
+        b = a * 1
+
+        def bad_pack(t):
+            raise ValueError("no room")
+        with pytest.raises(ValueError, match="no room"):
+            with graph.saved_tensors_hooks(bad_pack, lambda t: t):
+                b.mul_(c)
+        b.sum().backward()
+        results.append((b.detach().numpy().tolist(), a.grad.numpy().tolist()))
+    assert results[0] == results[1] == ([1.0, 2.0], [1.0, 1.0])
+
+
+def test_hooks_registering_hooks_on_the_same_node():
+    x = kiln.ones(2, requires_grad=True)
+    y = x * 3
+    node = y.grad_fn
+    calls = []
+
+    def pre(go):
+        calls.append("pre")
+        for _ in range(64):  # would reallocate the list being walked
+            node.register_prehook(lambda g: None)
+
+    def post(gi, go):
+        calls.append("post")
+        for _ in range(64):
+            node.register_hook(lambda gi, go: None)
+    node.register_prehook(pre)
+    node.register_hook(post)
+    y.sum().backward()
+    assert calls == ["pre", "post"]
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0])
+
+
+def test_node_hook_must_return_a_sequence():
+    for lib in (kiln, torch):
+        x = lib.ones(1, requires_grad=True)
+        y = x * 2
+        y.grad_fn.register_prehook(lambda go: go[0])  # a tensor, not a tuple
+        with pytest.raises(TypeError):
+            y.sum().backward()

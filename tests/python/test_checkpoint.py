@@ -260,3 +260,13 @@ def test_non_reentrant_nested_checkpoints_and_double_backward():
     kg.sum().backward()
     tg.sum().backward()
     np.testing.assert_allclose(ka.grad.numpy(), ta.grad.numpy(), rtol=1e-12)
+
+
+def test_non_reentrant_input_modified_in_place_after_the_forward_is_an_error():
+    for lib, ckpt in [(kiln, KC.checkpoint), (torch, TC.checkpoint)]:
+        x = lib.zeros(3, dtype=lib.float64)
+        w = lib.ones(3, dtype=lib.float64, requires_grad=True)
+        y = ckpt(lambda a: (a.exp() * w).sum(), x, use_reentrant=False)
+        x.add_(1)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.backward()

@@ -166,3 +166,50 @@ def test_dataloader_workers_hand_over_batches_in_shared_memory():
         np.testing.assert_array_equal(px.numpy(), wx.numpy())
         np.testing.assert_array_equal(pa.numpy(), wa.numpy())
         assert pi.tolist() == wi.tolist() and wa.dtype == kiln.int32
+
+
+def test_parameters_cross_as_shared_parameters_and_module_share_memory():
+    p = kiln.nn.Parameter(kiln.ones(3))
+    q = pickle.loads(ForkingPickler.dumps(p))
+    assert isinstance(q, kiln.nn.Parameter) and q.requires_grad and q.is_shared()
+    with kiln.no_grad():
+        p.mul_(4)
+    assert q.tolist() == [4.0, 4.0, 4.0]
+    m = kiln.nn.Sequential(kiln.nn.Linear(3, 2), kiln.nn.BatchNorm1d(2))
+    assert m.share_memory() is m
+    assert all(t.is_shared() for t in list(m.parameters()) + list(m.buffers()))
+
+
+def _open_fds():
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_received_batches_hold_no_descriptors():
+    # torch keeps one descriptor per received storage ("Too many open files" with enough
+    # batches alive); kiln's receiver closes it once mapped.
+    loader = kiln.utils.data.DataLoader(_Images(), batch_size=1, num_workers=2,
+                                        persistent_workers=True)
+    list(loader)  # workers and their pipes exist from here on
+    before = _open_fds()
+    kept = [batch for _ in range(3) for batch in loader]
+    assert len(kept) == 72 and all(x.is_shared() for x, _, _ in kept)
+    assert _open_fds() - before < 8
+    received = kept[0][0]
+    sent_on = pickle.loads(ForkingPickler.dumps(received))  # re-shared through a copy
+    np.testing.assert_array_equal(sent_on.numpy(), received.numpy())
+
+
+def test_share_memory_with_a_numpy_view_alive_keeps_it_readable():
+    t = kiln.full((100000,), 5.0)
+    view = t.numpy()
+    t.share_memory_()
+    garbage = [kiln.full((100000,), -1.0) for _ in range(8)]  # reuse freed blocks, if any
+    assert view[0] == 5.0 and view[-1] == 5.0
+    del garbage
+
+
+def test_byte_sizes_that_overflow_are_errors():
+    for make in (lambda: kiln.empty(2 ** 62), lambda: kiln.zeros(2 ** 62 + 1),
+                 lambda: kiln.empty(2 ** 61, dtype=kiln.float64)):
+        with pytest.raises(RuntimeError, match="Storage size calculation overflowed"):
+            make()

@@ -48,6 +48,11 @@ TEST(SharedStorage, BadGeometryAndDescriptorsAreErrors) {
   EXPECT_THROW(tensor_from_shared_memory(fd, 16, 0, {5}, {1}, DType::F32), ValueError);
   EXPECT_THROW(tensor_from_shared_memory(fd, 16, 2, {3}, {1}, DType::F32), ValueError);
   EXPECT_THROW(tensor_from_shared_memory(fd, 16, -1, {1}, {1}, DType::F32), ValueError);
+  // Geometry whose reach overflows int64 (it wrapped to a small, "valid" size before).
+  EXPECT_THROW(tensor_from_shared_memory(fd, 16, 0, {3}, {int64_t(1) << 62}, DType::F32),
+               ValueError);
+  EXPECT_THROW(tensor_from_shared_memory(fd, 16, 0, {2}, {(int64_t(1) << 62) - 1}, DType::F32),
+               ValueError);
   EXPECT_THROW(tensor_from_shared_memory(fd, 64, 0, {4}, {1}, DType::F32), Error);  // file too small
   int closed = dup(fd);
   close(closed);
@@ -55,6 +60,32 @@ TEST(SharedStorage, BadGeometryAndDescriptorsAreErrors) {
   Tensor e = empty_shared({2, 0}, DType::F32);
   EXPECT_TRUE(e.impl()->storage()->is_shared());
   EXPECT_EQ(e.numel(), 0);
+}
+
+TEST(SharedStorage, TheFormerBlockStaysValidForItsUsers) {
+  // A NumPy view or a kernel on another thread may still read the old block: it lives as
+  // long as the storage (ASan would report a read of a freed block here).
+  Tensor t = full({1000}, 7.0);
+  const float* old_block = static_cast<const float*>(t.impl()->storage()->data());
+  share_memory(t);
+  EXPECT_NE(static_cast<const void*>(old_block), t.impl()->storage()->data());
+  EXPECT_EQ(old_block[999], 7.0f);
+}
+
+TEST(SharedStorage, AReceivedStorageKeepsNoDescriptorAndIsCopiedToBeSentOn) {
+  Tensor sent = full({4}, 1.5);
+  share_memory(sent);
+  const Storage& s = sent.impl()->storage();
+  Tensor received = tensor_from_shared_memory(s->shared_fd(), s->nbytes(), 0, {4}, {1},
+                                              DType::F32);
+  EXPECT_TRUE(received.impl()->storage()->is_shared());
+  EXPECT_EQ(received.impl()->storage()->shared_fd(), -1);
+  share_memory(received);  // to send it on: a memory file of its own, same values
+  EXPECT_GE(received.impl()->storage()->shared_fd(), 0);
+  EXPECT_NE(received.impl()->storage()->shared_fd(), s->shared_fd());
+  EXPECT_EQ(received.to_vector<float>(), std::vector<float>(4, 1.5f));
+  sent.fill_(2.0);  // no longer the sender's pages
+  EXPECT_EQ(received.to_vector<float>(), std::vector<float>(4, 1.5f));
 }
 
 }  // namespace

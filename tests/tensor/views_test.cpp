@@ -1,5 +1,6 @@
 // Views: geometry against hand-computed expectations, shared storage and version counter,
 // and element values against a host reference of the same indexing.
+#include "kiln/tensor/empty.h"
 #include "ops/test_util.h"
 
 namespace kiln {
@@ -155,6 +156,16 @@ TEST(TensorGeometry, SizeAndStrideOfA0dTensorAreIndexErrors) {
     EXPECT_THROW(s.stride(d), IndexError);
   }
   EXPECT_EQ(zeros({2, 5}).size(-1), 5);
+}
+
+TEST(TensorGeometry, ByteSizesThatOverflowAreErrors) {
+  // 2^62 float32 elements: the count fits in int64, the bytes do not (the wrapped size
+  // allocated 0 bytes, and writes then went anywhere).
+  EXPECT_THROW(empty({int64_t(1) << 62}), Error);
+  EXPECT_THROW(zeros({(int64_t(1) << 62) + 1}), Error);
+  EXPECT_THROW(empty({int64_t(1) << 61}, TensorOptions(DType::F64)), Error);
+  EXPECT_THROW(empty_strided_tensor({2, 2}, {int64_t(1) << 62, 1}, DType::F32, Device(DeviceType::CPU, 0)), Error);
+  EXPECT_THROW(empty({int64_t(1) << 40, int64_t(1) << 40}), Error);  // the count overflows
 }
 
 }  // namespace

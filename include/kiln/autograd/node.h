@@ -113,6 +113,16 @@ std::vector<Tensor> grad_at_edges(const std::vector<Tensor>& outputs,
 // torch's Variable._execution_engine.queue_callback: fn runs once the backward pass running
 // on this thread has finished its nodes. Error outside a backward pass.
 void queue_backward_callback(std::function<void()> fn);
+// A number identifying the backward pass running on this thread (a new one per pass, nested
+// passes included); 0 outside backward.
+uint64_t current_backward_pass_id();
+// backward(tensors, inputs=): gradients flow only to `inputs`; leaves among them accumulate
+// into .grad (with their hooks), and the gradient reaching each input is returned (the
+// caller stores those of non-leaf inputs).
+std::vector<Tensor> backward_to(const std::vector<Tensor>& tensors,
+                                const std::vector<Tensor>& grad_tensors,
+                                const std::vector<Tensor>& inputs, bool retain_graph,
+                                bool create_graph);
 }  // namespace autograd
 
 // Derivative of an op: gradients for each input from the gradients of the outputs.

@@ -12,10 +12,9 @@ namespace kiln {
 // open as long as the returned DataPtr lives (closed by its deleter); -1 when nbytes is 0.
 DataPtr allocate_shared_host(size_t nbytes, int& fd);
 
-// Maps nbytes of a memory file received from another process. The descriptor is duplicated:
-// the caller keeps (and closes) fd; the mapping owns its duplicate, which out_fd receives
-// (so the memory can be passed on again). Error naming the size when the file is smaller
-// than nbytes or the mapping fails.
-DataPtr map_shared_host(int fd, size_t nbytes, int& out_fd);
+// Maps nbytes of a memory file received from another process. The descriptor stays the
+// caller's (close it once mapped: the mapping does not need it). Error naming the size when
+// the file is smaller than nbytes or the mapping fails.
+DataPtr map_shared_host(int fd, size_t nbytes);
 
 }  // namespace kiln

@@ -8,7 +8,8 @@
 namespace kiln {
 
 // Moves t's storage, and so every view of it, into shared host memory (values kept). A no-op
-// when it is already there and for tensors on other devices than the CPU.
+// when it is already there with a descriptor and for tensors on other devices than the CPU;
+// a storage received from another process (no descriptor) is copied into one of its own.
 void share_memory(const Tensor& t);
 
 // A new contiguous CPU tensor allocated in shared host memory (zeroed).

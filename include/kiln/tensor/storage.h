@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "kiln/runtime/allocator.h"
 
@@ -33,18 +34,23 @@ class StorageImpl {
   uint64_t export_epoch() const { return export_epoch_.load(std::memory_order_relaxed); }
 
   // Shared host memory (kiln/runtime/shared_memory.h): other processes may map these bytes
-  // through the memory file's descriptor (-1 for an empty storage).
+  // through the memory file's descriptor (-1 for an empty storage and a received one).
   bool is_shared() const { return shared_; }
   int shared_fd() const { return shared_fd_; }
   // Replaces the block by `shared` (a shared mapping of the same size holding the same
   // bytes): every tensor and view over this storage now reads the shared pages, which other
   // processes may write, so the storage is foreign (nothing derived from it is cached).
+  // The former block is kept until the storage dies: a NumPy view, a kernel running on
+  // another thread or a queue's feeder thread (which shares tensors as it sends them) may
+  // still be using it.
   void adopt_shared(DataPtr shared, int fd) {
+    retired_.push_back(std::move(data_));
     data_ = std::move(shared);
     mark_shared(fd);
     export_epoch_.fetch_add(1, std::memory_order_relaxed);  // caches keyed on the old block
   }
-  // A storage made over a shared mapping (received from another process).
+  // A storage made over a shared mapping (received from another process, fd -1: the
+  // receiver keeps no descriptor, so that many received tensors cannot exhaust them).
   void mark_shared(int fd) {
     shared_fd_ = fd;
     shared_ = true;
@@ -56,6 +62,7 @@ class StorageImpl {
   size_t nbytes_;
   bool shared_ = false;
   int shared_fd_ = -1;
+  std::vector<DataPtr> retired_;  // blocks replaced by adopt_shared
   bool imported_ = false;
   std::atomic<int> exports_{0};
   std::atomic<uint64_t> export_epoch_{0};

@@ -40,5 +40,22 @@ def reduce_tensor(t):
              bool(t.requires_grad)))
 
 
+def rebuild_shared_parameter(dup_fd, nbytes, offset, shape, strides, dtype, requires_grad):
+    from ..nn.parameter import Parameter
+    data = rebuild_shared_tensor(dup_fd, nbytes, offset, shape, strides, dtype, False)
+    return Parameter(data, requires_grad)
+
+
+def reduce_parameter(p):
+    rebuild, args = reduce_tensor(p.detach())
+    if rebuild is not rebuild_shared_tensor:  # (a copy: another device, or empty)
+        return p.__reduce_ex__(2)
+    return (rebuild_shared_parameter, args[:-1] + (bool(p.requires_grad),))
+
+
 def init_reductions():
+    # The pickler looks reducers up by exact type: parameters have their own (a Parameter
+    # comes back as a Parameter over the same shared memory).
+    from ..nn.parameter import Parameter
     ForkingPickler.register(_C.Tensor, reduce_tensor)
+    ForkingPickler.register(Parameter, reduce_parameter)

@@ -24,6 +24,9 @@ class _Frame:
 
     def __init__(self, run, tensors, error_class):
         self.run, self.tensors, self.error_class = run, tensors, error_class
+        # The rerun reads the inputs again: an in-place write to one since the forward would
+        # silently change the gradients (the placeholders have no version check of their own).
+        self.versions = [t._version for t in tensors]
         self.holders = []  # weak references, in save order
         self.metadata = []  # (shape, dtype) of each saved tensor, for determinism_check
 
@@ -35,6 +38,13 @@ class _Frame:
 
     def recompute(self):
         from .. import autograd
+        for i, (t, v) in enumerate(zip(self.tensors, self.versions)):
+            if t._version != v:
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified "
+                    f"by an inplace operation: [{t.dtype} {list(t.shape)}], argument {i} of a "
+                    f"checkpointed function, is at version {t._version}; expected version {v} "
+                    "instead.")
         saved = []
 
         def keep(tensor):

@@ -1,6 +1,7 @@
 // The backward engine: counts dependencies from the roots, then runs nodes in an order where
 // every node runs after all nodes that feed gradients into it (a ready queue ordered by
 // creation sequence, latest first), summing gradients that reach the same node input.
+#include <atomic>
 #include <map>
 #include <queue>
 #include <set>
@@ -41,12 +42,18 @@ struct Capture {
 // The final callbacks of the backward pass running on this thread (queue_backward_callback);
 // null outside backward. A nested backward (a hook calling autograd::grad) has its own.
 thread_local std::vector<std::function<void()>>* t_final_callbacks = nullptr;
+// Which backward pass runs on this thread (current_backward_pass_id); 0 outside backward.
+thread_local uint64_t t_pass_id = 0;
+std::atomic<uint64_t> g_next_pass_id{1};
 
 // Runs backward from (roots, root_grads). When captures is non-null (autograd::grad), the
 // gradients arriving at the captured edges are returned instead of accumulated into leaves.
+// With accumulate_captured_leaves (backward(inputs=)), captured AccumulateGrad nodes run:
+// the leaves' hooks and accumulation happen as in a full backward.
 std::vector<Tensor> run_backward(const std::vector<Edge>& roots, std::vector<Tensor> root_grads,
                                  bool keep_graph, bool create_graph,
-                                 const std::vector<Edge>* captures) {
+                                 const std::vector<Edge>* captures,
+                                 bool accumulate_captured_leaves = false) {
 
   bool prev = is_grad_enabled();
   set_grad_enabled(create_graph);
@@ -60,6 +67,11 @@ std::vector<Tensor> run_backward(const std::vector<Edge>& roots, std::vector<Ten
     ~RestoreCallbacks() { t_final_callbacks = p; }
   } restore_callbacks{t_final_callbacks};
   t_final_callbacks = &final_callbacks;
+  struct RestorePass {
+    uint64_t p;
+    ~RestorePass() { t_pass_id = p; }
+  } restore_pass{t_pass_id};
+  t_pass_id = g_next_pass_id.fetch_add(1);
 
   // Dependencies: how many edges point at each node.
   std::unordered_map<Node*, int> deps;
@@ -82,8 +94,8 @@ std::vector<Tensor> run_backward(const std::vector<Edge>& roots, std::vector<Ten
   // engine): others would compute unused gradients and may need derivatives that do not
   // exist (the second derivative of a branch that only leads elsewhere).
   std::unordered_map<Node*, bool> feeds_capture;  // some next edge leads to a captured node
+  std::set<Node*> capture_nodes;
   if (captures) {
-    std::set<Node*> capture_nodes;
     for (const auto& e : *captures)
       if (e.valid()) capture_nodes.insert(e.node.get());
     std::unordered_map<Node*, bool> needed;  // captured or feeds one
@@ -152,18 +164,23 @@ std::vector<Tensor> run_backward(const std::vector<Edge>& roots, std::vector<Ten
     }
     bool is_leaf_node = dynamic_cast<AccumulateGrad*>(n) != nullptr;
     std::vector<Tensor> out;
-    if (!(captures && (is_leaf_node || !feeds_capture[n]))) {
+    bool runs = !captures || (is_leaf_node ? accumulate_captured_leaves && capture_nodes.count(n)
+                                           : feeds_capture[n]);
+    if (runs) {
       bool any = false;
       for (auto& g : grads) any = any || g.defined();
       if (any) {
-        for (auto& hook : n->node_pre_hooks) hook(grads);
+        // Copies: a hook may register another hook on this node.
+        auto pre_hooks = n->node_pre_hooks;
+        for (auto& hook : pre_hooks) hook(grads);
         if (n->node_post_hooks.empty()) {
           out = n->apply(std::move(grads));
         } else {
           std::vector<Tensor> grad_outputs = grads;
           out = n->apply(std::move(grads));
           out.resize(n->next_edges.size());
-          for (auto& hook : n->node_post_hooks) hook(out, grad_outputs);
+          auto post_hooks = n->node_post_hooks;
+          for (auto& hook : post_hooks) hook(out, grad_outputs);
         }
       }
       if (!keep_graph) n->release_saved();
@@ -212,6 +229,36 @@ void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& gra
     grads.push_back(g);
   }
   run_backward(roots, std::move(grads), retain_graph || create_graph, create_graph, nullptr);
+}
+
+uint64_t current_backward_pass_id() { return t_pass_id; }
+
+std::vector<Tensor> backward_to(const std::vector<Tensor>& tensors,
+                                const std::vector<Tensor>& grad_tensors,
+                                const std::vector<Tensor>& inputs, bool retain_graph,
+                                bool create_graph) {
+  KILN_CHECK(!inputs.empty(), Error, "'inputs' argument to backward() cannot be empty.");
+  KILN_CHECK(grad_tensors.empty() || grad_tensors.size() == tensors.size(), ValueError,
+             "backward: got ", tensors.size(), " tensors but ", grad_tensors.size(),
+             " gradients");
+  std::vector<Edge> roots;
+  std::vector<Tensor> grads;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    KILN_CHECK(requires_grad(t), Error,
+               "element ", i, " of tensors does not require grad and does not have a grad_fn");
+    roots.push_back(gradient_edge(t));
+    grads.push_back(grad_tensors.empty() || !grad_tensors[i].defined()
+                        ? default_root_grad(t, "backward")
+                        : grad_tensors[i]);
+  }
+  std::vector<Edge> captures;
+  for (const auto& in : inputs) {
+    KILN_CHECK(requires_grad(in), Error, "One of the differentiated Tensors does not require grad");
+    captures.push_back(gradient_edge(in));
+  }
+  return run_backward(roots, std::move(grads), retain_graph || create_graph, create_graph,
+                      &captures, /*accumulate_captured_leaves=*/true);
 }
 
 void queue_backward_callback(std::function<void()> callback) {

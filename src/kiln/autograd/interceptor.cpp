@@ -26,10 +26,13 @@ class OpNode : public Node {
     released_ = true;
   }
   GradContext& ctx() { return ctx_; }
+  void poison(const std::string& why) { poisoned_ = why; }
 
   std::vector<Tensor> apply(std::vector<Tensor>&& grads) override {
     KILN_CHECK(fn_ != nullptr, NotImplementedError, "the derivative for '", ctx_.op->name,
                "' is not implemented");
+    KILN_CHECK(poisoned_.empty(), Error, "cannot differentiate through '", ctx_.op->name,
+               "': saving its outputs for backward failed when it ran (", poisoned_, ")");
     KILN_CHECK(!released_, Error,
                "Trying to backward through the graph a second time (or directly access saved "
                "tensors after they have already been freed). Specify retain_graph=True if you "
@@ -58,6 +61,7 @@ class OpNode : public Node {
   DerivativeFn fn_;
   uint32_t num_outputs_;
   bool released_ = false;
+  std::string poisoned_;  // why saving the outputs failed (a saved-tensor pack hook threw)
 };
 
 class AutogradInterceptor : public Interceptor {
@@ -117,6 +121,13 @@ class AutogradInterceptor : public Interceptor {
     }
     std::vector<Edge> edges;
     for (const auto& in : call.inputs) edges.push_back(gradient_edge(in));
+    // In-place and out= ops change tensors the caller holds: their inputs are saved (where a
+    // saved-tensor pack hook may throw) before the op runs, so that a failure leaves them as
+    // they were. Functional ops save after running: a failure there loses only new tensors.
+    const bool writes = !call.outs.empty();
+    std::vector<SavedTensor> saved_inputs;
+    if (writes)
+      for (const auto& in : inputs_to_save) saved_inputs.emplace_back(in, false, nullptr);
 
     std::vector<Tensor> outs;
     {
@@ -127,10 +138,11 @@ class AutogradInterceptor : public Interceptor {
     for (const auto& o : outs) any_float = any_float || (o.defined() && (is_floating(o.dtype()) || is_complex(o.dtype())));
     if (!any_float) return outs;
 
+    if (!writes)
+      for (const auto& in : inputs_to_save) saved_inputs.emplace_back(in, false, nullptr);
     auto node = std::make_shared<OpNode>(std::move(ctx), fn, uint32_t(outs.size()));
     node->next_edges = std::move(edges);
-    for (size_t i = 0; i < inputs_to_save.size(); ++i)
-      node->ctx().inputs.emplace_back(inputs_to_save[i], false, nullptr);
+    node->ctx().inputs = std::move(saved_inputs);
     for (size_t i = 0; i < outs.size(); ++i) {
       Tensor& o = outs[i];
       if (!o.defined() || !(is_floating(o.dtype()) || is_complex(o.dtype()))) continue;
@@ -140,7 +152,15 @@ class AutogradInterceptor : public Interceptor {
       m->grad_fn = node;
       m->output_nr = uint32_t(i);
     }
-    for (const auto& o : outs) node->ctx().outputs.emplace_back(o, true, node);
+    try {
+      for (const auto& o : outs) node->ctx().outputs.emplace_back(o, true, node);
+    } catch (const std::exception& e) {
+      // The op has run (an in-place write stays written) and its outputs point at the node:
+      // backward through it must fail rather than use a half-saved node.
+      node->poison(e.what());
+      if (view_out >= 0) rebase_view_history(outs[size_t(view_out)], node, self_input, base_edge);
+      throw;
+    }
     if (view_out >= 0) rebase_view_history(outs[size_t(view_out)], node, self_input, base_edge);
     return outs;
   }

@@ -1,7 +1,6 @@
 // Shared host memory over memfd (kiln/runtime/shared_memory.h).
 #include "kiln/runtime/shared_memory.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -27,14 +26,15 @@ void unmap(void* ctx, void* ptr) {
   delete m;
 }
 
-DataPtr map_fd(int fd, size_t nbytes) {
+// Maps fd; owns_fd: the mapping closes fd when freed (and on failure).
+DataPtr map_fd(int fd, size_t nbytes, bool owns_fd) {
   void* p = mmap(nullptr, nbytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (p == MAP_FAILED) {
     int err = errno;
-    close(fd);
+    if (owns_fd) close(fd);
     KILN_THROW(Error, "shared memory: mapping ", nbytes, " bytes failed: ", std::strerror(err));
   }
-  return DataPtr(p, new Mapping{nbytes, fd}, &unmap, Device(DeviceType::CPU, 0));
+  return DataPtr(p, new Mapping{nbytes, owns_fd ? fd : -1}, &unmap, Device(DeviceType::CPU, 0));
 }
 
 }  // namespace
@@ -51,22 +51,17 @@ DataPtr allocate_shared_host(size_t nbytes, int& fd) {
                " bytes: ", std::strerror(err));
   }
   fd = f;
-  return map_fd(f, nbytes);
+  return map_fd(f, nbytes, /*owns_fd=*/true);
 }
 
-DataPtr map_shared_host(int fd, size_t nbytes, int& out_fd) {
-  out_fd = -1;
+DataPtr map_shared_host(int fd, size_t nbytes) {
   if (nbytes == 0) return DataPtr(nullptr, new Mapping{0, -1}, &unmap, Device(DeviceType::CPU, 0));
   struct stat st;
   KILN_CHECK(fstat(fd, &st) == 0, Error, "shared memory: descriptor ", fd, " is not open: ",
              std::strerror(errno));
   KILN_CHECK(size_t(st.st_size) >= nbytes, Error, "shared memory: the memory file holds ",
              st.st_size, " bytes, expected at least ", nbytes);
-  int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-  KILN_CHECK(own >= 0, Error, "shared memory: cannot duplicate descriptor ", fd, ": ",
-             std::strerror(errno));
-  out_fd = own;
-  return map_fd(own, nbytes);
+  return map_fd(fd, nbytes, /*owns_fd=*/false);
 }
 
 }  // namespace kiln

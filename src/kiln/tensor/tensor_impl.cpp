@@ -68,10 +68,22 @@ TensorCreationObserver set_tensor_creation_observer(TensorCreationObserver obser
   return previous;
 }
 
+namespace {
+// count elements of dtype in bytes; Error where that overflows (2^62 float32 elements are
+// representable as a count but not as bytes: the wrapped size would allocate too little).
+size_t storage_bytes(int64_t count, DType dtype, const Shape& shape) {
+  int64_t bytes = 0;
+  KILN_CHECK(!__builtin_mul_overflow(count, int64_t(element_size(dtype)), &bytes), Error,
+             "Storage size calculation overflowed: ", count, " elements of ",
+             dtype_name(dtype), " (shape ", shape_str(shape), ")");
+  return size_t(bytes);
+}
+}  // namespace
+
 Tensor empty_tensor(Shape&& shape, DType dtype, Device device) {
   int64_t n = numel_of(shape);
   device = resolve_device(device);
-  auto storage = make_storage(device, size_t(n) * element_size(dtype));
+  auto storage = make_storage(device, storage_bytes(n, dtype, shape));
   Strides strides = contiguous_strides(shape);
   return observed(Tensor(std::make_shared<TensorImpl>(std::move(storage), 0, std::move(shape),
                                                       std::move(strides), dtype)));
@@ -88,11 +100,15 @@ Tensor empty_strided_tensor(const Shape& shape, const Strides& strides, DType dt
     extent = 1;
     for (size_t i = 0; i < shape.size(); ++i) {
       KILN_CHECK(strides[i] >= 0, ValueError, "empty_strided: negative stride ", strides[i]);
-      extent += (shape[i] - 1) * strides[i];
+      int64_t reach = 0;
+      KILN_CHECK(!__builtin_mul_overflow(shape[i] - 1, strides[i], &reach) &&
+                     !__builtin_add_overflow(extent, reach, &extent),
+                 Error, "Storage size calculation overflowed: shape ", shape_str(shape),
+                 " with strides ", shape_str(strides));
     }
   }
   device = resolve_device(device);
-  auto storage = make_storage(device, size_t(extent) * element_size(dtype));
+  auto storage = make_storage(device, storage_bytes(extent, dtype, shape));
   return observed(Tensor(std::make_shared<TensorImpl>(std::move(storage), 0, shape, strides,
                                                       dtype)));
 }

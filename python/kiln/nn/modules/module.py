@@ -579,6 +579,13 @@ class Module:
     def cpu(self):
         return self._apply(lambda t: t.cpu())
 
+    def share_memory(self):
+        """Moves parameters and buffers into shared memory in place (Hogwild training:
+        processes forked or sent the module afterwards update the same values)."""
+        for t in list(self.parameters()) + list(self.buffers()):
+            t.share_memory_()
+        return self
+
     def type(self, dst_type):
         return self._apply(lambda t: t.to(dtype=dst_type))
 
