@@ -161,8 +161,8 @@ def test_command_line_generates_and_reports(files):
 
 # --- Hugging Face checkpoint folders -------------------------------------------------------
 
-@pytest.mark.parametrize("arch", ["llama", "qwen2"])
-def test_from_pretrained_equals_transformers(tmp_path, arch):
+@pytest.mark.parametrize("arch,safe", [("llama", True), ("qwen2", True), ("llama", False)])
+def test_from_pretrained_equals_transformers(tmp_path, arch, safe):
     import transformers
     torch.manual_seed(0)
     common = dict(vocab_size=300, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
@@ -176,6 +176,9 @@ def test_from_pretrained_equals_transformers(tmp_path, arch):
         for p in hf.parameters():
             p.add_(0.05 * torch.randn_like(p))
     hf.eval().save_pretrained(tmp_path)
+    if not safe:  # an older checkpoint: torch.save's pytorch_model.bin instead
+        (tmp_path / "model.safetensors").unlink()
+        torch.save(hf.state_dict(), tmp_path / "pytorch_model.bin")
     ids = [3, 200, 17, 42, 299, 5]
     want = hf(torch.tensor([ids])).logits.detach().numpy()[0]
     model = kiln.llm.from_pretrained(tmp_path)

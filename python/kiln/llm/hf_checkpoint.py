@@ -1,5 +1,6 @@
-"""Llama-family models from Hugging Face checkpoint folders (config.json + *.safetensors),
-mapped onto the GGUF tensor names the model uses, optionally quantised on load.
+"""Llama-family models from Hugging Face checkpoint folders (config.json + *.safetensors or
+pytorch_model*.bin), mapped onto the GGUF tensor names the model uses, optionally quantised
+on load.
 
 Hugging Face's Llama applies RoPE to the two halves of each head ("neox" rotation), where
 GGUF files from llama.cpp's converter have their Q/K rows permuted for adjacent pairs; the
@@ -10,7 +11,7 @@ import os
 
 from .. import _C
 from ..quant import GGMLWeight
-from ..serialization import load as _load_safetensors
+from ..serialization import load as _load
 from .llama import LlamaConfig, LlamaModel
 
 _ARCHITECTURES = ("llama", "qwen2", "mistral")
@@ -66,18 +67,27 @@ def config_from_hf(cfg: dict) -> LlamaConfig:
         architecture="qwen2" if arch == "qwen2" else "llama")
 
 
-def _read_tensors(folder):
-    index = os.path.join(folder, "model.safetensors.index.json")
+def _shards(folder, index_name, suffix):
+    """The weight files of a checkpoint folder: those its index names, else every *suffix."""
+    index = os.path.join(folder, index_name)
     if os.path.exists(index):
         with open(index) as f:
-            files = sorted(set(json.load(f)["weight_map"].values()))
-    else:
-        files = sorted(n for n in os.listdir(folder) if n.endswith(".safetensors"))
+            return sorted(set(json.load(f)["weight_map"].values()))
+    return sorted(n for n in os.listdir(folder) if n.endswith(suffix))
+
+
+def _read_tensors(folder):
+    # safetensors first (what save_pretrained writes by default); otherwise PyTorch's
+    # pytorch_model*.bin, read weights-only (kiln never runs pickled code: decision 0103).
+    files = _shards(folder, "model.safetensors.index.json", ".safetensors")
     if not files:
-        raise ValueError(f"{folder!r} holds no .safetensors files")
+        files = [n for n in _shards(folder, "pytorch_model.bin.index.json", ".bin")
+                 if n.startswith("pytorch_model")]
+    if not files:
+        raise ValueError(f"{folder!r} holds no .safetensors or pytorch_model*.bin files")
     tensors = {}
     for name in files:
-        tensors.update(_load_safetensors(os.path.join(folder, name)))
+        tensors.update(_load(os.path.join(folder, name), map_location="cpu"))
     return tensors
 
 
