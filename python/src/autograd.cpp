@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 
 #include "bind.h"
 #include "kiln/autograd/node.h"
@@ -23,19 +24,40 @@ struct PyCallable {
   ~PyCallable() { release_python_object(fn); }
 };
 
-// What register_hook returns: remove() disables the hook (kiln keeps the slot).
-struct HookHandle {
-  std::shared_ptr<std::atomic<bool>> removed;
-  void remove() { removed->store(true); }
+// A Python hook held by a tensor or node. remove() drops the callable at once (its closure
+// may hold large tensors); the emptied slot stays in the hook list. The mutex: backward may
+// run the hook on a thread without the GIL while another thread removes it.
+struct RegisteredHook {
+  explicit RegisteredHook(nb::handle fn) : fn_(std::make_shared<PyCallable>(fn)) {}
+  std::shared_ptr<PyCallable> callable() {
+    std::lock_guard lock(mutex_);
+    return fn_;
+  }
+  void remove() {
+    std::shared_ptr<PyCallable> dropped;
+    {
+      std::lock_guard lock(mutex_);
+      dropped = std::move(fn_);
+    }  // released here, outside the lock (it takes the GIL)
+  }
+
+ private:
+  std::mutex mutex_;
+  std::shared_ptr<PyCallable> fn_;
 };
 
-std::function<Tensor(const Tensor&)> make_hook(nb::handle fn,
-                                               std::shared_ptr<std::atomic<bool>> removed) {
-  auto callable = std::make_shared<PyCallable>(fn);
-  return [callable, removed](const Tensor& grad) -> Tensor {
-    if (removed->load()) return Tensor();
+// What register_hook returns.
+struct HookHandle {
+  std::shared_ptr<RegisteredHook> hook;
+  void remove() { hook->remove(); }
+};
+
+std::function<Tensor(const Tensor&)> make_hook(std::shared_ptr<RegisteredHook> hook) {
+  return [hook](const Tensor& grad) -> Tensor {
+    auto fn = hook->callable();
+    if (!fn) return Tensor();
     nb::gil_scoped_acquire gil;
-    nb::object r = nb::handle(callable->fn)(grad);
+    nb::object r = nb::handle(fn->fn)(grad);
     if (r.is_none()) return Tensor();
     return nb::cast<Tensor>(r);
   };
@@ -108,28 +130,27 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
       .def("__hash__", [](const Node& n) { return std::hash<const void*>()(&n); })
       .def("__repr__", [](const Node& n) { return "<" + n.name() + ">"; })
       .def("register_prehook", [](Node& n, nb::callable fn) {
-        auto removed = std::make_shared<std::atomic<bool>>(false);
-        auto callable = std::make_shared<PyCallable>(fn);
-        n.node_pre_hooks.push_back([callable, removed](std::vector<Tensor>& grad_outputs) {
-          if (removed->load()) return;
+        auto hook = std::make_shared<RegisteredHook>(fn);
+        n.node_pre_hooks.push_back([hook](std::vector<Tensor>& grad_outputs) {
+          auto f = hook->callable();
+          if (!f) return;
           nb::gil_scoped_acquire gil;
-          nb::object r = nb::handle(callable->fn)(grads_tuple(grad_outputs));
-          replace_grads(r, grad_outputs, callable->fn);
+          nb::object r = nb::handle(f->fn)(grads_tuple(grad_outputs));
+          replace_grads(r, grad_outputs, f->fn);
         });
-        return HookHandle{removed};
+        return HookHandle{hook};
       }, nb::arg("fn"))
       .def("register_hook", [](Node& n, nb::callable fn) {
-        auto removed = std::make_shared<std::atomic<bool>>(false);
-        auto callable = std::make_shared<PyCallable>(fn);
-        n.node_post_hooks.push_back([callable, removed](std::vector<Tensor>& grad_inputs,
-                                                        const std::vector<Tensor>& grad_outputs) {
-          if (removed->load()) return;
+        auto hook = std::make_shared<RegisteredHook>(fn);
+        n.node_post_hooks.push_back([hook](std::vector<Tensor>& grad_inputs,
+                                           const std::vector<Tensor>& grad_outputs) {
+          auto f = hook->callable();
+          if (!f) return;
           nb::gil_scoped_acquire gil;
-          nb::object r = nb::handle(callable->fn)(grads_tuple(grad_inputs),
-                                                  grads_tuple(grad_outputs));
-          replace_grads(r, grad_inputs, callable->fn);
+          nb::object r = nb::handle(f->fn)(grads_tuple(grad_inputs), grads_tuple(grad_outputs));
+          replace_grads(r, grad_inputs, f->fn);
         });
-        return HookHandle{removed};
+        return HookHandle{hook};
       }, nb::arg("fn"))
       // A dict per node, kept by the node (torch's Node.metadata).
       .def_prop_ro("metadata", [](Node& n) {
@@ -164,19 +185,19 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
   });
   cls.def_prop_ro("data", [](const Tensor& t) { return autograd::detach(t); });
   cls.def("register_hook", [](Tensor& t, nb::callable fn) {
-    auto removed = std::make_shared<std::atomic<bool>>(false);
-    autograd::register_hook(t, make_hook(fn, removed));
-    return HookHandle{removed};
+    auto hook = std::make_shared<RegisteredHook>(fn);
+    autograd::register_hook(t, make_hook(hook));
+    return HookHandle{hook};
   }, nb::arg("hook"));
   cls.def("register_post_accumulate_grad_hook", [](Tensor& t, nb::callable fn) {
-    auto removed = std::make_shared<std::atomic<bool>>(false);
-    auto callable = std::make_shared<PyCallable>(fn);
-    autograd::register_post_accumulate_grad_hook(t, [callable, removed](const Tensor& leaf) {
-      if (removed->load()) return;
+    auto hook = std::make_shared<RegisteredHook>(fn);
+    autograd::register_post_accumulate_grad_hook(t, [hook](const Tensor& leaf) {
+      auto f = hook->callable();
+      if (!f) return;
       nb::gil_scoped_acquire gil;
-      nb::handle(callable->fn)(leaf);
+      nb::handle(f->fn)(leaf);
     });
-    return HookHandle{removed};
+    return HookHandle{hook};
   }, nb::arg("hook"));
   cls.def("backward", [](const Tensor& t, std::optional<Tensor> gradient,
                          std::optional<bool> retain_graph, bool create_graph, nb::handle inputs) {

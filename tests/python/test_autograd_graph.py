@@ -461,3 +461,30 @@ def test_node_hook_must_return_a_sequence():
         y.grad_fn.register_prehook(lambda go: go[0])  # a tensor, not a tuple
         with pytest.raises(TypeError):
             y.sum().backward()
+
+
+def test_removed_hooks_release_their_callables():
+    import gc
+    import weakref
+
+    class Payload:
+        pass
+    x = kiln.ones(2, requires_grad=True)
+    y = x * 3
+    refs, handles = [], []
+    for register in (lambda f: y.grad_fn.register_prehook(lambda go: f and None),
+                     lambda f: y.grad_fn.register_hook(lambda gi, go: f and None),
+                     lambda f: y.register_hook(lambda g: f and None),
+                     lambda f: x.register_post_accumulate_grad_hook(lambda t: f and None)):
+        payload = Payload()
+        refs.append(weakref.ref(payload))
+        handles.append(register(payload))
+        del payload
+    gc.collect()
+    assert all(r() is not None for r in refs)  # held by the graph while registered
+    for h in handles:
+        h.remove()
+    gc.collect()
+    assert all(r() is None for r in refs)  # dropped at remove(), not with the graph
+    y.sum().backward()  # the emptied slots are skipped
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0])
