@@ -42,18 +42,6 @@ class PyFunctionNode : public Node {
   uint32_t num_outputs_;
 };
 
-Edge edge_of(const Tensor& t) {
-  auto* m = t.defined() ? t.impl()->autograd_meta.get() : nullptr;
-  if (!m || !m->requires_grad) return {};
-  if (m->grad_fn) return {m->grad_fn, m->output_nr};
-  std::shared_ptr<Node> acc = m->grad_accumulator.lock();
-  if (!acc) {
-    acc = std::make_shared<AccumulateGrad>(t);
-    m->grad_accumulator = acc;
-  }
-  return {acc, 0};
-}
-
 }  // namespace
 
 void bind_autograd_function(nb::module_& m) {
@@ -65,7 +53,7 @@ void bind_autograd_function(nb::module_& m) {
                              const std::vector<bool>& differentiable) {
     auto node = std::make_shared<PyFunctionNode>(ctx, name, uint32_t(outputs.size()));
     for (nb::handle h : inputs)
-      node->next_edges.push_back(h.is_none() ? Edge{} : edge_of(nb::cast<Tensor>(h)));
+      node->next_edges.push_back(h.is_none() ? Edge{} : gradient_edge(nb::cast<Tensor>(h)));
     nb::list result;
     for (size_t i = 0; i < outputs.size(); ++i) {
       Tensor o = autograd::detach(outputs[i]);

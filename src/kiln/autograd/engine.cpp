@@ -209,13 +209,14 @@ Tensor default_root_grad(const Tensor& t, const char* what) {
 
 }  // namespace
 
-void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& grad_tensors,
-              bool retain_graph, bool create_graph) {
+namespace {
+// The roots of backward(tensors, grad_tensors): each tensor's gradient edge and its seed
+// gradient (ones for a scalar without one).
+void backward_roots(const std::vector<Tensor>& tensors, const std::vector<Tensor>& grad_tensors,
+                    std::vector<Edge>& roots, std::vector<Tensor>& grads) {
   KILN_CHECK(grad_tensors.empty() || grad_tensors.size() == tensors.size(), ValueError,
              "backward: got ", tensors.size(), " tensors but ", grad_tensors.size(),
              " gradients");
-  std::vector<Edge> roots;
-  std::vector<Tensor> grads;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i];
     KILN_CHECK(requires_grad(t), Error,
@@ -228,6 +229,14 @@ void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& gra
     roots.push_back(gradient_edge(t));
     grads.push_back(g);
   }
+}
+}  // namespace
+
+void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& grad_tensors,
+              bool retain_graph, bool create_graph) {
+  std::vector<Edge> roots;
+  std::vector<Tensor> grads;
+  backward_roots(tensors, grad_tensors, roots, grads);
   run_backward(roots, std::move(grads), retain_graph || create_graph, create_graph, nullptr);
 }
 
@@ -238,20 +247,9 @@ std::vector<Tensor> backward_to(const std::vector<Tensor>& tensors,
                                 const std::vector<Tensor>& inputs, bool retain_graph,
                                 bool create_graph) {
   KILN_CHECK(!inputs.empty(), Error, "'inputs' argument to backward() cannot be empty.");
-  KILN_CHECK(grad_tensors.empty() || grad_tensors.size() == tensors.size(), ValueError,
-             "backward: got ", tensors.size(), " tensors but ", grad_tensors.size(),
-             " gradients");
   std::vector<Edge> roots;
   std::vector<Tensor> grads;
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const Tensor& t = tensors[i];
-    KILN_CHECK(requires_grad(t), Error,
-               "element ", i, " of tensors does not require grad and does not have a grad_fn");
-    roots.push_back(gradient_edge(t));
-    grads.push_back(grad_tensors.empty() || !grad_tensors[i].defined()
-                        ? default_root_grad(t, "backward")
-                        : grad_tensors[i]);
-  }
+  backward_roots(tensors, grad_tensors, roots, grads);
   std::vector<Edge> captures;
   for (const auto& in : inputs) {
     KILN_CHECK(requires_grad(in), Error, "One of the differentiated Tensors does not require grad");
