@@ -26,8 +26,9 @@ def _zero_flat(default_mask, indices):
     return mask
 
 
-class RandomUnstructured(BasePruningMethod):
-    """Zeroes `amount` entries (a count, or a fraction of the entries) chosen at random."""
+class _PickedUnstructured(BasePruningMethod):
+    """Zeroes `amount` entries (a count, or a fraction of the entries): those _pick chooses
+    among t's flattened entries."""
 
     PRUNING_TYPE = "unstructured"
 
@@ -41,35 +42,29 @@ class RandomUnstructured(BasePruningMethod):
         V.validate_amount(k, size)
         if k == 0:
             return default_mask.clone(memory_format=kiln.contiguous_format)
+        return _zero_flat(default_mask, self._pick(t, k))
+
+
+class RandomUnstructured(_PickedUnstructured):
+    """Zeroes `amount` entries chosen at random."""
+
+    def _pick(self, t, k):
         # the k largest of uniform draws: a uniformly random k-subset
-        scores = kiln.rand_like(t)
-        return _zero_flat(default_mask, kiln.topk(scores.view(-1), k).indices)
+        return kiln.topk(kiln.rand_like(t).view(-1), k).indices
 
     @classmethod
     def apply(cls, module, name, amount):
         return super().apply(module, name, amount=amount)
 
 
-class L1Unstructured(BasePruningMethod):
+class L1Unstructured(_PickedUnstructured):
     """Zeroes the `amount` entries of smallest absolute value (of t, which apply() takes from
     importance_scores when given)."""
 
-    PRUNING_TYPE = "unstructured"
-
-    def __init__(self, amount):
-        V.validate_amount_init(amount)
-        self.amount = amount
-
-    def compute_mask(self, t, default_mask):
-        size = t.nelement()
-        k = V.nparams_toprune(self.amount, size)
-        V.validate_amount(k, size)
-        if k == 0:
-            return default_mask.clone(memory_format=kiln.contiguous_format)
+    def _pick(self, t, k):
         # Among equal magnitudes the choice follows topk's order, which is not specified:
         # kiln's topk prefers lower indices, torch's CPU topk may pick others.
-        smallest = kiln.topk(kiln.abs(t).view(-1), k, largest=False).indices
-        return _zero_flat(default_mask, smallest)
+        return kiln.topk(kiln.abs(t).view(-1), k, largest=False).indices
 
     @classmethod
     def apply(cls, module, name, amount, importance_scores=None):
