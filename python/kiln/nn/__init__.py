@@ -5,3 +5,4 @@ from .modules import Module  # noqa: F401
 from . import functional, init, utils  # noqa: F401
 from ._linear_cross_entropy import LinearCrossEntropyOptions  # noqa: F401,E402
 from . import attention  # noqa: F401,E402
+from . import parallel  # noqa: F401,E402  (torch.nn.parallel: DistributedDataParallel)

@@ -1,0 +1,88 @@
+"""One TCP connection to one peer of a process group.
+
+Sending happens on the caller's thread (serialised by a lock, so frames never interleave).
+Receiving happens on a dedicated thread that reads every frame as soon as it arrives and
+files it in the Mailbox. Because every rank always drains its sockets, a send can never
+block forever on a peer that is itself blocked sending (the classic deadlock of ring
+algorithms over blocking sockets), and a peer that dies is noticed at once: its socket
+reports end-of-file and every operation waiting on it fails."""
+import socket
+import struct
+import threading
+
+from ._mailbox import Message
+from .errors import DistBackendError
+
+# channel, numpy dtype char, tag, payload length
+FRAME = struct.Struct("<BBqQ")
+
+
+class PeerConnection:
+    def __init__(self, sock, peer, mailbox, timeout_s):
+        self.peer = peer
+        self._sock = sock
+        self._mailbox = mailbox
+        self._send_lock = threading.Lock()
+        self._closed = False
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        # the timeout bounds a send to a peer that stopped reading; the receiver thread
+        # treats it as "nothing yet" and keeps waiting
+        sock.settimeout(timeout_s)
+        self._receiver = threading.Thread(target=self._receive_loop,
+                                          name=f"kiln-dist-recv-{peer}", daemon=True)
+        self._receiver.start()
+
+    def send(self, channel, tag, payload, dtype_code=0):
+        """Sends one frame; `payload` is anything with the buffer protocol (a contiguous
+        numpy array is sent from its own memory, without a copy)."""
+        view = memoryview(payload).cast("B")
+        header = FRAME.pack(channel, dtype_code, tag, view.nbytes)
+        with self._send_lock:
+            try:
+                self._sock.sendall(header)
+                if view.nbytes:
+                    self._sock.sendall(view)
+            except OSError as e:
+                failure = self._mailbox.failure(self.peer)
+                raise DistBackendError(
+                    f"sending to rank {self.peer} failed: {failure or e}") from None
+
+    def _read_exact(self, view):
+        got = 0
+        while got < len(view):
+            try:
+                n = self._sock.recv_into(view[got:])
+            except TimeoutError:
+                if self._closed:
+                    return False
+                continue  # an idle peer: keep waiting, operations have their own deadlines
+            if n == 0:
+                return False
+            got += n
+        return True
+
+    def _receive_loop(self):
+        header = bytearray(FRAME.size)
+        try:
+            while True:
+                if not self._read_exact(memoryview(header)):
+                    break
+                channel, dtype_code, tag, nbytes = FRAME.unpack(header)
+                payload = bytearray(nbytes)
+                if nbytes and not self._read_exact(memoryview(payload)):
+                    break
+                self._mailbox.put(self.peer, channel, tag, Message(dtype_code, payload))
+            reason = "connection closed by the other side"
+        except OSError as e:
+            reason = str(e)
+        if not self._closed:
+            self._mailbox.fail(self.peer, f"Connection closed by peer (rank {self.peer}): "
+                                          f"{reason}")
+
+    def close(self):
+        self._closed = True
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._sock.close()
