@@ -79,10 +79,15 @@ def _tensor_array(self, dtype=None, copy=None):
 
 def _tensor_deepcopy(self, memo):
     r = self.detach().clone()
+    if type(self) is not Tensor:  # a Python subclass stays one (Parameter has its own)
+        r = Tensor._make_subclass(type(self), r, False)
     r.requires_grad_(self.requires_grad)
     if self.grad is not None:
         r.grad = self.grad.detach().clone()
     memo[id(self)] = r
+    if self.__dict__:  # Python attributes are deep-copied too, as torch
+        import copy
+        r.__dict__.update(copy.deepcopy(self.__dict__, memo))
     return r
 
 

@@ -2,8 +2,8 @@
 
 A tensor pickles as its values (a contiguous host copy held in a numpy array; bfloat16 as its
 raw 16-bit patterns, which numpy has no type for), dtype, device and requires_grad, and is
-rebuilt contiguous. As torch, a tensor that requires grad comes back as a leaf that requires
-grad (no graph, no .grad). Differences from torch: views are not rebuilt as views of one
+rebuilt contiguous, with its Python attributes; a meta tensor as its shape and dtype. As torch,
+a tensor that requires grad comes back as a leaf that requires grad (no graph, no .grad). Differences from torch: views are not rebuilt as views of one
 storage (each pickled tensor gets its own copy) and strides are not kept."""
 import numpy as np
 
@@ -39,9 +39,21 @@ def _rebuild_tensor(array, dtype, device, requires_grad):
     return t
 
 
+def _rebuild_meta_tensor(shape, dtype, requires_grad):
+    t = _C.empty(shape, dtype=getattr(_C, dtype), device="meta")
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
 def _tensor_reduce_ex(self, protocol):
+    # Python attributes travel as the pickle's state (restored into the new tensor's __dict__)
+    state = dict(self.__dict__) or None
+    if self.is_meta:  # no values: the geometry only, as torch
+        args = (tuple(self.shape), str(self.dtype).split(".")[-1], bool(self.requires_grad))
+        return _rebuild_meta_tensor, args, state
     array, dtype, device = tensor_state(self)
-    return _rebuild_tensor, (array, dtype, device, bool(self.requires_grad))
+    return _rebuild_tensor, (array, dtype, device, bool(self.requires_grad)), state
 
 
 def install(tensor_class):

@@ -2,6 +2,7 @@
 matmul precision."""
 import builtins as _builtins
 import sys as _sys
+import threading as _threading
 
 from . import _C
 
@@ -95,3 +96,25 @@ def set_default_device(device):
 def get_default_device():
     d = _C._get_default_device()
     return _C.device("cpu") if d is None else d
+
+
+# `with kiln.device("meta"):` as torch's device context: factories inside the block (and so
+# the parameters of modules built there) default to that device. The default device itself
+# is process-wide (set_default_device); each thread keeps its own stack of the defaults its
+# blocks replaced, so nested blocks restore in order.
+_device_blocks = _threading.local()
+
+
+def _device_enter(self):
+    stack = _device_blocks.__dict__.setdefault("stack", [])
+    stack.append(_C._get_default_device())
+    _C._set_default_device(self)
+    return self
+
+
+def _device_exit(self, exc_type, exc, tb):
+    _C._set_default_device(_device_blocks.stack.pop())
+
+
+_C.device.__enter__ = _device_enter
+_C.device.__exit__ = _device_exit

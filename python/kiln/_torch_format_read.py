@@ -164,18 +164,14 @@ def _set_state(obj, state):
         state = dict(dict_state or {}, **(slots or {}))
     if not isinstance(state, dict):
         raise LoadError("kiln.load: corrupt checkpoint: a tensor's state is not a dict")
-    dropped = []
     for k, v in state.items():
         if not isinstance(k, str) or k.startswith("__"):
             raise LoadError(f"kiln.load: refusing to set the attribute {k!r} of a tensor")
         try:
             setattr(obj, k, v)
-        except AttributeError:  # kiln's Tensor has no __dict__ (a Parameter has)
-            dropped.append(k)
-    if dropped:
-        warnings.warn(f"kiln.load: a tensor of the checkpoint carries the Python attributes "
-                      f"{dropped}, which a kiln Tensor cannot hold: they are dropped",
-                      stacklevel=2)
+        except AttributeError as e:  # a name that is a read-only property of Tensor
+            raise LoadError(f"kiln.load: a tensor of the checkpoint sets the attribute {k!r}, "
+                            f"which a kiln Tensor cannot take ({e})") from None
     return obj
 
 

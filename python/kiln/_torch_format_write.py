@@ -98,7 +98,8 @@ class _Storage:
 class _TensorRecord:
     """A saved tensor: reduced to torch._utils._rebuild_tensor_v2 (Parameters additionally
     through _rebuild_parameter, or _rebuild_parameter_with_state when they carry Python
-    attributes, as torch)."""
+    attributes; plain tensors with attributes through torch._tensor._rebuild_from_type_v2, as
+    torch)."""
     __slots__ = ("storage", "offset", "size", "stride", "requires_grad", "parameter", "state")
 
     def __reduce__(self):
@@ -113,8 +114,12 @@ class _TensorRecord:
                         (inner, self.requires_grad, collections.OrderedDict(), self.state))
             return (_stand_in("torch._utils", "_rebuild_parameter"),
                     (inner, self.requires_grad, collections.OrderedDict()))
-        return (_stand_in("torch._utils", "_rebuild_tensor_v2"),
-                (s, offset, self.size, self.stride, self.requires_grad, hooks))
+        plain = (_stand_in("torch._utils", "_rebuild_tensor_v2"),
+                 (s, offset, self.size, self.stride, self.requires_grad, hooks))
+        if self.state:  # a plain tensor with Python attributes: torch's _rebuild_from_type_v2
+            return (_stand_in("torch._tensor", "_rebuild_from_type_v2"),
+                    (plain[0], _stand_in("torch", "Tensor"), plain[1], self.state))
+        return plain
 
 
 def _dtype_name(dt):
@@ -153,7 +158,7 @@ class _Converter:
             raise TypeError(f"kiln.save: no torch storage type for dtype {t.dtype}")
         r = _TensorRecord()
         r.parameter = isinstance(t, _nn_parameter())
-        r.state = {k: self(v) for k, v in vars(t).items()} if r.parameter else None
+        r.state = {k: self(v) for k, v in vars(t).items()}
         r.requires_grad = bool(t.requires_grad)
         d = t.detach()
         r.size, r.stride = tuple(int(s) for s in d.shape), tuple(int(s) for s in d.stride())

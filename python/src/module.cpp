@@ -16,7 +16,10 @@ NB_MODULE(_C, m) {
   kiln::ensure_builtin_backends();
   bind_errors(m);
   bind_runtime(m);
-  nb::class_<kiln::Tensor> cls(m, "Tensor", nb::type_slots(tensor_type_slots()));
+  // Attributes and weak references on tensors, as torch's (libraries tag tensors and keep
+  // weak-keyed tables of them).
+  nb::class_<kiln::Tensor> cls(m, "Tensor", nb::type_slots(tensor_type_slots()),
+                               nb::dynamic_attr(), nb::is_weak_referenceable());
   bind_tensor(m, cls);
   bind_interop(m, cls);
   bind_complex(m, cls);

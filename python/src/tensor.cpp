@@ -11,10 +11,10 @@ namespace {
 using Self = nb::handle_t<Tensor>;
 Tensor& self_ref(Self h) { return *nb::inst_ptr<Tensor>(h); }
 
-// torch prints CPU devices without an index.
+// torch prints the CPU and meta devices without an index (each has one device).
 Device public_device(const Tensor& t) {
   Device d = t.device();
-  return d.is_cpu() ? Device(DeviceType::CPU) : d;
+  return d.is_cpu() || d.type == DeviceType::Meta ? Device(d.type) : d;
 }
 
 nb::object tolist_rec(const std::vector<double>& f, const std::vector<int64_t>& i, DType dt,
@@ -154,6 +154,23 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
     return inst;
   }, nb::arg("cls"), nb::arg("data"), nb::arg("require_grad") = false);
 
+  // torch's as_subclass: an instance of cls over the same data that stays on the autograd
+  // graph (an alias view, so a leaf's gradient still flows back to it).
+  cls.def("as_subclass", [](nb::handle self, nb::type_object cls) {
+    KILN_CHECK(PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(cls.ptr()),
+                                reinterpret_cast<PyTypeObject*>(self.type().ptr())) ||
+                   PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(cls.ptr()),
+                                    reinterpret_cast<PyTypeObject*>(nb::type<Tensor>().ptr())),
+               TypeError, "as_subclass: expected a subclass of kiln.Tensor, got ",
+               nb::cast<std::string>(nb::str(cls)));
+    const Tensor& t = nb::cast<const Tensor&>(self);
+    nb::object inst = nb::inst_alloc(cls);
+    Tensor* p = nb::inst_ptr<Tensor>(inst);
+    new (p) Tensor(t.view(t.shape()));
+    nb::inst_mark_ready(inst);
+    return inst;
+  }, nb::arg("cls"));
+
   // Geometry.
   cls.def_prop_ro("shape", [](const Tensor& t) { return make_size(t.shape()); });
   cls.def("size", [](const Tensor& t, std::optional<int64_t> dim) -> nb::object {
@@ -185,6 +202,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   cls.def_prop_ro("device", &public_device);
   cls.def_prop_ro("is_cpu", [](const Tensor& t) { return t.device().is_cpu(); });
   cls.def_prop_ro("is_cuda", [](const Tensor&) { return false; });
+  cls.def_prop_ro("is_meta", [](const Tensor& t) { return t.device().type == DeviceType::Meta; });
   cls.def("is_floating_point", &Tensor::is_floating_point);
   cls.def("is_complex", [](const Tensor& t) { return is_complex(t.dtype()); });
   cls.def("_is_view", &Tensor::is_view);

@@ -302,10 +302,19 @@ def test_tensor_attributes_travel_on_parameters():
     b.seek(0)
     assert kiln.load(b)["p"].tag == "emb"
     t = torch.ones(2)
-    t.tag = "x"  # a kiln Tensor has no attributes: dropped, with a warning
-    with pytest.warns(UserWarning, match=r"attributes \['tag'\].*dropped"):
-        k = kiln.load(_bytes_io(lambda b: torch.save([t], b)))
-    assert k[0].tolist() == [1.0, 1.0]
+    t.tag = "x"  # plain tensors carry attributes both ways, as torch's
+    k = kiln.load(_bytes_io(lambda b: torch.save([t], b)))
+    assert k[0].tolist() == [1.0, 1.0] and k[0].tag == "x" and type(k[0]) is kiln.Tensor
+    u = kiln.arange(3.0)
+    u.tag, u.info = "y", {"n": 3}
+    b = io.BytesIO()
+    kiln.save([u], b)
+    b.seek(0)
+    back = torch.load(b)[0]
+    assert back.tolist() == [0.0, 1.0, 2.0] and back.tag == "y" and back.info == {"n": 3}
+    b.seek(0)
+    again = kiln.load(b)[0]
+    assert again.tag == "y" and again.info == {"n": 3}
 
 
 def test_torch_every_dtype_and_odd_values_load_in_kiln():

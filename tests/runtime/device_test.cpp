@@ -34,7 +34,8 @@ TEST(DeviceType, NamesRoundTrip) {
     kiln::device_type_from_name("gpu");
     FAIL() << "expected DeviceError";
   } catch (const kiln::DeviceError& e) {
-    EXPECT_STREQ(e.what(), "unknown device type 'gpu'; expected one of: cpu, xpu, testing");
+    EXPECT_STREQ(e.what(),
+                 "unknown device type 'gpu'; expected one of: cpu, xpu, testing, meta");
   }
 }
 
@@ -80,7 +81,7 @@ TEST(Device, RejectsMalformedStringsSayingWhatWasExpected) {
     Device::parse("gpu:0");
   } catch (const kiln::DeviceError& e) {
     EXPECT_STREQ(e.what(), "invalid device string 'gpu:0': expected '<type>' or "
-                           "'<type>:<index>' with <type> one of cpu, xpu, testing, got type "
+                           "'<type>:<index>' with <type> one of cpu, xpu, testing, meta, got type "
                            "'gpu'");
   }
 }
@@ -127,7 +128,7 @@ TEST(Registry, MissingBackendIsNamedWithTheAvailableOnes) {
     FAIL() << "expected DeviceError";
   } catch (const kiln::DeviceError& e) {
     EXPECT_STREQ(e.what(), "no backend registered for device type 'xpu'; available: cpu, "
-                           "testing");
+                           "testing, meta");
   }
   EXPECT_THROW(kiln::current_stream(Device(DeviceType::XPU, 0)), kiln::DeviceError);
 }

@@ -8,11 +8,13 @@
 
 namespace kiln {
 
-// Indexes the backend registry; keep values dense.
-enum class DeviceType : uint8_t { CPU = 0, XPU = 1, Testing = 2 };
-inline constexpr int kNumDeviceTypes = 3;
+// Indexes the backend registry; keep values dense. Meta: tensors with a shape, dtype and
+// strides but no data (PyTorch's meta device), for building models without memory and for
+// shape inference.
+enum class DeviceType : uint8_t { CPU = 0, XPU = 1, Testing = 2, Meta = 3 };
+inline constexpr int kNumDeviceTypes = 4;
 
-std::string_view device_type_name(DeviceType t);  // "cpu", "xpu", "testing"
+std::string_view device_type_name(DeviceType t);  // "cpu", "xpu", "testing", "meta"
 DeviceType device_type_from_name(std::string_view name);  // throws DeviceError
 
 struct Device {

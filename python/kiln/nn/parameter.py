@@ -25,15 +25,27 @@ class Parameter(Tensor):
         if self.grad is not None:
             r.grad = self.grad.detach().clone()
         memo[id(self)] = r
+        if self.__dict__:  # Python attributes are deep-copied too, as torch
+            import copy
+            r.__dict__.update(copy.deepcopy(self.__dict__, memo))
         return r
 
     def __reduce_ex__(self, proto):
+        state = dict(self.__dict__) or None  # Python attributes, restored by pickle
+        if self.is_meta:
+            return (_rebuild_meta_parameter,
+                    (tuple(self.shape), str(self.dtype).split(".")[-1], self.requires_grad),
+                    state)
         array, dtype, device = _pickle.tensor_state(self)
-        return (_rebuild_parameter, (array, dtype, self.requires_grad, device))
+        return (_rebuild_parameter, (array, dtype, self.requires_grad, device), state)
 
 
 def _rebuild_parameter(array, dtype, requires_grad, device="cpu"):
     return Parameter(_pickle.tensor_from_state(array, dtype, device), requires_grad)
+
+
+def _rebuild_meta_parameter(shape, dtype, requires_grad):
+    return Parameter(_C.empty(shape, dtype=getattr(_C, dtype), device="meta"), requires_grad)
 
 
 class Buffer:

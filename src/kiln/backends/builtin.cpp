@@ -11,6 +11,7 @@ namespace kiln {
 namespace detail {
 std::unique_ptr<Backend> make_cpu_backend();
 std::unique_ptr<Backend> make_testing_backend();
+std::unique_ptr<Backend> make_meta_backend();
 #ifdef KILN_WITH_XPU
 std::unique_ptr<Backend> make_xpu_backend();
 #endif
@@ -22,6 +23,7 @@ void ensure_builtin_backends() {
     // A backend registered by hand before the first lookup wins over the built-in one.
     detail::register_backend_if_absent(detail::make_cpu_backend());
     detail::register_backend_if_absent(detail::make_testing_backend());
+    detail::register_backend_if_absent(detail::make_meta_backend());
 #ifdef KILN_WITH_XPU
     detail::register_backend_if_absent(detail::make_xpu_backend());
 #endif

@@ -137,6 +137,7 @@ void prepare_outputs(OpCall& call, std::vector<TensorMeta>& metas, Device device
 }
 
 std::vector<Tensor> run_on_cpu_instead(OpCall& call, Device device);
+std::vector<Tensor> run_on_meta(OpCall& call, std::vector<TensorMeta>& metas, Device device);
 std::vector<Tensor> run_float16_in_float32(OpCall& call, const std::vector<TensorMeta>& metas);
 
 std::vector<Tensor> run_op(OpCall& call) {
@@ -147,6 +148,7 @@ std::vector<Tensor> run_op(OpCall& call) {
   Device device = call_device(call);
   std::vector<TensorMeta> metas;
   if (!op.dynamic_shape) metas = op.meta(call);
+  if (device.type == DeviceType::Meta) return run_on_meta(call, metas, device);
   DType dtype = key_dtype(call, metas);
   if (dtype == DType::F16 && device.type == DeviceType::CPU && !call.inputs.empty() &&
       !op.dynamic_shape && computes_float16_in_float32(op.name) && !float16_native(call))
@@ -221,6 +223,17 @@ std::vector<Tensor> run_on_cpu_instead(OpCall& call, Device device) {
     }
   }
   return call.outs;
+}
+
+// The meta device (tensors without data): the meta function's outputs are the result; no
+// kernel runs. Ops whose output shape depends on the values cannot say their shape.
+std::vector<Tensor> run_on_meta(OpCall& call, std::vector<TensorMeta>& metas, Device device) {
+  const OpDef& op = *call.op;
+  KILN_CHECK(!op.dynamic_shape, NotImplementedError, "op '", op.name,
+             "' has an output shape that depends on the input values, so it cannot run on the "
+             "meta device (meta tensors have no values)");
+  prepare_outputs(call, metas, device);
+  return std::move(call.outs);
 }
 
 // t converted to dtype with t's strides when t is a permutation of a contiguous tensor (a

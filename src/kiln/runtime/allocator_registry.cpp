@@ -35,6 +35,9 @@ CachingAllocator& allocator_for(Device device) {
 }
 
 DataPtr allocate_on(Device device, size_t nbytes) {
+  // Meta storages record their size but own no memory (src/kiln/backends/meta).
+  if (device.type == DeviceType::Meta)
+    return DataPtr(nullptr, nullptr, nullptr, Device(DeviceType::Meta, 0));
   Stream s = current_stream(device);
   return allocator_for(s.device).allocate(nbytes, s);
 }

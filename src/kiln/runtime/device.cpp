@@ -11,8 +11,8 @@ namespace kiln {
 
 namespace {
 // Indexed by DeviceType; keep in the enum's order.
-constexpr std::string_view kTypeNames[kNumDeviceTypes] = {"cpu", "xpu", "testing"};
-constexpr std::string_view kTypeList = "cpu, xpu, testing";
+constexpr std::string_view kTypeNames[kNumDeviceTypes] = {"cpu", "xpu", "testing", "meta"};
+constexpr std::string_view kTypeList = "cpu, xpu, testing, meta";
 }  // namespace
 
 std::string_view device_type_name(DeviceType t) {

@@ -180,8 +180,25 @@ void set_print_options(const PrintOptions& options) {
 
 std::string Tensor::str() const { return tensor_repr(*this, {}); }
 
+namespace {
+// A meta tensor has no values: torch's form, tensor(..., device='meta', size=(2, 3)).
+std::string meta_tensor_repr(const Tensor& t, const std::vector<std::string>& extra_suffixes) {
+  std::string s = "tensor(..., device='meta', size=(";
+  for (int64_t i = 0; i < t.dim(); ++i) s += (i ? ", " : "") + std::to_string(t.size(i));
+  s += t.dim() == 1 ? ",)" : ")";
+  if (t.dtype() != default_float_dtype()) {
+    std::ostringstream dtype_name;
+    dtype_name << "dtype=" << t.dtype();
+    s += ", " + dtype_name.str();
+  }
+  for (const std::string& suffix : extra_suffixes) s += ", " + suffix;
+  return s + ")";
+}
+}  // namespace
+
 std::string tensor_repr(const Tensor& t, const std::vector<std::string>& extra_suffixes) {
   if (!t.defined()) return "tensor(undefined)";
+  if (t.device().type == DeviceType::Meta) return meta_tensor_repr(t, extra_suffixes);
   const PrintOptions o = print_options();
   const bool summarize = t.numel() > o.threshold;
   std::vector<bool> cut;

@@ -579,6 +579,25 @@ class Module:
     def cpu(self):
         return self._apply(lambda t: t.cpu())
 
+    def to_empty(self, *, device, recurse=True):
+        """Moves parameters and buffers to `device` without copying their values (torch's
+        to_empty): new uninitialised storage of the same shapes and dtypes. The step after
+        building a module on the meta device, before loading a state dict or calling
+        reset_parameters()."""
+        def fresh(t):
+            return _C.empty_like(t, device=device)
+        if recurse:
+            return self._apply(fresh)
+        for key, p in self._parameters.items():
+            if p is not None:
+                with no_grad():
+                    _C._set_data(p, fresh(p))
+                p.grad = None
+        for key, b in self._buffers.items():
+            if b is not None:
+                self._buffers[key] = fresh(b)
+        return self
+
     def share_memory(self):
         """Moves parameters and buffers into shared memory in place (Hogwild training:
         processes forked or sent the module afterwards update the same values)."""
@@ -685,6 +704,13 @@ class Module:
                                 inp = Parameter(inp, requires_grad=param.requires_grad)
                             setattr(self, name, inp)
                         else:
+                            if param.is_meta and not inp.is_meta:
+                                warnings.warn(
+                                    f"for {key}: copying from a non-meta parameter in the "
+                                    "checkpoint to a meta parameter in the current model, which "
+                                    "is a no-op. (Did you mean to pass `assign=True` to assign "
+                                    "items in the state dictionary to their corresponding key in "
+                                    "the module instead of copying them in place?)")
                             param.copy_(inp)
                 except Exception as ex:  # noqa: BLE001 - reported as torch does
                     error_msgs.append(f'While copying the parameter named "{key}", whose '
