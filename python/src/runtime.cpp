@@ -215,7 +215,32 @@ void bind_runtime(nb::module_& m) {
 
   // ---- CPU threads (torch.set_num_threads / get_num_threads)
   // Op-level profiler (kiln.profiler wraps these).
-  m.def("_profiler_start", [] { profiler::start(); });
+  m.def("_profiler_start", [](bool trace, bool record_shapes, int64_t max_events) {
+    profiler::start({trace, record_shapes, max_events});
+  }, nb::arg("trace") = false, nb::arg("record_shapes") = false, nb::arg("max_events") = 0);
+  // The traced calls as tuples (name, device, start_ns, duration_ns, thread, sequence,
+  // input_shapes, input_dtypes, output_shapes); shapes are lists of tuples.
+  m.def("_profiler_events", [] {
+    auto shapes = [](const std::vector<std::vector<int64_t>>& v) {
+      nb::list l;
+      for (const auto& s : v) {
+        nb::list dims;
+        for (int64_t d : s) dims.append(d);
+        l.append(nb::tuple(dims));
+      }
+      return l;
+    };
+    nb::list rows;
+    for (const auto& e : profiler::events()) {
+      nb::list dtypes;
+      for (const auto& d : e.input_dtypes) dtypes.append(d);
+      rows.append(nb::make_tuple(e.name, e.device, e.start_ns, e.duration_ns, e.thread,
+                                 e.sequence, shapes(e.input_shapes), dtypes,
+                                 shapes(e.output_shapes)));
+    }
+    return rows;
+  });
+  m.def("_profiler_dropped_events", [] { return profiler::dropped_events(); });
   m.def("_profiler_stop", [] { profiler::stop(); });
   m.def("_profiler_enabled", [] { return profiler::is_enabled(); });
   m.def("_profiler_stats", [] {
