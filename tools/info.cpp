@@ -57,6 +57,8 @@ int print_op_coverage() {
       std::string cell;
       if (op->view) cell = "view";
       else if (op->composite) cell = "composite";
+      // meta runs every op's meta function instead of a kernel (decision 0104)
+      else if (t == DeviceType::Meta) cell = op->dynamic_shape ? "-" : "meta fn";
       else if (op->kernels[size_t(t)].fn) cell = std::to_string(__builtin_popcount(op->kernels[size_t(t)].dtypes)) + " dtypes";
       else if (default_kernel(t) && op->kernels[0].fn) cell = "via cpu";
       else cell = "-";

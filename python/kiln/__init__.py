@@ -219,6 +219,7 @@ from . import _composite_lowrank, _composite_extra  # noqa: E402  (svd_lowrank, 
 _composite_lowrank.install(globals(), Tensor)
 _composite_extra.install(globals(), Tensor)
 from . import cuda, random  # noqa: E402,F401  (torch.cuda as a CPU-only build has it; torch.random)
+from . import distributed  # noqa: E402,F401  (torch.distributed over sockets, decision 0105)
 import math as _math  # noqa: E402
 inf, nan, pi, e = _math.inf, _math.nan, _math.pi, _math.e  # torch.inf, ..., torch.e
 newaxis = None  # torch.newaxis, as numpy's
