@@ -1,27 +1,33 @@
 """Op-level profiler, shaped like torch.profiler for the common use:
 
-    with kiln.profiler.profile() as prof:
+    with kiln.profiler.profile(record_shapes=True, with_flops=True) as prof:
         model(x)
-    print(prof.key_averages().table(sort_by="cpu_time_total", row_limit=10))
+    print(prof.key_averages(group_by_input_shape=True).table(sort_by="cpu_time_total"))
+    prof.export_chrome_trace("trace.json")
 
 Each op called from user code (not the ops an op's implementation calls internally) is timed
-on the host and aggregated by op name and device. CPU kernels are synchronous, so the times
-are kernel plus dispatch; on asynchronous devices they are the time to enqueue.
+on the host and kept as an event (kiln._profiler_events); key_averages() aggregates them by
+op name and device. CPU kernels are synchronous, so the times are kernel plus dispatch; on
+asynchronous devices they are the time to enqueue.
 
-record_function("name") times a region of user code into the same table (a row named after
-it, which includes the ops run inside it). schedule(wait=, warmup=, active=) with
-profile(schedule=, on_trace_ready=) and prof.step() records only the active steps of each
-cycle, as torch's: each saved window replaces the previous one in key_averages()."""
+record_function("name") times a region of user code into the same events (a row named after
+it, which includes the ops run inside it; a "user_annotation" span enclosing them in traces).
+schedule(wait=, warmup=, active=) with profile(schedule=, on_trace_ready=) and prof.step()
+records only the active steps of each cycle, as torch's: each saved window replaces the
+previous one. FLOP counting outside a profile: kiln.utils.flop_counter.FlopCounterMode."""
 import contextlib
 import enum
+import json
 import threading
 import time
 import warnings
 
 from . import _C
+from ._profiler_events import EventList, FunctionEvent, FunctionEventAvg, build_events
+from ._profiler_trace import tensorboard_trace_handler, write_chrome_trace
 
-__all__ = ["profile", "FunctionEventAvg", "EventList", "record_function", "schedule",
-           "ProfilerAction", "ProfilerActivity", "tensorboard_trace_handler"]
+__all__ = ["profile", "FunctionEvent", "FunctionEventAvg", "EventList", "record_function",
+           "schedule", "ProfilerAction", "ProfilerActivity", "tensorboard_trace_handler"]
 
 
 class ProfilerActivity(enum.IntEnum):
@@ -82,41 +88,70 @@ def _always_record(step):
     return ProfilerAction.RECORD
 
 
-def tensorboard_trace_handler(dir_name, worker_name=None, use_gzip=False,
-                              use_python_export=False):
-    raise NotImplementedError(
-        "kiln.profiler.tensorboard_trace_handler: kiln's profiler aggregates op timings and "
-        "keeps no event trace to write for TensorBoard; use on_trace_ready=lambda prof: "
-        "print(prof.key_averages().table()) instead")
-
-
-# User ranges (record_function) of the recording window in progress: name -> [count,
-# total_us, max_us]. The C++ profiler times ops only; these rows are added in Python.
+# The record_function ranges of the recording window in progress, as (name, start_ns, end_ns,
+# python thread ident): the C++ profiler times ops only, so ranges are timed here with the
+# same clock. _active_window is None unless a kiln.profiler.profile is recording (a
+# FlopCounterMode also runs the C++ profiler but keeps no ranges).
 _ranges_lock = threading.Lock()
-_ranges = {}
-_window = 0  # increases at each start, so a range spanning a stop is not counted
+_ranges = []
+_active_window = None
+_max_events = 0
+_dropped_ranges = 0
 
 
-def _start_recording():
-    global _window
+class _Window:
+    """One recording window: its start and options (events are read when it stops)."""
+
+    def __init__(self, record_shapes, with_flops, max_events):
+        self.record_shapes = record_shapes
+        self.with_flops = with_flops
+        self.max_events = max_events
+        self.start_ns = 0
+
+
+def _start_recording(window):
+    global _active_window, _max_events, _dropped_ranges
+    if _C._profiler_enabled():
+        raise RuntimeError(
+            "kiln.profiler.profile: the kiln profiler is already recording (another profile "
+            "or a kiln.utils.flop_counter.FlopCounterMode is active); kiln runs one profiler "
+            "at a time: end the other one first (profile(with_flops=True) counts FLOPs too)")
     with _ranges_lock:
         _ranges.clear()
-        _window += 1
-    _C._profiler_start()
+        _max_events, _dropped_ranges = window.max_events, 0
+    # the window's time origin: taken first, so that no event starts before it
+    window.start_ns = time.monotonic_ns()
+    # Shapes are needed for FLOP counts as well (torch also records them with with_flops).
+    _C._profiler_start(trace=True, record_shapes=window.record_shapes or window.with_flops,
+                       max_events=window.max_events)
+    _active_window = window
 
 
-def _stop_recording():
+def _stop_recording(window):
+    """Stops the C++ profiler and returns the window's events (an EventList of FunctionEvent)
+    and how many op calls and ranges did not fit under max_events."""
+    global _active_window
+    _active_window = None
     _C._profiler_stop()
     with _ranges_lock:
-        rows = [(name, "cpu", c, total, mx) for name, (c, total, mx) in _ranges.items()]
+        ranges = list(_ranges)
         _ranges.clear()
-    return EventList(FunctionEventAvg(*row) for row in list(_C._profiler_stats()) + rows)
+        dropped = _C._profiler_dropped_events() + _dropped_ranges
+    if dropped:
+        warnings.warn(f"kiln.profiler: {dropped} events beyond max_events={window.max_events} "
+                      "were not kept: events(), key_averages() and traces cover the first "
+                      f"{window.max_events}", stacklevel=4)
+    events = build_events(_C._profiler_events(), ranges, window.start_ns,
+                          with_flops=window.with_flops,
+                          with_shapes=window.record_shapes or window.with_flops)
+    return events, dropped
 
 
 class record_function(contextlib.ContextDecorator):
-    """Labels a region of user code: inside a recording profile, its wall time is counted
-    under `name` in key_averages(); outside one it costs a flag check. Usable as a context
-    manager or a decorator."""
+    """Labels a region of user code: inside a recording profile, it becomes an event
+    (category user_annotation in traces; a row named after it in key_averages(), whose total
+    includes the ops run inside it). Outside one it costs an attribute check. Usable as a
+    context manager or a decorator."""
 
     def __init__(self, name, args=None):
         self.name = name
@@ -124,86 +159,67 @@ class record_function(contextlib.ContextDecorator):
         self._starts = []  # (window, t0) per entry in progress (a decorated function may recurse)
 
     def __enter__(self):
-        on = _C._profiler_enabled()
-        self._starts.append((_window if on else None, time.perf_counter() if on else 0.0))
+        window = _active_window
+        self._starts.append((window, time.monotonic_ns() if window is not None else 0))
         return self
 
     def __exit__(self, *exc):
+        global _dropped_ranges
         window, t0 = self._starts.pop()
-        if window is not None and window == _window and _C._profiler_enabled():
-            us = (time.perf_counter() - t0) * 1e6
+        # a range that began before the window, or spans its stop, is not kept
+        if window is not None and window is _active_window:
+            t1 = time.monotonic_ns()
             with _ranges_lock:
-                row = _ranges.setdefault(self.name, [0, 0.0, 0.0])
-                row[0] += 1
-                row[1] += us
-                row[2] = max(row[2], us)
+                if _max_events and len(_ranges) >= _max_events:
+                    _dropped_ranges += 1
+                else:
+                    _ranges.append((self.name, t0, t1, threading.get_ident()))
         return False
 
 
-class FunctionEventAvg:
-    """The aggregate of one op on one device (times in microseconds)."""
-
-    def __init__(self, key, device, count, total_us, max_us):
-        self.key = key
-        self.device_type = device
-        self.count = count
-        self.cpu_time_total = total_us
-        self.cpu_time_max = max_us
-
-    @property
-    def cpu_time(self):
-        """Average time per call."""
-        return self.cpu_time_total / self.count if self.count else 0.0
-
-    def __repr__(self):
-        return (f"<FunctionEventAvg key={self.key} device={self.device_type} count={self.count} "
-                f"cpu_time_total={self.cpu_time_total:.1f}us>")
-
-
-class EventList(list):
-    def table(self, sort_by="cpu_time_total", row_limit=100):
-        keys = {"cpu_time_total": lambda e: e.cpu_time_total, "cpu_time": lambda e: e.cpu_time,
-                "count": lambda e: e.count, "cpu_time_max": lambda e: e.cpu_time_max}
-        if sort_by not in keys:
-            raise ValueError(f"sort_by must be one of {sorted(keys)}, got {sort_by!r}")
-        rows = sorted(self, key=keys[sort_by], reverse=True)
-        if row_limit is not None and row_limit >= 0:
-            rows = rows[:row_limit]
-        total = sum(e.cpu_time_total for e in self)
-        head = f"{'op':<32} {'device':<8} {'calls':>8} {'total us':>12} {'%':>7} {'avg us':>10} {'max us':>10}"
-        lines = [head, "-" * len(head)]
-        for e in rows:
-            pct = 100.0 * e.cpu_time_total / total if total else 0.0
-            lines.append(f"{e.key:<32} {e.device_type:<8} {e.count:>8} {e.cpu_time_total:>12.1f} "
-                         f"{pct:>6.1f}% {e.cpu_time:>10.2f} {e.cpu_time_max:>10.1f}")
-        lines.append(f"{'total':<32} {'':<8} {sum(e.count for e in self):>8} {total:>12.1f}")
-        return "\n".join(lines)
-
-
 class profile:
-    """Records op timings while the block runs; read them with key_averages().
+    """Records op calls while the block runs; read them with key_averages(), events(),
+    export_chrome_trace().
 
     schedule (a step -> ProfilerAction function, see schedule()) decides which steps are
     recorded, counted by prof.step(); on_trace_ready(prof) is called each time a recorded
     window ends (at RECORD_AND_SAVE's step() or at the end of the block). Without a schedule
-    every step is recorded and on_trace_ready is called once, at the end. The other torch
-    options (record_shapes, profile_memory, with_stack, ...) are accepted and have no effect:
-    kiln's profiler keeps per-op aggregates only."""
+    every step is recorded and on_trace_ready is called once, at the end.
+
+    Every recording keeps each op call as an event (the C++ profiler's trace mode), since
+    events(), export_chrome_trace() and tensorboard_trace_handler may be asked for on any
+    profile, as in torch. record_shapes keeps the inputs' shapes and dtypes (and outputs'
+    shapes) too; with_flops counts each matrix product's and convolution's FLOPs
+    (kiln._flop_formulas, the formulas of kiln.utils.flop_counter) and implies record_shapes,
+    as torch. max_events (kiln only; 0: no limit) caps the op events kept per window (and the
+    record_function ranges, counted apart): the rest are dropped with a warning.
+    profile_memory, with_stack and with_modules are accepted and have no effect (kiln records
+    no allocations, stacks or module scopes). Only one profiler runs at a time: starting one
+    while another profile or a FlopCounterMode records raises RuntimeError."""
 
     def __init__(self, enabled=True, *, activities=None, schedule=None, on_trace_ready=None,
                  record_shapes=False, profile_memory=False, with_stack=False, with_flops=False,
-                 with_modules=False):
+                 with_modules=False, max_events=0):
         for a in activities or ():
             if not isinstance(a, ProfilerActivity):
                 raise TypeError(f"activities must be ProfilerActivity values, got {a!r}")
+        if not isinstance(max_events, int) or max_events < 0:
+            raise ValueError(f"max_events must be an int >= 0 (0: no limit), got {max_events!r}")
         self.enabled = enabled
         self.activities = set(activities) if activities else {ProfilerActivity.CPU}
         self.schedule = schedule if schedule is not None else _always_record
         self.on_trace_ready = on_trace_ready
+        self.record_shapes = record_shapes or with_flops
+        self.with_flops = with_flops
+        self.profile_memory = profile_memory
+        self.with_stack = with_stack
+        self.max_events = max_events
         self.step_num = 0
         self.current_action = ProfilerAction.NONE
-        self._events = None
-        self._recording = False
+        self.dropped_events = 0  # of the last saved window
+        self._events = None      # EventList of FunctionEvent of the last saved window
+        self._window = None      # the window being recorded
+        self._metadata = {}
 
     def start(self):
         if not self.enabled:
@@ -236,15 +252,19 @@ class profile:
         elif before == ProfilerAction.RECORD and after not in recording:
             warnings.warn(f"Incorrect schedule: RECORD followed by {after.name}",
                           stacklevel=3)
-            self._events = _stop_recording()
-            self._recording = False
-        if after in recording and not self._recording:
-            _start_recording()
-            self._recording = True
+            self._finish_window()
+        if after in recording and self._window is None:
+            window = _Window(self.record_shapes, self.with_flops, self.max_events)
+            _start_recording(window)
+            self._window = window
+
+    def _finish_window(self):
+        window, self._window = self._window, None
+        if window is not None:
+            self._events, self.dropped_events = _stop_recording(window)
 
     def _save(self):
-        self._events = _stop_recording()
-        self._recording = False
+        self._finish_window()
         if self.on_trace_ready is not None:
             self.on_trace_ready(self)
 
@@ -256,8 +276,41 @@ class profile:
         self.stop()
         return False
 
-    def key_averages(self):
-        """The op and record_function aggregates of the last saved window."""
+    def _saved(self, what):
         if self._events is None:
-            raise RuntimeError("key_averages() is available after the profiled block ends")
+            raise RuntimeError(f"{what}() is available after the profiled block ends (or, "
+                               "with a schedule, once a recorded window is saved)")
         return self._events
+
+    def events(self):
+        """The op calls and record_function ranges of the last saved window, as
+        FunctionEvents in start order (a range before the ops inside it)."""
+        return self._saved("events")
+
+    def key_averages(self, group_by_input_shape=False, group_by_stack_n=0,
+                     group_by_overload_name=False):
+        """The events of the last saved window aggregated per op (or range) name and device,
+        and per list of input shapes too with group_by_input_shape (record_shapes=True).
+        kiln records no stacks and ops have no overloads: the other groupings add nothing."""
+        return self._saved("key_averages").key_averages(group_by_input_shape, group_by_stack_n)
+
+    def export_chrome_trace(self, path):
+        """Writes the last saved window as a Chrome trace (JSON; gzip when path ends with
+        .gz), for chrome://tracing, Perfetto or TensorBoard."""
+        write_chrome_trace(path, self._saved("export_chrome_trace"),
+                           dict(self._metadata, record_shapes=int(self.record_shapes),
+                                with_flops=int(self.with_flops), traceName=str(path)))
+
+    def export_stacks(self, path, metric="self_cpu_time_total"):
+        raise NotImplementedError(
+            "kiln.profiler.profile.export_stacks: kiln records no Python or C++ call stacks "
+            "(with_stack has no effect), so there are no stacks to export; use "
+            "export_chrome_trace() for a timeline or key_averages().table() for totals")
+
+    def add_metadata(self, key, value):
+        """Adds a top-level key: value (a string) to exported traces."""
+        self._metadata[key] = value
+
+    def add_metadata_json(self, key, value):
+        """Adds a top-level key with a JSON value to exported traces."""
+        self._metadata[key] = json.loads(value)
