@@ -1,0 +1,8 @@
+"""kiln.onnx.export (decision 0107): kiln's graph capture translated to ONNX opset 17,
+written with a small protobuf encoder of its own (no onnx or protobuf package at run time)."""
+from . import ops_elementwise, ops_linalg, ops_nn, ops_reduce, ops_shape  # noqa: F401 (register)
+from .capture import DataDependentError
+from .export import export
+from .registry import supported_ops
+
+__all__ = ["export", "supported_ops", "DataDependentError"]
