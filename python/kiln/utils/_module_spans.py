@@ -3,14 +3,16 @@ the profiler's clock), so that the op events the C++ profiler records can be att
 the modules they ran in. Used by kiln.utils.flop_counter.FlopCounterMode.
 
 Modules are named as torch.utils.module_tracker names them: a root by its class name, a
-submodule by its path below it ("Sequential.0"). kiln has no global module hooks, so the
-modules followed are the given roots and their submodules (a hook on each).
+submodule by its path below it ("Sequential.0"). With roots given, the modules followed are
+the roots and their submodules (a hook on each); without, every module that runs, through the
+global module hooks (as torch's ModuleTracker), named when first seen.
 
 Forward: from the module's forward pre-hook to its forward hook. Backward, as torch's
 ModuleTracker: from the first gradient computed for one of the module's outputs (tensor hooks
 registered by the forward hook) to the last computed for its inputs; a module whose inputs
 need no gradient (the first layer) stays open until that backward pass ends."""
 import time
+import weakref
 from functools import partial
 
 from ._pytree import tree_leaves
@@ -40,6 +42,15 @@ class ModuleSpans:
         self._grad_handles = []   # tensor hooks
 
     def __enter__(self):
+        if not self.roots:
+            from ..nn.modules import module as _module
+            self._names = weakref.WeakKeyDictionary()
+            self._named_children = weakref.WeakSet()
+            self._hook_handles.append(_module.register_module_forward_pre_hook(
+                lambda mod, args: self._pre(self._name_of(mod), mod, args)))
+            self._hook_handles.append(_module.register_module_forward_hook(
+                lambda mod, args, result: self._post(None, mod, args, result)))
+            return self
         seen = set()
         for root in self.roots:
             for name, mod in root.named_modules(prefix=type(root).__name__):
@@ -58,6 +69,19 @@ class ModuleSpans:
         self._hook_handles.clear()
         self._grad_handles.clear()
         return False
+
+    def _name_of(self, mod):
+        """torch's ModuleTracker naming: a module first seen on its own is named by its class;
+        its children (recursively) by their paths below it."""
+        if mod not in self._names:
+            self._names[mod] = type(mod).__name__
+        name = self._names[mod]
+        if mod not in self._named_children:
+            self._named_children.add(mod)
+            for child_name, child in mod.named_children():
+                self._names[child] = f"{name}.{child_name}"
+                self._name_of(child)
+        return name
 
     def _pre(self, name, mod, args):
         call = _Call(name, time.monotonic_ns())

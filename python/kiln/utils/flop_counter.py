@@ -13,15 +13,17 @@ top-level op call, backward ones included, and applies kiln._flop_formulas (torc
 to each when the context ends. The counts are keyed by kiln op names ("addmm",
 "convolution", "convolution_weight_grad", ...) where torch's are aten op objects.
 
+Modules are followed through the global module hooks (every module that runs gets its own
+counts, named as torch's ModuleTracker names them); `mods` is accepted with torch's warning that
+it is not needed.
+
 Differences from torch:
-  - per-module counts need the modules passed as `mods` (torch finds them through global
-    module hooks, which kiln does not have; torch ignores mods). Without mods only "Global"
-    is counted.
   - kiln runs one profiler at a time: entering a FlopCounterMode while a
     kiln.profiler.profile or another FlopCounterMode records raises RuntimeError
     (profile(with_flops=True) counts the same FLOPs per op inside a profile).
   - ops run by other threads while the context is active are counted too (in "Global"; in a
     module if they ran while it was running)."""
+import warnings
 from collections import defaultdict
 
 from .. import _C, _flop_formulas
@@ -69,17 +71,16 @@ def _shape_formula(user_formula):
 
 
 class FlopCounterMode:
-    """Counts FLOPs inside the context. mods: a module or a list of modules whose submodules
-    get their own counts; depth: the module depth get_table() shows by default; display:
+    """Counts FLOPs inside the context. mods: ignored (every module gets its own counts), with
+    torch's warning; depth: the module depth get_table() shows by default; display:
     print the table when the context ends; custom_mapping: {kiln op name: formula(*input
     shapes, out_shape=...)} added to or replacing the built-in formulas."""
 
     def __init__(self, mods=None, depth=2, display=True, custom_mapping=None):
-        if mods is None:
-            mods = []
-        elif not isinstance(mods, (list, tuple)):
-            mods = [mods]
-        self.mods = list(mods)
+        if mods is not None:
+            warnings.warn("mods argument is not needed anymore, you can stop passing it",
+                          stacklevel=2)
+        self.mods = []  # every module is followed (global module hooks), as torch
         self.depth = depth
         self.display = display
         self.flop_counts = defaultdict(lambda: defaultdict(int))

@@ -14,7 +14,53 @@ from ...utils.hooks import RemovableHandle
 
 _EXTRA_STATE_KEY = "_extra_state"  # state_dict key of get_extra_state()'s value, as torch
 
-__all__ = ["Module"]
+__all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook",
+           "register_module_full_backward_pre_hook", "register_module_full_backward_hook"]
+
+# Hooks for every module (torch.nn.modules.module.register_module_*): they run before each
+# module's own hooks of the same kind. Tools that follow a whole model (flop counters, module
+# trackers) use them instead of hooking each submodule.
+_global_forward_pre_hooks = OrderedDict()
+_global_forward_hooks = OrderedDict()
+_global_forward_hooks_with_kwargs = {}
+_global_forward_hooks_always_called = {}
+_global_backward_pre_hooks = OrderedDict()
+_global_backward_hooks = OrderedDict()
+
+
+def register_module_forward_pre_hook(hook):
+    """hook(module, args) -> None or new args, before every module's forward."""
+    handle = RemovableHandle(_global_forward_pre_hooks)
+    _global_forward_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
+    """hook(module, args, output) -> None or a new output (hook(module, args, kwargs, output)
+    with with_kwargs), after every module's forward; always_call: also when forward raised."""
+    handle = RemovableHandle(_global_forward_hooks,
+                             extra_dict=[_global_forward_hooks_with_kwargs,
+                                         _global_forward_hooks_always_called])
+    _global_forward_hooks[handle.id] = hook
+    if with_kwargs:
+        _global_forward_hooks_with_kwargs[handle.id] = True
+    if always_call:
+        _global_forward_hooks_always_called[handle.id] = True
+    return handle
+
+
+def register_module_full_backward_pre_hook(hook):
+    """hook(module, grad_output) -> None or new grad_output, for every module."""
+    handle = RemovableHandle(_global_backward_pre_hooks)
+    _global_backward_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_module_full_backward_hook(hook):
+    """hook(module, grad_input, grad_output) -> None or new grad_input, for every module."""
+    handle = RemovableHandle(_global_backward_hooks)
+    _global_backward_hooks[handle.id] = hook
+    return handle
 
 _IncompatibleKeys = collections.namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
@@ -879,7 +925,13 @@ class Module:
     def _call_impl(self, *args, **kwargs):
         full_backward_hooks = list(self._backward_hooks.values())
         backward_pre_hooks = list(self._backward_pre_hooks.values())
-        for hid, hook in list(self._forward_pre_hooks.items()):
+        if _global_backward_hooks or _global_backward_pre_hooks:
+            full_backward_hooks = list(_global_backward_hooks.values()) + full_backward_hooks
+            backward_pre_hooks = list(_global_backward_pre_hooks.values()) + backward_pre_hooks
+        pre_hooks = list(self._forward_pre_hooks.items())
+        if _global_forward_pre_hooks:
+            pre_hooks = list(_global_forward_pre_hooks.items()) + pre_hooks
+        for hid, hook in pre_hooks:
             if hid in self._forward_pre_hooks_with_kwargs:
                 r = hook(self, args, kwargs)
                 if r is not None:
@@ -895,11 +947,27 @@ class Module:
         if full_backward_hooks or backward_pre_hooks:
             bw_hook = _BackwardHook(self, full_backward_hooks, backward_pre_hooks)
             args = bw_hook.setup_input_hook(args)
-        result = self.forward(*args, **kwargs)
+        try:
+            result = self.forward(*args, **kwargs)
+        except BaseException:
+            # global forward hooks registered with always_call run even when forward raised
+            for hid, hook in list(_global_forward_hooks.items()):
+                if hid in _global_forward_hooks_always_called:
+                    try:
+                        if hid in _global_forward_hooks_with_kwargs:
+                            hook(self, args, kwargs, None)
+                        else:
+                            hook(self, args, None)
+                    except Exception:  # noqa: BLE001 - the forward's error is the one to see
+                        pass
+            raise
         if bw_hook is not None:
             bw_hook.check_inputs_unmodified()
-        for hid, hook in list(self._forward_hooks.items()):
-            if hid in self._forward_hooks_with_kwargs:
+        post_hooks = list(self._forward_hooks.items())
+        if _global_forward_hooks:
+            post_hooks = list(_global_forward_hooks.items()) + post_hooks
+        for hid, hook in post_hooks:
+            if hid in self._forward_hooks_with_kwargs or hid in _global_forward_hooks_with_kwargs:
                 r = hook(self, args, kwargs, result)
             else:
                 r = hook(self, args, result)
