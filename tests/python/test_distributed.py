@@ -11,6 +11,7 @@ import os
 import queue
 import socket
 import tempfile
+import threading
 import time
 import traceback
 
@@ -158,6 +159,15 @@ def test_tcp_store_local_and_across_processes():
         dist.TCPStore("127.0.0.1", free_port(), None, False, datetime.timedelta(seconds=0.3))
     out = run_ranks(_store_worker, 2)
     assert out == [b"from 1", b"from 0"]
+    # a master store that goes away stops listening and drops its clients at once (a
+    # thread blocked in accept() used to keep the port open and serve one more client)
+    port = master.port
+    client = dist.TCPStore("127.0.0.1", port, None, False, 10 * SECONDS)
+    del master
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    with pytest.raises(dist.DistNetworkError, match="failed"):
+        client.get("k")
 
 
 def _store_worker(rank, world, port):
@@ -168,6 +178,72 @@ def _store_worker(rank, world, port):
     assert store.add("counter", 1) in (1, 2)
     store.wait(["counter"])
     return store.get(f"key{1 - rank}")
+
+
+def test_mesh_drops_stray_connections_and_cleans_up_on_failure():
+    """connect_mesh, ranks as threads over a HashStore: a connection to a rank's listener
+    that closes at once, or that announces an impossible rank, is dropped (it used to fail
+    the rendezvous or be taken for a peer); and a rendezvous that times out closes the
+    connections it had made (they used to stay open, each with its receiver thread)."""
+    from kiln.distributed._mailbox import Mailbox
+    from kiln.distributed._mesh import connect_mesh
+
+    def mesh(store, ranks, size, timeout_s, stray=None):
+        found = {}
+
+        def rank_main(r):
+            try:
+                found[r] = connect_mesh(store, r, size, timeout_s, Mailbox())
+            except Exception as e:
+                found[r] = e
+        threads = [threading.Thread(target=rank_main, args=(ranks[0],))]
+        threads[0].start()
+        if stray is not None:
+            host, port = store.get(f"addr/{ranks[0]}").decode().rsplit(":", 1)
+            with socket.create_connection((host, int(port))) as s:
+                s.sendall(stray)
+        threads += [threading.Thread(target=rank_main, args=(r,)) for r in ranks[1:]]
+        for th in threads[1:]:
+            th.start()
+        for th in threads:
+            th.join()
+        return found
+
+    for stray in (b"", np.int64(5).tobytes(), np.int64(0).tobytes()):
+        found = mesh(dist.HashStore(), [0, 1], 2, 10.0, stray)
+        assert sorted(found[0]) == [1] and sorted(found[1]) == [0], (stray, found)
+        for conns in found.values():
+            for c in conns.values():
+                c.close()
+    found = mesh(dist.HashStore(), [0, 1], 3, 0.5)  # rank 2 never comes
+    assert all(isinstance(e, dist.DistNetworkError) for e in found.values())
+    deadline = time.monotonic() + 5
+    while any(t.name.startswith("kiln-dist-recv") for t in threading.enumerate()) and \
+            time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("kiln-dist-recv")]
+
+
+def test_failed_send_ends_the_connection():
+    """A send that times out (the peer stopped reading) may have written part of a frame:
+    the connection is ended, so the peer sees end-of-file instead of later parsing a frame
+    header as payload, and this side's operations on that peer fail at once."""
+    from kiln.distributed._connection import PeerConnection
+    from kiln.distributed._mailbox import COLLECTIVE, Mailbox
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        ours = socket.create_connection(listener.getsockname())
+        theirs, _ = listener.accept()
+    mailbox = Mailbox()
+    conn = PeerConnection(ours, 1, mailbox, 0.3)
+    with theirs:
+        with pytest.raises(dist.DistBackendError, match="sending to rank 1 failed"):
+            conn.send(COLLECTIVE, 0, np.zeros(64 << 20, np.uint8))  # beyond socket buffers
+        theirs.settimeout(5)
+        while theirs.recv(1 << 20):  # the partial frame, then end-of-file
+            pass
+    with pytest.raises(dist.DistBackendError, match="sending to rank 1 failed"):
+        mailbox.take((1,), COLLECTIVE, 1, time.monotonic() + 5, "all_reduce")
+    conn.close()
 
 
 # -- rendezvous ------------------------------------------------------------------------------
@@ -381,7 +457,30 @@ def _p2p_worker(rank, world, port):
     from kiln.utils.data.distributed import DistributedSampler
     sampler = DistributedSampler(list(range(10)), shuffle=False)
     out["sampler"] = (sampler.num_replicas, sampler.rank, list(sampler))
+    # destroy_process_group while an operation still waits (rank 1 never joins this
+    # all_reduce, and keeps its connection open until rank 0 is done): the operation fails
+    # at once instead of holding the group's worker thread, and with it the process's exit,
+    # for the group's timeout (30 s here)
+    store = dist.TCPStore("127.0.0.1", port, None, False, 20 * SECONDS)
+    if rank == 0:
+        pending = dist.all_reduce(kiln.ones(2), async_op=True)
+        future = pending.get_future()
     dist.destroy_process_group()
+    if rank == 0:
+        start = time.monotonic()
+        with pytest.raises(dist.DistBackendError, match="was destroyed"):
+            pending.wait()
+        with pytest.raises(dist.DistBackendError):
+            future.wait()
+        out["wait_after_destroy_s"] = time.monotonic() - start
+        while any(t.name.startswith("kiln-dist") for t in threading.enumerate()) and \
+                time.monotonic() - start < 5:
+            time.sleep(0.01)
+        out["threads_left"] = [t.name for t in threading.enumerate()
+                               if t.name.startswith("kiln-dist")]
+        store.set("rank 0 done", "1")
+    else:
+        store.wait(["rank 0 done"])
     return out
 
 
@@ -395,6 +494,7 @@ def test_send_recv_async_and_sampler():
         np.testing.assert_allclose(o["async_sum"], data(0) + data(1), rtol=1e-6)
         np.testing.assert_array_equal(o["async_max"], np.maximum(ints(0), ints(1)))
         assert o["sampler"] == (2, r, list(range(r, 10, 2)))
+    assert out[0]["wait_after_destroy_s"] < 5 and out[0]["threads_left"] == []
 
 
 def _objects_worker(rank, world, port):
@@ -642,10 +742,59 @@ def _ddp_worker(rank, world, port, with_torch, torch_port):
     unused(t(x[half]), rank == 0).sum().backward()
     out["unused_grads"] = [None if p.grad is None else p.grad.numpy().copy()
                            for p in unused.module.parameters()]
+    out["buffers"] = _ddp_buffer_syncs(rank)
     dist.destroy_process_group()
     if with_torch:
         out["torch"] = _train_torch_ddp(rank, world, torch_port, x[half], y[half])
     return out
+
+
+class _WithBuffer(kiln.nn.Module):
+    def __init__(self, rank):
+        super().__init__()
+        self.lin = kiln.nn.Linear(2, 2)
+        self.register_buffer("b", kiln.full((1,), float(rank)))
+
+    def forward(self, x):
+        return self.lin(x) + self.b
+
+
+def _ddp_buffer_syncs(rank):
+    """The buffer values a rank sees under torch 2.13's rules for syncing buffers (the
+    expected values in test_ddp_matches_single_process_and_torch were read off torch)."""
+    DDP = kiln.nn.parallel.DistributedDataParallel
+    seen = {}
+    m = DDP(_WithBuffer(rank), broadcast_buffers=False)  # rank-local buffers, also at init
+    seen["broadcast_buffers=False"] = m.module.b.item()
+    m(kiln.ones(1, 2)).sum().backward()
+    seen["broadcast_buffers=False, forward"] = m.module.b.item()
+    seen["forward_sync_buffers=False"] = DDP(_WithBuffer(rank),
+                                             forward_sync_buffers=False).module.b.item()
+    m = DDP(_WithBuffer(rank))
+    seen["default"] = m.module.b.item()
+    # a forward syncs when the previous one was synchronised (grad on, outside no_sync),
+    # in train and in eval mode alike
+    steps = []
+    for step, (train, grad) in enumerate([(True, True), (True, False), (True, False),
+                                          (False, True), (False, True)]):
+        m.module.b.fill_(rank + 10 * step + 10)
+        m.train(train)
+        with kiln.set_grad_enabled(grad):
+            y = m(kiln.ones(1, 2))
+        if grad:
+            y.sum().backward()
+        steps.append(m.module.b.item())
+    seen["steps"] = steps
+    m.train()
+    with m.no_sync():
+        for value in (100, 200):
+            m.module.b.fill_(rank + value)
+            m(kiln.ones(1, 2)).sum().backward()
+            seen[f"no_sync {value}"] = m.module.b.item()
+    m.module.b.fill_(rank + 300)
+    m(kiln.ones(1, 2)).sum().backward()
+    seen["after no_sync"] = m.module.b.item()
+    return seen
 
 
 class _TwoHeads(kiln.nn.Module):
@@ -690,3 +839,10 @@ def test_ddp_matches_single_process_and_torch():
     for a, b in zip(g0, g1):
         np.testing.assert_allclose(a, b, rtol=1e-6)
     assert np.abs(g0[2]).sum() > 0
+    # buffers: what torch 2.13's DDP does in the same sequence (rank r's buffer starts at r)
+    for r in range(2):
+        assert out[r]["buffers"] == {
+            "broadcast_buffers=False": r, "broadcast_buffers=False, forward": r,
+            "forward_sync_buffers=False": 0, "default": 0,
+            "steps": [10, 20, 30 + r, 40 + r, 50],
+            "no_sync 100": 100, "no_sync 200": 200 + r, "after no_sync": 300 + r}

@@ -43,9 +43,17 @@ class PeerConnection:
                 if view.nbytes:
                     self._sock.sendall(view)
             except OSError as e:
-                failure = self._mailbox.failure(self.peer)
-                raise DistBackendError(
-                    f"sending to rank {self.peer} failed: {failure or e}") from None
+                error = self._mailbox.failure(self.peer) or \
+                    f"sending to rank {self.peer} failed: {e}"
+                # A send that timed out may have written part of a frame: the stream can no
+                # longer be parsed, so end the connection (the peer sees end-of-file rather
+                # than reading the next frame's header as payload) and fail its operations.
+                self._mailbox.fail(self.peer, error)
+                try:
+                    self._sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                raise DistBackendError(error) from None
 
     def _read_exact(self, view):
         got = 0

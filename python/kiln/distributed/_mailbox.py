@@ -27,6 +27,7 @@ class Mailbox:
         self._arrived = threading.Condition()
         self._queues = collections.defaultdict(collections.deque)
         self._failures = {}  # peer -> the error that closed its connection
+        self._closed = None  # why every take() now fails (the group was destroyed)
 
     def put(self, peer, channel, tag, message):
         with self._arrived:
@@ -36,6 +37,14 @@ class Mailbox:
     def fail(self, peer, error):
         with self._arrived:
             self._failures.setdefault(peer, error)
+            self._arrived.notify_all()
+
+    def close(self, reason):
+        """Fails every current and future take(): destroy_process_group uses it so that an
+        operation still waiting (an async op on the group's worker thread, or a recv on
+        another thread) raises at once instead of holding its thread until the timeout."""
+        with self._arrived:
+            self._closed = reason
             self._arrived.notify_all()
 
     def failure(self, peer):
@@ -58,6 +67,8 @@ class Mailbox:
         peers has disconnected, or when `deadline` (time.monotonic) passes."""
         with self._arrived:
             while True:
+                if self._closed is not None:
+                    raise DistBackendError(f"{what}: {self._closed}")
                 found = self._pop(peers, channel, tag)
                 if found is not None:
                     return found

@@ -1,6 +1,10 @@
 """The server half of TCPStore: one listening socket in the master process and one thread per
 connected client, all sharing a KeyValueTable. Blocking requests (get, wait) wait inside the
-client's thread, so a slow key never delays another client."""
+client's thread, so a slow key never delays another client.
+
+As torch's TCPStore, the server listens on every interface (the other hosts of a job must
+reach it) and does not authenticate clients: run it on a trusted network. It never unpickles
+what clients send; values are opaque bytes."""
 import socket
 import threading
 
@@ -23,15 +27,28 @@ class TCPStoreServer:
         self.port = self._listener.getsockname()[1]
         self._table = KeyValueTable()
         self._closed = False
+        self._clients = set()  # open client connections, closed with the server
+        self._clients_lock = threading.Lock()
         threading.Thread(target=self._accept_loop, name="kiln-tcpstore-accept",
                          daemon=True).start()
 
     def close(self):
+        """Stops serving: no new connections, and the clients' connections are closed (their
+        next request fails, as with torch's store when the master goes away)."""
         self._closed = True
-        try:
-            self._listener.close()
-        except OSError:
-            pass
+        # shutdown() first: on Linux, close() alone does not wake the thread blocked in
+        # accept(), which keeps the socket listening and serves one more client
+        for sock in [self._listener] + self._take_clients():
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()
+
+    def _take_clients(self):
+        with self._clients_lock:
+            clients, self._clients = list(self._clients), set()
+            return clients
 
     def _accept_loop(self):
         while not self._closed:
@@ -39,19 +56,28 @@ class TCPStoreServer:
                 conn, _ = self._listener.accept()
             except OSError:
                 return  # listener closed
+            with self._clients_lock:
+                if self._closed:
+                    conn.close()
+                    return
+                self._clients.add(conn)
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             threading.Thread(target=self._serve, args=(conn,), name="kiln-tcpstore-client",
                              daemon=True).start()
 
     def _serve(self, conn):
         with conn:
-            while True:
+            while not self._closed:
                 try:
                     code, args = recv_message(conn)
                     status, reply = self._handle(code, args)
                     send_message(conn, status, reply)
                 except (ConnectionError, OSError):
-                    return  # the client went away
+                    break  # the client went away, or the server was closed
+                except (ValueError, IndexError):
+                    break  # a malformed request (not a kiln client): drop the connection
+            with self._clients_lock:
+                self._clients.discard(conn)
 
     def _handle(self, code, args):
         t = self._table

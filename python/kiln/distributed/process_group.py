@@ -107,6 +107,11 @@ class ProcessGroup:
         return as_array_like(message, like, peer, what)
 
     def shutdown(self):
+        # Wake whatever still waits for a message first (the worker thread's async op, a
+        # recv on another thread): otherwise it would sit until the group's timeout, and the
+        # executor's worker thread, which the interpreter joins at exit, would hold the
+        # process that long.
+        self._mailbox.close(f"the process group {self.group_name!r} was destroyed")
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
         for conn in self._peers.values():

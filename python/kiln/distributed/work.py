@@ -2,7 +2,20 @@
 Future that Work.get_future() hands out (torch.futures.Future's common methods)."""
 import concurrent.futures
 
+from .errors import DistBackendError
+
 __all__ = ["Work", "Future"]
+
+
+def _error_of(future):
+    """The exception a finished concurrent future holds (None on success). A future that was
+    cancelled (queued on the group's worker when destroy_process_group ran) has none of its
+    own, and future.exception() would raise CancelledError: report it as a DistBackendError,
+    as every other failure of an operation."""
+    if future.cancelled():
+        return DistBackendError("the operation was cancelled: its process group was destroyed "
+                                "before it ran")
+    return future.exception()
 
 
 class Future:
@@ -62,6 +75,8 @@ class Work:
             timeout.total_seconds() if hasattr(timeout, "total_seconds") else timeout)
         try:
             self._future.result(seconds)
+        except concurrent.futures.CancelledError:
+            raise _error_of(self._future) from None
         except concurrent.futures.TimeoutError:
             raise RuntimeError(f"Work.wait timed out after {seconds} s") from None
         return True
@@ -70,10 +85,10 @@ class Work:
         return self._future.done()
 
     def is_success(self):
-        return self._future.done() and self._future.exception() is None
+        return self._future.done() and _error_of(self._future) is None
 
     def exception(self):
-        return self._future.exception() if self._future.done() else None
+        return _error_of(self._future) if self._future.done() else None
 
     def result(self):
         self.wait()
@@ -83,8 +98,9 @@ class Work:
         mapped = concurrent.futures.Future()
 
         def forward(f):
-            if f.exception() is not None:
-                mapped.set_exception(f.exception())
+            error = _error_of(f)
+            if error is not None:
+                mapped.set_exception(error)
             else:
                 mapped.set_result(self._outputs)
         self._future.add_done_callback(forward)

@@ -1,7 +1,8 @@
 """DistributedDataParallel (torch.nn.parallel.DistributedDataParallel) over kiln.distributed:
 one replica of the module per process, the same parameters everywhere (rank 0's are
 broadcast at construction), gradients averaged across the ranks during backward (see
-_reducer.py), buffers re-broadcast from rank 0 before each forward (broadcast_buffers)."""
+_reducer.py), buffers re-broadcast from rank 0 before a forward that follows a
+synchronised one (forward_sync_buffers / broadcast_buffers)."""
 import contextlib
 
 import kiln
@@ -33,7 +34,7 @@ def _broadcast_coalesced(tensors, pg):
 
 class DistributedDataParallel(Module):
     def __init__(self, module, device_ids=None, output_device=None, dim=0,
-                 broadcast_buffers=True, init_sync=True, process_group=None,
+                 broadcast_buffers=None, init_sync=True, process_group=None,
                  bucket_cap_mb=None, find_unused_parameters=False, check_reduction=False,
                  gradient_as_bucket_view=False, static_graph=False,
                  delay_all_reduce_named_params=None, param_to_hook_all_reduce=None,
@@ -66,7 +67,17 @@ class DistributedDataParallel(Module):
         self.dim = dim
         self.device_ids = None
         self.output_device = None
-        self.broadcast_buffers = True if broadcast_buffers is None else broadcast_buffers
+        # torch 2.13: forward_sync_buffers (default: broadcast_buffers, default True) turns the
+        # per-forward buffer sync on or off; the deprecated broadcast_buffers=False also leaves
+        # the buffers out of the sync at construction (rank-local buffers), while
+        # forward_sync_buffers=False still syncs them there.
+        if forward_sync_buffers is not None:
+            self.forward_sync_buffers = bool(forward_sync_buffers)
+            init_sync_buffers = True
+        else:
+            self.forward_sync_buffers = True if broadcast_buffers is None else \
+                bool(broadcast_buffers)
+            init_sync_buffers = self.forward_sync_buffers
         self.find_unused_parameters = find_unused_parameters
         self.gradient_as_bucket_view = gradient_as_bucket_view
         self.static_graph = static_graph
@@ -74,20 +85,36 @@ class DistributedDataParallel(Module):
         self.require_forward_param_sync = True
         self.bucket_bytes_cap = int((bucket_cap_mb or _DEFAULT_BUCKET_CAP_MB) * 1024 * 1024)
         if init_sync and self.process_group.size() > 1:
-            _broadcast_coalesced(list(module.parameters()) + list(module.buffers()),
+            _broadcast_coalesced(list(module.parameters()) +
+                                 (list(module.buffers()) if init_sync_buffers else []),
                                  self.process_group)
         self.reducer = GradReducer(params, self.process_group, self.bucket_bytes_cap,
                                    find_unused_parameters)
 
+    @property
+    def broadcast_buffers(self):  # torch 2.13's deprecated name for forward_sync_buffers
+        return self.forward_sync_buffers
+
+    @broadcast_buffers.setter
+    def broadcast_buffers(self, value):
+        self.forward_sync_buffers = value
+
     def forward(self, *inputs, **kwargs):
-        if self.broadcast_buffers and self.training and self.process_group.size() > 1:
+        # As torch: the buffers are synced when the previous forward (or the construction)
+        # was one whose backward synchronises gradients (grad enabled, outside no_sync),
+        # whatever the train / eval mode. Every rank follows the same rule, so the number of
+        # broadcasts matches across ranks that run the same forwards.
+        if self.require_forward_param_sync and self.forward_sync_buffers and \
+                self.process_group.size() > 1:
             buffers = list(self.module.buffers())
             if buffers:
                 _broadcast_coalesced(buffers, self.process_group)
         output = self.module(*inputs, **kwargs)
         if kiln.is_grad_enabled() and self.require_backward_grad_sync:
+            self.require_forward_param_sync = True
             self.reducer.prepare(_tensors_in(output))
         else:
+            self.require_forward_param_sync = False
             self.reducer.armed = False
         return output
 
