@@ -532,6 +532,9 @@ def test_get_total_norm_nonfinite():
 def test_skip_init():
     m = kiln.nn.utils.skip_init(kiln.nn.Linear, 4, 3, bias=False)
     assert type(m) is kiln.nn.Linear and tuple(m.weight.shape) == (3, 4) and m.bias is None
+    assert not m.weight.is_meta and m.weight.requires_grad  # built on meta, then to_empty
+    big = kiln.nn.utils.skip_init(kiln.nn.Linear, 1 << 14, 1 << 14, device="meta")
+    assert big.weight.is_meta  # 1 GiB of weights that were never allocated nor initialised
     oracle.check_same_error_class(lambda L: L.nn.utils.skip_init(int), "skip_init not module")
     oracle.check_same_error_class(lambda L: L.nn.utils.skip_init(L.nn.ReLU),
                                   "skip_init no device arg")
