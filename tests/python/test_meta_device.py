@@ -266,3 +266,43 @@ def test_deepcopy_keeps_a_tensor_subclass():
     x = kiln.ones(2).as_subclass(Tagged)
     y = copy.deepcopy(x)
     assert type(y) is Tagged and y.tolist() == [1.0, 1.0]
+
+
+def _tiny_decoder(lib):
+    nn, F = lib.nn, lib.nn.functional
+
+    class Decoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok = nn.Embedding(100, 16)
+            self.pos = nn.Embedding(32, 16)
+            self.ln = nn.LayerNorm(16)
+            self.qkv = nn.Linear(16, 48)
+            self.head = nn.Linear(16, 100, bias=False)
+
+        def forward(self, ids):
+            T = ids.shape[1]
+            # positions from a plain arange (on the CPU): meta kernels take CPU index tensors
+            x = self.tok(ids) + self.pos(lib.arange(T).unsqueeze(0))
+            q, k, v = self.qkv(self.ln(x)).split(16, dim=-1)
+            a = F.scaled_dot_product_attention(q.unsqueeze(1), k.unsqueeze(1), v.unsqueeze(1),
+                                               is_causal=True).squeeze(1)
+            return self.head(x + a)
+
+    return Decoder()
+
+
+def test_a_decoder_runs_on_meta_as_torch():
+    outs = []
+    for lib in (kiln, torch):
+        with lib.device("meta"):
+            model = _tiny_decoder(lib).eval()
+        ids = lib.empty(2, 7, dtype=lib.int64, device="meta")
+        y = model(ids)
+        assert y.is_meta
+        outs.append(tuple(y.shape))
+        y.sum().backward()
+        assert model.qkv.weight.grad.is_meta
+    assert outs[0] == outs[1] == (2, 7, 100)
+    with pytest.raises(RuntimeError):  # a float CPU tensor still may not join a meta op
+        kiln.empty(3, device="meta") + kiln.ones(3)

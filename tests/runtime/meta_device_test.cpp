@@ -93,8 +93,15 @@ TEST(MetaDevice, ReadingValuesIsAnErrorWritingIsANoOp) {
   copy_(m, host);  // accepted, nothing to write
   EXPECT_THROW(copy_(host, m), NotImplementedError);
   EXPECT_EQ(host.to_vector<float>(), (std::vector<float>{1, 1, 1, 1}));  // host untouched
-  // Mixing meta and real tensors in one op is the usual device error.
+  // Mixing meta and real tensors in one op is the usual device error...
   EXPECT_THROW(add(m, host), DeviceError);
+  // ...except CPU index tensors, as PyTorch's meta kernels (embedding ids from a plain arange)
+  Tensor table = empty({10, 4}, TensorOptions(DType::F32, kMeta));
+  Tensor ids = arange(3, TensorOptions(DType::I64));
+  Tensor rows = index_select(table, 0, ids);
+  EXPECT_EQ(rows.device(), kMeta);
+  EXPECT_EQ(rows.shape(), (Shape{3, 4}));
+  EXPECT_EQ(ids.device(), Device(DeviceType::CPU, 0));  // the caller's tensor stays on the CPU
 }
 
 TEST(MetaDevice, StreamsAndEventsAreAlwaysIdle) {

@@ -26,6 +26,27 @@ std::atomic<int64_t> g_total_fallbacks{0};
 // `x_xpu * torch.tensor(2.0)`): it is copied to their device.
 bool is_cpu_scalar(const Tensor& t) { return t.dim() == 0 && t.device().type == DeviceType::CPU; }
 
+// A meta op may take CPU index tensors (integer or bool: embedding ids, positions from a
+// plain arange), as PyTorch's meta kernels do: true when every tensor of the call is on the
+// meta device or is such a CPU input (or a 0-d CPU input), and one is on meta. The CPU
+// tensors are then moved to meta (geometry only). Checked only after a device mismatch.
+bool meta_call_with_cpu_indices(OpCall& call) {
+  bool any_meta = false;
+  for (const auto& t : call.inputs) {
+    if (!t.defined()) continue;
+    if (t.device().type == DeviceType::Meta) any_meta = true;
+    else if (!t.device().is_cpu() || (is_floating(t.dtype()) && t.dim() > 0) ||
+             is_complex(t.dtype()))
+      return false;
+  }
+  for (const auto& t : call.outs)
+    if (t.defined() && t.device().type != DeviceType::Meta) return false;
+  if (!any_meta) return false;
+  for (auto& t : call.inputs)
+    if (t.defined() && t.device().is_cpu()) t = t.to(Device(DeviceType::Meta, 0));
+  return true;
+}
+
 // The device every tensor of the call is on (0-d CPU inputs aside, which are moved to it);
 // DeviceError naming both when two differ.
 Device call_device(OpCall& call) {
@@ -45,11 +66,15 @@ Device call_device(OpCall& call) {
     return resolve_device(*call.device);
   }
   const Device device = first->device();
-  bool move_scalars = false;
+  bool move_scalars = false, meta_with_cpu_indices = false;
   auto check = [&](const Tensor& t, bool input) {
-    if (!t.defined() || t.device() == device) return;
+    if (meta_with_cpu_indices || !t.defined() || t.device() == device) return;
     if (input && is_cpu_scalar(t)) {
       move_scalars = true;
+      return;
+    }
+    if (meta_call_with_cpu_indices(call)) {  // the CPU inputs were moved to meta
+      meta_with_cpu_indices = true;
       return;
     }
     KILN_THROW(DeviceError, "Expected all tensors to be on the same device, but found at least two "
@@ -57,6 +82,7 @@ Device call_device(OpCall& call) {
   };
   for (const auto& t : call.inputs) check(t, true);
   for (const auto& t : call.outs) check(t, false);
+  if (meta_with_cpu_indices) return Device(DeviceType::Meta, 0);
   if (move_scalars)
     for (auto& t : call.inputs)
       if (t.defined() && t.device() != device) t = t.to(device);
