@@ -225,3 +225,4 @@ inf, nan, pi, e = _math.inf, _math.nan, _math.pi, _math.e  # torch.inf, ..., tor
 newaxis = None  # torch.newaxis, as numpy's
 from . import _round  # noqa: E402  (round(decimals=) as torch computes it)
 _round.install(globals(), Tensor)
+from . import sparse  # noqa: E402,F401  (torch.sparse: COO / CSR tensors, decision 0108)

@@ -301,9 +301,10 @@ export(method=False)(iinfo)
 
 
 class layout:
-    """A tensor layout (torch.layout). kiln tensors are dense and strided: kiln.strided is the
-    only layout, and Tensor.layout reports it (code that checks layouts, as
-    kiln.testing.assert_close's check_layout, works unchanged)."""
+    """A tensor layout (torch.layout). kiln.Tensor is dense and strided: Tensor.layout is
+    kiln.strided (code that checks layouts, as kiln.testing.assert_close's check_layout, works
+    unchanged). kiln.sparse_coo / kiln.sparse_csr are the layouts of kiln.sparse's tensors,
+    Python objects over dense kiln tensors (decision 0108)."""
 
     def __init__(self, name):
         self._name = name
@@ -316,12 +317,16 @@ class layout:
 
 
 def _layout_named(name):
-    return {"strided": strided}[name]
+    return {"strided": strided, "sparse_coo": sparse_coo, "sparse_csr": sparse_csr}[name]
 
 
 strided = layout("strided")
+sparse_coo = layout("sparse_coo")
+sparse_csr = layout("sparse_csr")
 export(method=False)(layout)
 export(method=False, name="strided")(strided)
+export(method=False, name="sparse_coo")(sparse_coo)
+export(method=False, name="sparse_csr")(sparse_csr)
 PROPERTIES["layout"] = lambda self: strided
 
 
