@@ -26,7 +26,14 @@ def eager(model, args):
         out = model(*args)
     if training:
         model.train()
-    return [o.numpy() for o in (out if isinstance(out, (tuple, list)) else [out])]
+    return [o.numpy() for o in flatten(out)]
+
+
+def flatten(out):
+    """Tensors of nested tuples / lists in order, as the exporter lists the outputs."""
+    if isinstance(out, (tuple, list)):
+        return [t for o in out for t in flatten(o)]
+    return [out]
 
 
 def export_and_check(model, args, tmp_path, name="model.onnx", **kwargs):
@@ -248,6 +255,43 @@ def test_more_modules(name, tmp_path):
         "mha_weights": (lambda x: mha(x, x, x), (2, 5, 16)),  # attention weights returned
     }[name]
     check_model(model, (kiln.randn(*shape),), tmp_path)
+
+
+def test_fused_pointwise_program(tmp_path):
+    """Hardswish / Hardsigmoid record kiln's fused pointwise_program, decoded step by step."""
+    model = nn.Sequential(nn.Hardswish(), nn.Linear(6, 6), nn.Hardsigmoid())
+    proto = check_model(model, (kiln.randn(3, 6) * 4,), tmp_path)
+    assert "Clip" in {n.op_type for n in proto.graph.node}
+    check_model(lambda x: F.hardswish(x) - F.hardsigmoid(x), (kiln.randn(2, 3, 4) * 4,),
+                tmp_path, name="fn.onnx")
+
+
+class LSTMWithState(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(3, 5, num_layers=2, bidirectional=True, batch_first=True)
+        self.cell = nn.LSTMCell(10, 4)
+
+    def forward(self, x, h0, c0):
+        y, (h, c) = self.lstm(x, (h0, c0))
+        hc, cc = self.cell(y[:, -1])
+        return y, h, c, hc, cc
+
+
+@pytest.mark.parametrize("name", ["lstm", "lstm_state", "gru", "rnn"])
+def test_recurrent(name, tmp_path):
+    """LSTM records one lstm_cell per step (gate arithmetic); GRU / RNN only ordinary ops."""
+    kiln.manual_seed(10)
+    x = kiln.randn(2, 4, 3)
+    if name == "lstm":
+        model, args = nn.LSTM(3, 5), (x,)
+    elif name == "lstm_state":
+        model, args = LSTMWithState(), (x, kiln.randn(4, 2, 5), kiln.randn(4, 2, 5))
+    elif name == "gru":
+        model, args = nn.GRU(3, 5, num_layers=2, bidirectional=True), (x,)
+    else:
+        model, args = nn.RNN(3, 5, nonlinearity="relu", batch_first=True), (x,)
+    check_model(model, args, tmp_path)
 
 
 def test_no_constant_folding_and_params_as_inputs(tmp_path):
