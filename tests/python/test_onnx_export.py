@@ -294,6 +294,40 @@ def test_recurrent(name, tmp_path):
     check_model(model, args, tmp_path)
 
 
+@pytest.mark.parametrize("mode,kwargs,shape", [
+    ("bilinear", dict(scale_factor=2), (1, 2, 3, 3)),
+    ("bilinear", dict(scale_factor=2, align_corners=True), (1, 2, 3, 3)),
+    ("bilinear", dict(scale_factor=1.7), (2, 2, 3, 4)),  # output not size * factor
+    ("bilinear", dict(size=(2, 1)), (1, 3, 5, 4)),  # downsampling
+    ("linear", dict(size=7), (2, 3, 4)),
+    ("linear", dict(size=7, align_corners=True), (2, 3, 4)),
+    ("trilinear", dict(size=(5, 6, 4)), (1, 2, 3, 4, 3)),
+    ("bicubic", dict(size=(5, 7)), (1, 2, 3, 3)),
+    ("nearest-exact", dict(scale_factor=1.5), (1, 2, 4, 4)),
+])
+def test_interpolate(mode, kwargs, shape, tmp_path):
+    """Linear modes record index_lerp per resized dim, written as Resize along that dim."""
+    kiln.manual_seed(11)
+    proto = check_model(lambda x: F.interpolate(x, mode=mode, **kwargs), (kiln.randn(*shape),),
+                        tmp_path)
+    if "linear" in mode:
+        resize = [n for n in proto.graph.node if n.op_type == "Resize"]
+        assert len(resize) == len(shape) - 2
+        want = "align_corners" if kwargs.get("align_corners") else "half_pixel"
+        for node in resize:
+            assert {a.name: a.s for a in node.attribute}[
+                "coordinate_transformation_mode"] == want.encode()
+
+
+def test_index_lerp_without_resize_match(tmp_path, monkeypatch):
+    """Taps that are no Resize's (forced here) are spelled out as Gathers and kiln's lerp."""
+    from kiln._onnx_export import ops_resize
+    monkeypatch.setattr(ops_resize, "match_resize", lambda *a: None)
+    proto = check_model(nn.Upsample(scale_factor=2, mode="bilinear"), (kiln.randn(1, 2, 3, 3),),
+                        tmp_path, do_constant_folding=False)
+    assert "Resize" not in {n.op_type for n in proto.graph.node}
+
+
 def test_no_constant_folding_and_params_as_inputs(tmp_path):
     kiln.manual_seed(7)
     model = CNN()
