@@ -328,6 +328,46 @@ def test_index_lerp_without_resize_match(tmp_path, monkeypatch):
     assert "Resize" not in {n.op_type for n in proto.graph.node}
 
 
+def test_sort_topk(tmp_path):
+    """sort / argsort / topk as TopK (distinct random values: no ties to order)."""
+    def fn(x):
+        v, i = x.sort(-1)
+        vd, id_ = x.sort(0, descending=True)
+        top, top_i = x.topk(3, 1)
+        low, low_i = x.topk(2, 0, largest=False)
+        return v, i, vd, id_, x.argsort(1), top * 2, top_i + 1, low, low_i
+
+    proto = check_model(fn, (kiln.randn(4, 6),), tmp_path)
+    assert {n.op_type for n in proto.graph.node} <= {"TopK", "Mul", "Add"}
+
+
+def test_scatter(tmp_path):
+    def fn(x, src, index):
+        return (x.scatter(1, index, src), x.scatter(0, index, -1.5),
+                x.scatter_add(1, index, src), x.scatter_reduce(1, index, src * 0.5, "prod"),
+                x.scatter_reduce(0, index, src, "sum"))
+
+    index = kiln.tensor([[0, 3], [2, 1], [4, 4]])  # repeated in a row: add / mul reduce them
+    args = (kiln.randn(5, 5), kiln.randn(3, 4), index)
+    ops = {n.op_type for n in check_model(lambda x, s, i: fn(x, s, i)[2:], args, tmp_path,
+                                          name="reduce.onnx").graph.node}
+    assert "ScatterElements" in ops
+    index = kiln.tensor([[0, 3], [2, 1], [4, 0]])  # distinct: a plain scatter is defined
+    check_model(lambda x, s, i: fn(x, s, i)[:2], (args[0], args[1], index), tmp_path)
+
+
+@pytest.mark.parametrize("pool,shape,kwargs", [
+    (F.max_pool2d, (2, 3, 6, 5), dict(kernel_size=2)),
+    (F.max_pool2d, (2, 3, 7, 6), dict(kernel_size=3, stride=2, padding=1)),
+    (F.max_pool1d, (2, 3, 9), dict(kernel_size=3, stride=2, ceil_mode=True)),
+    (F.max_pool3d, (1, 2, 4, 4, 4), dict(kernel_size=2)),
+])
+def test_max_pool_indices(pool, shape, kwargs, tmp_path):
+    """MaxPool's Indices count over the whole tensor, kiln's within a channel's plane."""
+    check_model(lambda x: pool(x, return_indices=True, **kwargs), (kiln.randn(*shape),),
+                tmp_path)
+
+
 def test_no_constant_folding_and_params_as_inputs(tmp_path):
     kiln.manual_seed(7)
     model = CNN()
@@ -365,8 +405,11 @@ def test_data_dependent_control_flow_is_refused(tmp_path):
 
 
 def test_unsupported_op_names_it(tmp_path):
-    with pytest.raises(NotImplementedError, match=r"op 'sort'.*Supported ops: .*addmm"):
-        kiln.onnx.export(lambda x: x.sort(-1)[0], (kiln.randn(3, 4),), io.BytesIO())
+    with pytest.raises(NotImplementedError, match=r"op 'cumsum'.*Supported ops: .*addmm"):
+        kiln.onnx.export(lambda x: x.cumsum(-1), (kiln.randn(3, 4),), io.BytesIO())
+    with pytest.raises(NotImplementedError, match=r"scatter_reduce.*reduce='amax'.*opset 18"):
+        kiln.onnx.export(lambda x, i: x.scatter_reduce(1, i, x, "amax"),
+                         (kiln.randn(3, 4), kiln.tensor([[0], [1], [3]])), io.BytesIO())
 
 
 def test_in_place_write_into_view_is_refused():

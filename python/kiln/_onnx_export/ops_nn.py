@@ -104,14 +104,25 @@ def convolution(b, n):
 
 @translates("max_pool")
 def max_pool(b, n):
-    if n.results[1] in b.needed:  # ONNX's indices count over the whole tensor, kiln's per plane
-        raise unsupported(n, "with its indices used")
+    """MaxPool. Its Indices output counts over the whole input tensor (row-major, batch and
+    channel included, unpadded coordinates); kiln's, as torch's, count within one channel's
+    plane, so they are that index modulo the plane's size."""
+    x_id = n.inputs[0]
     padding = list(n.attr("padding"))
-    r = b.add("MaxPool", [b.name(n.inputs[0])], [b.result_name(n)],
-              kernel_shape=list(n.attr("kernel_size")), strides=list(n.attr("stride")),
-              pads=padding + padding, dilations=list(n.attr("dilation")),
-              ceil_mode=int(bool(n.attr("ceil_mode"))))
-    b.bind(n.results[0], r)
+    values_name, indices_name = b.result_name(n, 0), b.result_name(n, 1)
+    flat = b.unique("max_pool_flat_indices") if indices_name else ""
+    outs = b.add("MaxPool", [b.name(x_id)], [values_name or b.unique("max_pool"), flat],
+                 kernel_shape=list(n.attr("kernel_size")), strides=list(n.attr("stride")),
+                 pads=padding + padding, dilations=list(n.attr("dilation")),
+                 ceil_mode=int(bool(n.attr("ceil_mode"))))
+    values = outs[0] if isinstance(outs, list) else outs
+    b.bind(n.results[0], values)
+    if indices_name:
+        plane = 1
+        for s in b.shape(x_id)[2:]:
+            plane *= s
+        b.bind(n.results[1], b.add("Mod", [flat, b.const(plane, kiln.int64, "plane")],
+                                   [indices_name]))
 
 
 @translates("avg_pool")
