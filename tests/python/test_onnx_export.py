@@ -422,10 +422,44 @@ def test_in_place_write_into_view_is_refused():
         kiln.onnx.export(fn, (kiln.randn(3, 4),), io.BytesIO())
 
 
-def test_dynamic_axes_not_supported():
-    with pytest.raises(NotImplementedError, match="dynamic_axes"):
-        kiln.onnx.export(mlp(), (kiln.randn(2, 8),), io.BytesIO(), input_names=["x"],
-                         dynamic_axes={"x": {0: "batch"}})
+def _run_dynamic(model, args, dynamic_axes, names, other_args, tmp_path):
+    path, proto = export_and_check(model, args, tmp_path, input_names=names,
+                                   dynamic_axes=dynamic_axes)
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    for alt in [args] + other_args:
+        got = sess.run(None, {n: a.numpy() for n, a in zip(names, alt)})
+        for g, w in zip(got, eager(model, alt)):
+            np.testing.assert_allclose(g, w, rtol=RTOL, atol=ATOL)
+    return [[d.dim_param or d.dim_value for d in v.type.tensor_type.shape.dim]
+            for v in list(proto.graph.input) + list(proto.graph.output)]
+
+
+def test_dynamic_axes(tmp_path):
+    """Shape constants that follow the dynamic dims are computed from the inputs' Shape."""
+    kiln.manual_seed(12)
+    shapes = _run_dynamic(mlp(), (kiln.randn(6, 8),), {"x": {0: "batch"}}, ["x"],
+                          [(kiln.randn(9, 8),), (kiln.randn(20, 8),)], tmp_path)
+    assert shapes == [["batch", 8], ["batch", 4]]
+    shapes = _run_dynamic(Encoder(), (kiln.randn(2, 5, 16),), {"x": [1]}, ["x"],
+                          [(kiln.randn(2, 9, 16),), (kiln.randn(2, 3, 16),)], tmp_path)
+    assert shapes == [[2, "x_dynamic_axes_1", 16], [2, "x_dynamic_axes_1", 16]]
+    # an LSTM cell's zero state is sized by the batch (ConstantOfShape of a computed shape)
+    shapes = _run_dynamic(nn.LSTMCell(3, 4), (kiln.randn(5, 3),), {"x": {0: "b"}}, ["x"],
+                          [(kiln.randn(11, 3),)], tmp_path)
+    assert shapes[0] == ["b", 3] and shapes[1] == ["b", 4]
+
+
+def test_dynamic_axes_refused_when_not_linear():
+    """A flatten over two dynamic dims needs their product; a variance over a dynamic dim
+    divides by a float count: both are refused rather than exported wrong."""
+    with pytest.raises(NotImplementedError, match="not a linear function"):
+        kiln.onnx.export(lambda x: x.reshape(-1) * 2, (kiln.randn(3, 4),), io.BytesIO(),
+                         input_names=["x"], dynamic_axes={"x": {0: "a", 1: "b"}})
+    with pytest.raises(NotImplementedError, match="depends on the sizes"):
+        kiln.onnx.export(lambda x: x.var(0), (kiln.randn(3, 4),), io.BytesIO(),
+                         input_names=["x"], dynamic_axes={"x": [0]})
+    with pytest.raises(ValueError, match="no input"):
+        kiln.onnx.export(mlp(), (kiln.randn(2, 8),), io.BytesIO(), dynamic_axes={"y": [0]})
     kiln.onnx.export(mlp(), (kiln.randn(2, 8),), io.BytesIO(), dynamic_axes={})  # empty: fine
 
 

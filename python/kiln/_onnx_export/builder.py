@@ -16,6 +16,8 @@ class GraphBuilder:
         self.needed = needed  # value ids some output depends on
         self.names = {}  # value id -> ONNX value name
         self.nodes = []
+        # (name, kiln tensor on the CPU), encoded at the end: dynamic_axes compares them
+        # between captures and replaces the shape-dependent ones with computed values
         self.initializers = []
         self._taken = set()
         self._cast_cache = {}
@@ -54,8 +56,12 @@ class GraphBuilder:
     # ---- graph contents ----------------------------------------------------------------
     def initializer(self, t, hint):
         name = self.unique(hint)
-        self.initializers.append(M.tensor(name, elem_type(t.dtype), list(t.shape), raw_bytes(t)))
+        self.initializers.append((name, t.detach().cpu().contiguous()))
         return name
+
+    def encoded_initializers(self):
+        return [M.tensor(name, elem_type(t.dtype), list(t.shape), raw_bytes(t))
+                for name, t in self.initializers]
 
     def add(self, op_type, inputs, outputs=None, **attrs):
         """Appends a node. outputs: None (one fresh name), a count, or the names ('' for an

@@ -9,6 +9,7 @@ from .capture import capture, split_args
 from .captured import Captured, is_view_schema
 from .builder import GraphBuilder
 from .dtypes import elem_type
+from .dynamic_axes import make_dynamic
 from .fold import try_fold
 from .registry import TRANSLATIONS, supported_ops, unsupported
 
@@ -77,14 +78,9 @@ def _io_names(given, count, prefix, what):
     return given + [f"{prefix}_{i}" for i in range(len(given), count)]
 
 
-def build_model(model, args, *, input_names=None, output_names=None, opset_version=17,
-                export_params=True, do_constant_folding=True, verbose=False):
-    """The ModelProto's bytes."""
-    if not MIN_OPSET <= opset_version <= MAX_OPSET:
-        raise NotImplementedError(f"kiln.onnx.export writes opset {MIN_OPSET} only "
-                                  f"(LayerNormalization needs 17); got {opset_version}")
+def _capture_model(model, args):
+    """The captured graph of model(*args) in eval mode (the modules' modes are restored)."""
     args, kwargs = split_args(args)
-    fn = model
     was_training = None
     if isinstance(model, kiln.nn.Module):
         was_training = [(m, m.training) for m in model.modules()]
@@ -93,24 +89,24 @@ def build_model(model, args, *, input_names=None, output_names=None, opset_versi
         raise TypeError(f"kiln.onnx.export: expected a kiln.nn.Module or a callable, got "
                         f"{type(model).__name__}")
     try:
-        graph, _, _ = capture(fn, args, kwargs)
+        graph, _, _ = capture(model, args, kwargs)
     finally:
         for m, flag in was_training or ():
             m.training = flag
-    g = Captured(graph.describe())
-    if verbose:
-        print(f"kiln.onnx.export: captured graph\n{graph}")
+    return graph
+
+
+def _translate(model, g, in_names, out_names, export_params, do_constant_folding):
+    """The GraphBuilder holding g's ONNX nodes and initializers, and the graph inputs as
+    (name, elem_type, shape) (the model's own first)."""
     needed = _needed_values(g)
     _check_in_place_writes(g)
     names = _constant_names(model, g)
-
     b = GraphBuilder(g, names, needed)
-    in_names = _io_names(input_names, len(g.inputs), "input", "input")
-    out_names = _io_names(output_names, len(g.outputs), "output", "output")
     graph_inputs = []
     for vid, name in zip(g.inputs, in_names):
         b.bind(vid, b.unique(name))
-        graph_inputs.append(M.value_info(name, elem_type(g.dtype(vid)), g.shape(vid)))
+        graph_inputs.append((name, elem_type(g.dtype(vid)), g.shape(vid)))
     if not export_params:  # parameters and buffers become inputs after the model's own
         for vid, t in g.constants.items():
             if g.is_literal(vid) or vid not in needed:
@@ -118,7 +114,7 @@ def build_model(model, args, *, input_names=None, output_names=None, opset_versi
             name = b.unique(names.get(vid, f"param_{vid}"))
             b.bind(vid, name)
             del b.known[vid]
-            graph_inputs.append(M.value_info(name, elem_type(t.dtype), list(t.shape)))
+            graph_inputs.append((name, elem_type(t.dtype), list(t.shape)))
     for name in out_names:  # reserved, so no internal value takes an output's name
         b.unique(name)
 
@@ -132,17 +128,47 @@ def build_model(model, args, *, input_names=None, output_names=None, opset_versi
             raise unsupported(n)
         translate(b, n)
 
-    graph_outputs = []
     for vid, name in zip(g.outputs, out_names):
         # the last node writes the output's name; an input, initializer or a value returned
         # twice goes through an Identity
         current = b.name(vid)
         if current in in_names or current in out_names or not b.rename_output(current, name):
             b.add("Identity", [current], [name])
-        graph_outputs.append(M.value_info(name, elem_type(g.dtype(vid)), g.shape(vid)))
+    return b, graph_inputs
+
+
+def build_model(model, args, *, input_names=None, output_names=None, opset_version=17,
+                dynamic_axes=None, export_params=True, do_constant_folding=True,
+                verbose=False):
+    """The ModelProto's bytes."""
+    if not MIN_OPSET <= opset_version <= MAX_OPSET:
+        raise NotImplementedError(f"kiln.onnx.export writes opset {MIN_OPSET} only "
+                                  f"(LayerNormalization needs 17); got {opset_version}")
+    graph = _capture_model(model, args)
+    g = Captured(graph.describe())
+    if verbose:
+        print(f"kiln.onnx.export: captured graph\n{graph}")
+    in_names = _io_names(input_names, len(g.inputs), "input", "input")
+    out_names = _io_names(output_names, len(g.outputs), "output", "output")
+    b, graph_inputs = _translate(model, g, in_names, out_names, export_params,
+                                 do_constant_folding)
+    output_shapes = [g.shape(vid) for vid in g.outputs]
+    if dynamic_axes:
+        def translate_at(alt_args):
+            g2 = Captured(_capture_model(model, alt_args).describe())
+            b2, _ = _translate(model, g2, in_names, out_names, export_params,
+                               do_constant_folding)
+            return g2, b2
+        shapes = make_dynamic(b, g, args, in_names, out_names, dynamic_axes, translate_at)
+        input_shapes, output_shapes = shapes
+        graph_inputs = [(name, et, input_shapes[k] if k < len(input_shapes) else shape)
+                        for k, (name, et, shape) in enumerate(graph_inputs)]
+    graph_outputs = [M.value_info(name, elem_type(g.dtype(vid)), shape)
+                     for vid, name, shape in zip(g.outputs, out_names, output_shapes)]
     gm = M.graph(type(model).__name__ if isinstance(model, kiln.nn.Module)
                  else getattr(model, "__name__", "kiln_graph"),
-                 b.encoded_nodes(), graph_inputs, graph_outputs, b.initializers)
+                 b.encoded_nodes(), [M.value_info(*i) for i in graph_inputs], graph_outputs,
+                 b.encoded_initializers())
     version = getattr(kiln, "__version__", "")
     if verbose:
         print(f"kiln.onnx.export: {len(b.nodes)} ONNX nodes, {len(b.initializers)} "
@@ -159,19 +185,17 @@ def export(model, args, f, *, input_names=None, output_names=None, opset_version
     model: a kiln.nn.Module or a callable. args: a tensor or a tuple of tensors (a trailing
     dict holds keyword arguments). input_names / output_names: names for the graph's inputs
     and outputs (defaults input / input_i, output / output_i). export_params=False makes the
-    parameters and buffers graph inputs after the model's own. dynamic_axes is not supported
-    (the captured shapes are baked into Reshape / Expand / Slice): a non-empty one raises
-    NotImplementedError. A model whose control flow reads tensor values raises
-    DataDependentError (a RuntimeError); an op without a translation raises
-    NotImplementedError naming it."""
-    if dynamic_axes:
-        raise NotImplementedError(
-            "kiln.onnx.export: dynamic_axes is not supported: kiln captures static shapes and "
-            "bakes them into Reshape / Expand / Slice inputs, so a graph with symbolic "
-            "dimensions would be wrong for other sizes. Export once per input shape.")
+    parameters and buffers graph inputs after the model's own. dynamic_axes ({name: {dim:
+    symbol} or [dims]}, inputs and outputs by name): those input dims become symbolic; the
+    model is captured again at other sizes and each shape constant that changes is computed
+    at run time from the inputs' Shape (decision 0107); a graph whose constants do not
+    follow the sizes linearly raises NotImplementedError. A model whose control flow reads
+    tensor values raises DataDependentError (a RuntimeError); an op without a translation
+    raises NotImplementedError naming it."""
     data = build_model(model, args, input_names=input_names, output_names=output_names,
-                       opset_version=opset_version, export_params=export_params,
-                       do_constant_folding=do_constant_folding, verbose=verbose)
+                       opset_version=opset_version, dynamic_axes=dynamic_axes,
+                       export_params=export_params, do_constant_folding=do_constant_folding,
+                       verbose=verbose)
     if isinstance(f, (str, os.PathLike)):
         with open(f, "wb") as fh:
             fh.write(data)
