@@ -5,6 +5,7 @@
 
 #include "bind.h"
 #include "kiln/ops/einsum.h"
+#include "kiln/ops/sparse.h"
 
 namespace kiln::py {
 
@@ -16,6 +17,9 @@ namespace kiln::py {
   } while (0)
 
 void bind_linalg_views(nb::module_& m, nb::class_<Tensor>& cls) {
+  // The compressed-row sparse x dense product under kiln.sparse.mm (python/kiln/sparse/).
+  m.def("_sparse_csr_mm", &kiln::sparse_csr_mm, nb::arg("crow_indices"), nb::arg("col_indices"),
+        nb::arg("values"), nb::arg("dense"), GIL);
   // Methods taking a shape as varargs or a sequence; module forms take a sequence.
   cls.def("view", [](const Tensor& t, nb::args shape) -> nb::object {
     if (shape.size() == 1 && PyObject_TypeCheck(shape[0].ptr(), dtype_type())) {

@@ -28,6 +28,7 @@ void register_linalg_factor_ops();    // linalg_factor_ops.cpp
 void register_linalg_spectral_ops();  // linalg_spectral_ops.cpp
 void register_ggml_linear_op();       // quant/ggml_linear.cpp
 void register_complex_ops();          // complex_ops.cpp
+void register_sparse_mm_op();         // sparse_mm.cpp
 }  // namespace ops
 namespace cpu {
 void register_copy_kernels();
@@ -54,6 +55,7 @@ void register_linalg_spectral_kernels();
 void register_complex_kernels();  // complex_kernels.cpp
 void register_complex_math_kernels();  // complex_math_kernels.cpp
 void register_fft_kernels();      // fft_kernels.cpp
+void register_sparse_mm_kernel();  // sparse_mm_kernel.cpp
 }  // namespace cpu
 namespace testing_backend {
 void register_testing_kernels();
@@ -89,6 +91,7 @@ void ensure_ops_registered() {
     ops::register_linalg_spectral_ops();
     ops::register_ggml_linear_op();
     ops::register_complex_ops();
+    ops::register_sparse_mm_op();
     cpu::register_copy_kernels();
     cpu::register_unary_kernels();
     cpu::register_binary_kernels();
@@ -113,6 +116,7 @@ void ensure_ops_registered() {
     cpu::register_complex_kernels();
     cpu::register_complex_math_kernels();
     cpu::register_fft_kernels();
+    cpu::register_sparse_mm_kernel();
     testing_backend::register_testing_kernels();
 #ifdef KILN_WITH_XPU
     xpu::register_xpu_kernels();

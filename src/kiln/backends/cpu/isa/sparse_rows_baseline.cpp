@@ -1,0 +1,10 @@
+// The float32 compressed-row product rows for the baseline level (flags in CMakeLists.txt;
+// sparse_rows.h).
+#include "sparse_rows.h"
+
+namespace kiln::cpu {
+#include "sparse_rows_body.inc"
+
+CsrRowsF32 csr_rows_f32_baseline() { return csr_rows_f32_impl; }
+
+}  // namespace kiln::cpu
