@@ -226,3 +226,5 @@ newaxis = None  # torch.newaxis, as numpy's
 from . import _round  # noqa: E402  (round(decimals=) as torch computes it)
 _round.install(globals(), Tensor)
 from . import sparse  # noqa: E402,F401  (torch.sparse: COO / CSR tensors, decision 0108)
+from . import _torch_function_install, overrides  # noqa: E402,F401  (__torch_function__, decision 0109)
+_torch_function_install.arm()

@@ -1,11 +1,14 @@
 """kiln.nn.Parameter and buffers: tensors that a Module registers when assigned to it."""
 from .. import _C, _pickle
 from .._C import Tensor
+from .._torch_function_dispatch import disabled_torch_function_impl
 
 
 class Parameter(Tensor):
     """A Tensor that is a module parameter (requires grad by default), as torch.nn.Parameter.
     Arithmetic on a Parameter returns plain Tensors."""
+    # As torch's: out of __torch_function__ dispatch (decision 0109), so results are plain.
+    __torch_function__ = disabled_torch_function_impl
 
     def __new__(cls, data=None, requires_grad=True):
         if data is None:

@@ -14,6 +14,7 @@ from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .linear import Linear, _factory
 from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from ..parameter import Parameter
+from ..._torch_function_dispatch import disabled_torch_function_impl as _disabled_torch_function_impl
 
 __all__ = ["UninitializedParameter", "UninitializedBuffer", "LazyModuleMixin", "LazyLinear",
            "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d",
@@ -54,6 +55,8 @@ class UninitializedBuffer(Tensor):
     """A buffer without a shape yet. Unlike torch's, materialize returns the new tensor
     instead of changing this object (a kiln Tensor cannot change its class): the lazy
     modules put the returned tensor in place of the placeholder."""
+    # Out of __torch_function__ dispatch (decision 0109): ops on it give plain tensors.
+    __torch_function__ = _disabled_torch_function_impl
 
     def __new__(cls, requires_grad=False, device=None, dtype=None):
         return Tensor._make_subclass(cls, _C.empty(0, **_factory(device, dtype)),
