@@ -37,12 +37,6 @@ def test_same_as_torch(results, name):
     assert not str(got["torch"]).startswith("raised"), got["torch"]
 
 
-def test_this_process_has_no_wrappers():
-    import kiln
-    assert kiln.add is kiln._C.add
-    assert not hasattr(kiln.nn.functional.relu, "__wrapped__")
-
-
 def test_zero_cost_until_a_class_uses_the_protocol():
     print(_python("""
         import builtins, kiln
