@@ -15,6 +15,8 @@ from .errors import DistBackendError
 
 # channel, numpy dtype char, tag, payload length
 FRAME = struct.Struct("<BBqQ")
+# how often a waiting receiver looks whether its connection was closed (seconds)
+_RECEIVE_POLL_S = 0.2
 
 
 class PeerConnection:
@@ -28,6 +30,12 @@ class PeerConnection:
         # the timeout bounds a send to a peer that stopped reading; the receiver thread
         # treats it as "nothing yet" and keeps waiting
         sock.settimeout(timeout_s)
+        # The receiver reads through its own descriptor of the same socket, with a short
+        # timeout: it rechecks `_closed` that often, so close() ends it promptly even when
+        # shutdown() cannot wake a blocked read (a peer that already reset the connection),
+        # and the send timeout above stays the group's.
+        self._recv_sock = sock.dup()
+        self._recv_sock.settimeout(_RECEIVE_POLL_S)
         self._receiver = threading.Thread(target=self._receive_loop,
                                           name=f"kiln-dist-recv-{peer}", daemon=True)
         self._receiver.start()
@@ -59,7 +67,7 @@ class PeerConnection:
         got = 0
         while got < len(view):
             try:
-                n = self._sock.recv_into(view[got:])
+                n = self._recv_sock.recv_into(view[got:])
             except TimeoutError:
                 if self._closed:
                     return False
@@ -94,3 +102,4 @@ class PeerConnection:
         except OSError:
             pass
         self._sock.close()
+        self._recv_sock.close()
