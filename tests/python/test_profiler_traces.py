@@ -255,7 +255,8 @@ def test_key_averages_by_input_shape():
     avg = by_shape[("addmm", "[[7], [4, 5], [5, 7]]")]
     assert avg.cpu_time == pytest.approx(avg.cpu_time_total / 2)
     assert avg.self_cpu_time_total == pytest.approx(avg.cpu_time_total)  # ops contain nothing
-    table = prof.key_averages(group_by_input_shape=True).table(sort_by="count", row_limit=5)
+    # (row_limit generous: several rows tie on count, and ties keep no fixed order)
+    table = prof.key_averages(group_by_input_shape=True).table(sort_by="count", row_limit=50)
     assert "Input Shapes" in table.splitlines()[0] and "[[7], [4, 5], [5, 7]]" in table
     assert "Input Shapes" not in prof.key_averages().table()
 
