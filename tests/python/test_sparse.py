@@ -5,7 +5,6 @@ operand, softmax / log_softmax, dtype conversions, the dense Tensor's sparse fla
 through kiln.mm / @ / nn.functional.linear, the clear errors for what is not supported, and
 randomized comparisons of whole pipelines."""
 import pickle
-import warnings
 
 import numpy as np
 import pytest
