@@ -7,22 +7,16 @@ torch (below 1: compiled kiln is faster). Not part of RESULTS.md.
     .venv/bin/python benchmarks/compile_vs_eager.py [--threads 2] [--reps 50]
 """
 import argparse
-import time
+import os
+import sys
 
 import torch
 
 import kiln
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import best_seconds  # noqa: E402
 
-def best_us(f, reps):
-    for _ in range(3):
-        f()
-    best = float("inf")
-    for _ in range(reps):
-        t = time.perf_counter()
-        f()
-        best = min(best, time.perf_counter() - t)
-    return best * 1e6
 
 
 def models(L):
@@ -72,9 +66,9 @@ def main():
         kx = kiln.from_numpy(x.numpy().copy())
         compiled = kiln.compile(kf if not isinstance(kf, kiln.nn.Module) else build_copy(kf))
         with torch.inference_mode(), kiln.inference_mode():
-            eager = best_us(lambda: kf(kx), args.reps)
-            comp = best_us(lambda: compiled(kx), args.reps)
-            ref = best_us(lambda: tf(x), args.reps)
+            eager = best_seconds(lambda: kf(kx), args.reps, warmup=3) * 1e6
+            comp = best_seconds(lambda: compiled(kx), args.reps, warmup=3) * 1e6
+            ref = best_seconds(lambda: tf(x), args.reps, warmup=3) * 1e6
             diff = (torch.from_numpy(compiled(kx).numpy()) - tf(x)).abs().max().item()
         print(f"{name:24s} {eager:10.1f} {comp:10.1f} {ref:10.1f} {comp / eager:10.2f} "
               f"{comp / ref:10.2f}   max |compiled - torch| {diff:.1e}")

@@ -117,6 +117,19 @@ def median(xs):
     return statistics.median(xs) if xs else float("nan")
 
 
+def best_seconds(fn, reps, warmup=1):
+    """The fastest of `reps` timed calls of fn(), in seconds, after `warmup` untimed ones
+    (for single-library timings; ratios between libraries use time_interleaved)."""
+    for _ in range(warmup):
+        fn()
+    best = float("inf")
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
 def time_interleaved(fns, budget_s=0.4, min_iters=5, max_iters=200, warmup=2):
     """Times each zero-argument function (seconds per call), interleaved. Returns
     (list of sample lists, foreign cores). Slow cases (a call > ~1 s) get 3 rounds."""

@@ -6,21 +6,16 @@ libraries and the ratio kiln / torch (below 1: kiln is faster). Not part of RESU
     .venv/bin/python benchmarks/linalg_vs_torch.py [--threads 2] [--dtype f32|f64] [name ...]
 """
 import argparse
-import time
+import os
+import sys
 
 import torch
 
 import kiln
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import best_seconds  # noqa: E402
 
-def best_ms(f, reps=5):
-    f()
-    best = float("inf")
-    for _ in range(reps):
-        t = time.perf_counter()
-        f()
-        best = min(best, time.perf_counter() - t)
-    return best * 1e3
 
 
 def cases(L, A, S, B):
@@ -63,7 +58,7 @@ def main():
                 continue
             if n == 1024 and name in ("matrix_exp", "pinv", "lstsq"):
                 continue  # seconds each in both libraries, nothing new over svd / solve
-            km, tm = best_ms(kc[name]), best_ms(tc[name])
+            km, tm = best_seconds(kc[name], 5) * 1e3, best_seconds(tc[name], 5) * 1e3
             print(f"{name + f' {batch}x{n}x{n}':24s} {km:10.3f} {tm:10.3f} {km / tm:10.2f}")
 
 

@@ -7,25 +7,21 @@ time (best of --repeat) and the kiln / torch ratios (below 1: kiln is faster).
     .venv/bin/python benchmarks/meta_init.py [--threads 2] [--repeat 3] [--layers 8] [--dim 4096]
 """
 import argparse
-import time
+import os
+import sys
 
 import torch
 
 import kiln
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import best_seconds  # noqa: E402
 
 
 def build(lib, device, layers, dim):
     with lib.device(device):
         return lib.nn.Sequential(*[lib.nn.Linear(dim, dim) for _ in range(layers)])
 
-
-def best_of(repeat, fn):
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best * 1e3
 
 
 def main():
@@ -39,10 +35,10 @@ def main():
     kiln.set_num_threads(a.threads)
     rows = {}
     for lib in (kiln, torch):
-        cpu = best_of(a.repeat, lambda: build(lib, "cpu", a.layers, a.dim))
-        meta = best_of(a.repeat, lambda: build(lib, "meta", a.layers, a.dim))
-        empty = best_of(a.repeat, lambda: build(lib, "meta", a.layers, a.dim).to_empty(
-            device="cpu"))
+        cpu = best_seconds(lambda: build(lib, "cpu", a.layers, a.dim), a.repeat, warmup=0) * 1e3
+        meta = best_seconds(lambda: build(lib, "meta", a.layers, a.dim), a.repeat, warmup=0) * 1e3
+        empty = best_seconds(lambda: build(lib, "meta", a.layers, a.dim).to_empty(
+            device="cpu"), a.repeat, warmup=0) * 1e3
         rows[lib.__name__] = (cpu, meta, empty)
     print(f"{a.layers} x Linear({a.dim}, {a.dim}), {a.threads} threads, best of {a.repeat} (ms)")
     print(f"{'step':28s} {'kiln':>10s} {'torch':>10s} {'kiln/torch':>11s}")

@@ -7,7 +7,8 @@ Not part of RESULTS.md.
     .venv/bin/python benchmarks/sparse_mm.py [--threads 2] [--reps 20] [--nnz 100000]
 """
 import argparse
-import time
+import os
+import sys
 import warnings
 
 import numpy as np
@@ -16,16 +17,9 @@ import torch
 import kiln
 import kiln.sparse
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import best_seconds  # noqa: E402
 
-def best_ms(f, reps):
-    for _ in range(2):
-        f()
-    best = float("inf")
-    for _ in range(reps):
-        t = time.perf_counter()
-        f()
-        best = min(best, time.perf_counter() - t)
-    return best * 1e3
 
 
 def main():
@@ -76,7 +70,8 @@ def main():
         ("CSR forward", lambda: kiln.sparse.mm(kc, kx), lambda: torch.sparse.mm(tc, tx)),
     ]
     for name, kf, tf in cases:
-        k_ms, t_ms = best_ms(kf, args.reps), best_ms(tf, args.reps)
+        k_ms = best_seconds(kf, args.reps, warmup=2) * 1e3
+        t_ms = best_seconds(tf, args.reps, warmup=2) * 1e3
         print(f"{name:<26}{k_ms:>10.2f}{t_ms:>10.2f}{k_ms / t_ms:>12.2f}")
 
 
