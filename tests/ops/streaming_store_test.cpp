@@ -7,6 +7,7 @@
 // offsets within a cache line, uint8 and float64 outputs, in-place ops (no streaming), and
 // the row kernels at the same sizes (softmax, log_softmax, layer_norm, rms_norm).
 #include <cmath>
+#include <limits>
 
 #include "kiln/nn/functional.h"
 #include "kiln/tensor/streaming_store.h"
@@ -169,6 +170,35 @@ TEST(ElementwiseLargeStreaming, SoftmaxAndNormRows) {
         ASSERT_NEAR(ln_w[at], z * 1.5, 2e-5) << "weight only" << at_len << at;
         ASSERT_NEAR(ln_b[at], z + 0.25, 2e-5) << "bias only" << at_len << at;
         ASSERT_NEAR(rms[at], row[j] * rrms * 1.5, 2e-5) << "rms_norm" << at_len << at;
+      }
+    }
+  }
+}
+
+// The streamed rows (pipelined: each row's outputs written during the next row's exp pass)
+// give bit for bit what the same rows give one at a time in the cache-sized path, at every
+// row position a thread's range can start or end at, with NaN, +inf and all -inf rows among
+// them.
+TEST(ElementwiseLargeStreaming, StreamedSoftmaxRowsEqualRowByRow) {
+  for (int64_t len : {int64_t(1024), int64_t(64), int64_t(48), int64_t(1000)}) {
+    const int64_t rows = detail::kStreamingStoreBytes / (4 * len) + 7;
+    std::vector<double> xv = random_values(size_t(rows * len), -20, 20, uint32_t(7 + len));
+    const double inf = std::numeric_limits<double>::infinity();
+    for (int64_t r : {int64_t(0), int64_t(3), rows / 2, rows - 1}) xv[size_t(r * len + 5)] = NAN;
+    for (int64_t r : {int64_t(1), rows / 2 + 1}) xv[size_t(r * len + len - 1)] = inf;
+    for (int64_t j = 0; j < len; ++j) xv[size_t(2 * len + j)] = -inf;
+    Tensor x = make(xv, {rows, len}, DType::F32, kCpu);
+    for (bool log : {false, true}) {
+      std::vector<double> big = values(log ? log_softmax(x, -1) : softmax(x, -1));
+      for (int64_t r0 : {int64_t(0), rows / 2 - 2, rows - 4}) {
+        Tensor part = x.slice(0, r0, r0 + 4).contiguous();
+        std::vector<double> small = values(log ? log_softmax(part, -1) : softmax(part, -1));
+        for (int64_t k = 0; k < 4 * len; ++k) {
+          const double a = big[size_t(r0 * len + k)], b = small[size_t(k)];
+          ASSERT_TRUE(a == b || (std::isnan(a) && std::isnan(b)))
+              << (log ? "log_softmax" : "softmax") << " len " << len << " row " << r0 + k / len
+              << " col " << k % len << ": streamed " << a << ", row by row " << b;
+        }
       }
     }
   }

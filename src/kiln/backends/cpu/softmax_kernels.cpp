@@ -2,6 +2,8 @@
 // the line's max is subtracted before exp; sums accumulate in double and each output is
 // rounded once. A line containing NaN gives NaN; a line of all -inf gives NaN (softmax) as
 // PyTorch.
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -123,28 +125,36 @@ bool vectorised_softmax(const Tensor& in, const Tensor& out, int64_t dim, bool l
   const float* src = static_cast<const float*>(in.raw_data());
   float* dst = static_cast<float*>(out.raw_data());
   // Outputs far beyond the cache: rows of up to 1024 values keep their exponentials in an L1
-  // scratch row and write out with non-temporal stores (softmax_row_stream), so out is not
-  // read from memory before it is written. Both forms in one process, alternated, two threads,
-  // Zen 5 (kiln/copy at 56-90 GB/s of copy as the host's memory moved): rows of 128 0.80x
-  // the time, 256 0.78-0.83x, 512 0.84x, 1024 0.92-0.98x; 2048 1.15x, 3072 1.11x, 4096
-  // 1.06-1.08x, 8192 1.13-1.17x, 16384 1.14x (longer rows lose, as session 7 found on
-  // another host: decision 0063). Before that (sessions 7 and 9, decision 0027) ordinary
-  // stores were kept for every row length.
-  const VecSoftmaxRowStreamF32 stream_row = vm.softmax_row_stream;
+  // scratch row and write out with non-temporal stores (softmax_rows_stream, which also
+  // spreads each row's stores over the next row's math), so out is not read from memory before
+  // it is written. Both forms in one process, alternated, two threads, Zen 5 (kiln/copy at
+  // 56-90 GB/s of copy as the host's memory moved): rows of 128 0.80x the time, 256
+  // 0.78-0.83x, 512 0.84x, 1024 0.92-0.98x; 2048 1.15x, 3072 1.11x, 4096 1.06-1.08x, 8192
+  // 1.13-1.17x, 16384 1.14x (longer rows lose, as session 7 found on another host: decision
+  // 0063). Before that (sessions 7 and 9, decision 0027) ordinary stores were kept for every
+  // row length. The streamed rows take no software prefetch of the next row: on Zen 4 it
+  // slowed [65536, 1024] by about 15% (the hardware prefetchers follow the rows unaided).
+  const VecSoftmaxRowsStreamF32 stream_rows = vm.softmax_rows_stream;
   constexpr int64_t kStreamRowMax = 1024;
-  const bool stream = stream_row && len <= kStreamRowMax &&
+  const bool stream = stream_rows && len <= kStreamRowMax &&
                       out.nbytes() >= size_t(detail::kStreamingStoreBytes) &&
                       (dst + in.numel() <= src || src + in.numel() <= dst);
-#pragma omp parallel if (rows > 1 && in.numel() >= (int64_t(1) << 15))
-  {
-    std::vector<float> scratch(stream ? static_cast<size_t>(len) : 0);
-#pragma omp for schedule(static) nowait
-    for (int64_t r = 0; r < rows; ++r) {
-      if (r + 1 < rows) prefetch_next_row(src + (r + 1) * len, len * int64_t(sizeof(float)));
-      if (stream) stream_row(src + r * len, dst + r * len, scratch.data(), len, log);
-      else row(src + r * len, dst + r * len, len, log);
+  if (stream) {
+#pragma omp parallel
+    {
+      // Each thread's rows in one contiguous range (as schedule(static)), pipelined within it.
+      const int64_t threads = omp_get_num_threads(), id = omp_get_thread_num();
+      const int64_t r0 = rows * id / threads, r1 = rows * (id + 1) / threads;
+      std::vector<float> scratch(static_cast<size_t>(2 * len));
+      if (r1 > r0) stream_rows(src + r0 * len, dst + r0 * len, scratch.data(), r1 - r0, len, log);
+      detail::stream_fence();
     }
-    if (stream) detail::stream_fence();
+    return true;
+  }
+#pragma omp parallel for schedule(static) if (rows > 1 && in.numel() >= (int64_t(1) << 15))
+  for (int64_t r = 0; r < rows; ++r) {
+    if (r + 1 < rows) prefetch_next_row(src + (r + 1) * len, len * int64_t(sizeof(float)));
+    row(src + r * len, dst + r * len, len, log);
   }
   return true;
 }

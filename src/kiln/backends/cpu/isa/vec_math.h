@@ -13,10 +13,11 @@ using VecUnaryF32 = void (*)(const float* in, float* out, int64_t n);
 // softmax (log_softmax when log) of one contiguous row of n values; the row's maximum is
 // subtracted first, the sum of exponentials accumulates in float32 lanes (as PyTorch).
 using VecSoftmaxRowF32 = void (*)(const float* in, float* out, int64_t n, bool log);
-// The float32 row written with non-temporal stores (scratch: n floats for the exponentials;
-// in and out must not overlap); the caller fences (detail::stream_fence) after its last row.
-using VecSoftmaxRowStreamF32 = void (*)(const float* in, float* out, float* scratch,
-                                        int64_t n, bool log);
+// `rows` contiguous float32 rows of n values each written with non-temporal stores
+// (scratch: 2 n floats for the exponentials; in and out must not overlap); the caller fences
+// (detail::stream_fence) after its last call.
+using VecSoftmaxRowsStreamF32 = void (*)(const float* in, float* out, float* scratch,
+                                         int64_t rows, int64_t n, bool log);
 // The same for a bfloat16 row, converted in registers (scratch: n floats for the exponentials
 // before the sum is known): bit for bit the float32 row on the widened values, rounded once.
 using VecSoftmaxRowBf16 = void (*)(const uint16_t* in, uint16_t* out, float* scratch,
@@ -197,7 +198,7 @@ struct VecMathF32 {
   VecUnaryBf16Table bf16;  // the unary functions for bfloat16 arrays
   VecSoftmaxRowF32 softmax_row = nullptr;
   VecSoftmaxRowBf16 softmax_row_bf16 = nullptr;
-  VecSoftmaxRowStreamF32 softmax_row_stream = nullptr;
+  VecSoftmaxRowsStreamF32 softmax_rows_stream = nullptr;
   VecSoftmaxColumnsF32 softmax_columns = nullptr;
   VecSoftmaxShortRowsF32 softmax_short_rows = nullptr;
   VecSoftmaxShortRowsBf16 softmax_short_rows_bf16 = nullptr;
