@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "aligned_scratch.h"
 #include "bf16_elementwise.h"
 #include "float16_blocks.h"
 #include "isa/vec_math.h"
@@ -54,7 +55,7 @@ bool periodic_rows_f32(const StridedLoop<3>& loop, VecBinaryF32 fn) {
   if (row_operand == 0) return false;
   // Whole periods, no more than the tensor holds.
   const int64_t per_chunk = std::min(std::max<int64_t>(1, kChunk / c), rows) * c;
-  std::vector<float> period(static_cast<size_t>(per_chunk));
+  AlignedVector<float> period(static_cast<size_t>(per_chunk));
   const float* row = reinterpret_cast<const float*>(loop.data[size_t(row_operand)]);
   for (int64_t i = 0; i < per_chunk; i += c) std::memcpy(period.data() + i, row, size_t(c) * 4);
   const float* full = reinterpret_cast<const float*>(loop.data[size_t(3 - row_operand)]);
@@ -568,7 +569,7 @@ bool addcmul_f32_vectorised(const Tensor& out, const Tensor& shift, const Tensor
       loop.strides[1][mk] == kEs) {
     const int64_t rows = loop.shape[0], c = loop.shape[1];
     const int64_t per_chunk = std::min<int64_t>(std::max<int64_t>(1, 1024 / c), rows) * c;
-    std::vector<float> mul(static_cast<size_t>(per_chunk)), add(static_cast<size_t>(per_chunk));
+    AlignedVector<float> mul(static_cast<size_t>(per_chunk)), add(static_cast<size_t>(per_chunk));
     for (int64_t i = 0; i < per_chunk; i += c) {
       std::memcpy(mul.data() + i, loop.data[mk], size_t(c * kEs));
       std::memcpy(add.data() + i, loop.data[1], size_t(c * kEs));

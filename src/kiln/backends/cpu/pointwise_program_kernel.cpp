@@ -11,6 +11,7 @@
 
 #include <omp.h>
 
+#include "aligned_scratch.h"
 #include "isa/vec_math.h"
 #include "kiln/dispatch/registry.h"
 #include "kiln/ops/pointwise_program.h"
@@ -134,7 +135,7 @@ void pointwise_program_kernel(OpCall& call) {
   const int64_t last = int64_t(p.steps.size()) - 1;
 #pragma omp parallel if (n >= (int64_t(1) << 15) && tasks > 1)
   {
-    std::vector<float> storage(size_t(p.registers * block));
+    AlignedVector<float> storage(size_t(p.registers * block));
     std::vector<const float*> reg(size_t(p.registers));
 #pragma omp for schedule(static)
     for (int64_t t = 0; t < tasks; ++t) {

@@ -7,6 +7,7 @@
 //         (decision 0020); on AMD one sequential stream per thread is faster (decision 0049).
 //   rows: the kept innermost dim is contiguous in input and output; blocks of that dim are
 //         accumulated row by row (one add_row per reduced position), spread over threads.
+#include "aligned_scratch.h"
 #include "reduction_fast.h"
 
 #include <omp.h>
@@ -362,12 +363,12 @@ void reduce_rows(const ReduceGeometry& g, const T* src, T* dst, FastReduceKind k
   // Unit u: piece u % pieces of column block (u / pieces) % blocks of outer row u / (pieces *
   // blocks); its partial result lives at partial[u * block].
   std::vector<double> partial(pieces > 1 && !extremum ? size_t(units * block) : 0);
-  std::vector<float> partial_best(pieces > 1 && extremum ? size_t(units * block) : 0);
+  AlignedVector<float> partial_best(pieces > 1 && extremum ? size_t(units * block) : 0);
   const double scale = kind == FastReduceKind::Mean ? 1.0 / double(g.red_numel) : 1.0;
 #pragma omp parallel if (parallel)
   {
     std::vector<double> acc(static_cast<size_t>(block));
-    std::vector<float> best(static_cast<size_t>(block));
+    AlignedVector<float> best(static_cast<size_t>(block));
 #pragma omp for schedule(static)
     for (int64_t u = 0; u < units; ++u) {
       const int64_t k = u % pieces, b = u / pieces % blocks, o = u / (pieces * blocks);

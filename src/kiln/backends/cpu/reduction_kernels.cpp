@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "aligned_scratch.h"
 #include "kiln/core/convert.h"
 #include "kiln/dispatch/registry.h"
 #include "isa/reduce_vec.h"
@@ -262,7 +263,7 @@ bool logsumexp_rows(OpCall& call) {
   const bool bf16 = in.dtype() == DType::BF16;
 #pragma omp parallel if (outputs > 1 && outputs * n >= (int64_t(1) << 15))
   {
-    std::vector<float> row(bf16 ? static_cast<size_t>(n) : 0);
+    AlignedVector<float> row(bf16 ? static_cast<size_t>(n) : 0);
 #pragma omp for schedule(static)
     for (int64_t o = 0; o < outputs; ++o) {
       if (!bf16) {
