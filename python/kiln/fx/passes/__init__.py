@@ -1,0 +1,2 @@
+"""Passes over kiln.fx graphs (torch.fx.passes): shape_prop.ShapeProp."""
+from . import shape_prop  # noqa: F401
