@@ -166,11 +166,10 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
     autograd::set_requires_grad(*nb::inst_ptr<Tensor>(s), v);
     return nb::borrow(s);
   }, nb::arg("requires_grad") = true);
-  cls.def_prop_rw("grad", [](const Tensor& t) -> std::optional<Tensor> {
-    Tensor g = autograd::grad(t);
-    if (!g.defined()) return std::nullopt;
-    return g;
-  }, [](Tensor& t, std::optional<Tensor> g) { autograd::set_grad(t, g ? *g : Tensor()); });
+  // One Python object per gradient while its owner lives (grad_object.cpp).
+  cls.def_prop_rw("grad", [](Self s) { return grad_object(s); },
+                  [](Self s, nb::handle g) { set_grad_object(s, g); },
+                  nb::for_setter(nb::arg("value").none()));
   cls.def_prop_ro("grad_fn", [](const Tensor& t) { return autograd::grad_fn(t); });
   cls.def_prop_ro("is_leaf", [](const Tensor& t) { return autograd::is_leaf(t); });
   cls.def_prop_ro("retains_grad", [](const Tensor& t) {

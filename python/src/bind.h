@@ -66,6 +66,11 @@ Tensor as_tensor_arg(nb::handle h, Device device);
 // kiln.tensor(data, dtype=None, device=None): nested sequences, numbers, numpy arrays.
 Tensor tensor_from_data(nb::handle data, std::optional<DType> dtype, std::optional<Device> device);
 
+// t.grad's Python object (grad_object.cpp): the same object on every read while the gradient
+// is the same tensor and the owner's object lives; the setter keeps the assigned object.
+nb::object grad_object(nb::handle owner);
+void set_grad_object(nb::handle owner, nb::handle value);
+
 // Registration of each topic (one file each).
 void bind_errors(nb::module_& m);
 void bind_runtime(nb::module_& m);
