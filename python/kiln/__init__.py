@@ -229,3 +229,5 @@ from . import sparse  # noqa: E402,F401  (torch.sparse: COO / CSR tensors, decis
 from . import _torch_function_install, overrides  # noqa: E402,F401  (__torch_function__, decision 0109)
 _torch_function_install.arm()
 from . import fx  # noqa: E402,F401  (torch.fx: symbolic tracing, GraphModule, decision 0110)
+from . import library  # noqa: E402,F401  (torch.library: custom operators, decision 0111)
+from ._ops_namespace import ops  # noqa: E402,F401  (torch.ops: kiln.ops.<namespace>.<op>)

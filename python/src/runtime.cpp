@@ -116,11 +116,21 @@ void bind_runtime(nb::module_& m) {
 
   // ---- device
   nb::class_<Device>(m, "device")
-      .def("__init__", [](Device* d, const std::string& spec) { new (d) Device(Device::parse(spec)); },
-           nb::arg("spec"))
-      .def("__init__", [](Device* d, const std::string& type, int index) {
-        new (d) Device(device_type_from_name(type), index);
-      }, nb::arg("type"), nb::arg("index"))
+      // torch's signature: device("cpu"), device("xpu:1"), device("xpu", 1), and the same
+      // with keywords (device(type="cpu", index=0)), which is how a device's repr reads back.
+      .def("__init__", [](Device* d, const std::string& type, std::optional<int> index) {
+        if (!index) {
+          new (d) Device(Device::parse(type));
+          return;
+        }
+        if (type.find(':') != std::string::npos)
+          throw std::runtime_error(("type (string) must not include an index because index was "
+                                 "passed explicitly: " + type).c_str());
+        if (*index < 0)
+          throw std::runtime_error("Device index must not be negative, got " +
+                                   std::to_string(*index));
+        new (d) Device(device_type_from_name(type), *index);
+      }, nb::arg("type"), nb::arg("index") = nb::none())
       .def("__init__", [](Device* d, const Device& other) { new (d) Device(other); })
       .def_prop_ro("type", [](const Device& d) { return std::string(device_type_name(d.type)); })
       .def_prop_ro("index", [](const Device& d) -> std::optional<int> {

@@ -165,6 +165,20 @@ def test_devices():
     assert x.numpy(force=True).tolist() == x.cpu().tolist()
 
 
+def test_device_constructor_forms_match_torch():
+    # Keywords as torch's (a device's repr evaluates back to it), and torch's refusals.
+    for args, kw in [(("cpu",), {}), (("cpu", 0), {}), ((), {"type": "cpu"}),
+                     ((), {"type": "cpu", "index": 0}), (("meta",), {}), (("cpu:0",), {})]:
+        k, t = kiln.device(*args, **kw), torch.device(*args, **kw)
+        assert repr(k) == repr(t), (args, kw)
+        assert eval(repr(k), {"device": kiln.device}) == k
+    for args in [("cpu:0", 1), ("cpu", -2), ("bogus",)]:
+        with pytest.raises(RuntimeError):
+            torch.device(*args)
+        with pytest.raises(RuntimeError):
+            kiln.device(*args)
+
+
 def test_repr_matches_torch():
     cases = [lambda L: L.tensor([[1.0, 2.5], [3.0, 4.0]]), lambda L: L.arange(5),
              lambda L: L.tensor([True, False]), lambda L: L.tensor(3.5),
