@@ -113,7 +113,9 @@ void bind_interop(nb::module_& m, nb::class_<Tensor>& cls) {
     if (force) {
       t = nogil([&] { return autograd::detach(self).cpu(); });
     } else {
-      KILN_CHECK(!autograd::requires_grad(t), Error,
+      // As torch: refused only while grad mode is on (under no_grad the array cannot
+      // become part of a graph).
+      KILN_CHECK(!autograd::requires_grad(t) || !autograd::is_grad_enabled(), Error,
                  "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                  "instead.");
       KILN_CHECK(t.device().is_cpu(), TypeError, "can't convert ", t.device().str(),

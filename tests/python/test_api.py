@@ -219,6 +219,18 @@ def test_numpy_shares_memory():
         kiln.ones(2, dtype=kiln.bfloat16).numpy()
 
 
+def test_numpy_of_tensor_requiring_grad_follows_grad_mode():
+    # torch refuses while grad mode is on and allows it under no_grad (leaf and non-leaf).
+    for lib in (kiln, torch):
+        x = lib.ones(2, requires_grad=True)
+        y = x * 2
+        for t in (x, y):
+            with pytest.raises(RuntimeError, match="Can't call numpy"):
+                t.numpy()
+            with lib.no_grad():
+                assert t.numpy().tolist() == t.detach().tolist()
+
+
 def test_manual_seed_and_generators():
     kiln.manual_seed(123)
     a = kiln.rand(5)

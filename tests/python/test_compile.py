@@ -140,6 +140,23 @@ def test_a_branch_on_a_computed_value_runs_eagerly_with_a_warning():
     assert cf.replays == 0
 
 
+@pytest.mark.parametrize("alias", ["detach", "data", "detach_of_result"])
+def test_host_reads_through_an_alias_run_eagerly(alias):
+    # x.detach() / x.data make a tensor the dispatcher never saw; its values are still the
+    # input's (or a computed value's), so reading them on the host must not be replayed.
+    def fn(x):
+        y = x * 2
+        src = {"detach": x.detach(), "data": x.data, "detach_of_result": y.detach()}[alias]
+        return y + float(src.numpy().sum())
+    cf = kiln.compile(fn)
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        for v in (1.0, 2.0, -3.0):
+            x = kiln.full((3,), v)
+            same(cf(x), fn(x))
+    assert cf.replays == 0
+
+
 def test_an_error_during_capture_propagates_and_ends_the_capture():
     def fn(x):
         return x @ kiln.ones(5, 2)

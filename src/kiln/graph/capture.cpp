@@ -214,7 +214,13 @@ void note_host_read(const Tensor& t) {
   Capture::State* s = t_capture;
   if (s == nullptr || !t.defined()) return;
   auto it = s->ids.find(t.impl());
-  if (it == s->ids.end()) return;  // a captured constant or a tensor the graph never saw
+  if (it == s->ids.end()) {
+    // An alias made without the dispatcher (x.detach(), .data) reads a graph value's memory:
+    // its values depend on the inputs as much as the value's own. Otherwise a captured
+    // constant or a tensor the graph never saw.
+    if (s->storage_owner.count(t.impl()->storage().get())) s->data_dependent = true;
+    return;
+  }
   for (const auto& [id, constant] : s->graph.constants)
     if (id == it->second) return;
   s->data_dependent = true;
