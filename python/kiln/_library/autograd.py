@@ -127,16 +127,7 @@ def make_autograd_impl(entry, info, display):
         meta = ctx._kiln_op_meta
         user_grads = _output_grads(meta.out_spec, iter(grads))
         flat_needs = ctx.needs_input_grad
-        structured = []
-        i = 0
-        for n in meta.in_spec:
-            if n is None:
-                structured.append(flat_needs[i])
-                i += 1
-            else:
-                structured.append(list(flat_needs[i:i + n]))
-                i += n
-        ctx.needs_input_grad = tuple(structured)
+        ctx.needs_input_grad = tuple(_unflatten(flat_needs, meta.in_spec))
         try:
             result = backward_fn(ctx, *user_grads)
         finally:

@@ -167,26 +167,22 @@ def parse_return(annotation, error_fn):
         return "()"
     if annotation is inspect.Parameter.empty:
         error_fn("No return type annotation was provided. Please add one.")
-    if typing.get_origin(annotation) is not tuple:
+    def check(a):
         try:
-            ok = annotation in SUPPORTED_RETURN_TYPES
-        except TypeError:
+            ok = a in SUPPORTED_RETURN_TYPES
+        except TypeError:  # unhashable annotations
             ok = False
         if not ok:
             error_fn(f"Return has unsupported type {annotation}. The valid types are: "
                      f"{list(SUPPORTED_RETURN_TYPES.values())} (Tensor, list[Tensor], int, "
                      "float, bool, Number, or a tuple of them).")
+
+    if typing.get_origin(annotation) is not tuple:
+        check(annotation)
         return SUPPORTED_RETURN_TYPES[annotation]
     args = typing.get_args(annotation)
     for a in args:
-        try:
-            ok = a in SUPPORTED_RETURN_TYPES
-        except TypeError:
-            ok = False
-        if not ok:
-            error_fn(f"Return has unsupported type {annotation}. The valid types are: "
-                     f"{list(SUPPORTED_RETURN_TYPES.values())} (Tensor, list[Tensor], int, "
-                     "float, bool, Number, or a tuple of them).")
+        check(a)
     out = ", ".join(SUPPORTED_RETURN_TYPES[a] for a in args)
     if len(args) == 1:
         out = "(" + out + ")"
