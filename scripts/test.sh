@@ -62,6 +62,10 @@ CXX="${CXX:-c++}" .venv/bin/pip install -q --no-build-isolation .
 # Pinned; none of them pulls another torch.
 .venv/bin/pip install -q gguf==0.19.0 transformers==5.25.0 tokenizers==0.23.3 sentencepiece==0.2.3 accelerate==1.16.0 ||
   echo "gguf / transformers / tokenizers / sentencepiece could not be installed (the LLM tests will fail)"
+# TensorBoard's own reader (EventAccumulator) and torch.utils.tensorboard's writer: the
+# references of tests/python/test_tensorboard.py (kiln's writer never imports it). Pulls no torch.
+.venv/bin/pip install -q tensorboard==2.21.0 ||
+  echo "tensorboard could not be installed (tests/python/test_tensorboard.py checks only its own decoder)"
 .venv/bin/python -m pytest tests/python -q -p no:cacheprovider 2>&1 | tee build/python-tests.log
 grep "^oracle:" build/python-tests.log
 # Again with the kernels of the lower ISA levels (KILN_CPU_ISA caps the level; oneDNN too)
