@@ -229,6 +229,21 @@ from . import sparse  # noqa: E402,F401  (torch.sparse: COO / CSR tensors, decis
 from . import _torch_function_install, overrides  # noqa: E402,F401  (__torch_function__, decision 0109)
 _torch_function_install.arm()
 from . import fx  # noqa: E402,F401  (torch.fx: symbolic tracing, GraphModule, decision 0110)
-from . import library  # noqa: E402,F401  (torch.library: custom operators, decision 0111)
-from ._ops_namespace import ops  # noqa: E402,F401  (torch.ops: kiln.ops.<namespace>.<op>)
-from . import export  # noqa: E402,F401  (torch.export: whole-module graphs, decision 0112)
+
+# Imported on first use, as torch's: kiln.export (torch.export, decision 0112) and kiln.library
+# (torch.library, decision 0111) cost 20-40 ms each at import; kiln.ops (torch.ops: custom
+# operators as kiln.ops.<namespace>.<op>) is the namespace kiln.library fills.
+_LAZY_SUBMODULES = ("export", "library")
+
+
+def __getattr__(name):
+    import importlib
+    if name in _LAZY_SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    if name == "ops":
+        return importlib.import_module(f"{__name__}._ops_namespace").ops
+    raise AttributeError(f"module 'kiln' has no attribute '{name}'")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY_SUBMODULES) | {"ops"})
