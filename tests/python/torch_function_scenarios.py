@@ -255,9 +255,36 @@ def handle_torch_function(lib):
     return [type(r).__name__, r.tolist(), seen, double(lib.ones(1)).tolist()]
 
 
+def modules_call_public_functionals(lib):
+    # Layers call the public functionals (F.conv2d, F.max_pool2d ...), so modes and tracers
+    # see them, as torch's.
+    o, nn = _overrides(lib), lib.nn
+    log = []
+
+    class Log(o.TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            name = getattr(func, "__name__", "")
+            if "conv" in name or "pool" in name:
+                log.append(name)
+            return func(*args, **(kwargs or {}))
+
+    lib.manual_seed(0)
+    layers = [(nn.Conv1d(2, 3, 3), (1, 2, 8)), (nn.Conv2d(2, 3, 3, padding_mode="reflect",
+                                                          padding=1), (1, 2, 6, 6)),
+              (nn.ConvTranspose2d(2, 3, 3), (1, 2, 5, 5)), (nn.MaxPool2d(2), (1, 2, 6, 6)),
+              (nn.MaxPool1d(2, return_indices=True), (1, 2, 6)), (nn.AvgPool1d(2), (1, 2, 6)),
+              (nn.AvgPool2d(2, divisor_override=3), (1, 2, 6, 6)), (nn.AvgPool3d(2), (1, 1, 4, 4, 4))]
+    shapes = []
+    with Log():
+        for layer, shape in layers:
+            out = layer(lib.ones(*shape))
+            shapes.append(list((out[0] if isinstance(out, tuple) else out).shape))
+    return {"log": log, "shapes": shapes}
+
+
 SCENARIOS = [logging_subclass, result_types, duck_type, not_implemented_order,
              default_impl_not_implemented, modes, mode_with_subclass, parameter_arithmetic,
-             has_torch_function, handle_torch_function]
+             has_torch_function, handle_torch_function, modules_call_public_functionals]
 
 
 def _run(fn, lib):

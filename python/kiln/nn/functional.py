@@ -322,6 +322,11 @@ def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation
     return _max_pool(2, input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=False):
+    return _max_pool(3, input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
 def _avg_pool(nd, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
               divisor_override):
     return _nn.avg_pool(input, nd, _ints(kernel_size, "kernel_size"), _stride(stride),
@@ -424,6 +429,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 __all__ += ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
             "conv_transpose3d", "max_pool1d",
             "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
+            "max_pool3d_with_indices",
             "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d",
             "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
             "adaptive_max_pool2d", "adaptive_max_pool2d_with_indices",

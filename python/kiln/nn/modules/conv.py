@@ -120,12 +120,13 @@ class _Conv(_ConvNd):
                          False, t(0), groups, bias, padding_mode, device, dtype)
 
     def _conv_forward(self, input, weight, bias):
+        # The public functional (F.conv2d ...), looked up per call as torch's modules call it:
+        # __torch_function__ handlers and tracers (kiln.fx, kiln.export) see the call.
+        conv = getattr(F, f"conv{self._nd}d")
         if self.padding_mode != "zeros":
             padded = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
-            return F._conv(self._nd, padded, weight, bias, self.stride, 0, self.dilation,
-                           self.groups)
-        return F._conv(self._nd, input, weight, bias, self.stride, self.padding, self.dilation,
-                       self.groups)
+            return conv(padded, weight, bias, self.stride, 0, self.dilation, self.groups)
+        return conv(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 
     def forward(self, input):
         return self._conv_forward(input, self.weight, self.bias)
@@ -194,8 +195,9 @@ class _ConvTransposeNd(_ConvNd):
     def forward(self, input, output_size=None):
         output_padding = self._output_padding(input, output_size, self.stride, self.padding,
                                               self.kernel_size, self._nd, self.dilation)
-        return F._conv_transpose(self._nd, input, self.weight, self.bias, self.stride,
-                                 self.padding, output_padding, self.groups, self.dilation)
+        return getattr(F, f"conv_transpose{self._nd}d")(
+            input, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups,
+            self.dilation)
 
 
 class ConvTranspose1d(_ConvTransposeNd):

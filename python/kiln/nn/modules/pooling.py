@@ -24,8 +24,12 @@ class _MaxPoolNd(Module):
                 f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
 
     def forward(self, input):
-        return F._max_pool(self._nd, input, self.kernel_size, self.stride, self.padding,
-                           self.dilation, self.ceil_mode, self.return_indices)
+        # The public functional torch's modules reach (seen by __torch_function__):
+        # max_pool{n}d, or its _with_indices form when the indices are returned.
+        name = f"max_pool{self._nd}d" + ("_with_indices" if self.return_indices else "")
+        return getattr(F, name)(input, self.kernel_size, self.stride, self.padding,
+                                self.dilation, ceil_mode=self.ceil_mode,
+                                return_indices=self.return_indices)
 
 
 class MaxPool1d(_MaxPoolNd):
@@ -73,8 +77,12 @@ class _AvgPoolNd(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
     def forward(self, input):
-        return F._avg_pool(self._nd, input, self.kernel_size, self.stride, self.padding,
-                           self.ceil_mode, self.count_include_pad, self.divisor_override)
+        pool = getattr(F, f"avg_pool{self._nd}d")
+        if self._nd == 1:  # avg_pool1d has no divisor_override (nor AvgPool1d)
+            return pool(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                        self.count_include_pad)
+        return pool(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                    self.count_include_pad, self.divisor_override)
 
 
 class AvgPool2d(_AvgPoolNd):
