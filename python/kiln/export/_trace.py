@@ -34,7 +34,7 @@ from ..fx import _symbolic_trace as _st
 from ..fx._patching import _autowrap_check, _kiln_rebinds, _patch_wrapped_functions, _Patcher
 from ..fx.graph import Graph
 from ..fx.node import Node
-from ..fx.proxy import Proxy, TracerBase, _install_protocol
+from ..fx.proxy import Attribute, Proxy, TracerBase, _install_protocol
 from . import _ops
 from ._dims import Dim, DimHint, Symbol, ValueRanges, int_oo
 from ._errors import GuardOnDataDependentSymNode, UserError, UserErrorType
@@ -166,25 +166,9 @@ class ExportProxy(Proxy):
         return self.tracer._value(self).keys()
 
 
-class _ExportAttribute(ExportProxy):
-    """proxy.attr not yet known to be a method or a value: called, it records call_method;
-    used otherwise, a getattr node (as kiln.fx's Attribute)."""
-
-    def __init__(self, root, attr):
-        self.root = root
-        self.attr = attr
-        self.tracer = root.tracer
-        self._node = None
-
-    @property
-    def node(self):
-        if self._node is None:
-            self._node = self.tracer.create_proxy("call_function", getattr,
-                                                  (self.root, self.attr), {}).node
-        return self._node
-
-    def __call__(self, *args, **kwargs):
-        return self.tracer.create_proxy("call_method", self.attr, (self.root,) + args, kwargs)
+class _ExportAttribute(ExportProxy, Attribute):
+    """proxy.attr not yet known to be a method or a value: kiln.fx's Attribute (called, it
+    records call_method; used otherwise, a getattr node) with the export proxy's behaviour."""
 
 
 class _SymShape(tuple):
