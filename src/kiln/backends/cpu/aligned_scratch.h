@@ -2,7 +2,7 @@
 // Scratch vectors whose data starts on a cache line. glibc's malloc returns 16-byte aligned
 // blocks (16 bytes past a page for large ones), so every 512-bit (256-bit: every other) load
 // and store of a std::vector<float> buffer spans two cache lines; softmax's exponentials in
-// such a buffer ran [65536, 1024] float32 in 14.1 ms against 10.8 ms aligned (Zen 4, two
+// such a buffer ran [65536, 1024] float32 in 14.1-14.2 ms against 10.4-10.6 ms aligned (Zen 4, two
 // threads). Use AlignedVector for buffers that vector kernels read and write.
 #include <cstddef>
 #include <new>
