@@ -201,21 +201,6 @@ def _materialize(a, w, vals):
     return a
 
 
-def _input_nodes(a, out):
-    if isinstance(a, Node):
-        out.append(a)
-    elif isinstance(a, (tuple, list)):
-        for e in a:
-            _input_nodes(e, out)
-    elif isinstance(a, dict):
-        for e in a.values():
-            _input_nodes(e, out)
-    elif isinstance(a, slice):
-        for e in (a.start, a.stop, a.step):
-            _input_nodes(e, out)
-    return out
-
-
 _OP_TEXT = {operator.add: "+", operator.sub: "-", operator.mul: "*",
             operator.floordiv: "//", operator.truediv: "/", operator.mod: "%",
             operator.pow: "**", operator.eq: "==", operator.ne: "!=", operator.lt: "<",
@@ -260,7 +245,7 @@ class _ExportTracer(_st.Tracer):
         return node
 
     def _compute(self, node):
-        inputs = _input_nodes((node.args, node.kwargs), [])
+        inputs = node.all_input_nodes
         values = []
         for w in range(self.nworlds):
             args = _materialize(node.args, w, self.vals)
@@ -522,13 +507,19 @@ class _ExportTracer(_st.Tracer):
             "arithmetic on both outcomes), or compute the condition outside the exported "
             "module." + _where(), node)
 
-    def to_bool(self, p):
+    def _concrete_values(self, p, kind):
+        """The node's values in every world, refused (data-dependent) for a tensor or a
+        value computed from one (bool(), int(), float() of it)."""
         node = p.node
         values = self.vals[node]
         if isinstance(values[0], Tensor):
-            self._data_dependent(p, f"bool({node.name})")
+            self._data_dependent(p, f"{kind}({node.name})")
         if node.meta.get("unbacked"):
-            self._data_dependent(p, f"bool({self._expr_text(node)})")
+            self._data_dependent(p, f"{kind}({self._expr_text(node)})")
+        return node, values
+
+    def to_bool(self, p):
+        node, values = self._concrete_values(p, "bool")
         bs = [builtins.bool(v) for v in values]
         if all(b == bs[0] for b in bs):
             self._guard(p, bs[0])
@@ -551,12 +542,7 @@ class _ExportTracer(_st.Tracer):
                                  f"'{cond.node.name}'"), {})
 
     def _to_int(self, p, kind="int"):
-        node = p.node
-        values = self.vals[node]
-        if isinstance(values[0], Tensor):
-            self._data_dependent(p, f"{kind}({node.name})")
-        if node.meta.get("unbacked"):
-            self._data_dependent(p, f"{kind}({self._expr_text(node)})")
+        node, values = self._concrete_values(p, kind)
         conv = builtins.int if kind == "int" else builtins.float
         ints = [conv(v) for v in values]
         if all(i == ints[0] for i in ints):

@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 from .graph import Graph
 from .graph_module import GraphModule
-from .node import Node
+from .node import Node, map_arg
 
 __all__ = ["Match", "replace_pattern"]
 
@@ -33,14 +33,8 @@ def _graph_of(obj):
 
 
 def _flatten_nodes(arg, out):
-    if isinstance(arg, Node):
-        out.append(arg)
-    elif isinstance(arg, (list, tuple)):
-        for a in arg:
-            _flatten_nodes(a, out)
-    elif isinstance(arg, dict):
-        for a in arg.values():
-            _flatten_nodes(a, out)
+    """The Nodes inside arg in order, duplicates kept (appended to out)."""
+    map_arg(arg, out.append)
     return out
 
 
