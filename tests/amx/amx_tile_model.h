@@ -55,6 +55,11 @@ struct AmxTileModel {
     for (int r = 0; r < c.rows[T]; ++r)
       std::memcpy(t[r], static_cast<const uint8_t*>(p) + r * stride, c.colsb[T]);
   }
+  // tileloaddt1: the same load, with a hint the hardware may use to keep the data out of caches.
+  template <int T>
+  static void load_stream(const void* p, int64_t stride) {
+    load<T>(p, stride);
+  }
   template <int T>
   static void store(void* p, int64_t stride) {
     uint8_t(*t)[64] = reinterpret_cast<uint8_t(*)[64]>(checked(T));

@@ -49,6 +49,12 @@ struct AmxHardwareTiles {
   static void load(const void* p, int64_t stride) {
     asm volatile("tileloadd (%0,%1,1), %%tmm%c2" ::"r"(p), "r"(stride), "i"(T) : "memory");
   }
+  // The same with the non-temporal hint (tileloaddt1): for operands streamed once through L1,
+  // so that they do not evict the tiles that stay there (decision 0116).
+  template <int T>
+  static void load_stream(const void* p, int64_t stride) {
+    asm volatile("tileloaddt1 (%0,%1,1), %%tmm%c2" ::"r"(p), "r"(stride), "i"(T) : "memory");
+  }
   template <int T>
   static void store(void* p, int64_t stride) {
     asm volatile("tilestored %%tmm%c2, (%0,%1,1)" ::"r"(p), "r"(stride), "i"(T) : "memory");
