@@ -159,6 +159,16 @@ TEST(AmxTileModel, PrepackedWeights) {
     for (bool a_signed : {false, true}) check_s8(s.M, s.N, s.K, a_signed, true, seed++, true);
 }
 
+// Past the cache blocks of C (256 rows x 512 columns, decision 0116) with partial ones after
+// them, and K in three blocks: the partial sums wait in the per-thread buffer between blocks.
+TEST(AmxTileModel, CacheBlocksOfC) {
+  REQUIRE_AVX512();
+  check_bf16(290, 530, 1030, 0, 500);
+  check_bf16(290, 530, 1030, 1, 501, true);
+  check_s8(270, 545, 2100, false, true, 502);
+  check_s8(270, 545, 2100, true, true, 503, true);
+}
+
 TEST(AmxTileModel, EmptyK) {
   REQUIRE_AVX512();
   std::vector<float> c(32 * 20, 7.0f);

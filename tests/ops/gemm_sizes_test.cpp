@@ -97,7 +97,10 @@ TEST(MatmulSizes, BFloat16AtEdgeSizesAndLayouts) {
                               {40, 70, 2100}, {33, 48, 1025}, {9, 64, 34},
                               // few rows x W.t(): the dot product's four-vector steps, one
                               // vector steps and scalar tail at every vector width
-                              {1, 9, 77}, {3, 20, 141}, {5, 12, 1000}};
+                              {1, 9, 77}, {3, 20, 141}, {5, 12, 1000},
+                              // the AMX kernel's cache blocks (256 rows x 512 columns, K in
+                              // blocks of 512): two of each with partial ones after them
+                              {300, 600, 1100}};
   uint32_t seed = 100;
   for (const auto& s : sizes)
     for (int layout = 0; layout < 3; ++layout) {
@@ -226,7 +229,9 @@ TEST(MatmulSizes, Int8ProductsAreExact) {
                               {16, 31, 600}, {40, 257, 31}, {33, 17, 1023},
                               // more than two 1024-deep blocks with a tail of 2, more than one
                               // 256-wide block with a partial panel, a partial row tile
-                              {20, 300, 2050}, {9, 520, 1100}};
+                              {20, 300, 2050}, {9, 520, 1100},
+                              // the AMX kernel's cache blocks (256 x 512, K blocks of 1024)
+                              {264, 530, 2100}};
   std::mt19937 rng(5);
   for (const auto& s : sizes)
     for (bool weight_layout : {false, true})
