@@ -1,5 +1,7 @@
 #include "few_rows_product.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <vector>
 
@@ -47,14 +49,25 @@ constexpr int64_t kFourRowsMinDepth = 2048;
 
 bool one_row_times_weight_bf16(int64_t N, int64_t K, const uint16_t* a, const uint16_t* W,
                                int64_t w_rs, float* out) {
+  if (N < 1 || K < 1) return false;
+  const bool parallel = N * K >= (int64_t(1) << 16);
+  if (const DotRowsBf16Fn rows = dot_rows_bf16_kernel()) {
+    // AVX-512 BF16: each thread streams its run of weight rows, one ahead of use.
+#pragma omp parallel if (parallel)
+    {
+      const int64_t t = omp_get_thread_num(), threads = omp_get_num_threads();
+      const int64_t j0 = N * t / threads, j1 = N * (t + 1) / threads;
+      rows(a, W + j0 * w_rs, w_rs, j1 - j0, K, out + j0);
+    }
+    return true;
+  }
   const Dot4F32Bf16Fn dot4 = dot4_f32_bf16_kernel();
   const DotF32Bf16Fn dot = dot_f32_bf16_kernel();
-  if (!dot4 || !dot || N < 1 || K < 1) return false;
+  if (!dot4 || !dot) return false;
   thread_local std::vector<float> row;
   row.resize(size_t(K));
   vec_math_f32().widen_bf16(a, row.data(), K);
   const float* aw = row.data();
-  const bool parallel = N * K >= (int64_t(1) << 16);
   if (K < kFourRowsMinDepth) {
 #pragma omp parallel for schedule(static) if (parallel)
     for (int64_t j = 0; j < N; ++j) out[j] = dot(aw, W + j * w_rs, K);

@@ -28,10 +28,11 @@ bool few_rows_times_weight_bf16(int64_t M, int64_t N, int64_t K, const uint16_t*
                                 int64_t a_rs, const uint16_t* W, int64_t w_rs, float* out,
                                 int64_t out_rs);
 
-// One bfloat16 row times the weight where the ISA level widens bfloat16 in registers (AVX2,
-// AVX-512 without BF16; LLM decoding): out[j] = sum_k a[k] * W[j * w_rs + k] for j < N, a
-// widened to float32 once and four weight rows streamed at a time (dot4_f32_bf16_kernel);
-// false (nothing written) where there is no such kernel.
+// One bfloat16 row times the weight (LLM decoding): out[j] = sum_k a[k] * W[j * w_rs + k] for
+// j < N. With AVX-512 BF16 each thread streams its run of weight rows with vdpbf16ps,
+// prefetching one row ahead (dot_rows_bf16_kernel); where the ISA level widens bfloat16 in
+// registers (AVX2, AVX-512 without BF16), a is widened to float32 once and four weight rows
+// stream at a time (dot4_f32_bf16_kernel); false (nothing written) at the baseline level.
 bool one_row_times_weight_bf16(int64_t N, int64_t K, const uint16_t* a, const uint16_t* W,
                                int64_t w_rs, float* out);
 

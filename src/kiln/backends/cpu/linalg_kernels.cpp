@@ -269,9 +269,10 @@ bool run_gemv_transposed_bf16(const Gemm& g, float alpha, float beta, bool use_s
   const uint16_t* B = reinterpret_cast<const uint16_t*>(g.b.data);
   const BFloat16* S = reinterpret_cast<const BFloat16*>(g.self.data);
   BFloat16* C = const_cast<BFloat16*>(reinterpret_cast<const BFloat16*>(g.c.data));
-  if (dot4_f32_bf16_kernel()) {
-    // AVX2 / AVX-512: the activation row widened once, the weight rows widened in registers
-    // as they stream, four at a time when long (one_row_times_weight_bf16).
+  if (dot4_f32_bf16_kernel() || dot_rows_bf16_kernel()) {
+    // One activation row at a time against the weight rows as they stream
+    // (one_row_times_weight_bf16: vdpbf16ps one row ahead with AVX-512 BF16, else the widened
+    // row against four weight rows at a time).
     std::vector<float> sums(size_t(g.N));
     for (int64_t i = 0; i < g.M; ++i) {
       one_row_times_weight_bf16(g.N, g.K, A + i * g.a.rs, B, g.b.cs, sums.data());

@@ -41,6 +41,15 @@ float dot_bf16_avx2(const uint16_t* a, const uint16_t* b, int64_t n);
 float dot_bf16_avx512(const uint16_t* a, const uint16_t* b, int64_t n);
 float dot_bf16_avx512bf16(const uint16_t* a, const uint16_t* b, int64_t n);
 DotBf16Fn dot_bf16_kernel();
+// out[j] = that sum of a with the weight rows w + j * w_rs for j < rows, each row's loads
+// prefetching the next row: one stream at a time, kept ahead of its use. AVX-512 BF16 only
+// (the widening levels stream four rows at once, Dot4F32Bf16Fn); null elsewhere. Bit for bit
+// dot_bf16_kernel()'s sums.
+using DotRowsBf16Fn = void (*)(const uint16_t* a, const uint16_t* w, int64_t w_rs, int64_t rows,
+                               int64_t n, float* out);
+void dot_rows_bf16_avx512bf16(const uint16_t* a, const uint16_t* w, int64_t w_rs, int64_t rows,
+                              int64_t n, float* out);
+DotRowsBf16Fn dot_rows_bf16_kernel();
 // The widening dot with a already float32 (dot_bf16_widening.inc): one widening per pair, bit
 // for bit dot_bf16_kernel()'s result. Null where that kernel does not widen (AVX-512 BF16 reads
 // bfloat16 pairs directly) and at the baseline level.

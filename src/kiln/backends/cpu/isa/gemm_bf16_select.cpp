@@ -63,6 +63,14 @@ DotBf16Fn dot_bf16_kernel() {
   return fn;
 }
 
+DotRowsBf16Fn dot_rows_bf16_kernel() {
+  static const DotRowsBf16Fn fn = []() -> DotRowsBf16Fn {
+    if (dot_bf16_kernel() == &dot_bf16_avx512bf16) return &dot_rows_bf16_avx512bf16;
+    return nullptr;
+  }();
+  return fn;
+}
+
 DotF32Bf16Fn dot_f32_bf16_kernel() {
   static const DotF32Bf16Fn fn = []() -> DotF32Bf16Fn {
     const DotBf16Fn dot = dot_bf16_kernel();
