@@ -49,8 +49,12 @@ void float_sums(const Tensor& x, const Tensor& w, float* sums) {
     std::fill(sums, sums + M * N, 0.0f);
     return;
   }
-  const bool few_rows =
+  bool few_rows =
       M < (x.dtype() == DType::BF16 ? few_rows_max_bf16() : kFewRowsMax) && a_cs == 1;
+  // With AMX, bfloat16 products of kAmxFewRowsMin rows or more take the tiles with the weight
+  // packed once (isa/gemm_bf16.h).
+  if (x.dtype() == DType::BF16 && M >= kAmxFewRowsMin && gemm_bf16_packed_kernel())
+    few_rows = false;
   const bool parallel = N * K >= (int64_t(1) << 16);
   if (x.dtype() == DType::F32) {
     const float* A = static_cast<const float*>(x.raw_data());

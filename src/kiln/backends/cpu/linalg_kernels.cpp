@@ -619,9 +619,10 @@ void int_mm_kernel(OpCall& call) {
   if (onednn_int_mm(a, b, c)) return;  // tall products (decision 0022)
   const bool b_transposed = !b.is_contiguous();
   const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
-  // A Linear weight (B = W.t()) on the AMX tiles: packed once per weight (decision 0043).
+  // A Linear weight (B = W.t()) on the AMX tiles: packed once per weight (decision 0043), from
+  // kAmxFewRowsMin rows (isa/gemm_bf16.h).
   const GemmS8PackedKernel packed_kernel = gemm_s8_packed_kernel();
-  if (packed_kernel && b_transposed && M >= kAmxMinRows) {
+  if (packed_kernel && b_transposed && M >= kAmxFewRowsMin) {
     const std::string key = "int_mm|" + std::to_string(N) + "x" + std::to_string(K);
     const auto packed = own_packed_weight(b, key, [&] {
       return packed_kernel.pack(K, N, static_cast<const int8_t*>(b.raw_data()));

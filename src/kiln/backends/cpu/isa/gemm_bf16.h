@@ -28,6 +28,12 @@ void gemm_bf16_avx512bf16(int64_t, int64_t, int64_t, const uint16_t*, int64_t, i
 void gemm_bf16_amx(int64_t, int64_t, int64_t, const uint16_t*, int64_t, int64_t, const uint16_t*,
                    int64_t, int64_t, float*, int64_t);
 inline constexpr int64_t kAmxMinRows = 16;
+// A Linear weight packed once for the tiles (bfloat16 linear, int8 int_mm with W.t()) takes
+// products from this many rows: below it the vector dot tiles stream the weight at close to
+// the read bandwidth, above it they turn compute-bound (vdpbf16ps at half the float32 FMA
+// rate). [8, 4096] x [4096, 4096]^T from memory on the AMX Xeon: bfloat16 23-24 -> 25-27
+// GB/s, int8 18-20 -> 26-27 GB/s of a 36 GB/s read. Decision 0116.
+inline constexpr int64_t kAmxFewRowsMin = 5;
 
 // The variant for the current ISA level (cpu::isa_level()).
 GemmBf16Fn gemm_bf16_kernel();
