@@ -138,6 +138,7 @@ inline __m512 load_f16_avx512(const uint16_t* p) {
 #define VPOW2I(n) \
   _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23))
 #define VSCALEF(a, n) _mm512_scalef_ps((a), (n))
+#define VZERO_WHERE_LT(a, b, v) _mm512_maskz_mov_ps(_mm512_cmp_ps_mask((a), (b), _CMP_NLT_UQ), (v))
 #define VFLOOR(a) _mm512_roundscale_ps((a), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)
 #define VTOINT(a) _mm512_cvttps_epi32(a)
 // table[idx] for a 32-entry table (two registers) and indices in [0, 32).
