@@ -179,7 +179,8 @@ inline float dot_bf16_body(const uint16_t* a, const uint16_t* b, int64_t n, cons
                           : next              ? next + (i + kDotAhead - n)
                                               : nullptr;
       if (p)
-        for (int q = 0; q < 4; ++q) _mm_prefetch(reinterpret_cast<const char*>(p + 32 * q), _MM_HINT_T0);
+        for (int q = 0; q < 4; ++q)
+          _mm_prefetch(reinterpret_cast<const char*>(p + 32 * q), _MM_HINT_T0);
     }
     acc0 = _mm512_dpbf16_ps(acc0, pairs(a + i), pairs(b + i));
     acc1 = _mm512_dpbf16_ps(acc1, pairs(a + i + 32), pairs(b + i + 32));

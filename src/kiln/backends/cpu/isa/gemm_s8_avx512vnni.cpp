@@ -135,9 +135,9 @@ inline uint32_t sum_lanes(__m512i v) {
 // L3-resident [4096, 4096] weight at 62-107 GB/s against 111-136 for this form (both -O3,
 // one program, two threads); from DRAM the two were even within the host's noise.
 // Each 128-byte step also prefetches B kFewRowsAhead bytes further on (the rows of B are
-// contiguous), within the `left` bytes from b to B's end (0: no prefetch): one B row streamed at a time kept too few reads in
-// flight ([8, 4096] x [11008, 4096]^T: 15 GB/s of a 35 GB/s read on the AMX Xeon; decision
-// 0116).
+// contiguous), within the `left` bytes from b to B's end (0: no prefetch): one B row streamed
+// at a time kept too few reads in flight ([8, 4096] x [11008, 4096]^T: 15 GB/s of a 35 GB/s
+// read on the AMX Xeon; decision 0116).
 constexpr int64_t kFewRowsAhead = 8192;
 template <int R, bool kFlip, bool kSumB>
 inline void dot_rows(const uint8_t* a, int64_t lda, const int8_t* b, int64_t K,
