@@ -72,16 +72,8 @@ void float_sums(const Tensor& x, const Tensor& w, float* sums) {
   }
   const uint16_t* A = static_cast<const uint16_t*>(x.raw_data());
   const uint16_t* W = static_cast<const uint16_t*>(w.raw_data());
-  const DotBf16Fn dot = dot_bf16_kernel();
   if (few_rows && few_rows_times_weight_bf16(M, N, K, A, a_rs, W, w_rs, sums, N)) return;
-  if (M == 1 && a_cs == 1) {
-    if (one_row_times_weight_bf16(N, K, A, W, w_rs, sums)) return;
-    if (dot) {
-#pragma omp parallel for schedule(static) if (parallel)
-      for (int64_t j = 0; j < N; ++j) sums[j] = dot(A, W + j * w_rs, K);
-      return;
-    }
-  }
+  if (M == 1 && a_cs == 1 && one_row_times_weight_bf16(N, K, A, W, w_rs, sums)) return;
   if (packed_weight_sums(x, w, sums)) return;
   gemm_bf16_kernel()(M, N, K, A, a_rs, a_cs, W, 1, w_rs, sums, N);
 }

@@ -284,19 +284,6 @@ bool run_gemv_transposed_bf16(const Gemm& g, float alpha, float beta, bool use_s
     }
     return true;
   }
-  if (const DotBf16Fn dot = dot_bf16_kernel()) {
-    // AVX-512 BF16: dot the bfloat16 rows directly, no widening pass.
-    for (int64_t i = 0; i < g.M; ++i) {
-      const uint16_t* a = A + i * g.a.rs;
-#pragma omp parallel for schedule(static) if (g.N * g.K >= (int64_t(1) << 16))
-      for (int64_t j = 0; j < g.N; ++j) {
-        float r = alpha * dot(a, B + j * g.b.cs, g.K);
-        if (use_self) r += beta * float(S[i * g.self.rs + j * g.self.cs]);
-        C[i * g.c.rs + j * g.c.cs] = BFloat16(r);
-      }
-    }
-    return true;
-  }
   std::vector<float> a(size_t(g.K));
   for (int64_t i = 0; i < g.M; ++i) {
     vm.widen_bf16(A + i * g.a.rs, a.data(), g.K);
