@@ -106,6 +106,8 @@ bool f32_binary_vectorised(const Tensor& out, const Tensor& a, const Tensor& b,
     const int64_t xs = s[1] / kEs, ys = s[2] / kEs;
     if (!stream) return fn(x, xs, y, ys, o, n);
     detail::run_streamed(o, n, [&](float* d, int64_t j, int64_t len) {
+      if (xs) detail::prefetch_ahead(x + j, len * kEs);
+      if (ys) detail::prefetch_ahead(y + j, len * kEs);
       fn(x + j * xs, xs, y + j * ys, ys, d, len);
     });
   };

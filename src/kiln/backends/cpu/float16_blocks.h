@@ -71,6 +71,7 @@ void float16_unary_blocks(const uint16_t* src, uint16_t* dst, int64_t n, const F
     const int64_t begin = c * kChunk, len = std::min(kChunk, n - begin);
     if (stream) {
       detail::run_streamed(dst + begin, len, [&](uint16_t* d, int64_t j, int64_t m) {
+        detail::prefetch_ahead(src + begin + j, m * int64_t(sizeof(uint16_t)));
         f16_detail::unary_run(src + begin + j, d, m, fn);
       });
     } else {
