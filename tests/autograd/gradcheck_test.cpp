@@ -145,6 +145,11 @@ TEST(Gradcheck, MatrixProductsFirstAndSecondOrder) {
       {"dot", [](const V& v) { return dot(v[0], v[1]); }, {leaf({4}, -1, 1, 58), leaf({4}, -1, 1, 59)}},
       {"linear", [](const V& v) { return linear(v[0], v[1], v[2]); },
        {leaf({2, 3}, -1, 1, 60), leaf({4, 3}, -1, 1, 61), leaf({4}, -1, 1, 62)}},
+      // Column-major operands take the transposed gradient products (d_mm's layout rule).
+      {"mm column-major", [](const V& v) { return mm(v[0].t(), v[1].t()); },
+       {leaf({3, 2}, -1, 1, 63), leaf({4, 3}, -1, 1, 64)}},
+      {"addmm column-major", [](const V& v) { return addmm(v[0], v[1].t(), v[2].t(), 0.5, 2); },
+       {leaf({4}, -1, 1, 65), leaf({3, 2}, -1, 1, 66), leaf({4, 3}, -1, 1, 67)}},
   };
   for (const auto& c : cases) {
     auto r = gradcheck(c.fn, c.inputs);
@@ -152,6 +157,34 @@ TEST(Gradcheck, MatrixProductsFirstAndSecondOrder) {
     auto r2 = gradgradcheck(c.fn, c.inputs);
     EXPECT_TRUE(r2.ok) << c.name << " (double backward): " << r2.message;
   }
+}
+
+// The gradient of a column-major operand comes out in its layout, so a Linear weight's
+// gradient is row-major like the weight (no transposing copy) and holds the float64 values.
+TEST(Gradcheck, MatrixProductGradientsKeepTheOperandLayout) {
+  const int64_t M = 5, K = 3, N = 4;
+  Tensor x = leaf({M, K}, -1, 1, 70), w = leaf({N, K}, -1, 1, 71), b = leaf({N}, -1, 1, 72);
+  Generator gen(73);
+  const Tensor g = rand({M, N}, TensorOptions(DType::F64), &gen);
+  // autograd::grad returns the gradients as the backward computes them (backward's .grad
+  // would be made contiguous on accumulation either way).
+  const std::vector<Tensor> grads = autograd::grad({addmm(b, x, w.t())}, {x, w}, {g});
+  ASSERT_EQ(grads.size(), 2u);
+  const Tensor xg = grads[0], wg = grads[1];
+  ASSERT_TRUE(wg.defined() && xg.defined());
+  EXPECT_TRUE(wg.is_contiguous()) << "strides " << wg.stride(0) << ", " << wg.stride(1);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k) {
+      double want = 0;  // dW[n, k] = sum_m g[m, n] x[m, k]
+      for (int64_t m = 0; m < M; ++m) want += g[m][n].item<double>() * x[m][k].item<double>();
+      EXPECT_NEAR(wg[n][k].item<double>(), want, 1e-12) << n << ", " << k;
+    }
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t k = 0; k < K; ++k) {
+      double want = 0;  // dx[m, k] = sum_n g[m, n] W[n, k]
+      for (int64_t n = 0; n < N; ++n) want += g[m][n].item<double>() * w[n][k].item<double>();
+      EXPECT_NEAR(xg[m][k].item<double>(), want, 1e-12) << m << ", " << k;
+    }
 }
 
 TEST(Gradcheck, ViewsAndCopies) {

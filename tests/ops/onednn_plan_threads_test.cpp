@@ -100,5 +100,33 @@ TEST(OnednnPlanThreads, MatmulGetsAPlanPerThreadCount) {
   EXPECT_EQ(took, cpu::isa_level() != cpu::IsaLevel::Avx2) << "mm not on oneDNN";
 }
 
+// Decision 0118: at the AVX-512 levels float32 products of 2^28 multiply-adds and more with a
+// row-major A, or a row-major B of 2560+ columns, run on kiln's blocked kernel; a column-major
+// A with fewer columns stays on oneDNN.
+TEST(OnednnPlanThreads, LargeFloat32ProductsByLayout) {
+  if (!cpu::onednn_enabled()) GTEST_SKIP() << "oneDNN not built in or switched off";
+  const bool avx512 = cpu::isa_level() >= cpu::IsaLevel::Avx512;
+  const bool onednn_level = cpu::isa_level() != cpu::IsaLevel::Avx2;
+  {
+    const Operands o = operands(1024, 512, 512, DType::F32, 51);  // 2^28 multiply-adds
+    const Tensor wt = o.tw.t();
+    EXPECT_EQ(expect_plan_per_thread_count(o, DType::F32, [&] { return mm(o.tx, wt); },
+                                           "mm float32, row-major A"),
+              onednn_level && !avx512);
+    const Tensor xt = o.tx.t().contiguous().t();
+    EXPECT_EQ(expect_plan_per_thread_count(o, DType::F32, [&] { return mm(xt, wt); },
+                                           "mm float32, column-major A"),
+              onednn_level);
+  }
+  {
+    const Operands o = operands(64, 1664, 2560, DType::F32, 53);
+    const Tensor xt = o.tx.t().contiguous().t();
+    const Tensor w_rows = o.tw.t().contiguous();  // [K, N] row-major
+    EXPECT_EQ(expect_plan_per_thread_count(o, DType::F32, [&] { return mm(xt, w_rows); },
+                                           "mm float32, column-major A, row-major B of 2560"),
+              onednn_level && !avx512);
+  }
+}
+
 }  // namespace
 }  // namespace kiln::test

@@ -133,10 +133,29 @@ Grads d_log_softmax(const GradContext& ctx, const Grads& go) {
 // Products pass g times the other operand's conjugate transpose back (torch's rule for complex
 // operands; the conjugate is a no-op for real ones).
 
+//
+// A column-major operand (the transpose of a row-major matrix: W.t() in a Linear layer) gets
+// its gradient computed transposed, so that it comes out in the operand's own layout and the
+// weight's gradient is row-major like the weight (torch's rule too): as g @ b^T it was a
+// column-major [in, out] product that the weight's gradient then copied, 0.4-1.2 ms per
+// GPT-2-small weight per training step (decision 0118).
+bool column_major(const Tensor& m) {
+  return m.dim() == 2 && m.size(0) > 1 && m.size(1) > 1 && m.stride(0) == 1 &&
+         m.stride(1) == m.size(0);
+}
+// d(a @ b) / da for the incoming g, b_conj = conj(b).
+Tensor mm_grad_self(const Tensor& g, const Tensor& a, const Tensor& b_conj) {
+  return column_major(a) ? mm(b_conj, g.t()).t() : mm(g, b_conj.t());
+}
+// d(a @ b) / db for the incoming g, a_conj = conj(a).
+Tensor mm_grad_mat2(const Tensor& g, const Tensor& a_conj, const Tensor& b) {
+  return column_major(b) ? mm(g.t(), a_conj).t() : mm(a_conj.t(), g);
+}
+
 Grads d_mm(const GradContext& ctx, const Grads& go) {
   Grads r(2);
-  if (ctx.needs(0)) r[0] = mm(go[0], conj_if_complex(ctx.input(1)).t());
-  if (ctx.needs(1)) r[1] = mm(conj_if_complex(ctx.input(0)).t(), go[0]);
+  if (ctx.needs(0)) r[0] = mm_grad_self(go[0], ctx.input(0), conj_if_complex(ctx.input(1)));
+  if (ctx.needs(1)) r[1] = mm_grad_mat2(go[0], conj_if_complex(ctx.input(0)), ctx.input(1));
   return r;
 }
 Grads d_bmm(const GradContext& ctx, const Grads& go) {
@@ -178,8 +197,8 @@ Grads d_addmm(const GradContext& ctx, const Grads& go) {
     if (ctx.needs(1)) r[1] = bmm(g, ctx.input(2).transpose(1, 2));
     if (ctx.needs(2)) r[2] = bmm(ctx.input(1).transpose(1, 2), g);
   } else {
-    if (ctx.needs(1)) r[1] = mm(g, ctx.input(2).t());
-    if (ctx.needs(2)) r[2] = mm(ctx.input(1).t(), g);
+    if (ctx.needs(1)) r[1] = mm_grad_self(g, ctx.input(1), ctx.input(2));
+    if (ctx.needs(2)) r[2] = mm_grad_mat2(g, ctx.input(1), ctx.input(2));
   }
   return r;
 }

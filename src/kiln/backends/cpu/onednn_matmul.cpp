@@ -4,7 +4,9 @@
 // 1.7-2.5x kiln's bfloat16 blocked kernel at M = 128..1024 on the development machine); fewer
 // rows stay on kiln's streaming
 // matrix-vector kernels, which read the weight once without packing and match or beat
-// oneDNN there. Plans are cached by shape, strides, dtype and alpha.
+// oneDNN there. At the AVX-512 levels large float32 products with a row-major A (or a
+// row-major B of 2560+ columns) stay on kiln's blocked kernel (decision 0118,
+// own_kernel_takes_f32_product). Plans are cached by shape, strides, dtype and alpha.
 #include "onednn_matmul.h"
 
 #include <cstdlib>
@@ -100,6 +102,7 @@ bool onednn_matmul(DType dtype, int64_t M, int64_t N, int64_t K, const void* A, 
   if (dtype != DType::F32 && !(dtype == DType::BF16 && isa_level() >= IsaLevel::Avx512Vnni &&
                                !own_tile_kernels_take_products()))
     return false;
+  if (dtype == DType::F32 && own_kernel_takes_f32_product(M * N * K, N, a_cs, b_cs)) return false;
   // A broadcast operand (stride 0) has no oneDNN layout.
   if (a_rs == 0 || a_cs == 0 || b_rs == 0 || b_cs == 0) return false;
   const auto dt = dtype == DType::BF16 ? memory::data_type::bf16 : memory::data_type::f32;

@@ -42,6 +42,18 @@ inline bool onednn_takes_work(int64_t work, int64_t K) {
 inline bool onednn_takes_product(int64_t M, int64_t work, int64_t K) {
   return M >= kOnednnMinRows && onednn_takes_work(work, K);
 }
+// float32 products that kiln's blocked kernel takes at the AVX-512 levels although oneDNN
+// could (decision 0118): from kOwnF32MinWork multiply-adds, A row-major (a_cs 1), or B
+// row-major with N >= 2560. Timed with operands freshly written by a parallel op, as in a
+// training step (Xeon with AMX, two threads), oneDNN 2.6 ran a row-major B of N = 3072, 5120 or
+// 6144 columns at 137-205 GFLOP/s against kiln's 289-380, and kiln matched or beat it
+// (0.94-1.26x) for the other row-major A at 768-2048; with A transposed and N < 2560 oneDNN
+// stays 5-20% faster, and at 256^3-512^3 (B reused, which oneDNN packs once) 2-7% faster.
+inline constexpr int64_t kOwnF32MinWork = int64_t(1) << 28;
+inline bool own_kernel_takes_f32_product(int64_t work, int64_t N, int64_t a_cs, int64_t b_cs) {
+  return isa_level() >= IsaLevel::Avx512 && work >= kOwnF32MinWork &&
+         (a_cs == 1 || (b_cs == 1 && N >= 2560));
+}
 // Linear layers (fused_linear, int_mm with W.t()) keep their weight packed in oneDNN's layout,
 // which from 4 rows is faster than kiln's dot tiles on the plain weight (decision 0045:
 // [M, 4096] x [11008, 4096]^T float32 at M = 8 6.3-7.0 against 8.9-9.3 ms, bfloat16 at M = 15
