@@ -6,7 +6,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
 #include <vector>
+
+#include "kiln/backends/cpu/host_memory.h"
 
 namespace kiln::cpu {
 
@@ -15,18 +20,24 @@ struct GemmPackedB {
   int64_t K = 0, N = 0;
   std::vector<int64_t> block_offset;  // per K block of the kernel: its first word
 
-  // 4-byte words (float32 panels, or bfloat16 pairs / int8 quadruples), 64-byte aligned.
-  const uint32_t* words() const { return storage_.data() + base_; }
-  uint32_t* words() { return storage_.data() + base_; }
+  // 4-byte words (float32 panels, or bfloat16 pairs / int8 quadruples), 64-byte aligned,
+  // zeroed before packing. In host memory (host_memory.h): from 2 MiB the copy gets huge
+  // pages, as oneDNN's packed weights do (decision 0046), since a network's Linear layers
+  // stream their weights from memory on every call (decision 0118: BERT-base bfloat16 Linear
+  // shapes with cold weights, AMX tiles, 1.12-1.29 TFLOP/s in a std::vector's 4 KiB pages).
+  const uint32_t* words() const { return static_cast<const uint32_t*>(storage_.get()); }
+  uint32_t* words() { return static_cast<uint32_t*>(storage_.get()); }
   void allocate(size_t n_words) {
-    storage_.assign(n_words + 16, 0u);
-    base_ = (64 - reinterpret_cast<uintptr_t>(storage_.data()) % 64) % 64 / 4;
+    bytes_ = n_words * 4;
+    storage_.reset(host_allocate(bytes_), host_free);
+    if (!storage_) throw std::bad_alloc();
+    std::memset(storage_.get(), 0, bytes_);
   }
-  size_t bytes() const { return storage_.size() * 4; }
+  size_t bytes() const { return bytes_; }
 
  private:
-  std::vector<uint32_t> storage_;
-  size_t base_ = 0;
+  std::shared_ptr<void> storage_;
+  size_t bytes_ = 0;
 };
 
 namespace {  // internal linkage: instantiated in each ISA translation unit with its own flags
