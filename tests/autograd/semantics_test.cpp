@@ -42,6 +42,40 @@ TEST(Autograd, GradientsAccumulateAcrossBackwardCalls) {
   EXPECT_DOUBLE_EQ(ag::grad(x).item<double>(), 3 + 4);
 }
 
+// Gradients reaching one input twice are summed, in place where nothing else holds the first
+// (engine.cpp's accumulate): the caller's gradient, a gradient passed on unchanged by add's
+// backward, and a tensor a hook keeps must come out unchanged, and every sum right.
+TEST(Autograd, GradientSumsLeaveOtherHoldersAlone) {
+  {  // x + x with the caller's gradient: add's backward passes g itself to both uses of x
+    Tensor x = param({1, 2, 3});
+    Tensor g = tensor_from(std::vector<double>{1, 10, 100}, {3});
+    backward(x + x, g);
+    EXPECT_EQ(g.to_vector<double>(), (std::vector<double>{1, 10, 100}));
+    EXPECT_EQ(ag::grad(x).to_vector<double>(), (std::vector<double>{2, 20, 200}));
+  }
+  {  // h used three times; a hook keeps the gradient reaching h
+    Tensor x = param({1, 2, 3});
+    Tensor h = x * 2.0;
+    Tensor kept;
+    ag::register_hook(h, [&](const Tensor& gh) {
+      kept = gh;
+      return Tensor();
+    });
+    Tensor y = (h * 3.0 + h * h + h).sum();  // dy/dh = 3 + 2h + 1
+    backward(y);
+    const std::vector<double> want_h{8, 12, 16};  // h = 2, 4, 6
+    ASSERT_TRUE(kept.defined());
+    EXPECT_EQ(kept.to_vector<double>(), want_h);
+    EXPECT_EQ(ag::grad(x).to_vector<double>(), (std::vector<double>{16, 24, 32}));
+  }
+  {  // the sum grows in a buffer no one else sees: a large one, checked element by element
+    Tensor x = param(std::vector<double>(4096, 0.5), {64, 64});
+    Tensor y = (x * 2.0).sum() + (x * x).sum() + (x * 4.0).sum();  // 2 + 2x + 4 = 7
+    backward(y);
+    for (double v : ag::grad(x).to_vector<double>()) ASSERT_DOUBLE_EQ(v, 7.0);
+  }
+}
+
 TEST(Autograd, SecondBackwardNeedsRetainGraph) {
   Tensor x = param({2});
   Tensor y = exp(x);

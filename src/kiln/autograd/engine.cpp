@@ -28,9 +28,27 @@ struct NodeCompare {
   bool operator()(Node* a, Node* b) const { return a->sequence_nr < b->sequence_nr; }
 };
 
-Tensor accumulate(const Tensor& a, const Tensor& b) {
+// Whether a gradient can take another one added in place: nothing but the engine's buffer
+// can see it (torch's InputBuffer rule): held only there, not a view and its storage not
+// shared, contiguous, of b's shape, dtype and device, and neither part of a graph
+// (create_graph).
+bool can_accumulate_in_place(const Tensor& a, const Tensor& b) {
+  return a.impl_ptr().use_count() == 1 && a.impl()->storage().use_count() == 1 &&
+         !a.impl()->view_base && a.is_contiguous() && a.shape() == b.shape() &&
+         a.dtype() == b.dtype() && a.device() == b.device() && !requires_grad(a) &&
+         !requires_grad(b);
+}
+
+// The sum of two gradients reaching the same input, in place into a where no one else sees
+// it: a new sum for GPT-2-small's tied [50257, 768] embedding cost 45 ms of its training step
+// (a fresh 154 MB block, page faults and all; decision 0118).
+Tensor accumulate(Tensor& a, const Tensor& b) {
   if (!a.defined()) return b;
   if (!b.defined()) return a;
+  if (can_accumulate_in_place(a, b)) {
+    add_(a, b);
+    return a;
+  }
   return a + b;
 }
 
