@@ -132,7 +132,6 @@ Grads d_log_softmax(const GradContext& ctx, const Grads& go) {
 // Matrix products.
 // Products pass g times the other operand's conjugate transpose back (torch's rule for complex
 // operands; the conjugate is a no-op for real ones).
-
 //
 // A column-major operand (the transpose of a row-major matrix: W.t() in a Linear layer) gets
 // its gradient computed transposed, so that it comes out in the operand's own layout and the
