@@ -21,10 +21,10 @@ struct GemmPackedB {
   std::vector<int64_t> block_offset;  // per K block of the kernel: its first word
 
   // 4-byte words (float32 panels, or bfloat16 pairs / int8 quadruples), 64-byte aligned,
-  // zeroed before packing. In host memory (host_memory.h): from 2 MiB the copy gets huge
-  // pages, as oneDNN's packed weights do (decision 0046), since a network's Linear layers
-  // stream their weights from memory on every call (decision 0118: BERT-base bfloat16 Linear
-  // shapes with cold weights, AMX tiles, 1.12-1.29 TFLOP/s in a std::vector's 4 KiB pages).
+  // zeroed before packing. In host memory (host_memory.h): from 2 MiB the copy is advised as
+  // huge pages, as oneDNN's packed weights are (decision 0046), since a network's Linear
+  // layers stream their weights from memory on every call. Not timed for these copies: the
+  // AMX host of decision 0118 grants no transparent huge pages.
   const uint32_t* words() const { return static_cast<const uint32_t*>(storage_.get()); }
   uint32_t* words() { return static_cast<uint32_t*>(storage_.get()); }
   void allocate(size_t n_words) {
