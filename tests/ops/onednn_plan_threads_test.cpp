@@ -79,16 +79,26 @@ bool expect_plan_per_thread_count(const Operands& o, DType dtype, Op op, const c
 
 TEST(OnednnPlanThreads, LinearGetsAPlanPerThreadCount) {
   if (!cpu::onednn_enabled()) GTEST_SKIP() << "oneDNN not built in or switched off";
-  // oneDNN runs float32 products at every level but AVX2 (onednn_runtime.h).
-  const bool f32_onednn = cpu::isa_level() != cpu::IsaLevel::Avx2;
+  // oneDNN runs float32 Linear layers at every level but AVX2, except those of 32 rows and
+  // more at the AVX-512 levels, which kiln's packed kernel takes (onednn_runtime.h,
+  // decision 0119).
+  const bool onednn_level = cpu::isa_level() != cpu::IsaLevel::Avx2;
+  const bool avx512 = cpu::isa_level() >= cpu::IsaLevel::Avx512;
   for (DType dtype : {DType::F32, DType::BF16}) {
     // A shape no other test uses, so its first call here makes its plan.
     const Operands o = operands(112, 136, 88 + (dtype == DType::BF16 ? 8 : 0), dtype, 31);
     const bool took =
         expect_plan_per_thread_count(o, dtype, [&] { return fused_linear(o.tx, o.tw); },
                                      dtype == DType::F32 ? "linear float32" : "linear bfloat16");
-    if (dtype == DType::F32) EXPECT_EQ(took, f32_onednn) << "float32 Linear not on oneDNN";
+    if (dtype == DType::F32)
+      EXPECT_EQ(took, onednn_level && !avx512) << "float32 Linear of 112 rows";
   }
+  const Operands few = operands(24, 136, 88, DType::F32, 37);
+  EXPECT_EQ(expect_plan_per_thread_count(few, DType::F32,
+                                         [&] { return fused_linear(few.tx, few.tw); },
+                                         "linear float32, 24 rows"),
+            onednn_level)
+      << "float32 Linear of 24 rows";
 }
 
 TEST(OnednnPlanThreads, MatmulGetsAPlanPerThreadCount) {

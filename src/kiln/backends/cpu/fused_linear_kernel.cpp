@@ -1,6 +1,7 @@
 // fused_linear on the CPU: out = act(x @ weight.T + bias) + residual, one rounding.
-// Tall float32/bfloat16 products go to oneDNN as one matmul with a packed weight and
-// post-ops (onednn_linear.cpp). Otherwise kiln's kernels write float32 sums (the streaming
+// Tall bfloat16 products (without AMX) and float32 ones of 4-31 rows (all rows at the
+// baseline level, none at AVX2) go to oneDNN as one matmul with a packed weight and post-ops
+// (onednn_linear.cpp). Otherwise kiln's kernels write float32 sums (the streaming
 // dot-product kernels for few rows, few_rows_product.h; the blocked GEMM for the rest, with
 // the weight packed once where the level has a packed kernel) and one pass per row adds
 // the bias, applies the activation (vec_math at AVX2 and up), adds the residual and rounds.

@@ -106,6 +106,7 @@ bool onednn_linear(const Tensor& x, const Tensor& w, const Tensor& bias, LinearA
                    const Tensor& residual, const Tensor& out) {
   const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
   if (!onednn_takes_linear(M, M * N * K, K)) return false;
+  if (x.dtype() == DType::F32 && own_kernel_takes_f32_linear(M)) return false;
   if (x.dtype() != DType::F32 &&
       !(x.dtype() == DType::BF16 && isa_level() >= IsaLevel::Avx512Vnni &&
         !own_tile_kernels_take_products()))

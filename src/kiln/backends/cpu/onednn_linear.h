@@ -12,7 +12,8 @@ namespace kiln::cpu {
 // with unit column stride; bias contiguous [N] of x's dtype or undefined; residual with unit
 // column stride (float32 or bfloat16) or undefined; out row-major with unit column stride.
 // Returns false, having written nothing, where kiln's kernels are the faster (fewer rows
-// than oneDNN's matmul rule, decision 0017), oneDNN is absent or switched off, or it has no
+// than oneDNN's matmul rule, decision 0017; float32 from 32 rows at AVX-512, decision 0119),
+// oneDNN is absent or switched off, or it has no
 // implementation for the combination.
 bool onednn_linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
                    LinearActivation act, const Tensor& residual, const Tensor& out);

@@ -54,6 +54,16 @@ inline bool own_kernel_takes_f32_product(int64_t work, int64_t N, int64_t a_cs, 
   return isa_level() >= IsaLevel::Avx512 && work >= kOwnF32MinWork &&
          (a_cs == 1 || (b_cs == 1 && N >= 2560));
 }
+// float32 Linear layers of kOwnF32LinearMinRows rows or more take kiln's packed blocked kernel
+// at the AVX-512 levels (decision 0119): a network's weights are cold in memory on each
+// forward, and kiln's kernel prefetches each next weight block (and the next layer's first
+// one) into L2 while it computes. Weights rotated through 400 MB, two threads, Xeon with AMX:
+// kiln's time over oneDNN's 0.84-0.97x at M = 32-1024 (BERT's, GPT-2's and LLaMA's shapes);
+// with one weight reused (in L3) 0.92-1.07x; at 16 rows 1.00x cold and 1.07-1.15x hot.
+inline constexpr int64_t kOwnF32LinearMinRows = 32;
+inline bool own_kernel_takes_f32_linear(int64_t M) {
+  return isa_level() >= IsaLevel::Avx512 && M >= kOwnF32LinearMinRows;
+}
 // Linear layers (fused_linear, int_mm with W.t()) keep their weight packed in oneDNN's layout,
 // which from 4 rows is faster than kiln's dot tiles on the plain weight (decision 0045:
 // [M, 4096] x [11008, 4096]^T float32 at M = 8 6.3-7.0 against 8.9-9.3 ms, bfloat16 at M = 15
