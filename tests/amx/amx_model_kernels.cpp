@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "amx_tile_model.h"
+#include "bf16_vectors_avx512.h"
 #include "gemm_bf16.h"
 #include "gemm_f32.h"
 #include "gemm_pack_buffer.h"
@@ -18,6 +19,12 @@
 #include "pack_bf16_pairs.h"
 #include "pack_s8_quads.h"
 
+// GCC 12 reports the intentionally undefined placeholder inside its AVX-512 intrinsics
+// (`__Y = __Y`) as uninitialized once the bfloat16 rounding (bf16_vectors_avx512.h) is
+// inlined; the values are all defined.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include "gemm_amx_body.inc"
 
 namespace kiln::cpu::test {
@@ -59,6 +66,24 @@ int64_t model_gemm_s8_prepacked(int64_t M, int64_t N, int64_t K, const uint8_t* 
   return model_products() - before;
 }
 
+int64_t model_gemm_bf16_rounded(int64_t M, int64_t N, int64_t K, const uint16_t* A,
+                                int64_t a_rs, int64_t a_cs, const uint16_t* B, int64_t b_rs,
+                                int64_t b_cs, uint16_t* C, int64_t c_rs, const float* bias,
+                                bool prepacked) {
+  const int64_t before = model_products();
+  const AmxBf16Out out{C, c_rs, bias};
+  if (prepacked) {
+    const GemmPackedB packed =
+        amx_pack_whole<AmxKind::Bf16>(K, N, AmxB{B, b_rs, b_cs, false}, nullptr);
+    amx_gemm<AmxTileModel, AmxKind::Bf16>(M, N, K, A, a_rs, a_cs, AmxB{}, nullptr, 0, &packed,
+                                          out);
+  } else {
+    amx_gemm<AmxTileModel, AmxKind::Bf16>(M, N, K, A, a_rs, a_cs, AmxB{B, b_rs, b_cs, false},
+                                          nullptr, 0, nullptr, out);
+  }
+  return model_products() - before;
+}
+
 int64_t model_products() {
   int64_t total = 0;
 #pragma omp parallel reduction(+ : total)
@@ -67,3 +92,5 @@ int64_t model_products() {
 }
 
 }  // namespace kiln::cpu::test
+
+#pragma GCC diagnostic pop

@@ -16,6 +16,12 @@ int64_t model_gemm_bf16_prepacked(int64_t M, int64_t N, int64_t K, const uint16_
                                   int64_t b_cs, float* C, int64_t c_rs);
 int64_t model_gemm_s8_prepacked(int64_t M, int64_t N, int64_t K, const uint8_t* A,
                                 bool a_signed, const int8_t* W, int32_t* C);
+// The bfloat16 product rounded inside the kernel (AmxBf16Out, decision 0119): C bfloat16 with
+// row stride c_rs, bias [N] float32 or null added before the rounding.
+int64_t model_gemm_bf16_rounded(int64_t M, int64_t N, int64_t K, const uint16_t* A,
+                                int64_t a_rs, int64_t a_cs, const uint16_t* B, int64_t b_rs,
+                                int64_t b_cs, uint16_t* C, int64_t c_rs, const float* bias,
+                                bool prepacked);
 int64_t model_products();  // all threads' tile products so far
 
 }  // namespace kiln::cpu::test

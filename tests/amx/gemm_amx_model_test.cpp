@@ -13,6 +13,7 @@
 
 #include "amx_model_kernels.h"
 #include "kiln/backends/cpu/cpu_info.h"
+#include "kiln/core/half.h"
 
 namespace kiln::cpu::test {
 namespace {
@@ -167,6 +168,45 @@ TEST(AmxTileModel, CacheBlocksOfC) {
   check_bf16(290, 530, 1030, 1, 501, true);
   check_s8(270, 545, 2100, false, true, 502);
   check_s8(270, 545, 2100, true, true, 503, true);
+}
+
+// Rounded inside the kernel (decision 0119): bit for bit the float32 product plus the bias,
+// rounded as kiln::BFloat16 rounds (nearest even, NaN kept), with the padding of C's rows
+// left alone; partial tiles, several K blocks and cache blocks, both B forms.
+TEST(AmxTileModel, Bf16RoundedInTheKernel) {
+  REQUIRE_AVX512();
+  const Size sizes[] = {{16, 16, 32}, {17, 1, 1}, {33, 47, 600}, {100, 300, 513}, {290, 530, 40}};
+  uint32_t seed = 700;
+  for (const Size& s : sizes)
+    for (bool prepacked : {false, true})
+      for (bool with_bias : {false, true}) {
+        std::mt19937 rng(seed++);
+        std::uniform_real_distribution<float> d(-1, 1);
+        std::vector<uint16_t> a(size_t(s.M * s.K)), b(size_t(s.K * s.N));
+        for (auto& x : a) x = to_bf16(d(rng));
+        for (auto& x : b) x = to_bf16(d(rng));
+        std::vector<float> bias(size_t(s.N));
+        for (auto& x : bias) x = 4.0f * d(rng);
+        std::vector<float> sums(size_t(s.M * s.N));
+        model_gemm_bf16(s.M, s.N, s.K, a.data(), s.K, 1, b.data(), s.N, 1, sums.data(), s.N);
+        const int64_t c_rs = s.N + 3;
+        std::vector<uint16_t> c(size_t(s.M * c_rs), 0xABCD);
+        model_gemm_bf16_rounded(s.M, s.N, s.K, a.data(), s.K, 1, b.data(), s.N, 1, c.data(),
+                                c_rs, with_bias ? bias.data() : nullptr, prepacked);
+        for (int64_t i = 0; i < s.M; ++i) {
+          for (int64_t j = 0; j < s.N; ++j) {
+            const float sum = sums[size_t(i * s.N + j)];
+            const float v = with_bias ? sum + bias[size_t(j)] : sum;
+            const BFloat16 want(v);
+            uint16_t want_bits;
+            std::memcpy(&want_bits, &want, 2);
+            ASSERT_EQ(c[size_t(i * c_rs + j)], want_bits)
+                << s.M << "x" << s.N << "x" << s.K << " prepacked " << prepacked << " bias "
+                << with_bias << " at (" << i << ", " << j << ")";
+          }
+          for (int64_t j = s.N; j < c_rs; ++j) ASSERT_EQ(c[size_t(i * c_rs + j)], 0xABCD);
+        }
+      }
 }
 
 TEST(AmxTileModel, EmptyK) {

@@ -27,18 +27,56 @@
 namespace kiln::cpu {
 namespace {
 
-// The blocked product with the weight packed once per weight tensor (own_packed_weights.h,
-// decision 0043), where the level has a packed kernel for x's dtype; false where it has none.
+// Adds a row of n values of dtype (float32 or bfloat16) to r.
+void add_row(float* r, const void* row, DType dtype, int64_t n) {
+  if (dtype == DType::F32) {
+    const float* p = static_cast<const float*>(row);
+    for (int64_t j = 0; j < n; ++j) r[j] += p[j];
+  } else {
+    const BFloat16* p = static_cast<const BFloat16*>(row);
+    for (int64_t j = 0; j < n; ++j) r[j] += float(p[j]);
+  }
+}
+
+// The weight packed once per weight tensor for kernel k (own_packed_weights.h, decision 0043).
+std::shared_ptr<const GemmPackedB> packed_weight(const GemmPackedKernel& k, const Tensor& x,
+                                                 const Tensor& w) {
+  const int64_t K = x.size(1), N = w.size(0), w_rs = w.stride(0);
+  const std::string key = "linear|" + std::string(dtype_name(x.dtype())) + "|" +
+                          std::to_string(N) + "x" + std::to_string(K) + "|" + std::to_string(w_rs);
+  return own_packed_weight(w, key, [&] { return k.pack(K, N, w.raw_data(), 1, w_rs); });
+}
+
+// The blocked product with the packed weight, where the level has a packed kernel for x's
+// dtype; false where it has none.
 bool packed_weight_sums(const Tensor& x, const Tensor& w, float* sums) {
   const GemmPackedKernel k =
       x.dtype() == DType::F32 ? gemm_f32_packed_kernel() : gemm_bf16_packed_kernel();
   if (!k) return false;
-  const int64_t M = x.size(0), K = x.size(1), N = w.size(0), w_rs = w.stride(0);
-  const std::string key = "linear|" + std::string(dtype_name(x.dtype())) + "|" +
-                          std::to_string(N) + "x" + std::to_string(K) + "|" + std::to_string(w_rs);
-  const auto packed =
-      own_packed_weight(w, key, [&] { return k.pack(K, N, w.raw_data(), 1, w_rs); });
-  k.run(M, x.raw_data(), x.stride(0), x.stride(1), *packed, sums, N, 1.0f);
+  k.run(x.size(0), x.raw_data(), x.stride(0), x.stride(1), *packed_weight(k, x, w), sums,
+        w.size(0), 1.0f);
+  return true;
+}
+
+// A bfloat16 Linear without activation or residual, on the AMX tiles from kAmxFewRowsMin rows
+// (the rows float_sums sends to the packed kernel): the kernel adds the bias and rounds each
+// block of sums itself, so no float32 buffer is written and read back (decision 0119). False
+// where that does not apply.
+bool linear_rounded_in_kernel(const Tensor& x, const Tensor& w, const Tensor& bias,
+                              const Tensor& out) {
+  const GemmPackedKernel k = gemm_bf16_packed_kernel();
+  if (x.dtype() != DType::BF16 || out.dtype() != DType::BF16 || !k.run_to_bf16 ||
+      x.size(0) < kAmxFewRowsMin || out.stride(1) != 1)
+    return false;
+  const int64_t N = w.size(0);
+  std::vector<float> bias_f32;
+  if (bias.defined()) {
+    bias_f32.resize(size_t(N));
+    add_row(bias_f32.data(), bias.raw_data(), bias.dtype(), N);  // onto zeros: a conversion
+  }
+  k.run_to_bf16(x.size(0), x.raw_data(), x.stride(0), x.stride(1), *packed_weight(k, x, w),
+                static_cast<uint16_t*>(out.raw_data()), out.stride(0),
+                bias.defined() ? bias_f32.data() : nullptr);
   return true;
 }
 
@@ -105,17 +143,6 @@ VecUnaryF32 activation_vector(LinearActivation act) {
   return nullptr;
 }
 
-// Adds a row of n values of dtype (float32 or bfloat16) to r.
-void add_row(float* r, const void* row, DType dtype, int64_t n) {
-  if (dtype == DType::F32) {
-    const float* p = static_cast<const float*>(row);
-    for (int64_t j = 0; j < n; ++j) r[j] += p[j];
-  } else {
-    const BFloat16* p = static_cast<const BFloat16*>(row);
-    for (int64_t j = 0; j < n; ++j) r[j] += float(p[j]);
-  }
-}
-
 // inputs {x [M, K], weight [N, K], bias? [N], residual? [M, N]}, attrs {activation};
 // outs {out [M, N]} float32 or bfloat16.
 void fused_linear_kernel(OpCall& call) {
@@ -127,6 +154,9 @@ void fused_linear_kernel(OpCall& call) {
   const auto act = LinearActivation(call.int_attr(0));
   if (out.numel() == 0) return;
   if (x.device().is_cpu() && onednn_linear(x, w, bias, act, residual, out)) return;
+  if (act == LinearActivation::None && !residual.defined() &&
+      linear_rounded_in_kernel(x, w, bias, out))
+    return;
   const int64_t M = x.size(0), N = w.size(0);
   const bool out_f32 = out.dtype() == DType::F32;
   // A bfloat16 result is summed in float32 first. The buffer is host memory as a tensor's, not

@@ -147,21 +147,27 @@ bool run_batched_gemv(const Gemm& g, RunOne&& run_one) {
 
 // kiln's own kernel with B packed once (decision 0043), for a product that oneDNN did not
 // take whose B is one whole 2-D tensor used again unchanged, with kPackReusedMinRows or more
-// rows (decision 0031's rule for oneDNN's copies). Writes alpha * A @ B into the float32 C.
-// False (nothing done) where that does not apply or the level has no packed kernel.
+// rows (decision 0031's rule for oneDNN's copies). Writes alpha * A @ B into the float32 C, or
+// (c16 given, alpha 1) the product rounded to bfloat16 into c16 by a kernel that rounds inside
+// (decision 0119). False (nothing done) where that does not apply or the level has no such
+// packed kernel.
 bool own_kernel_with_packed_b(DType dtype, const Gemm& g, const Tensor* b_tensor, const void* A,
-                              const void* B, float* C, int64_t c_rs, float alpha) {
+                              const void* B, float* C, int64_t c_rs, float alpha,
+                              uint16_t* c16 = nullptr) {
   if (!b_tensor || g.M < kPackReusedMinRows || b_tensor->raw_data() != B) return false;
   const GemmPackedKernel k =
       dtype == DType::F32 ? gemm_f32_packed_kernel() : gemm_bf16_packed_kernel();
-  if (!k) return false;
+  if (!k || (c16 && !k.run_to_bf16)) return false;
   const std::string key = "mm|" + std::string(dtype_name(dtype)) + "|" + std::to_string(g.K) +
                           "x" + std::to_string(g.N) + "|" + std::to_string(g.b.rs) + "," +
                           std::to_string(g.b.cs);
   if (!operand_seen_unchanged(*b_tensor, key)) return false;
   const auto packed = own_packed_weight(*b_tensor, key,
                                         [&] { return k.pack(g.K, g.N, B, g.b.rs, g.b.cs); });
-  k.run(g.M, A, g.a.rs, g.a.cs, *packed, C, c_rs, alpha);
+  if (c16)
+    k.run_to_bf16(g.M, A, g.a.rs, g.a.cs, *packed, c16, c_rs, nullptr);
+  else
+    k.run(g.M, A, g.a.rs, g.a.cs, *packed, C, c_rs, alpha);
   return true;
 }
 
@@ -371,9 +377,12 @@ void run_gemm_bf16(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
                             g.a.cs, B, g.b.batch[0], g.b.rs, g.b.cs, Cp, g.c.batch[0], g.c.rs,
                             alpha))
     return;
-  // The float32 sums (not zero-filled: the kernels overwrite them).
-  std::unique_ptr<float[]> acc_buf(new float[size_t(g.M * g.N)]);
-  float* const acc = acc_buf.get();
+  // With AMX a plain product (no self, alpha 1, unit column stride) is rounded inside the tile
+  // kernel; otherwise float32 sums (not zero-filled: the kernels overwrite them) are rounded
+  // below.
+  const bool round_inside = !use_self && alpha == 1.0f && g.c.cs == 1;
+  const GemmBf16ToBf16Fn to_bf16 = gemm_bf16_to_bf16_kernel();
+  std::unique_ptr<float[]> acc_buf;
   const VecMathF32& vm = vec_math_f32();
   for_each_offsets<4>(g.batch, {&g.a.batch, &g.b.batch, &g.c.batch, &g.self.batch},
                       [&](const std::array<int64_t, 4>& o) {
@@ -388,6 +397,17 @@ void run_gemm_bf16(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
         onednn_matmul(DType::BF16, g.M, g.N, g.K, A + o[0], g.a.rs, g.a.cs, B + o[1], g.b.rs,
                       g.b.cs, Cp + o[2], g.c.rs, alpha, false, S + o[3], b_tensor))
       return;
+    if (round_inside) {
+      uint16_t* c16 = reinterpret_cast<uint16_t*>(Cp + o[2]);
+      if (own_kernel_with_packed_b(DType::BF16, g, b_tensor, A + o[0], B + o[1], nullptr,
+                                   g.c.rs, 1.0f, c16))
+        return;
+      if (to_bf16 && to_bf16(g.M, g.N, g.K, A + o[0], g.a.rs, g.a.cs, B + o[1], g.b.rs, g.b.cs,
+                             c16, g.c.rs))
+        return;
+    }
+    if (!acc_buf) acc_buf.reset(new float[size_t(g.M * g.N)]);
+    float* const acc = acc_buf.get();
     if ((!use_self || !onednn_matmul(DType::BF16, g.M, g.N, g.K, A + o[0], g.a.rs, g.a.cs,
                                      B + o[1], g.b.rs, g.b.cs, acc, g.N, 1.0f, true, nullptr,
                                      b_tensor)) &&

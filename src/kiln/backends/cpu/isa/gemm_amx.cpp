@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "amx_tiles.h"
+#include "bf16_vectors_avx512.h"
 #include "gemm_bf16.h"
 #include "gemm_f32.h"  // gemm_thread_grid
 #include "gemm_pack_buffer.h"
@@ -18,6 +19,12 @@
 #include "pack_bf16_pairs.h"
 #include "pack_s8_quads.h"
 
+// GCC 12 reports the intentionally undefined placeholder inside its AVX-512 intrinsics
+// (`__Y = __Y`) as uninitialized once the bfloat16 rounding (bf16_vectors_avx512.h) is
+// inlined; the values are all defined.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include "gemm_amx_body.inc"
 
 namespace kiln::cpu {
@@ -31,6 +38,15 @@ void gemm_bf16_amx(int64_t M, int64_t N, int64_t K, const uint16_t* A, int64_t a
   }
   amx_gemm<AmxHardwareTiles, AmxKind::Bf16>(M, N, K, A, a_rs, a_cs, AmxB{B, b_rs, b_cs, false},
                                             C, c_rs);
+}
+
+bool gemm_bf16_amx_to_bf16(int64_t M, int64_t N, int64_t K, const uint16_t* A, int64_t a_rs,
+                           int64_t a_cs, const uint16_t* B, int64_t b_rs, int64_t b_cs,
+                           uint16_t* C, int64_t c_rs) {
+  if (M < kAmxMinRows) return false;
+  amx_gemm<AmxHardwareTiles, AmxKind::Bf16>(M, N, K, A, a_rs, a_cs, AmxB{B, b_rs, b_cs, false},
+                                            nullptr, 0, nullptr, AmxBf16Out{C, c_rs, nullptr});
+  return true;
 }
 
 void gemm_s8_amx(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool a_signed,
@@ -58,6 +74,15 @@ void gemm_bf16_amx_packed(int64_t M, const void* A, int64_t a_rs, int64_t a_cs,
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < B.N; ++j) C[i * c_rs + j] *= alpha;
 }
+void gemm_bf16_amx_packed_to_bf16(int64_t M, const void* A, int64_t a_rs, int64_t a_cs,
+                                  const GemmPackedB& B, uint16_t* C, int64_t c_rs,
+                                  const float* bias) {
+  KILN_CHECK(B.kernel == reinterpret_cast<const void*>(&gemm_bf16_amx_packed), Error,
+             "gemm: a B packed for another kernel was given to the AMX bfloat16 kernel");
+  amx_gemm<AmxHardwareTiles, AmxKind::Bf16>(M, B.N, B.K, static_cast<const uint16_t*>(A), a_rs,
+                                            a_cs, AmxB{}, nullptr, 0, &B,
+                                            AmxBf16Out{C, c_rs, bias});
+}
 GemmPackedB gemm_bf16_amx_pack(int64_t K, int64_t N, const void* B, int64_t b_rs, int64_t b_cs) {
   return amx_pack_whole<AmxKind::Bf16>(K, N, AmxB{B, b_rs, b_cs, false},
                                        reinterpret_cast<const void*>(&gemm_bf16_amx_packed));
@@ -78,3 +103,5 @@ GemmPackedB gemm_s8_amx_pack(int64_t K, int64_t N, const int8_t* W) {
 }
 
 }  // namespace kiln::cpu
+
+#pragma GCC diagnostic pop

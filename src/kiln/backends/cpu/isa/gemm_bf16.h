@@ -28,6 +28,16 @@ void gemm_bf16_avx512bf16(int64_t, int64_t, int64_t, const uint16_t*, int64_t, i
 void gemm_bf16_amx(int64_t, int64_t, int64_t, const uint16_t*, int64_t, int64_t, const uint16_t*,
                    int64_t, int64_t, float*, int64_t);
 inline constexpr int64_t kAmxMinRows = 16;
+// The same product rounded to bfloat16 C (row stride c_rs) inside the tile kernel, the float32
+// sums never stored (decision 0119); the rounding is vec_math's narrow_bf16's. False, having
+// written nothing, below kAmxMinRows rows.
+using GemmBf16ToBf16Fn = bool (*)(int64_t M, int64_t N, int64_t K, const uint16_t* A,
+                                  int64_t a_rs, int64_t a_cs, const uint16_t* B, int64_t b_rs,
+                                  int64_t b_cs, uint16_t* C, int64_t c_rs);
+bool gemm_bf16_amx_to_bf16(int64_t, int64_t, int64_t, const uint16_t*, int64_t, int64_t,
+                           const uint16_t*, int64_t, int64_t, uint16_t*, int64_t);
+// gemm_bf16_amx_to_bf16 at ISA level amx, else null.
+GemmBf16ToBf16Fn gemm_bf16_to_bf16_kernel();
 // A Linear weight packed once for the tiles (bfloat16 linear, int8 int_mm with W.t()) takes
 // products from this many rows: below it the vector dot tiles stream the weight at close to
 // the read bandwidth, above it they turn compute-bound (vdpbf16ps at half the float32 FMA

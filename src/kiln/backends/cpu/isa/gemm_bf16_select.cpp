@@ -43,10 +43,19 @@ GemmBf16Fn gemm_bf16_kernel() {
   return fn;
 }
 
+GemmBf16ToBf16Fn gemm_bf16_to_bf16_kernel() {
+  static const GemmBf16ToBf16Fn fn = []() -> GemmBf16ToBf16Fn {
+    if (isa_level() >= IsaLevel::Amx && cpu_features().amx_bf16) return &gemm_bf16_amx_to_bf16;
+    return nullptr;
+  }();
+  return fn;
+}
+
 GemmPackedKernel gemm_bf16_packed_kernel() {
   static const GemmPackedKernel k = [] {
     if (isa_level() >= IsaLevel::Amx && cpu_features().amx_bf16)
-      return GemmPackedKernel{&gemm_bf16_amx_pack, &gemm_bf16_amx_packed};
+      return GemmPackedKernel{&gemm_bf16_amx_pack, &gemm_bf16_amx_packed,
+                              &gemm_bf16_amx_packed_to_bf16};
     return GemmPackedKernel{};  // see gemm_packed_b.h
   }();
   return k;

@@ -83,9 +83,15 @@ using GemmPackBFn = GemmPackedB (*)(int64_t K, int64_t N, const void* B, int64_t
 // C float32 with row stride c_rs, overwritten).
 using GemmPackedRunFn = void (*)(int64_t M, const void* A, int64_t a_rs, int64_t a_cs,
                                  const GemmPackedB& B, float* C, int64_t c_rs, float alpha);
+// bfloat16 kernels that round inside (decision 0119): C[M, N] = bfloat16(A @ B + bias), C
+// bfloat16 with row stride c_rs, bias [N] float32 or null.
+using GemmPackedRunBf16Fn = void (*)(int64_t M, const void* A, int64_t a_rs, int64_t a_cs,
+                                     const GemmPackedB& B, uint16_t* C, int64_t c_rs,
+                                     const float* bias);
 struct GemmPackedKernel {
   GemmPackBFn pack = nullptr;
   GemmPackedRunFn run = nullptr;
+  GemmPackedRunBf16Fn run_to_bf16 = nullptr;  // where the kernel has that form (AMX)
   explicit operator bool() const { return pack && run; }
 };
 
@@ -100,6 +106,8 @@ void gemm_f32_avx512_packed(int64_t, const void*, int64_t, int64_t, const GemmPa
                             int64_t, float);
 void gemm_bf16_amx_packed(int64_t, const void*, int64_t, int64_t, const GemmPackedB&, float*,
                           int64_t, float);
+void gemm_bf16_amx_packed_to_bf16(int64_t, const void*, int64_t, int64_t, const GemmPackedB&,
+                                  uint16_t*, int64_t, const float*);
 
 // The level's kernels for float32 and bfloat16 operands (gemm_f32_select.cpp,
 // gemm_bf16_select.cpp); empty where the level has none: float32 at the baseline level;
