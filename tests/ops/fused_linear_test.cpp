@@ -88,6 +88,26 @@ TEST(LinalgFusedLinear, EveryActivationFewAndManyRows) {
       }
 }
 
+// Decision 0119: kiln's packed kernels add a float32 bias as they store the last K block's sums
+// (float32 at AVX2 and AVX-512, bfloat16 on AMX), and the AMX kernel rounds a bfloat16 output
+// itself. Tall products with several K blocks (K = 1100: three blocks of 512), partial panels
+// (N = 300) and row tiles (M = 45), with and without activation, residual and bias.
+TEST(LinalgFusedLinear, EpilogueInsideThePackedKernels) {
+  uint32_t seed = 900;
+  for (int64_t M : {45, 96})
+    for (int64_t K : {40, 1100})
+      for (bool bias : {false, true}) {
+        check({M, 300, K, DType::F32, DType::F32, LinearActivation::None, bias}, seed);
+        check({M, 300, K, DType::F32, DType::F32, LinearActivation::Gelu, bias, DType::F32},
+              seed + 1);
+        check({M, 300, K, DType::BF16, DType::BF16, LinearActivation::None, bias}, seed + 2);
+        check({M, 300, K, DType::BF16, DType::F32, LinearActivation::None, bias}, seed + 3);
+        check({M, 300, K, DType::BF16, DType::BF16, LinearActivation::Relu, bias, DType::BF16},
+              seed + 4);
+        seed += 7;
+      }
+}
+
 TEST(LinalgFusedLinear, ResidualAndOutputDtypes) {
   uint32_t seed = 100;
   for (int64_t M : {2, 33, 96})

@@ -47,14 +47,15 @@ std::shared_ptr<const GemmPackedB> packed_weight(const GemmPackedKernel& k, cons
   return own_packed_weight(w, key, [&] { return k.pack(K, N, w.raw_data(), 1, w_rs); });
 }
 
-// The blocked product with the packed weight, where the level has a packed kernel for x's
+// The blocked product with the packed weight, plus bias (float32 [N], or null) added by the
+// kernel as it stores the sums (decision 0119), where the level has a packed kernel for x's
 // dtype; false where it has none.
-bool packed_weight_sums(const Tensor& x, const Tensor& w, float* sums) {
+bool packed_weight_sums(const Tensor& x, const Tensor& w, const float* bias, float* sums) {
   const GemmPackedKernel k =
       x.dtype() == DType::F32 ? gemm_f32_packed_kernel() : gemm_bf16_packed_kernel();
   if (!k) return false;
   k.run(x.size(0), x.raw_data(), x.stride(0), x.stride(1), *packed_weight(k, x, w), sums,
-        w.size(0), 1.0f);
+        w.size(0), 1.0f, bias);
   return true;
 }
 
@@ -81,12 +82,13 @@ bool linear_rounded_in_kernel(const Tensor& x, const Tensor& w, const Tensor& bi
 }
 
 // sums[i * N + j] = sum_k x[i, k] * w[j, k] in float32 (x any strides, w unit column stride).
-void float_sums(const Tensor& x, const Tensor& w, float* sums) {
+// Returns whether the bias (float32 [N], or null) was added too: the packed kernels add it.
+bool float_sums(const Tensor& x, const Tensor& w, const float* bias, float* sums) {
   const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
   const int64_t a_rs = x.stride(0), a_cs = x.stride(1), w_rs = w.stride(0);
   if (K == 0) {
     std::fill(sums, sums + M * N, 0.0f);
-    return;
+    return false;
   }
   bool few_rows =
       M < (x.dtype() == DType::BF16 ? few_rows_max_bf16() : kFewRowsMax) && a_cs == 1;
@@ -99,22 +101,23 @@ void float_sums(const Tensor& x, const Tensor& w, float* sums) {
     const float* A = static_cast<const float*>(x.raw_data());
     const float* W = static_cast<const float*>(w.raw_data());
     const VecDotF32 dot = vec_math_f32().dot;
-    if (few_rows && few_rows_times_weight_f32(M, N, K, A, a_rs, W, w_rs, sums, N)) return;
+    if (few_rows && few_rows_times_weight_f32(M, N, K, A, a_rs, W, w_rs, sums, N)) return false;
     if (M == 1 && a_cs == 1 && dot) {  // each output one dot product of two contiguous rows
 #pragma omp parallel for schedule(static) if (parallel)
       for (int64_t j = 0; j < N; ++j) sums[j] = dot(A, W + j * w_rs, K);
-      return;
+      return false;
     }
-    if (packed_weight_sums(x, w, sums)) return;
+    if (packed_weight_sums(x, w, bias, sums)) return bias != nullptr;
     gemm_f32_kernel()(M, N, K, A, a_rs, a_cs, W, 1, w_rs, sums, N, 1.0f);
-    return;
+    return false;
   }
   const uint16_t* A = static_cast<const uint16_t*>(x.raw_data());
   const uint16_t* W = static_cast<const uint16_t*>(w.raw_data());
-  if (few_rows && few_rows_times_weight_bf16(M, N, K, A, a_rs, W, w_rs, sums, N)) return;
-  if (M == 1 && a_cs == 1 && one_row_times_weight_bf16(N, K, A, W, w_rs, sums)) return;
-  if (packed_weight_sums(x, w, sums)) return;
+  if (few_rows && few_rows_times_weight_bf16(M, N, K, A, a_rs, W, w_rs, sums, N)) return false;
+  if (M == 1 && a_cs == 1 && one_row_times_weight_bf16(N, K, A, W, w_rs, sums)) return false;
+  if (packed_weight_sums(x, w, bias, sums)) return bias != nullptr;
   gemm_bf16_kernel()(M, N, K, A, a_rs, a_cs, W, 1, w_rs, sums, N);
+  return false;
 }
 
 float activation_scalar(LinearActivation act, float v) {
@@ -168,7 +171,10 @@ void fused_linear_kernel(OpCall& call) {
     if (!buffer) throw std::bad_alloc();
   }
   float* sums = out_f32 ? static_cast<float*>(out.raw_data()) : buffer.get();
-  float_sums(x, w, sums);
+  // A float32 bias goes to the packed kernels, which add it while the sums are in registers.
+  const bool f32_bias = bias.defined() && bias.dtype() == DType::F32 && bias.stride(0) == 1;
+  const bool bias_added =
+      float_sums(x, w, f32_bias ? static_cast<const float*>(bias.raw_data()) : nullptr, sums);
   const VecUnaryF32 vec_act = activation_vector(act);
   const VecNarrowBf16 narrow = vec_math_f32().narrow_bf16;
   const int64_t res_rs = residual.defined() ? residual.stride(0) : 0;
@@ -176,7 +182,7 @@ void fused_linear_kernel(OpCall& call) {
 #pragma omp parallel for schedule(static) if (M * N >= (int64_t(1) << 15))
   for (int64_t i = 0; i < M; ++i) {
     float* r = sums + i * N;
-    if (bias.defined()) add_row(r, bias.raw_data(), bias.dtype(), N);
+    if (bias.defined() && !bias_added) add_row(r, bias.raw_data(), bias.dtype(), N);
     if (vec_act) {
       vec_act(r, r, N);
     } else if (act != LinearActivation::None) {

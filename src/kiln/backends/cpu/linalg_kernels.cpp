@@ -167,7 +167,7 @@ bool own_kernel_with_packed_b(DType dtype, const Gemm& g, const Tensor* b_tensor
   if (c16)
     k.run_to_bf16(g.M, A, g.a.rs, g.a.cs, *packed, c16, c_rs, nullptr);
   else
-    k.run(g.M, A, g.a.rs, g.a.cs, *packed, C, c_rs, alpha);
+    k.run(g.M, A, g.a.rs, g.a.cs, *packed, C, c_rs, alpha, nullptr);
   return true;
 }
 

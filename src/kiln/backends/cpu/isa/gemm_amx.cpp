@@ -65,7 +65,8 @@ void gemm_s8_amx(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool a_signe
 // With B packed whole beforehand (gemm_packed_b.h; a Linear weight). A product of fewer than
 // kAmxMinRows rows still runs on the tiles here (the caller chose the packed path).
 void gemm_bf16_amx_packed(int64_t M, const void* A, int64_t a_rs, int64_t a_cs,
-                          const GemmPackedB& B, float* C, int64_t c_rs, float alpha) {
+                          const GemmPackedB& B, float* C, int64_t c_rs, float alpha,
+                          const float* bias) {
   KILN_CHECK(B.kernel == reinterpret_cast<const void*>(&gemm_bf16_amx_packed), Error,
              "gemm: a B packed for another kernel was given to the AMX bfloat16 kernel");
   amx_gemm<AmxHardwareTiles, AmxKind::Bf16>(M, B.N, B.K, static_cast<const uint16_t*>(A), a_rs,
@@ -73,6 +74,9 @@ void gemm_bf16_amx_packed(int64_t M, const void* A, int64_t a_rs, int64_t a_cs,
   if (alpha != 1.0f)
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < B.N; ++j) C[i * c_rs + j] *= alpha;
+  if (bias)
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < B.N; ++j) C[i * c_rs + j] += bias[j];
 }
 void gemm_bf16_amx_packed_to_bf16(int64_t M, const void* A, int64_t a_rs, int64_t a_cs,
                                   const GemmPackedB& B, uint16_t* C, int64_t c_rs,

@@ -79,10 +79,12 @@ GemmPackedB pack_whole_b(int64_t K, int64_t N, int64_t kc_max, int64_t panel_col
 // Packs B [K, N] (element strides b_rs, b_cs; elements of the kernel's input type).
 using GemmPackBFn = GemmPackedB (*)(int64_t K, int64_t N, const void* B, int64_t b_rs,
                                     int64_t b_cs);
-// C[M, N] = alpha * A[M, K] @ B (A of the kernel's input type with element strides a_rs, a_cs;
-// C float32 with row stride c_rs, overwritten).
+// C[M, N] = alpha * A[M, K] @ B + bias (A of the kernel's input type with element strides
+// a_rs, a_cs; C float32 with row stride c_rs, overwritten; bias [N] float32 or null, added to
+// each row's scaled sums, as a separate pass would add it, but while they are in registers).
 using GemmPackedRunFn = void (*)(int64_t M, const void* A, int64_t a_rs, int64_t a_cs,
-                                 const GemmPackedB& B, float* C, int64_t c_rs, float alpha);
+                                 const GemmPackedB& B, float* C, int64_t c_rs, float alpha,
+                                 const float* bias);
 // bfloat16 kernels that round inside (decision 0119): C[M, N] = bfloat16(A @ B + bias), C
 // bfloat16 with row stride c_rs, bias [N] float32 or null.
 using GemmPackedRunBf16Fn = void (*)(int64_t M, const void* A, int64_t a_rs, int64_t a_cs,
@@ -101,11 +103,11 @@ GemmPackedB gemm_f32_avx2_pack(int64_t, int64_t, const void*, int64_t, int64_t);
 GemmPackedB gemm_f32_avx512_pack(int64_t, int64_t, const void*, int64_t, int64_t);
 GemmPackedB gemm_bf16_amx_pack(int64_t, int64_t, const void*, int64_t, int64_t);
 void gemm_f32_avx2_packed(int64_t, const void*, int64_t, int64_t, const GemmPackedB&, float*,
-                          int64_t, float);
+                          int64_t, float, const float*);
 void gemm_f32_avx512_packed(int64_t, const void*, int64_t, int64_t, const GemmPackedB&, float*,
-                            int64_t, float);
+                            int64_t, float, const float*);
 void gemm_bf16_amx_packed(int64_t, const void*, int64_t, int64_t, const GemmPackedB&, float*,
-                          int64_t, float);
+                          int64_t, float, const float*);
 void gemm_bf16_amx_packed_to_bf16(int64_t, const void*, int64_t, int64_t, const GemmPackedB&,
                                   uint16_t*, int64_t, const float*);
 
