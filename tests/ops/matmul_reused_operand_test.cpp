@@ -111,6 +111,7 @@ TEST(MatmulReusedOperand, AddmmBiasRowAndBfloat16) {
 // gemm_sizes_test.cpp): exact int32 sums on every call, before and after B changes in place.
 TEST(MatmulReusedOperand, IntMmContiguousB) {
   cpu::onednn_clear_packed_weights();
+  cpu::own_clear_packed_weights();
   const int64_t M = 80, N = 96, K = 320;
   auto ints = [](size_t n, double lo, double hi, uint32_t seed) {
     return random_values(n, lo, hi, seed, /*integers=*/true);
@@ -132,6 +133,10 @@ TEST(MatmulReusedOperand, IntMmContiguousB) {
   const bool vnni = cpu::onednn_enabled() && cpu::isa_level() >= cpu::IsaLevel::Avx512Vnni &&
                     cpu::isa_level() < cpu::IsaLevel::Amx;
   EXPECT_EQ(cpu::onednn_packed_weight_count(), vnni ? 1u : 0u);
+  // On the AMX tiles the reused row-major B is packed once too, from its second call
+  // (decision 0119).
+  const bool tiles = cpu::isa_level() >= cpu::IsaLevel::Amx && cpu::cpu_features().amx_int8;
+  EXPECT_EQ(cpu::own_packed_weight_count(), tiles ? 1u : 0u);
   bv = ints(size_t(K * N), -128, 128, 52);
   b.copy_(tensor_from(bv, {K, N}).to(DType::I8));
   check("after copy_");

@@ -627,12 +627,19 @@ void int_mm_kernel(OpCall& call) {
   const bool b_transposed = !b.is_contiguous();
   const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
   // A Linear weight (B = W.t()) on the AMX tiles: packed once per weight (decision 0043), from
-  // kAmxFewRowsMin rows (isa/gemm_bf16.h).
+  // kAmxFewRowsMin rows (isa/gemm_bf16.h). A row-major B is packed once from its second use
+  // unchanged with kPackReusedMinRows+ rows, as mm's (decision 0031): packing it on every call
+  // was 9% of a 1024^3 product (decision 0119).
   const GemmS8PackedKernel packed_kernel = gemm_s8_packed_kernel();
-  if (packed_kernel && b_transposed && M >= kAmxFewRowsMin) {
-    const std::string key = "int_mm|" + std::to_string(N) + "x" + std::to_string(K);
+  const std::string rows_key = "int_mm rows|" + std::to_string(K) + "x" + std::to_string(N);
+  const bool reused_rows = packed_kernel && !b_transposed && M >= kPackReusedMinRows &&
+                           operand_seen_unchanged(b, rows_key);
+  if (packed_kernel && ((b_transposed && M >= kAmxFewRowsMin) || reused_rows)) {
+    const std::string key =
+        b_transposed ? "int_mm|" + std::to_string(N) + "x" + std::to_string(K) : rows_key;
     const auto packed = own_packed_weight(b, key, [&] {
-      return packed_kernel.pack(K, N, static_cast<const int8_t*>(b.raw_data()));
+      const int8_t* data = static_cast<const int8_t*>(b.raw_data());
+      return b_transposed ? packed_kernel.pack(K, N, data) : packed_kernel.pack_rows(K, N, data);
     });
     packed_kernel.run(M, static_cast<const uint8_t*>(a.raw_data()), a.dtype() == DType::I8,
                       *packed, static_cast<int32_t*>(c.raw_data()));

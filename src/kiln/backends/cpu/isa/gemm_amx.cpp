@@ -105,6 +105,10 @@ GemmPackedB gemm_s8_amx_pack(int64_t K, int64_t N, const int8_t* W) {
   return amx_pack_whole<AmxKind::S8S8>(K, N, AmxB{W, 0, 0, true},
                                        reinterpret_cast<const void*>(&gemm_s8_amx_packed));
 }
+GemmPackedB gemm_s8_amx_pack_rows(int64_t K, int64_t N, const int8_t* B) {
+  return amx_pack_whole<AmxKind::S8S8>(K, N, AmxB{B, 0, 0, false},
+                                       reinterpret_cast<const void*>(&gemm_s8_amx_packed));
+}
 
 }  // namespace kiln::cpu
 

@@ -119,17 +119,20 @@ void gemm_bf16_amx_packed_to_bf16(int64_t, const void*, int64_t, int64_t, const 
 GemmPackedKernel gemm_f32_packed_kernel();
 GemmPackedKernel gemm_bf16_packed_kernel();
 
-// int8: B stored as [N, K] (a Linear weight; packed_transposed) and an A of M rows x K bytes,
-// signed or not; C int32 [M, N]. AMX only (gemm_amx.cpp); empty elsewhere.
+// int8: B stored as [N, K] (a Linear weight; pack) or row-major [K, N] (pack_rows: a B that
+// int_mm sees again unchanged) and an A of M rows x K bytes, signed or not; C int32 [M, N].
+// AMX only (gemm_amx.cpp); empty elsewhere.
 using GemmS8PackBFn = GemmPackedB (*)(int64_t K, int64_t N, const int8_t* W);
 using GemmS8PackedRunFn = void (*)(int64_t M, const uint8_t* A, bool a_signed,
                                    const GemmPackedB& B, int32_t* C);
 struct GemmS8PackedKernel {
   GemmS8PackBFn pack = nullptr;
   GemmS8PackedRunFn run = nullptr;
-  explicit operator bool() const { return pack && run; }
+  GemmS8PackBFn pack_rows = nullptr;
+  explicit operator bool() const { return pack && run && pack_rows; }
 };
 GemmPackedB gemm_s8_amx_pack(int64_t K, int64_t N, const int8_t* W);
+GemmPackedB gemm_s8_amx_pack_rows(int64_t K, int64_t N, const int8_t* B);
 void gemm_s8_amx_packed(int64_t M, const uint8_t* A, bool a_signed, const GemmPackedB& B,
                         int32_t* C);
 GemmS8PackedKernel gemm_s8_packed_kernel();

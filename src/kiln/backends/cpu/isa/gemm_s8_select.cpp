@@ -45,7 +45,7 @@ GemmS8Fn gemm_s8_kernel() {
 GemmS8PackedKernel gemm_s8_packed_kernel() {
   static const GemmS8PackedKernel k = [] {
     if (isa_level() >= IsaLevel::Amx && cpu_features().amx_int8)
-      return GemmS8PackedKernel{&gemm_s8_amx_pack, &gemm_s8_amx_packed};
+      return GemmS8PackedKernel{&gemm_s8_amx_pack, &gemm_s8_amx_packed, &gemm_s8_amx_pack_rows};
     return GemmS8PackedKernel{};
   }();
   return k;
