@@ -631,12 +631,13 @@ void int_mm_kernel(OpCall& call) {
   // unchanged with kPackReusedMinRows+ rows, as mm's (decision 0031): packing it on every call
   // was 9% of a 1024^3 product (decision 0119).
   const GemmS8PackedKernel packed_kernel = gemm_s8_packed_kernel();
-  const std::string rows_key = "int_mm rows|" + std::to_string(K) + "x" + std::to_string(N);
+  const std::string key =
+      !packed_kernel ? std::string()
+      : b_transposed ? "int_mm|" + std::to_string(N) + "x" + std::to_string(K)
+                     : "int_mm rows|" + std::to_string(K) + "x" + std::to_string(N);
   const bool reused_rows = packed_kernel && !b_transposed && M >= kPackReusedMinRows &&
-                           operand_seen_unchanged(b, rows_key);
+                           operand_seen_unchanged(b, key);
   if (packed_kernel && ((b_transposed && M >= kAmxFewRowsMin) || reused_rows)) {
-    const std::string key =
-        b_transposed ? "int_mm|" + std::to_string(N) + "x" + std::to_string(K) : rows_key;
     const auto packed = own_packed_weight(b, key, [&] {
       const int8_t* data = static_cast<const int8_t*>(b.raw_data());
       return b_transposed ? packed_kernel.pack(K, N, data) : packed_kernel.pack_rows(K, N, data);
