@@ -6,9 +6,12 @@
 // sizes, strided and 3-D inputs, broadcast residuals; the packed-weight cache (weights
 // changed in place, new weights at a freed address, views at different offsets); Linear
 // routed through it; argument errors.
+#include <cstring>
+
 #include "kiln/backends/cpu/cpu_info.h"
 #include "kiln/backends/cpu/onednn.h"
 #include "kiln/backends/cpu/packed_weights.h"
+#include "kiln/tensor/tensor_impl.h"
 #include "ops/test_util.h"
 
 namespace kiln::test {
@@ -223,6 +226,59 @@ TEST(LinalgFusedLinearCache, OwnKernelsPackOncePerWeightAndSeeChanges) {
   EXPECT_EQ(cpu::own_packed_weight_count(), 2 * f32_copy + bf16_copy);
   cpu::own_clear_packed_weights();
   EXPECT_EQ(cpu::own_packed_weight_count(), 0u);
+  cpu::set_onednn_enabled(onednn_was);
+}
+
+// Foreign memory (a NumPy array, a DLPack import) may be written without kiln seeing it, so no
+// packed copy of a foreign weight is kept; it takes kernels that read it as it is (decision
+// 0120): oneDNN with the plain layout, kiln's plain blocked kernels (each packs a block as it
+// goes), the AMX kernel that rounds to bfloat16 itself. A write that bypasses the version
+// counter (as NumPy's would) is seen by the next call; no packed copy is cached.
+TEST(LinalgFusedLinearCache, ForeignWeightsAreReadAsTheyAre) {
+  const bool onednn_was = cpu::onednn_enabled();
+  uint32_t seed = 500;
+  for (bool onednn : {true, false}) {
+    cpu::set_onednn_enabled(onednn);
+    cpu::own_clear_packed_weights();
+    cpu::onednn_clear_packed_weights();
+    for (DType in : {DType::F32, DType::BF16})
+      for (int64_t M : {3, 20, 45, 96})
+        for (int64_t K : {40, 1100})
+          for (bool bias : {false, true}) {
+            const int64_t N = 300;
+            const std::string what = std::string(dtype_name(in)) + " M=" + std::to_string(M) +
+                                     " K=" + std::to_string(K) + (bias ? " bias" : "") +
+                                     (onednn ? " oneDNN" : " kiln");
+            auto xv = rounded(random_values(size_t(M * K), -1, 1, seed), in);
+            auto bv = rounded(random_values(size_t(N), -1, 1, seed + 1), in);
+            Tensor x = make(xv, {M, K}, in, kCpu);
+            Tensor b = bias ? make(bv, {N}, in, kCpu) : Tensor();
+            Tensor w = make(rounded(random_values(size_t(N * K), -1, 1, seed + 2), in), {N, K},
+                            in, kCpu);
+            w.impl()->storage()->mark_foreign();
+            for (int round = 0; round < 2; ++round) {
+              // The second round rewrites the weight behind kiln's back.
+              auto wv = rounded(random_values(size_t(N * K), -1, 1, seed + 3 + round), in);
+              const Tensor fresh = make(wv, {N, K}, in, kCpu);
+              std::memcpy(w.raw_data(), fresh.raw_data(), size_t(N * K) * element_size(in));
+              std::vector<double> ref(size_t(M * N));
+              for (int64_t i = 0; i < M; ++i)
+                for (int64_t j = 0; j < N; ++j) {
+                  double s = bias ? bv[size_t(j)] : 0.0;
+                  for (int64_t k = 0; k < K; ++k)
+                    s += xv[size_t(i * K + k)] * wv[size_t(j * K + k)];
+                  ref[size_t(i * N + j)] = s;
+                }
+              const Tol tol = in == DType::BF16 ? tol_for(DType::BF16)
+                                                : Tol{2e-6, 1e-6 * (4.0 + 2.0 * std::sqrt(double(K)))};
+              expect_close(fused_linear(x, w, b, LinearActivation::None, Tensor(), in), {M, N},
+                           ref, tol, what + " round " + std::to_string(round));
+            }
+            seed += 5;
+          }
+    EXPECT_EQ(cpu::own_packed_weight_count(), 0u);
+    EXPECT_EQ(cpu::onednn_packed_weight_count(), 0u);
+  }
   cpu::set_onednn_enabled(onednn_was);
 }
 

@@ -23,6 +23,7 @@
 #include "isa/vec_math.h"
 #include "onednn_linear.h"
 #include "own_packed_weights.h"
+#include "weight_identity.h"
 
 namespace kiln::cpu {
 namespace {
@@ -49,11 +50,13 @@ std::shared_ptr<const GemmPackedB> packed_weight(const GemmPackedKernel& k, cons
 
 // The blocked product with the packed weight, plus bias (float32 [N], or null) added by the
 // kernel as it stores the sums (decision 0119), where the level has a packed kernel for x's
-// dtype; false where it has none.
+// dtype; false where it has none, or where the weight is foreign memory (weight_identity.h):
+// its packed copy could not be kept, and a whole copy made per call cost more than the
+// plain kernel's packing of each block as it goes (decision 0120).
 bool packed_weight_sums(const Tensor& x, const Tensor& w, const float* bias, float* sums) {
   const GemmPackedKernel k =
       x.dtype() == DType::F32 ? gemm_f32_packed_kernel() : gemm_bf16_packed_kernel();
-  if (!k) return false;
+  if (!k || !WeightIdentity::trackable(w)) return false;
   k.run(x.size(0), x.raw_data(), x.stride(0), x.stride(1), *packed_weight(k, x, w), sums,
         w.size(0), 1.0f, bias);
   return true;
@@ -70,6 +73,13 @@ bool linear_rounded_in_kernel(const Tensor& x, const Tensor& w, const Tensor& bi
       x.size(0) < kAmxFewRowsMin || out.stride(1) != 1)
     return false;
   const int64_t N = w.size(0);
+  if (!WeightIdentity::trackable(w)) {  // foreign memory: the plain tile kernel (decision 0120)
+    const GemmBf16ToBf16Fn plain = gemm_bf16_to_bf16_kernel();
+    return !bias.defined() && plain && x.size(0) >= kAmxMinRows &&
+           plain(x.size(0), N, x.size(1), static_cast<const uint16_t*>(x.raw_data()),
+                 x.stride(0), x.stride(1), static_cast<const uint16_t*>(w.raw_data()), 1,
+                 w.stride(0), static_cast<uint16_t*>(out.raw_data()), out.stride(0));
+  }
   std::vector<float> bias_f32;
   if (bias.defined()) {
     bias_f32.resize(size_t(N));

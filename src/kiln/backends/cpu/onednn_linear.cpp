@@ -12,6 +12,7 @@
 #include "onednn_packed_weights.h"
 #include "onednn_plan_cache.h"
 #include "onednn_runtime.h"
+#include "weight_identity.h"
 
 namespace kiln::cpu {
 
@@ -68,7 +69,12 @@ std::shared_ptr<LinearPlan> make_plan(const Tensor& x, const Tensor& w, const Te
   plan->a = memory::desc({M, K}, dt, {x.stride(0), x.stride(1)});
   // W.T as a [K, N] matrix: element (k, n) lies at n * row stride + k.
   plan->w_plain = memory::desc({K, N}, dt, {1, w.stride(0)});
-  const memory::desc w_any({K, N}, dt, memory::format_tag::any);
+  // A foreign weight (weight_identity.h) keeps its own layout: its packed copy could not be
+  // kept, and a reorder per call cost more than oneDNN's packing of blocks as it goes
+  // (decision 0120).
+  const memory::desc w_any = WeightIdentity::trackable(w)
+                                 ? memory::desc({K, N}, dt, memory::format_tag::any)
+                                 : plan->w_plain;
   plan->c = memory::desc({M, N}, onednn_type(out.dtype()), {out.stride(0), 1});
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -97,7 +103,7 @@ std::string plan_key(const Tensor& x, const Tensor& w, const Tensor& bias, Linea
   return onednn_key({int64_t(x.dtype()), int64_t(out.dtype()), int64_t(act), bias.defined(),
                      res ? int64_t(residual.dtype()) : -1, res ? residual.stride(0) : 0,
                      x.size(0), x.size(1), w.size(0), x.stride(0), x.stride(1), w.stride(0),
-                     out.stride(0)});
+                     out.stride(0), WeightIdentity::trackable(w)});
 }
 
 }  // namespace
