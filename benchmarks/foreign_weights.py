@@ -1,9 +1,12 @@
-"""Linear layers whose weights kiln does not own: imported from NumPy (kiln.from_numpy) or
-through DLPack, or kiln weights with a live NumPy view. Their owner may write them without kiln
-seeing it, so kiln keeps no packed copy of them (weight_identity.h) and reads them as they
-are (decision 0120). Times F.linear with such a weight against the same weight owned by kiln
-and against PyTorch 2.13 with the same values, interleaved in one process; prints
-GFLOP/s and kiln's time over torch's.
+"""Linear layers whose weights kiln does not keep packed (decision 0120), in two parts:
+1. weights kiln does not own: imported from NumPy (kiln.from_numpy) or through DLPack, or kiln
+   weights with a live NumPy view. Their owner may write them without kiln seeing it, so kiln
+   keeps no packed copy of them (weight_identity.h) and reads them as they are. F.linear with
+   such a weight against the same weight owned by kiln and against PyTorch 2.13 with the same
+   values; GFLOP/s and time ratios.
+2. weights used once: nn.Linear layers under autocast(bfloat16), which casts every weight anew
+   in each autocast region, kiln.nn against torch.nn; ms per pass and kiln's time over torch's.
+All interleaved in one process.
 
     .venv/bin/python benchmarks/foreign_weights.py [--threads 2] [--dtypes f32,bf16]
 """
@@ -58,6 +61,31 @@ def main():
                 print(f"{dt} {M}x{K}x{N:<18} {gf(t_own):8.0f} GF {gf(t_for):10.0f} GF "
                       f"{gf(t_torch):5.0f} GF  {t_for / t_torch:17.2f}x  {t_for / t_own:17.2f}x",
                       flush=True)
+    autocast_part()
+
+
+def autocast_part(layers=4):
+    print(f"\n{'autocast(bfloat16), ' + str(layers) + ' x nn.Linear':34s} {'kiln':>9s} {'torch':>9s}"
+          f"  kiln/torch time")
+    for (M, K, N) in SHAPES[1:]:
+        kl = [kiln.nn.Linear(K, N) for _ in range(layers)]
+        tl = [torch.nn.Linear(K, N) for _ in range(layers)]
+        kx, tx = kiln.randn(M, K), torch.randn(M, K)
+
+        def k_pass():
+            with kiln.no_grad(), kiln.autocast("cpu", dtype=kiln.bfloat16):
+                for lin in kl:
+                    lin(kx)
+
+        def t_pass():
+            with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+                for lin in tl:
+                    lin(tx)
+
+        samples, _ = time_interleaved([k_pass, t_pass], budget_s=0.8)
+        tk, tt = (median(s) for s in samples)
+        print(f"{M}x{K}x{N:<28} {tk * 1e3:6.2f} ms {tt * 1e3:6.2f} ms  {tk / tt:14.2f}x",
+              flush=True)
 
 
 if __name__ == "__main__":

@@ -201,7 +201,9 @@ TEST(LinalgFusedLinearCache, WeightViewsAtDifferentOffsetsAreDistinct) {
 
 // kiln's own blocked kernels keep one packed copy per weight (decision 0043) where the level
 // has a packed kernel: float32 from AVX2 up, bfloat16 on AMX. oneDNN is switched off here so
-// that they take the products at every level.
+// that they take the products at every level. A weight is packed from its second use with the
+// same contents (decision 0120): a first use, or the first use after an in-place change, reads
+// it as it is.
 TEST(LinalgFusedLinearCache, OwnKernelsPackOncePerWeightAndSeeChanges) {
   const bool onednn_was = cpu::onednn_enabled();
   cpu::set_onednn_enabled(false);
@@ -209,24 +211,55 @@ TEST(LinalgFusedLinearCache, OwnKernelsPackOncePerWeightAndSeeChanges) {
   const size_t f32_copy = cpu::isa_level() >= cpu::IsaLevel::Avx2 ? 1 : 0;
   Tensor x = f32(random_values(64 * 96, -1, 1, 80), {64, 96});
   Tensor w = f32(random_values(80 * 96, -1, 1, 81), {80, 96});
+  expect_close(fused_linear(x, w), {64, 80}, linear_ref(x, w), kTol, "first use");
+  EXPECT_EQ(cpu::own_packed_weight_count(), 0u);  // one use: read as it is
   for (int i = 0; i < 3; ++i)
     expect_close(fused_linear(x, w), {64, 80}, linear_ref(x, w), kTol, "call " + std::to_string(i));
   EXPECT_EQ(cpu::own_packed_weight_count(), f32_copy);
   w.mul_(full({1}, -3.0, TensorOptions(DType::F32, kCpu)));
   expect_close(fused_linear(x, w), {64, 80}, linear_ref(x, w), kTol, "after mul_");
+  expect_close(fused_linear(x, w), {64, 80}, linear_ref(x, w), kTol, "after mul_, again");
   EXPECT_EQ(cpu::own_packed_weight_count(), f32_copy);  // the same weight, packed again
   Tensor w2 = f32(random_values(80 * 96, -1, 1, 82), {80, 96});
-  expect_close(fused_linear(x, w2), {64, 80}, linear_ref(x, w2), kTol, "a second weight");
+  for (int i = 0; i < 2; ++i)
+    expect_close(fused_linear(x, w2), {64, 80}, linear_ref(x, w2), kTol, "a second weight");
   EXPECT_EQ(cpu::own_packed_weight_count(), 2 * f32_copy);
   // bfloat16: packed on AMX tiles only.
   Tensor xb = x.to(DType::BF16), wb = w2.to(DType::BF16);
-  Tensor yb = fused_linear(xb, wb, Tensor(), LinearActivation::None, Tensor(), DType::F32);
-  expect_close(yb, {64, 80}, linear_ref(xb, wb), kTol, "bfloat16");
+  for (int i = 0; i < 2; ++i) {
+    Tensor yb = fused_linear(xb, wb, Tensor(), LinearActivation::None, Tensor(), DType::F32);
+    expect_close(yb, {64, 80}, linear_ref(xb, wb), kTol, "bfloat16");
+  }
   const size_t bf16_copy = cpu::isa_level() >= cpu::IsaLevel::Amx ? 1 : 0;
   EXPECT_EQ(cpu::own_packed_weight_count(), 2 * f32_copy + bf16_copy);
   cpu::own_clear_packed_weights();
   EXPECT_EQ(cpu::own_packed_weight_count(), 0u);
   cpu::set_onednn_enabled(onednn_was);
+}
+
+// A weight made anew for every call (autocast's cast, a weight computed per call) is never
+// packed whole, by kiln's kernels or oneDNN; a weight used again is, once (decision 0120).
+TEST(LinalgFusedLinearCache, WeightsUsedOnceAreNotPackedWhole) {
+  cpu::own_clear_packed_weights();
+  cpu::onednn_clear_packed_weights();
+  for (DType dt : {DType::F32, DType::BF16})
+    for (int64_t M : {8, 20, 64}) {
+      Tensor x = f32(random_values(size_t(M) * 96, -1, 1, 90), {M, 96}).to(dt);
+      Tensor base = f32(random_values(80 * 96, -1, 1, 91), {80, 96});
+      for (int i = 0; i < 4; ++i) {
+        Tensor w = base.to(dt).clone();  // new storage every call
+        expect_close(fused_linear(x, w, Tensor(), LinearActivation::None, Tensor(), DType::F32),
+                     {M, 80}, linear_ref(x, w), dt == DType::BF16 ? Tol{1e-4, 1e-4} : kTol,
+                     "one-off weight, call " + std::to_string(i));
+      }
+    }
+  EXPECT_EQ(cpu::own_packed_weight_count(), 0u);
+  EXPECT_EQ(cpu::onednn_packed_weight_count(), 0u);
+  Tensor x = f32(random_values(64 * 96, -1, 1, 92), {64, 96});
+  Tensor w = f32(random_values(80 * 96, -1, 1, 93), {80, 96});
+  for (int i = 0; i < 3; ++i) fused_linear(x, w);
+  const bool packs = cpu::isa_level() >= cpu::IsaLevel::Avx2 || cpu::onednn_enabled();
+  EXPECT_EQ(cpu::own_packed_weight_count() + cpu::onednn_packed_weight_count(), packs ? 1u : 0u);
 }
 
 // Foreign memory (a NumPy array, a DLPack import) may be written without kiln seeing it, so no

@@ -23,7 +23,6 @@
 #include "isa/vec_math.h"
 #include "onednn_linear.h"
 #include "own_packed_weights.h"
-#include "weight_identity.h"
 
 namespace kiln::cpu {
 namespace {
@@ -50,13 +49,13 @@ std::shared_ptr<const GemmPackedB> packed_weight(const GemmPackedKernel& k, cons
 
 // The blocked product with the packed weight, plus bias (float32 [N], or null) added by the
 // kernel as it stores the sums (decision 0119), where the level has a packed kernel for x's
-// dtype; false where it has none, or where the weight is foreign memory (weight_identity.h):
-// its packed copy could not be kept, and a whole copy made per call cost more than the
-// plain kernel's packing of each block as it goes (decision 0120).
-bool packed_weight_sums(const Tensor& x, const Tensor& w, const float* bias, float* sums) {
+// dtype and the weight is worth packing whole (`reused`: linear_weight_reused); false
+// otherwise.
+bool packed_weight_sums(const Tensor& x, const Tensor& w, const float* bias, bool reused,
+                        float* sums) {
   const GemmPackedKernel k =
       x.dtype() == DType::F32 ? gemm_f32_packed_kernel() : gemm_bf16_packed_kernel();
-  if (!k || !WeightIdentity::trackable(w)) return false;
+  if (!k || !reused) return false;
   k.run(x.size(0), x.raw_data(), x.stride(0), x.stride(1), *packed_weight(k, x, w), sums,
         w.size(0), 1.0f, bias);
   return true;
@@ -67,13 +66,13 @@ bool packed_weight_sums(const Tensor& x, const Tensor& w, const float* bias, flo
 // block of sums itself, so no float32 buffer is written and read back (decision 0119). False
 // where that does not apply.
 bool linear_rounded_in_kernel(const Tensor& x, const Tensor& w, const Tensor& bias,
-                              const Tensor& out) {
+                              bool reused, const Tensor& out) {
   const GemmPackedKernel k = gemm_bf16_packed_kernel();
   if (x.dtype() != DType::BF16 || out.dtype() != DType::BF16 || !k.run_to_bf16 ||
       x.size(0) < kAmxFewRowsMin || out.stride(1) != 1)
     return false;
   const int64_t N = w.size(0);
-  if (!WeightIdentity::trackable(w)) {  // foreign memory: the plain tile kernel (decision 0120)
+  if (!reused) {  // not worth packing whole: the plain tile kernel (decision 0120)
     const GemmBf16ToBf16Fn plain = gemm_bf16_to_bf16_kernel();
     return !bias.defined() && plain && x.size(0) >= kAmxMinRows &&
            plain(x.size(0), N, x.size(1), static_cast<const uint16_t*>(x.raw_data()),
@@ -93,7 +92,9 @@ bool linear_rounded_in_kernel(const Tensor& x, const Tensor& w, const Tensor& bi
 
 // sums[i * N + j] = sum_k x[i, k] * w[j, k] in float32 (x any strides, w unit column stride).
 // Returns whether the bias (float32 [N], or null) was added too: the packed kernels add it.
-bool float_sums(const Tensor& x, const Tensor& w, const float* bias, float* sums) {
+// `reused`: whether the weight is worth packing whole (linear_weight_reused).
+bool float_sums(const Tensor& x, const Tensor& w, const float* bias, bool reused,
+                float* sums) {
   const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
   const int64_t a_rs = x.stride(0), a_cs = x.stride(1), w_rs = w.stride(0);
   if (K == 0) {
@@ -103,8 +104,9 @@ bool float_sums(const Tensor& x, const Tensor& w, const float* bias, float* sums
   bool few_rows =
       M < (x.dtype() == DType::BF16 ? few_rows_max_bf16() : kFewRowsMax) && a_cs == 1;
   // With AMX, bfloat16 products of kAmxFewRowsMin rows or more take the tiles with the weight
-  // packed once (isa/gemm_bf16.h).
-  if (x.dtype() == DType::BF16 && M >= kAmxFewRowsMin && gemm_bf16_packed_kernel())
+  // packed once (isa/gemm_bf16.h); a weight not packed whole keeps the streaming kernels up to
+  // their row limit.
+  if (x.dtype() == DType::BF16 && M >= kAmxFewRowsMin && gemm_bf16_packed_kernel() && reused)
     few_rows = false;
   const bool parallel = N * K >= (int64_t(1) << 16);
   if (x.dtype() == DType::F32) {
@@ -117,7 +119,7 @@ bool float_sums(const Tensor& x, const Tensor& w, const float* bias, float* sums
       for (int64_t j = 0; j < N; ++j) sums[j] = dot(A, W + j * w_rs, K);
       return false;
     }
-    if (packed_weight_sums(x, w, bias, sums)) return bias != nullptr;
+    if (packed_weight_sums(x, w, bias, reused, sums)) return bias != nullptr;
     gemm_f32_kernel()(M, N, K, A, a_rs, a_cs, W, 1, w_rs, sums, N, 1.0f);
     return false;
   }
@@ -125,7 +127,7 @@ bool float_sums(const Tensor& x, const Tensor& w, const float* bias, float* sums
   const uint16_t* W = static_cast<const uint16_t*>(w.raw_data());
   if (few_rows && few_rows_times_weight_bf16(M, N, K, A, a_rs, W, w_rs, sums, N)) return false;
   if (M == 1 && a_cs == 1 && one_row_times_weight_bf16(N, K, A, W, w_rs, sums)) return false;
-  if (packed_weight_sums(x, w, bias, sums)) return bias != nullptr;
+  if (packed_weight_sums(x, w, bias, reused, sums)) return bias != nullptr;
   gemm_bf16_kernel()(M, N, K, A, a_rs, a_cs, W, 1, w_rs, sums, N);
   return false;
 }
@@ -166,9 +168,12 @@ void fused_linear_kernel(OpCall& call) {
   const Tensor& out = call.outs[0];
   const auto act = LinearActivation(call.int_attr(0));
   if (out.numel() == 0) return;
-  if (x.device().is_cpu() && onednn_linear(x, w, bias, act, residual, out)) return;
+  // Whether the weight gets (or has) a whole packed copy: kiln memory from its second use
+  // unchanged (decision 0120); never below the rows that pack.
+  const bool reused = x.size(0) >= kLinearPackMinRows && linear_weight_reused(w);
+  if (x.device().is_cpu() && onednn_linear(x, w, bias, act, residual, reused, out)) return;
   if (act == LinearActivation::None && !residual.defined() &&
-      linear_rounded_in_kernel(x, w, bias, out))
+      linear_rounded_in_kernel(x, w, bias, reused, out))
     return;
   const int64_t M = x.size(0), N = w.size(0);
   const bool out_f32 = out.dtype() == DType::F32;
@@ -184,7 +189,8 @@ void fused_linear_kernel(OpCall& call) {
   // A float32 bias goes to the packed kernels, which add it while the sums are in registers.
   const bool f32_bias = bias.defined() && bias.dtype() == DType::F32 && bias.stride(0) == 1;
   const bool bias_added =
-      float_sums(x, w, f32_bias ? static_cast<const float*>(bias.raw_data()) : nullptr, sums);
+      float_sums(x, w, f32_bias ? static_cast<const float*>(bias.raw_data()) : nullptr,
+                 reused, sums);
   const VecUnaryF32 vec_act = activation_vector(act);
   const VecNarrowBf16 narrow = vec_math_f32().narrow_bf16;
   const int64_t res_rs = residual.defined() ? residual.stride(0) : 0;

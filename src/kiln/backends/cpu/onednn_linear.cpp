@@ -12,7 +12,6 @@
 #include "onednn_packed_weights.h"
 #include "onednn_plan_cache.h"
 #include "onednn_runtime.h"
-#include "weight_identity.h"
 
 namespace kiln::cpu {
 
@@ -61,7 +60,7 @@ void append_activation(dnnl::post_ops& po, LinearActivation act) {
 }
 
 std::shared_ptr<LinearPlan> make_plan(const Tensor& x, const Tensor& w, const Tensor& bias,
-                                      LinearActivation act, const Tensor& residual,
+                                      LinearActivation act, const Tensor& residual, bool reused,
                                       const Tensor& out) {
   const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
   const memory::data_type dt = onednn_type(x.dtype());
@@ -69,12 +68,10 @@ std::shared_ptr<LinearPlan> make_plan(const Tensor& x, const Tensor& w, const Te
   plan->a = memory::desc({M, K}, dt, {x.stride(0), x.stride(1)});
   // W.T as a [K, N] matrix: element (k, n) lies at n * row stride + k.
   plan->w_plain = memory::desc({K, N}, dt, {1, w.stride(0)});
-  // A foreign weight (weight_identity.h) keeps its own layout: its packed copy could not be
-  // kept, and a reorder per call cost more than oneDNN's packing of blocks as it goes
-  // (decision 0120).
-  const memory::desc w_any = WeightIdentity::trackable(w)
-                                 ? memory::desc({K, N}, dt, memory::format_tag::any)
-                                 : plan->w_plain;
+  // A weight not (yet) worth a packed copy keeps its own layout: a reorder made for one use
+  // cost more than oneDNN's packing of blocks as it goes (decision 0120).
+  const memory::desc w_any =
+      reused ? memory::desc({K, N}, dt, memory::format_tag::any) : plan->w_plain;
   plan->c = memory::desc({M, N}, onednn_type(out.dtype()), {out.stride(0), 1});
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -98,18 +95,18 @@ std::shared_ptr<LinearPlan> make_plan(const Tensor& x, const Tensor& w, const Te
 }
 
 std::string plan_key(const Tensor& x, const Tensor& w, const Tensor& bias, LinearActivation act,
-                     const Tensor& residual, const Tensor& out) {
+                     const Tensor& residual, bool reused, const Tensor& out) {
   const bool res = residual.defined();
   return onednn_key({int64_t(x.dtype()), int64_t(out.dtype()), int64_t(act), bias.defined(),
                      res ? int64_t(residual.dtype()) : -1, res ? residual.stride(0) : 0,
                      x.size(0), x.size(1), w.size(0), x.stride(0), x.stride(1), w.stride(0),
-                     out.stride(0), WeightIdentity::trackable(w)});
+                     out.stride(0), reused});
 }
 
 }  // namespace
 
 bool onednn_linear(const Tensor& x, const Tensor& w, const Tensor& bias, LinearActivation act,
-                   const Tensor& residual, const Tensor& out) {
+                   const Tensor& residual, bool reused, const Tensor& out) {
   const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
   if (!onednn_takes_linear(M, M * N * K, K)) return false;
   if (x.dtype() == DType::F32 && own_kernel_takes_f32_linear(M)) return false;
@@ -119,10 +116,10 @@ bool onednn_linear(const Tensor& x, const Tensor& w, const Tensor& bias, LinearA
     return false;
   if (x.stride(0) == 0 || x.stride(1) == 0 || (residual.defined() && residual.stride(0) == 0))
     return false;  // broadcast operands have no oneDNN layout
-  const std::string key = plan_key(x, w, bias, act, residual, out);
+  const std::string key = plan_key(x, w, bias, act, residual, reused, out);
   try {
     std::shared_ptr<LinearPlan> plan =
-        g_plans.get(key, [&] { return make_plan(x, w, bias, act, residual, out); });
+        g_plans.get(key, [&] { return make_plan(x, w, bias, act, residual, reused, out); });
     dnnl::stream& s = onednn_stream();
     // The packed weight is shared by every M: its layout depends on N, K and the dtype.
     const std::string w_key =

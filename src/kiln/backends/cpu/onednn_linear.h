@@ -15,7 +15,9 @@ namespace kiln::cpu {
 // than oneDNN's matmul rule, decision 0017; float32 from 32 rows at AVX-512, decision 0119),
 // oneDNN is absent or switched off, or it has no
 // implementation for the combination.
+// `reused`: whether the weight is worth oneDNN's packed layout (linear_weight_reused in
+// own_packed_weights.h); otherwise the plan reads it in its own layout (decision 0120).
 bool onednn_linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                   LinearActivation act, const Tensor& residual, const Tensor& out);
+                   LinearActivation act, const Tensor& residual, bool reused, const Tensor& out);
 
 }  // namespace kiln::cpu

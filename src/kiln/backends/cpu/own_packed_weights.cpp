@@ -57,6 +57,20 @@ bool operand_seen_unchanged(const Tensor& operand, const std::string& layout_key
   return false;
 }
 
+bool linear_weight_reused(const Tensor& weight) {
+  static std::mutex mutex;
+  static std::unordered_map<std::string, WeightIdentity> seen;
+  constexpr size_t kMaxSightings = 4096;
+  if (!WeightIdentity::trackable(weight)) return false;
+  const std::string key = weight_memory_key(weight, "linear");
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = seen.find(key);
+  if (it != seen.end() && it->second.describes(weight)) return true;
+  if (seen.size() >= kMaxSightings) seen.clear();
+  seen[key] = WeightIdentity::of(weight);
+  return false;
+}
+
 size_t own_packed_weight_count() {
   std::lock_guard<std::mutex> lock(g_mutex);
   return g_entries.size();

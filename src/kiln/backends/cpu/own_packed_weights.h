@@ -28,6 +28,19 @@ std::shared_ptr<const GemmPackedB> own_packed_weight(const Tensor& weight,
 // Up to 256 sightings are remembered (weak references), forgotten all at once when full.
 // Used by the oneDNN matmul / int_mm paths and by kiln's own kernels.
 bool operand_seen_unchanged(const Tensor& operand, const std::string& layout_key);
+// Whether a Linear weight has earned a whole packed copy (oneDNN's layout, or kiln's panels):
+// kiln memory (not foreign) that a Linear saw before with the same storage, offset and version.
+// Records this sighting (up to 4096 weights, forgotten all at once when full). A weight used
+// once — a cast that autocast makes per forward, a weight computed per call, a weight being
+// trained (its version moves every step) — is read by the plain kernels, which pack each block
+// as they go: packed whole and used once it cost 1.5-2.5x the time of the product with the
+// copy cached (decision 0120).
+bool linear_weight_reused(const Tensor& weight);
+// Below this many rows no Linear path packs its weight (oneDNN's Linear takes products from
+// kOnednnLinearMinRows = 4 rows, onednn_runtime.h; AMX from kAmxFewRowsMin = 5), so fewer rows
+// neither ask nor record.
+inline constexpr int64_t kLinearPackMinRows = 4;
+
 // Products with fewer rows than this do not pack a reused plain operand for kiln's own kernels
 // (oneDNN's paths: kOnednnPackMinRows, decision 0031). Below 16 rows the matrix-vector and
 // dot-tile kernels read the plain weight once anyway; from 16 the blocked kernel reads B once
