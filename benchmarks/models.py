@@ -303,6 +303,19 @@ def sec_bert(b):
                 km = km.to(kiln.bfloat16)
             d = max_diff(km(kids), tref)
             b.pair(f"{name} {dt}", lambda: km(kids), lambda: tm(ids), diff=d)
+        if dt == "fp32":
+            # The float32 model under autocast(bfloat16), the way PyTorch users run bf16 on a
+            # CPU: kiln keeps each weight's rounding packed across forwards (decision 0121),
+            # PyTorch casts every weight on every forward. Outside the targets.
+            def k_amp():
+                with kiln.inference_mode(), kiln.autocast("cpu", dtype=kiln.bfloat16):
+                    return km(kids)
+
+            def t_amp():
+                with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
+                    return tm(ids)
+            if bf16_guard(b, f"{name} autocast(bfloat16)"):
+                b.pair(f"{name} autocast(bfloat16)", k_amp, t_amp, diff=max_diff(k_amp(), t_amp()))
 
 
 def sec_resnet(b):

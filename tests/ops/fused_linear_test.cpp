@@ -11,6 +11,7 @@
 #include "kiln/backends/cpu/cpu_info.h"
 #include "kiln/backends/cpu/onednn.h"
 #include "kiln/backends/cpu/packed_weights.h"
+#include "kiln/dispatch/autocast.h"
 #include "kiln/tensor/tensor_impl.h"
 #include "ops/test_util.h"
 
@@ -312,6 +313,69 @@ TEST(LinalgFusedLinearCache, ForeignWeightsAreReadAsTheyAre) {
     EXPECT_EQ(cpu::own_packed_weight_count(), 0u);
     EXPECT_EQ(cpu::onednn_packed_weight_count(), 0u);
   }
+  cpu::set_onednn_enabled(onednn_was);
+}
+
+// Under autocast(bfloat16) fused_linear keeps a float32 weight and its CPU kernel computes the
+// product with the weight rounded to bfloat16, as the cast would, keeping the rounded weight
+// packed (on AMX, from the float32 weight's second use) until the float32 weight changes
+// (decision 0121). Every path: few rows, tiles, oneDNN, activation, residual, bias.
+TEST(LinalgFusedLinearAutocast, Float32WeightComputedAsItsBfloat16Rounding) {
+  const bool onednn_was = cpu::onednn_enabled();
+  uint32_t seed = 700;
+  for (bool onednn : {true, false}) {
+    cpu::set_onednn_enabled(onednn);
+    for (int64_t M : {3, 8, 45})
+      for (int64_t K : {40, 600})  // one and two K blocks of the tiles
+        for (int variant = 0; variant < 3; ++variant) {
+          const int64_t N = 300;
+          const LinearActivation act =
+              variant == 1 ? LinearActivation::Gelu : LinearActivation::None;
+          const bool bias = variant != 0, res = variant == 2;
+          const std::string what = "M=" + std::to_string(M) + " K=" + std::to_string(K) +
+                                   " variant " + std::to_string(variant) +
+                                   (onednn ? " oneDNN" : " kiln");
+          // float32 values; the reference rounds x, w and bias to bfloat16 as the cast does.
+          auto xv = random_values(size_t(M * K), -1, 1, seed);
+          auto bv = random_values(size_t(N), -1, 1, seed + 1);
+          auto rv = random_values(size_t(M * N), -1, 1, seed + 2);
+          Tensor x = make(xv, {M, K}, DType::F32, kCpu);
+          Tensor b = bias ? make(bv, {N}, DType::F32, kCpu) : Tensor();
+          Tensor r = res ? make(rv, {M, N}, DType::F32, kCpu) : Tensor();
+          Tensor w = make(random_values(size_t(N * K), -1, 1, seed + 3), {N, K}, DType::F32, kCpu);
+          cpu::own_clear_packed_weights();
+          for (int round = 0; round < 4; ++round) {
+            if (round == 3) w.mul_(full({1}, -3.0, TensorOptions(DType::F32, kCpu)));
+            const auto xr = rounded(xv, DType::BF16), br = rounded(bv, DType::BF16);
+            const auto wr = rounded(values(w), DType::BF16);
+            std::vector<double> ref(size_t(M * N));
+            for (int64_t i = 0; i < M; ++i)
+              for (int64_t j = 0; j < N; ++j) {
+                double sum = bias ? br[size_t(j)] : 0.0;
+                for (int64_t k = 0; k < K; ++k)
+                  sum += xr[size_t(i * K + k)] * wr[size_t(j * K + k)];
+                sum = activation_ref(act, sum);
+                if (res) sum += rv[size_t(i * N + j)];
+                ref[size_t(i * N + j)] = sum;
+              }
+            set_autocast_enabled(DeviceType::CPU, true);
+            increment_autocast_nesting();
+            Tensor y = fused_linear(x, w, b, act, r);
+            decrement_autocast_nesting();
+            set_autocast_enabled(DeviceType::CPU, false);
+            ASSERT_EQ(y.dtype(), DType::BF16) << what;
+            expect_close(y, {M, N}, ref, tol_for(DType::BF16),
+                         what + " round " + std::to_string(round));
+          }
+          // The tiles keep the rounded weight packed: one copy for the weight as it was, one
+          // after mul_ (the stale one stays until the weight is freed).
+          const bool tiles = !onednn || cpu::isa_level() >= cpu::IsaLevel::Amx;
+          if (cpu::isa_level() >= cpu::IsaLevel::Amx && M >= 8 && tiles)
+            EXPECT_GE(cpu::own_packed_weight_count(), 1u) << what;
+          seed += 7;
+        }
+  }
+  cpu::own_clear_packed_weights();
   cpu::set_onednn_enabled(onednn_was);
 }
 

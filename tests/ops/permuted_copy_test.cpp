@@ -241,3 +241,34 @@ TEST(PermutedCopy, RunsOfEveryLengthClass) {
 
 }  // namespace
 }  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+// A dtype conversion into a contiguous tensor from a permuted one (autocast's cast of w.t())
+// runs the permuted copy into a block of the source dtype and then the dense converter
+// (decision 0121). Each result is checked bit for bit against the source's values converted
+// one by one from float64 (exact for every source dtype here, so the single rounding is the
+// same).
+TEST(PermutedCopy, ConversionsFromPermutedSources) {
+  const std::pair<DType, DType> kPairs[] = {
+      {DType::F32, DType::BF16}, {DType::F32, DType::F16}, {DType::BF16, DType::F32},
+      {DType::F16, DType::BF16}, {DType::F32, DType::I64}, {DType::I32, DType::F32},
+      {DType::F64, DType::F32}};
+  for (const auto& [from, to] : kPairs) {
+    SCOPED_TRACE(std::string(dtype_name(from)) + " -> " + std::string(dtype_name(to)));
+    // Values with fractions and large magnitudes, exactly representable in the source dtype.
+    auto v = random_values(300 * 200, -300, 300, 17);
+    Tensor base = make(rounded(v, from), {300, 200}, from, Device(DeviceType::CPU, 0));
+    for (const Tensor& src : {base.t(), base.reshape({4, 75, 200}).permute({2, 0, 1}),
+                              base.reshape({30, 10, 200}).transpose(0, 1)}) {
+      const Tensor got = src.to(to);
+      ASSERT_TRUE(got.is_contiguous());
+      const Tensor want = make(values(src), src.shape(), to, Device(DeviceType::CPU, 0));
+      expect_same_elements(want, got);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kiln::test

@@ -93,6 +93,36 @@ def test_weight_casts_are_cached_and_refreshed_after_an_update():
     assert float(y1[0, 0]) == 4.0 and float(y2[0, 0]) == 8.0
 
 
+@pytest.mark.parametrize("input_dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("rows", [3, 8, 64])
+def test_inference_linear_keeps_float32_weights_and_matches_torch(rows, input_dtype):
+    """Under autocast without grad, kiln's Linear reads its float32 weight rounded to bfloat16
+    (packed once on AMX, decision 0121), from a float32 or a bfloat16 input: torch's autocast
+    values on every forward, and a changed weight is seen."""
+    torch.manual_seed(rows)
+    tm = torch.nn.Linear(96, 130)
+    km = kiln.nn.Linear(96, 130)
+    km.load_state_dict({k: kiln.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    x = torch.randn(2, rows, 96)
+    kx = kiln.tensor(x.numpy())
+    if input_dtype == "bfloat16":  # a layer fed by a bfloat16 product: operands mixed
+        x, kx = x.bfloat16(), kx.bfloat16()
+    for step in range(4):
+        if step == 3:
+            with torch.no_grad(), kiln.no_grad():
+                tm.weight.mul_(-0.5)
+                km.weight.mul_(-0.5)
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+            want = tm(x)
+        with kiln.no_grad(), kiln.autocast("cpu", dtype=kiln.bfloat16):
+            got = km(kx)
+        assert str(got.dtype) == "kiln.bfloat16", got.dtype
+        assert str(km.weight.dtype) == "kiln.float32"
+        # Both sum bfloat16 products in float32 and round once; the order of the sums may
+        # differ, so one bfloat16 ulp (2^-8 relative) apart at most.
+        np.testing.assert_allclose(got.float().numpy(), want.float().numpy(), rtol=8e-3, atol=8e-3)
+
+
 def test_xpu_autocast_defaults_to_float16():
     a = kiln.ones(4, 4, device="xpu")
     with kiln.autocast("xpu"):

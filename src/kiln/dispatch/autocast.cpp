@@ -97,11 +97,24 @@ class AutocastInterceptor final : public Interceptor {
     const DType target = p == Policy::Lower ? s.dtype[size_t(first->device().type)] : DType::F32;
     bool changed = false;
     DType original = first->dtype();
-    for (Tensor& t : call.inputs)
+    // fused_linear on the CPU takes a float32 weight with a bfloat16 input as the product with
+    // the weight rounded (its kernel keeps that rounded weight packed across forwards, where
+    // a cast here would be made, packed and dropped on every forward; decision 0121).
+    const bool f32_weight_kept = call.op->name == std::string_view("fused_linear") &&
+                                 first->device().is_cpu() && target == DType::BF16 &&
+                                 call.inputs.size() > 1 && call.inputs[1].defined() &&
+                                 call.inputs[1].dtype() == DType::F32;
+    for (size_t i = 0; i < call.inputs.size(); ++i) {
+      Tensor& t = call.inputs[i];
+      if (f32_weight_kept && i == 1) {
+        changed = true;
+        continue;
+      }
       if (eligible(t) && t.dtype() != target) {
         t = cast(t, target);
         changed = true;
       }
+    }
     // fused_linear names its output dtype (attr 1): the input's, now the cast dtype.
     if (changed && call.op->name == std::string_view("fused_linear") && call.has_attr(1) &&
         call.dtype_attr(1) == original && original != DType::F64)

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "kiln/autograd/autograd.h"
+#include "kiln/dispatch/autocast.h"
 #include "kiln/ops/copy.h"
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/linalg.h"
@@ -36,6 +37,12 @@ std::vector<TensorMeta> fused_linear_meta(const OpCall& c) {
 
 }  // namespace
 
+bool fused_linear_mixed_ok(const Tensor& x) {
+  return x.device().is_cpu() && is_autocast_enabled(DeviceType::CPU) &&
+         get_autocast_dtype(DeviceType::CPU) == DType::BF16 &&
+         (x.dtype() == DType::F32 || x.dtype() == DType::BF16);
+}
+
 LinearActivation parse_linear_activation(const std::string& name) {
   for (int i = 0; i < 5; ++i)
     if (name == kActivationNames[i]) return LinearActivation(i);
@@ -57,15 +64,21 @@ Tensor fused_linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
              shape_str(weight.shape()), ")");
   KILN_CHECK(is_floating(x.dtype()), Error, "fused_linear: expected a floating input, got ",
              dtype_name(x.dtype()));
-  KILN_CHECK(weight.dtype() == x.dtype(), Error, "fused_linear: expected weight of the input's "
-             "dtype ", dtype_name(x.dtype()), ", got ", dtype_name(weight.dtype()));
+  // Under CPU autocast to bfloat16, float32 and bfloat16 operands may mix: the autocast
+  // interceptor unifies them before the kernel runs (decision 0121).
+  const bool mixed_ok = fused_linear_mixed_ok(x);
+  const auto mixes = [&](DType t) { return mixed_ok && (t == DType::F32 || t == DType::BF16); };
+  KILN_CHECK(weight.dtype() == x.dtype() || mixes(weight.dtype()), Error,
+             "fused_linear: expected weight of the input's dtype ", dtype_name(x.dtype()),
+             ", got ", dtype_name(weight.dtype()));
   KILN_CHECK(weight.device() == x.device(), DeviceError, "fused_linear: expected weight on ",
              x.device().str(), ", got ", weight.device().str());
   if (bias.defined()) {
     KILN_CHECK(bias.dim() == 1 && bias.size(0) == N, ShapeError,
                "fused_linear: expected bias of shape [", N, "], got ", shape_str(bias.shape()));
-    KILN_CHECK(bias.dtype() == x.dtype(), Error, "fused_linear: expected bias of the input's "
-               "dtype ", dtype_name(x.dtype()), ", got ", dtype_name(bias.dtype()));
+    KILN_CHECK(bias.dtype() == x.dtype() || mixes(bias.dtype()), Error,
+               "fused_linear: expected bias of the input's dtype ", dtype_name(x.dtype()),
+               ", got ", dtype_name(bias.dtype()));
     KILN_CHECK(bias.device() == x.device(), DeviceError, "fused_linear: expected bias on ",
                x.device().str(), ", got ", bias.device().str());
   }

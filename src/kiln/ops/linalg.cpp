@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "kiln/autograd/autograd.h"
+#include "kiln/dispatch/autocast.h"
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/factory.h"
 #include "kiln/ops/reduction.h"
@@ -221,12 +222,17 @@ Tensor outer(const Tensor& a, const Tensor& b) {
 // cached per weight tensor (oneDNN's matmul from 4 rows: decision 0045); under autograd, or
 // with fewer rows (kiln's matrix-vector kernels and dot tiles read the plain weight once),
 // the (add)mm path below.
+// Under CPU autocast to bfloat16 the operands of a Linear may mix float32 and bfloat16 (a layer
+// fed by a bfloat16 product): autocast unifies them (fused_linear_mixed_ok, fused_linear.cpp).
 static bool linear_can_fuse(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   if (!x.device().is_cpu() || weight.device() != x.device()) return false;
-  if ((x.dtype() != DType::F32 && x.dtype() != DType::BF16) || weight.dtype() != x.dtype())
+  const auto f32_or_bf16 = [](DType t) { return t == DType::F32 || t == DType::BF16; };
+  const bool mixed_ok = fused_linear_mixed_ok(x);
+  if (!f32_or_bf16(x.dtype()) || (weight.dtype() != x.dtype() && !(mixed_ok && f32_or_bf16(weight.dtype()))))
     return false;
-  if (bias.defined() && (bias.dim() != 1 || bias.size(0) != weight.size(0) ||
-                         bias.dtype() != x.dtype() || bias.device() != x.device()))
+  if (bias.defined() &&
+      (bias.dim() != 1 || bias.size(0) != weight.size(0) || bias.device() != x.device() ||
+       (bias.dtype() != x.dtype() && !(mixed_ok && f32_or_bf16(bias.dtype())))))
     return false;
   if (x.numel() / std::max<int64_t>(x.shape().back(), 1) < 4) return false;
   if (autograd::is_grad_enabled())

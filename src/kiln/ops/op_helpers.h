@@ -44,3 +44,9 @@ void write_result(const char* op_name, Tensor& out, const Tensor& result);
 bool partially_overlaps(const Tensor& a, const Tensor& b);
 
 }  // namespace kiln::ops
+
+namespace kiln {
+// Whether a Linear on x may take float32 and bfloat16 operands mixed (fused_linear.cpp): under
+// CPU autocast to bfloat16, whose interceptor unifies them (decision 0121).
+bool fused_linear_mixed_ok(const Tensor& x);
+}  // namespace kiln

@@ -8,6 +8,7 @@
 #include "isa/vec_math.h"
 #include "kiln/core/convert.h"
 #include "kiln/dispatch/registry.h"
+#include "kiln/tensor/empty.h"
 #include "kiln/tensor/strided_loop.h"
 #include "parallel_pieces.h"
 #include "permuted_copy.h"
@@ -120,13 +121,37 @@ bool convert_float_to_int_dense(const Tensor& src, const Tensor& dst) {
   return true;
 }
 
+bool convert_dense(const Tensor& src, const Tensor& dst) {
+  return convert_f32_half_dense(src, dst) || convert_half_pair_dense(src, dst) ||
+         convert_float_to_int_dense(src, dst);
+}
+
+// A conversion into a contiguous tensor from a differently laid out one (w.t() cast to
+// bfloat16, as autocast casts a transposed weight): the permuted copy's tiles into a contiguous
+// block of the source's dtype, then the dense converter. The element loop walked a new cache
+// line per element: float32 [3072, 768].t() to bfloat16 4.2 ms, against 0.67 for the same-dtype
+// copy and 0.23 for the contiguous conversion (decision 0121).
+bool convert_permuted(const Tensor& src, const Tensor& dst) {
+  constexpr int64_t kMinElements = 4096;  // below, the temporary costs more than it saves
+  if (src.dtype() == dst.dtype() || src.shape() != dst.shape() || !dst.is_contiguous() ||
+      dst.numel() < kMinElements)
+    return false;
+  const Tensor staged = empty_tensor(dst.shape(), src.dtype(), dst.device());
+  if (!copy_permuted(src, staged)) return false;
+  if (convert_dense(staged, dst)) return true;
+  KILN_DISPATCH_ALL(dst.dtype(), "copy_", [&]<typename To>() {
+    KILN_DISPATCH_ALL(src.dtype(), "copy_", [&]<typename From>() {
+      elementwise_kernel<To, From>(dst, {&staged}, [](From v) { return convert_value<To>(v); });
+    });
+  });
+  return true;
+}
+
 // outs[0] <- inputs[0] (broadcast, converted).
 void copy_kernel(OpCall& call) {
   const Tensor& src = call.inputs[0];
   const Tensor& dst = call.outs[0];
-  if (convert_f32_half_dense(src, dst) || convert_half_pair_dense(src, dst) ||
-      convert_float_to_int_dense(src, dst))
-    return;
+  if (convert_dense(src, dst)) return;
   if (src.dtype() == dst.dtype() && dense_alike(src, dst)) {
     const char* s = static_cast<const char*>(src.raw_data());
     char* d = static_cast<char*>(dst.raw_data());
@@ -137,7 +162,7 @@ void copy_kernel(OpCall& call) {
       std::memmove(d, s, size_t(n));
     return;
   }
-  if (copy_permuted(src, dst)) return;
+  if (copy_permuted(src, dst) || convert_permuted(src, dst)) return;
   KILN_DISPATCH_ALL(dst.dtype(), "copy_", [&]<typename To>() {
     KILN_DISPATCH_ALL(src.dtype(), "copy_", [&]<typename From>() {
       elementwise_kernel<To, From>(dst, {&src}, [](From v) { return convert_value<To>(v); });

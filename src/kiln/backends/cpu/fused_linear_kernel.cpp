@@ -39,12 +39,19 @@ void add_row(float* r, const void* row, DType dtype, int64_t n) {
 }
 
 // The weight packed once per weight tensor for kernel k (own_packed_weights.h, decision 0043).
+// A float32 weight with bfloat16 x (autocast's form, decision 0121) is rounded to bfloat16 as
+// it is packed: the packed copy is the rounded weight's.
 std::shared_ptr<const GemmPackedB> packed_weight(const GemmPackedKernel& k, const Tensor& x,
                                                  const Tensor& w) {
   const int64_t K = x.size(1), N = w.size(0), w_rs = w.stride(0);
-  const std::string key = "linear|" + std::string(dtype_name(x.dtype())) + "|" +
-                          std::to_string(N) + "x" + std::to_string(K) + "|" + std::to_string(w_rs);
-  return own_packed_weight(w, key, [&] { return k.pack(K, N, w.raw_data(), 1, w_rs); });
+  const std::string key = "linear|" + std::string(dtype_name(x.dtype())) + "<" +
+                          std::string(dtype_name(w.dtype())) + "|" + std::to_string(N) + "x" +
+                          std::to_string(K) + "|" + std::to_string(w_rs);
+  return own_packed_weight(w, key, [&] {
+    if (w.dtype() == x.dtype()) return k.pack(K, N, w.raw_data(), 1, w_rs);
+    const Tensor rounded = w.to(x.dtype());  // contiguous [N, K]
+    return k.pack(K, N, rounded.raw_data(), 1, rounded.stride(0));
+  });
 }
 
 // The blocked product with the packed weight, plus bias (float32 [N], or null) added by the
@@ -158,20 +165,15 @@ VecUnaryF32 activation_vector(LinearActivation act) {
   return nullptr;
 }
 
-// inputs {x [M, K], weight [N, K], bias? [N], residual? [M, N]}, attrs {activation};
-// outs {out [M, N]} float32 or bfloat16.
-void fused_linear_kernel(OpCall& call) {
-  const Tensor& x = call.inputs[0];
-  const Tensor& w = call.inputs[1];
-  const Tensor& bias = call.inputs[2];
-  const Tensor& residual = call.inputs[3];
-  const Tensor& out = call.outs[0];
-  const auto act = LinearActivation(call.int_attr(0));
-  if (out.numel() == 0) return;
-  // Whether the weight gets (or has) a whole packed copy: kiln memory from its second use
-  // unchanged (decision 0120); never below the rows that pack.
-  const bool reused = x.size(0) >= kLinearPackMinRows && linear_weight_reused(w);
-  if (x.device().is_cpu() && onednn_linear(x, w, bias, act, residual, reused, out)) return;
+// out = act(x @ w.T + bias) + residual. `reused`: whether the weight gets (or has) a whole
+// packed copy. A float32 w with bfloat16 x comes here only with `reused` and the AMX tiles
+// (fused_linear_kernel), where the packed copy is the only way the weight is read.
+void fused_linear_rows(const Tensor& x, const Tensor& w, const Tensor& bias,
+                       const Tensor& residual, LinearActivation act, bool reused,
+                       const Tensor& out) {
+  if (x.device().is_cpu() && w.dtype() == x.dtype() &&
+      onednn_linear(x, w, bias, act, residual, reused, out))
+    return;
   if (act == LinearActivation::None && !residual.defined() &&
       linear_rounded_in_kernel(x, w, bias, reused, out))
     return;
@@ -219,6 +221,32 @@ void fused_linear_kernel(OpCall& call) {
       }
     }
   }
+}
+
+// inputs {x [M, K], weight [N, K], bias? [N], residual? [M, N]}, attrs {activation};
+// outs {out [M, N]} float32 or bfloat16. The weight has x's dtype, or is float32 with a
+// bfloat16 x (autocast's form, decision 0121): the product is then the one with the weight
+// rounded to bfloat16, which the AMX tiles keep packed from the float32 weight's second use,
+// so that autocast does not round and pack every weight again on every forward.
+void fused_linear_kernel(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const Tensor& w = call.inputs[1];
+  const Tensor& out = call.outs[0];
+  const auto act = LinearActivation(call.int_attr(0));
+  if (out.numel() == 0) return;
+  // Whether the weight gets (or has) a whole packed copy: kiln memory from its second use
+  // unchanged (decision 0120); never below the rows that pack.
+  const bool reused = x.size(0) >= kLinearPackMinRows && linear_weight_reused(w);
+  if (w.dtype() != x.dtype()) {
+    KILN_CHECK(x.dtype() == DType::BF16 && w.dtype() == DType::F32, Error,
+               "fused_linear: expected a weight of the input's dtype, or a float32 weight with "
+               "a bfloat16 input; got ", dtype_name(w.dtype()), " with ", dtype_name(x.dtype()));
+    if (!(reused && x.size(0) >= kAmxFewRowsMin && gemm_bf16_packed_kernel())) {
+      fused_linear_rows(x, w.to(DType::BF16), call.inputs[2], call.inputs[3], act, false, out);
+      return;
+    }
+  }
+  fused_linear_rows(x, w, call.inputs[2], call.inputs[3], act, reused, out);
 }
 
 }  // namespace
