@@ -234,7 +234,11 @@ static bool linear_can_fuse(const Tensor& x, const Tensor& weight, const Tensor&
       (bias.dim() != 1 || bias.size(0) != weight.size(0) || bias.device() != x.device() ||
        (bias.dtype() != x.dtype() && !(mixed_ok && f32_or_bf16(bias.dtype())))))
     return false;
-  if (x.numel() / std::max<int64_t>(x.shape().back(), 1) < 4) return false;
+  // Fewer rows take the (add)mm path (the plain weight read once), except a float32 weight
+  // under autocast, whose bfloat16 rounding fused_linear keeps (decision 0121).
+  if (x.numel() / std::max<int64_t>(x.shape().back(), 1) < 4 &&
+      !(mixed_ok && weight.dtype() == DType::F32))
+    return false;
   if (autograd::is_grad_enabled())
     for (const Tensor* t : {&x, &weight, &bias})
       if (t->defined() && autograd::requires_grad(*t)) return false;

@@ -10,6 +10,8 @@
 namespace kiln::cpu {
 
 size_t own_packed_weight_count();
+// Drops the packed copies and the bfloat16 roundings kept for float32 weights under autocast
+// (decision 0121).
 void own_clear_packed_weights();
 
 }  // namespace kiln::cpu

@@ -236,16 +236,23 @@ void fused_linear_kernel(OpCall& call) {
   if (out.numel() == 0) return;
   // Whether the weight gets (or has) a whole packed copy: kiln memory from its second use
   // unchanged (decision 0120); never below the rows that pack.
-  const bool reused = x.size(0) >= kLinearPackMinRows && linear_weight_reused(w);
   if (w.dtype() != x.dtype()) {
     KILN_CHECK(x.dtype() == DType::BF16 && w.dtype() == DType::F32, Error,
                "fused_linear: expected a weight of the input's dtype, or a float32 weight with "
                "a bfloat16 input; got ", dtype_name(w.dtype()), " with ", dtype_name(x.dtype()));
-    if (!(reused && x.size(0) >= kAmxFewRowsMin && gemm_bf16_packed_kernel())) {
+    // From its second use the weight's rounding is kept: packed for the tiles, else plain
+    // (own_packed_weights.h); a first use rounds it for this call.
+    const bool reused = linear_weight_reused(w);
+    if (reused && x.size(0) >= kAmxFewRowsMin && gemm_bf16_packed_kernel())
+      fused_linear_rows(x, w, call.inputs[2], call.inputs[3], act, true, out);
+    else if (reused)
+      fused_linear_rows(x, own_rounded_weight(w, DType::BF16), call.inputs[2], call.inputs[3],
+                        act, x.size(0) >= kLinearPackMinRows, out);
+    else
       fused_linear_rows(x, w.to(DType::BF16), call.inputs[2], call.inputs[3], act, false, out);
-      return;
-    }
+    return;
   }
+  const bool reused = x.size(0) >= kLinearPackMinRows && linear_weight_reused(w);
   fused_linear_rows(x, w, call.inputs[2], call.inputs[3], act, reused, out);
 }
 

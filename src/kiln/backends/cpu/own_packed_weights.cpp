@@ -20,6 +20,13 @@ std::mutex g_mutex;
 std::unordered_map<std::string, Entry> g_entries;
 constexpr size_t kMaxCached = 512;
 
+struct Rounded {  // own_rounded_weight's entries
+  WeightIdentity identity;
+  Tensor tensor;
+};
+std::mutex g_rounded_mutex;
+std::unordered_map<std::string, Rounded> g_rounded;
+
 }  // namespace
 
 std::shared_ptr<const GemmPackedB> own_packed_weight(const Tensor& weight,
@@ -57,6 +64,29 @@ bool operand_seen_unchanged(const Tensor& operand, const std::string& layout_key
   return false;
 }
 
+Tensor own_rounded_weight(const Tensor& weight, DType dtype) {
+  std::mutex& mutex = g_rounded_mutex;
+  auto& cache = g_rounded;
+  const std::string key =
+      weight_memory_key(weight, "rounded|" + std::string(dtype_name(dtype)) + "|" +
+                                    std::to_string(weight.size(0)) + "x" +
+                                    std::to_string(weight.size(1)) + "|" +
+                                    std::to_string(weight.stride(0)));
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = cache.find(key);
+    if (it != cache.end() && it->second.identity.describes(weight)) return it->second.tensor;
+  }
+  Tensor rounded = weight.to(dtype).contiguous();
+  if (!WeightIdentity::trackable(weight)) return rounded;
+  std::lock_guard<std::mutex> lock(mutex);
+  for (auto it = cache.begin(); it != cache.end();)
+    it = it->second.identity.storage.expired() ? cache.erase(it) : std::next(it);
+  if (cache.size() >= kMaxCached) cache.clear();
+  cache[key] = Rounded{WeightIdentity::of(weight), rounded};
+  return rounded;
+}
+
 bool linear_weight_reused(const Tensor& weight) {
   static std::mutex mutex;
   static std::unordered_map<std::string, WeightIdentity> seen;
@@ -77,8 +107,12 @@ size_t own_packed_weight_count() {
 }
 
 void own_clear_packed_weights() {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  g_entries.clear();
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_entries.clear();
+  }
+  std::lock_guard<std::mutex> lock(g_rounded_mutex);
+  g_rounded.clear();
 }
 
 }  // namespace kiln::cpu

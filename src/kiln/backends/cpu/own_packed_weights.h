@@ -28,6 +28,13 @@ std::shared_ptr<const GemmPackedB> own_packed_weight(const Tensor& weight,
 // Up to 256 sightings are remembered (weak references), forgotten all at once when full.
 // Used by the oneDNN matmul / int_mm paths and by kiln's own kernels.
 bool operand_seen_unchanged(const Tensor& operand, const std::string& layout_key);
+// `weight` rounded to `dtype` (a contiguous kiln tensor), kept like a packed copy against the
+// weight's identity and version (same cache rules): the float32 weights that autocast leaves to
+// fused_linear (decision 0121) for the products that do not take the tiles' packed copy (fewer
+// than kAmxFewRowsMin rows, levels without AMX), which then read bfloat16 weights instead of
+// rounding the float32 weight on every call. Foreign weights are rounded per call.
+Tensor own_rounded_weight(const Tensor& weight, DType dtype);
+
 // Whether a Linear weight has earned a whole packed copy (oneDNN's layout, or kiln's panels):
 // kiln memory (not foreign) that a Linear saw before with the same storage, offset and version.
 // Records this sighting (up to 4096 weights, forgotten all at once when full). A weight used
