@@ -348,6 +348,18 @@ def sec_resnet(b):
                 with torch.inference_mode(), kiln.inference_mode():
                     d = max_diff(km(kx), tm(x))
                     b.pair(f"resnet50_b{bs} {dt}{fmt}", lambda: km(kx), lambda: tm(x), diff=d)
+                if dt == "fp32" and bs == 1 and bf16_guard(b, "resnet50 autocast(bfloat16)"):
+                    # The float32 model under autocast(bfloat16), batch 1 (decision 0121);
+                    # outside the targets (no " bf16" in the row's name).
+                    def k_amp():
+                        with kiln.inference_mode(), kiln.autocast("cpu", dtype=kiln.bfloat16):
+                            return km(kx)
+
+                    def t_amp():
+                        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
+                            return tm(x)
+                    b.pair(f"resnet50_b{bs} autocast(bfloat16){fmt}", k_amp, t_amp,
+                           diff=max_diff(k_amp(), t_amp()))
         tm = tm.to(memory_format=torch.contiguous_format)
         km = km.to(memory_format=kiln.contiguous_format)
 

@@ -123,6 +123,31 @@ def test_inference_linear_keeps_float32_weights_and_matches_torch(rows, input_dt
         np.testing.assert_allclose(got.float().numpy(), want.float().numpy(), rtol=8e-3, atol=8e-3)
 
 
+@pytest.mark.parametrize("input_dtype", ["float32", "bfloat16"])
+def test_inference_conv_keeps_float32_weights_and_matches_torch(input_dtype):
+    """A Conv2d under autocast from a float32 or bfloat16 input (the latter raised before
+    decision 0121; PyTorch casts before its checks), over forwards and a weight change."""
+    torch.manual_seed(5)
+    tc = torch.nn.Conv2d(16, 24, 3, padding=1)
+    kc = kiln.nn.Conv2d(16, 24, 3, padding=1)
+    kc.load_state_dict({k: kiln.tensor(v.detach().numpy()) for k, v in tc.state_dict().items()})
+    x = torch.randn(2, 16, 10, 10)
+    kx = kiln.tensor(x.numpy())
+    if input_dtype == "bfloat16":
+        x, kx = x.bfloat16(), kx.bfloat16()
+    for step in range(3):
+        if step == 2:
+            with torch.no_grad(), kiln.no_grad():
+                tc.weight.mul_(-0.5)
+                kc.weight.mul_(-0.5)
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+            want = tc(x)
+        with kiln.no_grad(), kiln.autocast("cpu", dtype=kiln.bfloat16):
+            got = kc(kx)
+        assert str(got.dtype) == "kiln.bfloat16", got.dtype
+        np.testing.assert_allclose(got.float().numpy(), want.float().numpy(), rtol=2e-2, atol=2e-2)
+
+
 def test_xpu_autocast_defaults_to_float16():
     a = kiln.ones(4, 4, device="xpu")
     with kiln.autocast("xpu"):

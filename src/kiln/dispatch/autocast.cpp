@@ -64,6 +64,18 @@ Policy policy_of(const OpCall& call) {
   return Policy::None;
 }
 
+bool keeps_float32_weight(const OpCall& call) {
+  const std::string_view name = call.op->name;
+  return name == "fused_linear" || name == "convolution" || name == "convolution_activation";
+}
+
+bool records_grad(const OpCall& call) {
+  if (!autograd::is_grad_enabled()) return false;
+  for (const Tensor& t : call.inputs)
+    if (t.defined() && autograd::requires_grad(t)) return true;
+  return false;
+}
+
 bool eligible(const Tensor& t) {
   return t.defined() && is_floating(t.dtype()) && t.dtype() != DType::F64;
 }
@@ -97,13 +109,14 @@ class AutocastInterceptor final : public Interceptor {
     const DType target = p == Policy::Lower ? s.dtype[size_t(first->device().type)] : DType::F32;
     bool changed = false;
     DType original = first->dtype();
-    // fused_linear on the CPU takes a float32 weight with a bfloat16 input as the product with
-    // the weight rounded (its kernel keeps that rounded weight packed across forwards, where
-    // a cast here would be made, packed and dropped on every forward; decision 0121).
-    const bool f32_weight_kept = call.op->name == std::string_view("fused_linear") &&
-                                 first->device().is_cpu() && target == DType::BF16 &&
-                                 call.inputs.size() > 1 && call.inputs[1].defined() &&
-                                 call.inputs[1].dtype() == DType::F32;
+    // fused_linear and the convolutions on the CPU take a float32 weight with a bfloat16
+    // input as the product with the weight rounded: their kernels keep that rounding packed
+    // across forwards, where a cast here would be made, packed and dropped on every forward
+    // (decision 0121). Not while autograd records the op (its backward wants one dtype).
+    const bool f32_weight_kept = keeps_float32_weight(call) && first->device().is_cpu() &&
+                                 target == DType::BF16 && call.inputs.size() > 1 &&
+                                 call.inputs[1].defined() &&
+                                 call.inputs[1].dtype() == DType::F32 && !records_grad(call);
     for (size_t i = 0; i < call.inputs.size(); ++i) {
       Tensor& t = call.inputs[i];
       if (f32_weight_kept && i == 1) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kiln/core/error.h"
+#include "kiln/ops/op_helpers.h"
 #include "kiln/tensor/tensor.h"
 
 namespace kiln::ops {
@@ -59,8 +60,9 @@ ConvAttrs check_convolution(const Tensor& x, const Shape& w, DType weight_dtype,
              shape_str(x.shape()));
   KILN_CHECK(is_floating(x.dtype()), Error, op, ": expected a floating-point input, got ",
              dtype_name(x.dtype()));
-  KILN_CHECK(x.dtype() == weight_dtype, Error, "Input type (", dtype_name(x.dtype()),
-             ") and weight type (", dtype_name(weight_dtype), ") should be the same");
+  KILN_CHECK(x.dtype() == weight_dtype || autocast_unifies(x, weight_dtype), Error,
+             "Input type (", dtype_name(x.dtype()), ") and weight type (",
+             dtype_name(weight_dtype), ") should be the same");
   const int64_t nd = int64_t(w.size()) - 2;
   ConvAttrs a;
   a.stride = expand_param(op, "stride", o.stride, nd);
@@ -109,8 +111,9 @@ ConvAttrs check_convolution(const Tensor& x, const Shape& w, DType weight_dtype,
     KILN_CHECK(bias.dim() == 1 && bias.size(0) == c_out, ShapeError, "Given weight of size ",
                shape_str(w), ", expected bias to be 1-dimensional with ", c_out,
                " elements, but got bias of size ", shape_str(bias.shape()), " instead");
-    KILN_CHECK(bias.dtype() == x.dtype(), Error, "Input type (", dtype_name(x.dtype()),
-               ") and bias type (", dtype_name(bias.dtype()), ") should be the same");
+    KILN_CHECK(bias.dtype() == x.dtype() || autocast_unifies(x, bias.dtype()), Error,
+               "Input type (", dtype_name(x.dtype()), ") and bias type (",
+               dtype_name(bias.dtype()), ") should be the same");
     KILN_CHECK(bias.device() == x.device(), DeviceError, op, ": expected bias on ",
                x.device().str(), ", got ", bias.device().str());
   }

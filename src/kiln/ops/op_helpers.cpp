@@ -1,5 +1,6 @@
 #include "kiln/ops/op_helpers.h"
 
+#include "kiln/dispatch/autocast.h"
 #include "kiln/ops/copy.h"
 #include "kiln/ops/factory.h"
 
@@ -69,3 +70,10 @@ bool partially_overlaps(const Tensor& a, const Tensor& b) {
 }
 
 }  // namespace kiln::ops
+
+namespace kiln {
+bool autocast_unifies(const Tensor& x, DType other) {
+  const auto lower = [](DType t) { return t == DType::F32 || t == DType::BF16 || t == DType::F16; };
+  return lower(x.dtype()) && lower(other) && is_autocast_enabled(x.device().type);
+}
+}  // namespace kiln

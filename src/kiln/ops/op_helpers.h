@@ -49,4 +49,8 @@ namespace kiln {
 // Whether a Linear on x may take float32 and bfloat16 operands mixed (fused_linear.cpp): under
 // CPU autocast to bfloat16, whose interceptor unifies them (decision 0121).
 bool fused_linear_mixed_ok(const Tensor& x);
+// Whether autocast, on for x's device, will bring x and an operand of dtype `other` (both
+// float32, bfloat16 or float16) to one dtype before a product or convolution runs, so that the
+// op's argument check need not insist on equal dtypes (PyTorch casts before its checks).
+bool autocast_unifies(const Tensor& x, DType other);
 }  // namespace kiln

@@ -376,7 +376,31 @@ void depthwise_channels_last(OpCall& call) {
                           static_cast<float*>(out.raw_data()), d);
 }
 
+// A float32 weight with bfloat16 activations (autocast's form, decision 0121) that oneDNN did
+// not take: the call with the weight rounded to bfloat16.
+OpCall with_rounded_weight(const OpCall& call) {
+  OpCall rounded = call;
+  rounded.inputs[1] = call.inputs[1].to(call.inputs[0].dtype());
+  return rounded;
+}
+
+bool mixed_weight(const OpCall& call) {
+  return call.inputs[1].dtype() != call.inputs[0].dtype();
+}
+
 void convolution_dispatch(OpCall& call) {
+  if (mixed_weight(call)) {
+    KILN_CHECK(call.inputs[0].dtype() == DType::BF16 && call.inputs[1].dtype() == DType::F32,
+               Error, "convolution: expected a weight of the input's dtype, or a float32 weight "
+               "with a bfloat16 input; got ", dtype_name(call.inputs[1].dtype()), " with ",
+               dtype_name(call.inputs[0].dtype()));
+    if (own_depthwise(call) != OwnDepthwise::Planar && !few_outputs_layer(call) &&
+        onednn_convolution(call))
+      return;
+    OpCall rounded = with_rounded_weight(call);
+    convolution_dispatch(rounded);
+    return;
+  }
   const OwnDepthwise own = own_depthwise(call);
   if (own != OwnDepthwise::Planar && !few_outputs_layer(call) && onednn_convolution(call))
     return;
@@ -443,6 +467,11 @@ void convolution_activation_dispatch(OpCall& call) {
   if (own_depthwise(call) != OwnDepthwise::Planar && !few_outputs_layer(call) &&
       onednn_convolution(call))
     return;
+  if (mixed_weight(call)) {  // oneDNN did not take it: the weight rounded (decision 0121)
+    OpCall rounded = with_rounded_weight(call);
+    convolution_activation_dispatch(rounded);
+    return;
+  }
   const ConvEpilogue e{ConvActivation(call.int_attr(6)), call.double_attr(7),
                        call.double_attr(8)};
   OpCall plain = call;

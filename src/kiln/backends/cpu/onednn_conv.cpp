@@ -125,7 +125,8 @@ dnnl::post_ops post_ops_of(const ConvEpilogue& e) {
 }
 
 std::string plan_key(const OpCall& call, bool winograd) {
-  std::string k = std::to_string(int(call.inputs[0].dtype())) +
+  std::string k = std::to_string(int(call.inputs[0].dtype())) + "w" +
+                  std::to_string(int(call.inputs[1].dtype())) +
                   (activations_nhwc(call) ? "nhwc" : "") +
                   (call.inputs[1].is_channels_last() ? "ohwi" : "");
   auto add = [&k](const std::vector<int64_t>& v) {
@@ -184,7 +185,10 @@ std::shared_ptr<ConvPlan> make_plan(const OpCall& call, bool rewrite, bool winog
     wdims.insert(wdims.begin(), groups);
     wstrides.insert(wstrides.begin(), wdims[1] * w.stride(0));
   }
-  plan->w_plain = memory::desc(wdims, dt, wstrides);
+  // The weight in its own dtype: a float32 weight with bfloat16 activations (autocast's form,
+  // decision 0121) is rounded by the reorder that packs it, once per weight.
+  plan->w_plain = memory::desc(
+      wdims, w.dtype() == DType::BF16 ? memory::data_type::bf16 : memory::data_type::f32, wstrides);
   const auto any = memory::format_tag::any;
   // Activation layout: 1x1 convolutions run fastest on kiln's own NC[D]HW layout (oneDNN's
   // im2col + sgemm path, no reorders: 0.56-0.77x torch 2.13 in decision 0016's measurements);
