@@ -228,11 +228,11 @@ static bool linear_can_fuse(const Tensor& x, const Tensor& weight, const Tensor&
   if (!x.device().is_cpu() || weight.device() != x.device()) return false;
   const auto f32_or_bf16 = [](DType t) { return t == DType::F32 || t == DType::BF16; };
   const bool mixed_ok = fused_linear_mixed_ok(x);
-  if (!f32_or_bf16(x.dtype()) || (weight.dtype() != x.dtype() && !(mixed_ok && f32_or_bf16(weight.dtype()))))
-    return false;
+  const auto matches = [&](DType t) { return t == x.dtype() || (mixed_ok && f32_or_bf16(t)); };
+  if (!f32_or_bf16(x.dtype()) || !matches(weight.dtype())) return false;
   if (bias.defined() &&
       (bias.dim() != 1 || bias.size(0) != weight.size(0) || bias.device() != x.device() ||
-       (bias.dtype() != x.dtype() && !(mixed_ok && f32_or_bf16(bias.dtype())))))
+       !matches(bias.dtype())))
     return false;
   // Fewer rows take the (add)mm path (the plain weight read once), except a float32 weight
   // under autocast, whose bfloat16 rounding fused_linear keeps (decision 0121).
