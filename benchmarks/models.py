@@ -284,6 +284,24 @@ def bf16_guard(b, name):
     return True
 
 
+def pair_autocast(b, name, km, kx, tm, tx):
+    """Times the float32 models under autocast(bfloat16), the way PyTorch users run bf16 on a
+    CPU: kiln keeps each weight's rounding packed across forwards (decision 0121), PyTorch
+    casts every weight on every forward. Rows outside the issue's targets (no " bf16" in
+    their names)."""
+    if not bf16_guard(b, name):
+        return
+
+    def k_amp():
+        with kiln.inference_mode(), kiln.autocast("cpu", dtype=kiln.bfloat16):
+            return km(kx)
+
+    def t_amp():
+        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
+            return tm(tx)
+    b.pair(name, k_amp, t_amp, diff=max_diff(k_amp(), t_amp()))
+
+
 def sec_bert(b):
     cfg = b.args
     tm, km = twin(bert_cls, cfg)
@@ -304,18 +322,7 @@ def sec_bert(b):
             d = max_diff(km(kids), tref)
             b.pair(f"{name} {dt}", lambda: km(kids), lambda: tm(ids), diff=d)
         if dt == "fp32":
-            # The float32 model under autocast(bfloat16), the way PyTorch users run bf16 on a
-            # CPU: kiln keeps each weight's rounding packed across forwards (decision 0121),
-            # PyTorch casts every weight on every forward. Outside the issue's targets.
-            def k_amp():
-                with kiln.inference_mode(), kiln.autocast("cpu", dtype=kiln.bfloat16):
-                    return km(kids)
-
-            def t_amp():
-                with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
-                    return tm(ids)
-            if bf16_guard(b, f"{name} autocast(bfloat16)"):
-                b.pair(f"{name} autocast(bfloat16)", k_amp, t_amp, diff=max_diff(k_amp(), t_amp()))
+            pair_autocast(b, f"{name} autocast(bfloat16)", km, kids, tm, ids)
 
 
 def sec_resnet(b):
@@ -348,18 +355,8 @@ def sec_resnet(b):
                 with torch.inference_mode(), kiln.inference_mode():
                     d = max_diff(km(kx), tm(x))
                     b.pair(f"resnet50_b{bs} {dt}{fmt}", lambda: km(kx), lambda: tm(x), diff=d)
-                if dt == "fp32" and bs == 1 and bf16_guard(b, "resnet50 autocast(bfloat16)"):
-                    # The float32 model under autocast(bfloat16), batch 1 (decision 0121);
-                    # outside the issue's targets (no " bf16" in the row's name).
-                    def k_amp():
-                        with kiln.inference_mode(), kiln.autocast("cpu", dtype=kiln.bfloat16):
-                            return km(kx)
-
-                    def t_amp():
-                        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
-                            return tm(x)
-                    b.pair(f"resnet50_b{bs} autocast(bfloat16){fmt}", k_amp, t_amp,
-                           diff=max_diff(k_amp(), t_amp()))
+                if dt == "fp32" and bs == 1:
+                    pair_autocast(b, f"resnet50_b{bs} autocast(bfloat16){fmt}", km, kx, tm, x)
         tm = tm.to(memory_format=torch.contiguous_format)
         km = km.to(memory_format=kiln.contiguous_format)
 
