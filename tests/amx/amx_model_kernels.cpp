@@ -6,6 +6,8 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstddef>
+#include <type_traits>
 #include <cstring>
 #include <vector>
 

@@ -5,6 +5,7 @@
 // CPU with AMX the same kernels run on the hardware through the op tests (CTest's isa_amx_*
 // reruns with KILN_ONEDNN=0).
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <cstring>
@@ -170,43 +171,74 @@ TEST(AmxTileModel, CacheBlocksOfC) {
   check_s8(270, 545, 2100, true, true, 503, true);
 }
 
-// Rounded inside the kernel (decision 0119): bit for bit the float32 product plus the bias,
-// rounded as kiln::BFloat16 rounds (nearest even, NaN kept), with the padding of C's rows
-// left alone; partial tiles, several K blocks and cache blocks, both B forms.
+// C rounded to bfloat16 inside the kernel, with the bias, against the model's float32 sums
+// rounded as kiln::BFloat16 rounds (nearest even, NaN kept); the padding of C's rows left alone.
+void check_bf16_rounded(const Size& s, bool prepacked, bool with_bias, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<uint16_t> a(size_t(s.M * s.K)), b(size_t(s.K * s.N));
+  for (auto& x : a) x = to_bf16(d(rng));
+  for (auto& x : b) x = to_bf16(d(rng));
+  std::vector<float> bias(size_t(s.N));
+  for (auto& x : bias) x = 4.0f * d(rng);
+  std::vector<float> sums(size_t(s.M * s.N));
+  model_gemm_bf16(s.M, s.N, s.K, a.data(), s.K, 1, b.data(), s.N, 1, sums.data(), s.N);
+  const int64_t c_rs = s.N + 3;
+  std::vector<uint16_t> c(size_t(s.M * c_rs), 0xABCD);
+  model_gemm_bf16_rounded(s.M, s.N, s.K, a.data(), s.K, 1, b.data(), s.N, 1, c.data(), c_rs,
+                          with_bias ? bias.data() : nullptr, prepacked);
+  for (int64_t i = 0; i < s.M; ++i) {
+    for (int64_t j = 0; j < s.N; ++j) {
+      const float sum = sums[size_t(i * s.N + j)];
+      const float v = with_bias ? sum + bias[size_t(j)] : sum;
+      const BFloat16 want(v);
+      uint16_t want_bits;
+      std::memcpy(&want_bits, &want, 2);
+      ASSERT_EQ(c[size_t(i * c_rs + j)], want_bits)
+          << s.M << "x" << s.N << "x" << s.K << " prepacked " << prepacked << " bias "
+          << with_bias << " at (" << i << ", " << j << ")";
+    }
+    for (int64_t j = s.N; j < c_rs; ++j) ASSERT_EQ(c[size_t(i * c_rs + j)], 0xABCD);
+  }
+}
+
+// Rounded inside the kernel (decision 0119): bit for bit the float32 product plus the bias;
+// partial tiles, several K blocks and cache blocks, both B forms.
 TEST(AmxTileModel, Bf16RoundedInTheKernel) {
   REQUIRE_AVX512();
   const Size sizes[] = {{16, 16, 32}, {17, 1, 1}, {33, 47, 600}, {100, 300, 513}, {290, 530, 40}};
   uint32_t seed = 700;
   for (const Size& s : sizes)
     for (bool prepacked : {false, true})
-      for (bool with_bias : {false, true}) {
-        std::mt19937 rng(seed++);
-        std::uniform_real_distribution<float> d(-1, 1);
-        std::vector<uint16_t> a(size_t(s.M * s.K)), b(size_t(s.K * s.N));
-        for (auto& x : a) x = to_bf16(d(rng));
-        for (auto& x : b) x = to_bf16(d(rng));
-        std::vector<float> bias(size_t(s.N));
-        for (auto& x : bias) x = 4.0f * d(rng);
-        std::vector<float> sums(size_t(s.M * s.N));
-        model_gemm_bf16(s.M, s.N, s.K, a.data(), s.K, 1, b.data(), s.N, 1, sums.data(), s.N);
-        const int64_t c_rs = s.N + 3;
-        std::vector<uint16_t> c(size_t(s.M * c_rs), 0xABCD);
-        model_gemm_bf16_rounded(s.M, s.N, s.K, a.data(), s.K, 1, b.data(), s.N, 1, c.data(),
-                                c_rs, with_bias ? bias.data() : nullptr, prepacked);
-        for (int64_t i = 0; i < s.M; ++i) {
-          for (int64_t j = 0; j < s.N; ++j) {
-            const float sum = sums[size_t(i * s.N + j)];
-            const float v = with_bias ? sum + bias[size_t(j)] : sum;
-            const BFloat16 want(v);
-            uint16_t want_bits;
-            std::memcpy(&want_bits, &want, 2);
-            ASSERT_EQ(c[size_t(i * c_rs + j)], want_bits)
-                << s.M << "x" << s.N << "x" << s.K << " prepacked " << prepacked << " bias "
-                << with_bias << " at (" << i << ", " << j << ")";
-          }
-          for (int64_t j = s.N; j < c_rs; ++j) ASSERT_EQ(c[size_t(i * c_rs + j)], 0xABCD);
-        }
-      }
+      for (bool with_bias : {false, true}) check_bf16_rounded(s, prepacked, with_bias, seed++);
+}
+
+// Runs f with one OpenMP thread, so that the thread's columns span several 512-column blocks.
+template <typename F>
+void on_one_thread(F f) {
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  f();
+  omp_set_num_threads(threads);
+}
+
+// A row block's A tiles copied once for all of a thread's column blocks (amx_part's kept_a:
+// B packed beforehand, or packed per K block for one row block; the order row block / column
+// block / K block), and bfloat16 C rounded during the next block's tile products: two row
+// blocks with K past 1024 (bfloat16) and 2048 (int8) values, one row block, partial column
+// blocks and tiles.
+TEST(AmxTileModel, ATilesKeptAcrossColumnBlocks) {
+  REQUIRE_AVX512();
+  on_one_thread([] {
+    check_bf16(300, 1100, 1100, 1, 900, true);
+    check_bf16(40, 1100, 600, 0, 901);
+    check_bf16(40, 1100, 600, 3, 902, true);
+    check_s8(270, 1100, 2100, true, true, 903, true);
+    check_s8(40, 1100, 1100, false, false, 904);
+    check_bf16_rounded({300, 1100, 1100}, true, true, 905);
+    check_bf16_rounded({40, 1100, 600}, false, false, 906);
+    check_bf16_rounded({33, 1060, 1030}, true, false, 907);
+  });
 }
 
 TEST(AmxTileModel, EmptyK) {

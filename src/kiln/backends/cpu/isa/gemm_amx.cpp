@@ -5,6 +5,8 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstddef>
+#include <type_traits>
 #include <cstring>
 #include <vector>
 
