@@ -213,6 +213,20 @@ inline void parallel_copy_bytes(void* dst, const void* src, int64_t nbytes) {
   });
 }
 
+// bool elements are read and written as their bytes (0 or 1) in the typed loops below: GCC
+// vectorises no loop that loads or stores `bool` (logical_not of 1M elements took 165 us
+// against PyTorch's 16, masked_fill over [1, 12, 128, 128] 55 us against 17 after).
+template <typename T>
+struct element_storage {
+  using type = T;
+};
+template <>
+struct element_storage<bool> {
+  using type = uint8_t;
+};
+template <typename T>
+using element_storage_t = typename element_storage<T>::type;
+
 template <typename T>
 inline constexpr bool is_float_like_v =
     std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
@@ -238,17 +252,19 @@ template <typename Out, typename... In, size_t N, size_t... I, typename F>
 void elementwise_run(const std::array<char*, N>& p, const std::array<int64_t, N>& s, int64_t n,
                      F& f, std::index_sequence<I...> is, bool stream = false) {
   const bool out_unit = s[0] == int64_t(sizeof(Out));
+  using OutBytes = element_storage_t<Out>;
   if (out_unit && ((s[I + 1] == int64_t(sizeof(In))) && ...)) {
     // Unit strides (the common case): typed pointers let the compiler vectorise.
-    Out* o = reinterpret_cast<Out*>(p[0]);
-    const std::tuple<const In*...> in{reinterpret_cast<const In*>(p[I + 1])...};
+    OutBytes* o = reinterpret_cast<OutBytes*>(p[0]);
+    const std::tuple<const element_storage_t<In>*...> in{
+        reinterpret_cast<const element_storage_t<In>*>(p[I + 1])...};
     if (stream) {
-      run_streamed(o, n, [&](Out* d, int64_t j, int64_t len) {
-        for (int64_t k = 0; k < len; ++k) d[k] = f(std::get<I>(in)[j + k]...);
+      run_streamed(o, n, [&](OutBytes* d, int64_t j, int64_t len) {
+        for (int64_t k = 0; k < len; ++k) d[k] = OutBytes(f(In(std::get<I>(in)[j + k])...));
       });
       return;
     }
-    for (int64_t j = 0; j < n; ++j) o[j] = f(std::get<I>(in)[j]...);
+    for (int64_t j = 0; j < n; ++j) o[j] = OutBytes(f(In(std::get<I>(in)[j])...));
     return;
   }
   if constexpr (sizeof...(In) >= 1 && sizeof...(In) <= 3 && (is_float_like_v<In> && ...)) {
@@ -256,18 +272,18 @@ void elementwise_run(const std::array<char*, N>& p, const std::array<int64_t, N>
     // broadcast inputs' index fixed at 0, for the floating types models use.
     if (out_unit && (((s[I + 1] == int64_t(sizeof(In))) || s[I + 1] == 0) && ...)) {
       const unsigned mask = (0u | ... | (s[I + 1] == 0 ? (1u << I) : 0u));
-      Out* o = reinterpret_cast<Out*>(p[0]);
+      OutBytes* o = reinterpret_cast<OutBytes*>(p[0]);
       const std::tuple<const In*...> in{reinterpret_cast<const In*>(p[I + 1])...};
       constexpr auto masks = std::make_integer_sequence<unsigned, (1u << sizeof...(In))>{};
       if (stream) {
-        run_streamed(o, n, [&](Out* d, int64_t j, int64_t len) {
+        run_streamed(o, n, [&](OutBytes* d, int64_t j, int64_t len) {
           const std::tuple<const In*...> in_j{
               ((mask >> I) & 1u) ? std::get<I>(in) : std::get<I>(in) + j...};
-          run_with_mask<Out, In...>(mask, d, in_j, len, f, is, masks);
+          run_with_mask<OutBytes, In...>(mask, d, in_j, len, f, is, masks);
         });
         return;
       }
-      run_with_mask<Out, In...>(mask, o, in, n, f, is, masks);
+      run_with_mask<OutBytes, In...>(mask, o, in, n, f, is, masks);
       return;
     }
   }

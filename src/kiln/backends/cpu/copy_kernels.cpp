@@ -133,8 +133,10 @@ bool convert_dense(const Tensor& src, const Tensor& dst) {
 // copy and 0.23 for the contiguous conversion (decision 0121).
 bool convert_permuted(const Tensor& src, const Tensor& dst) {
   constexpr int64_t kMinElements = 4096;  // below, the temporary costs more than it saves
+  // (Operands laid out alike convert in one pass: staging them only added a copy, float32 to
+  // bool of 1M elements 629 us against PyTorch's 81.)
   if (src.dtype() == dst.dtype() || src.shape() != dst.shape() || !dst.is_contiguous() ||
-      dst.numel() < kMinElements)
+      dst.numel() < kMinElements || dense_alike(src, dst))
     return false;
   const Tensor staged = empty_tensor(dst.shape(), src.dtype(), dst.device());
   if (!copy_permuted(src, staged)) return false;

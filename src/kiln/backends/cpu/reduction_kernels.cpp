@@ -53,13 +53,67 @@ void reduce_into(const OpCall& call, R&& r) {
   });
 }
 
+// Reductions whose elements form one contiguous run per output (x.sum(), mask.any(-1)):
+// part(x, n) reduces n elements of a run, join(a, b) combines two parts in order. Outputs go
+// over the threads; with fewer outputs than threads each run is cut into pieces instead. The
+// generic loop (a call per element) took 850 us for any() of 1M bools and 540 us for the sum
+// (PyTorch 390 and 330). False where the runs are not contiguous.
+template <typename T, typename Acc, typename Part, typename Join>
+bool reduce_contiguous_runs(OpCall& call, Acc identity, Part&& part, Join&& join) {
+  const Tensor& in = call.inputs[0];
+  const Tensor& out = call.outs[0];
+  ReduceGeometry g = reduce_geometry(in, call.ints_attr(0), call.bool_attr(1), {&out});
+  if (g.red_numel < 1 || g.red.shape.size() != 1 || g.red.strides[0] != 1) return false;
+  const KeptOffsets offsets(g);
+  const int64_t outputs = offsets.count(), n = g.red_numel;
+  using Bytes = detail::element_storage_t<T>;  // bool read as its byte (strided_loop.h)
+  const Bytes* src = static_cast<const Bytes*>(in.raw_data());
+  Acc* dst = static_cast<Acc*>(out.raw_data());
+  const bool parallel = outputs * n >= detail::kParallelElements;
+  const int threads = parallel ? detail::elementwise_threads() : 1;
+  if (outputs >= threads) {
+#pragma omp parallel for schedule(static) if (parallel && outputs > 1)
+    for (int64_t o = 0; o < outputs; ++o)
+      dst[offsets.out(o)] = join(identity, part(src + offsets.in(o), n));
+    return true;
+  }
+  const int64_t pieces = 4 * int64_t(threads);
+  struct Slot {
+    Acc value;  // (not std::vector<bool>: its bits cannot be written from several threads)
+  };
+  std::vector<Slot> parts(static_cast<size_t>(pieces));
+  for (int64_t o = 0; o < outputs; ++o) {
+    const Bytes* x = src + offsets.in(o);
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t c = 0; c < pieces; ++c)
+      parts[size_t(c)].value = part(x + n * c / pieces, n * (c + 1) / pieces - n * c / pieces);
+    Acc r = identity;
+    for (const Slot& a : parts) r = join(r, a.value);
+    dst[offsets.out(o)] = r;
+  }
+  return true;
+}
+
+// Integer sums in int64 with wrap-around (the op widened bool and narrower integers first).
+bool int64_sum_runs(OpCall& call) {
+  if (call.inputs[0].dtype() != DType::I64 || call.outs[0].dtype() != DType::I64) return false;
+  return reduce_contiguous_runs<int64_t, int64_t>(
+      call, int64_t(0),
+      [](const int64_t* x, int64_t n) {
+        uint64_t s = 0;  // unsigned: wraps as wrap_add does, and vectorises
+        for (int64_t i = 0; i < n; ++i) s += uint64_t(x[i]);
+        return int64_t(s);
+      },
+      [](int64_t a, int64_t b) { return wrap_add(a, b); });
+}
+
 template <typename T>
 double as_double(T v) {
   return double(opmath_t<T>(v));
 }
 
 void sum_kernel(OpCall& call) {
-  if (fast_reduce(call, FastReduceKind::Sum)) return;
+  if (fast_reduce(call, FastReduceKind::Sum) || int64_sum_runs(call)) return;
   KILN_DISPATCH_ALL(call.inputs[0].dtype(), "sum", [&]<typename T>() {
     reduce_into<T, T>(call, [](auto&& each, int64_t) {
       if constexpr (is_float_v<T>) {
@@ -173,6 +227,25 @@ void extremum_kernel(OpCall& call) {
 
 template <bool kAll>
 void all_any_kernel(OpCall& call) {
+  // Contiguous runs: blocks of 1024 elements folded with | (& for all) in a vectorisable
+  // loop, stopping at the first block that decides the run.
+  const bool done = KILN_DISPATCH_ALL(call.inputs[0].dtype(), kAll ? "all" : "any", [&]<typename T>() {
+    using Bytes = detail::element_storage_t<T>;
+    return reduce_contiguous_runs<T, bool>(
+        call, kAll,
+        [](const Bytes* x, int64_t n) {
+          for (int64_t b = 0; b < n; b += 1024) {
+            const int64_t e = std::min(n, b + 1024);
+            unsigned hit = 0;  // any: a nonzero element; all: a zero one
+            for (int64_t i = b; i < e; ++i)
+              hit |= unsigned((opmath_t<T>(T(x[i])) != opmath_t<T>(0)) != kAll);
+            if (hit) return !kAll;
+          }
+          return kAll;
+        },
+        [](bool a, bool b) { return kAll ? a && b : a || b; });
+  });
+  if (done) return;
   KILN_DISPATCH_ALL(call.inputs[0].dtype(), kAll ? "all" : "any", [&]<typename T>() {
     reduce_into<T, bool>(call, [](auto&& each, int64_t) {
       bool r = kAll;
