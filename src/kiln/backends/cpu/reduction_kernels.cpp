@@ -229,7 +229,8 @@ template <bool kAll>
 void all_any_kernel(OpCall& call) {
   // Contiguous runs: blocks of 1024 elements folded with | (& for all) in a vectorisable
   // loop, stopping at the first block that decides the run.
-  const bool done = KILN_DISPATCH_ALL(call.inputs[0].dtype(), kAll ? "all" : "any", [&]<typename T>() {
+  const char* name = kAll ? "all" : "any";
+  const bool done = KILN_DISPATCH_ALL(call.inputs[0].dtype(), name, [&]<typename T>() {
     using Bytes = detail::element_storage_t<T>;
     return reduce_contiguous_runs<T, bool>(
         call, kAll,
