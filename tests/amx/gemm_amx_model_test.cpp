@@ -224,9 +224,10 @@ void on_one_thread(F f) {
 
 // A row block's A tiles copied once for all of a thread's column blocks (amx_part's kept_a:
 // B packed beforehand, or packed per K block for one row block; the order row block / column
-// block / K block), and bfloat16 C rounded during the next block's tile products: two row
-// blocks with K past 1024 (bfloat16) and 2048 (int8) values, one row block, partial column
-// blocks and tiles.
+// block / K block), and bfloat16 C rounded during the next block's tile products: B's column
+// blocks larger than 1 MiB (K past 1024 bfloat16 / 2048 int8 values), one row block of at most
+// 256 rows, partial column blocks and tiles, and more rows (1050-1100) than one block of kept
+// tiles holds (kAmxKeptMC, 1024).
 TEST(AmxTileModel, ATilesKeptAcrossColumnBlocks) {
   REQUIRE_AVX512();
   on_one_thread([] {
@@ -238,6 +239,10 @@ TEST(AmxTileModel, ATilesKeptAcrossColumnBlocks) {
     check_bf16_rounded({300, 1100, 1100}, true, true, 905);
     check_bf16_rounded({40, 1100, 600}, false, false, 906);
     check_bf16_rounded({33, 1060, 1030}, true, false, 907);
+    // Past kAmxKeptMC (1024) rows: two row blocks of kept tiles, each reading all of B.
+    check_bf16(1100, 600, 1100, 1, 908, true);
+    check_bf16_rounded({1060, 560, 1030}, true, true, 909);
+    check_s8(1050, 560, 2100, false, true, 910, true);
   });
 }
 
