@@ -7,8 +7,8 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <type_traits>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "amx_tile_model.h"
