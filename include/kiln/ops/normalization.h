@@ -18,6 +18,19 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm(const Tensor& x, int64_t no
 std::tuple<Tensor, Tensor> native_rms_norm(const Tensor& x, int64_t normalized_ndim,
                                            const Tensor& weight, double eps);
 
+// Their gradients from the saved statistics (mean and rstd as native_layer_norm returns them),
+// in one pass over each row for the sums and one for dx: (dx, dweight, dbias), dweight /
+// dbias of the normalised shape in x's dtype (computed whether or not weight is defined).
+// Not differentiable: autograd uses them where no graph of the backward is recorded.
+std::tuple<Tensor, Tensor, Tensor> native_layer_norm_backward(const Tensor& grad_y,
+                                                              const Tensor& x, const Tensor& mean,
+                                                              const Tensor& rstd,
+                                                              const Tensor& weight,
+                                                              int64_t normalized_ndim);
+std::tuple<Tensor, Tensor> native_rms_norm_backward(const Tensor& grad_y, const Tensor& x,
+                                                    const Tensor& rstd, const Tensor& weight,
+                                                    int64_t normalized_ndim);
+
 // Batch normalization with the batch's statistics (training) over a contiguous [N, C, *]
 // float32 or bfloat16 CPU input (decision 0051): y = (x - mean) / sqrt(var + eps) * weight +
 // bias per channel, and the per-channel mean and biased variance (float32, shape [C]) for the

@@ -25,6 +25,29 @@ std::mutex& derivative_mutex() {
 
 // A tensor viewing t's data (same storage, geometry and version counter) with no autograd.
 Tensor alias_without_autograd(const Tensor& t) { return autograd::detach(t); }
+
+// Whether g, the first gradient reaching a leaf, can become its .grad without a copy (torch's
+// AccumulateGrad rule): nothing else sees g's data (g held only by the caller; its storage
+// held only by g and the chain of view bases that only g keeps alive: the weight gradient of
+// a Linear arrives as the transpose of a transposed product) and it has the leaf's layout.
+// The copy cost 23 ms of GPT-2-small's training step (batch 4 x 256), about 1% of it.
+bool can_take_as_grad(const Tensor& g, const Tensor& leaf) {
+  const TensorImpl* impl = g.impl();
+  if (g.impl_ptr().use_count() != 1 || impl->autograd_meta || g.shape() != leaf.shape() ||
+      g.dtype() != leaf.dtype() || g.device() != leaf.device())
+    return false;
+  const bool same_layout = (g.is_contiguous() && leaf.is_contiguous()) ||
+                           (leaf.is_channels_last() && g.strides() == leaf.strides());
+  if (!same_layout) return false;
+  long owners = 1;
+  for (const TensorImpl* v = impl; v->view_base; v = v->view_base.get()) {
+    if (v->view_base.use_count() != 1 || v->view_base->autograd_meta ||
+        v->view_base->storage() != impl->storage())
+      return false;
+    ++owners;
+  }
+  return impl->storage().use_count() == owners;
+}
 }  // namespace
 
 Node::Node() : sequence_nr(g_next_sequence_nr.fetch_add(1)) {}
@@ -38,8 +61,11 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
     if (r.defined()) g = r;
   }
   if (!meta.grad.defined()) {
-    // Own the storage: the same gradient tensor may flow to several leaves.
-    meta.grad = autograd::is_grad_enabled() ? g : autograd::detach(g).clone();
+    // Own the storage: the same gradient tensor may flow to several leaves (then it is
+    // copied; one that nothing else sees is taken as it is).
+    if (autograd::is_grad_enabled()) meta.grad = g;
+    else if (can_take_as_grad(g, leaf_)) meta.grad = autograd::detach(g);
+    else meta.grad = autograd::detach(g).clone();
   } else if (autograd::is_grad_enabled()) {
     meta.grad = meta.grad + g;  // create_graph: keep the graph of the accumulation
   } else {

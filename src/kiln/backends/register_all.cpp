@@ -44,6 +44,7 @@ void register_random_sampling_kernels();
 void register_conv_kernels();
 void register_pooling_kernels();
 void register_normalization_kernels();
+void register_norm_backward_kernels();
 void register_batch_norm_kernels();
 void register_nll_loss_kernels();
 void register_adam_step_kernel();
@@ -104,6 +105,7 @@ void ensure_ops_registered() {
     cpu::register_conv_kernels();
     cpu::register_pooling_kernels();
     cpu::register_normalization_kernels();
+    cpu::register_norm_backward_kernels();
     cpu::register_batch_norm_kernels();
     cpu::register_nll_loss_kernels();
     cpu::register_adam_step_kernel();

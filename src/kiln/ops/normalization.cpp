@@ -46,6 +46,31 @@ void check(const char* op, const Tensor& x, int64_t k, const Tensor& w) {
 
 Tensor maybe_contiguous(const Tensor& t) { return t.defined() ? t.contiguous() : t; }
 
+// inputs {grad_y, x, mean, rstd, weight?} or {grad_y, x, rstd, weight?}; attrs
+// {normalized_ndim}.
+template <bool kLayer>
+std::vector<TensorMeta> norm_backward_meta(const OpCall& c) {
+  const Tensor& x = c.inputs[1];
+  const int64_t k = c.int_attr(0);
+  const Shape ws(x.shape().end() - k, x.shape().end());
+  if (kLayer) return {{x.shape(), x.dtype()}, {ws, x.dtype()}, {ws, x.dtype()}};
+  return {{x.shape(), x.dtype()}, {ws, x.dtype()}};
+}
+
+void check_norm_backward(const char* op, const Tensor& g, const Tensor& x, const Tensor& stat,
+                         int64_t k, const Tensor& w) {
+  check(op, x, k, w);
+  KILN_CHECK(g.shape() == x.shape() && g.dtype() == x.dtype() && g.device() == x.device(),
+             ShapeError, op, ": expected grad_y of the input's shape, dtype and device (",
+             shape_str(x.shape()), " ", dtype_name(x.dtype()), "), got ", shape_str(g.shape()),
+             " ", dtype_name(g.dtype()));
+  KILN_CHECK(stat.shape() == stat_shape(x, k) && stat.dtype() == stat_dtype(x.dtype()) &&
+                 stat.device() == x.device(),
+             ShapeError, op, ": expected statistics of shape ", shape_str(stat_shape(x, k)), " ",
+             dtype_name(stat_dtype(x.dtype())), ", got ", shape_str(stat.shape()), " ",
+             dtype_name(stat.dtype()));
+}
+
 // inputs {x, weight?, bias?}; attrs {eps}.
 std::vector<TensorMeta> batch_norm_meta(const OpCall& c) {
   const Tensor& x = c.inputs[0];
@@ -94,6 +119,30 @@ std::tuple<Tensor, Tensor> native_rms_norm(const Tensor& x, int64_t k, const Ten
   return {r[0], r[1]};
 }
 
+std::tuple<Tensor, Tensor, Tensor> native_layer_norm_backward(const Tensor& grad_y,
+                                                              const Tensor& x, const Tensor& mean,
+                                                              const Tensor& rstd,
+                                                              const Tensor& weight, int64_t k) {
+  check_norm_backward("native_layer_norm_backward", grad_y, x, mean, k, weight);
+  check_norm_backward("native_layer_norm_backward", grad_y, x, rstd, k, weight);
+  auto r = call_op_multi(KILN_OP("native_layer_norm_backward"),
+                         {grad_y.contiguous(), x.contiguous(), mean.contiguous(),
+                          rstd.contiguous(), maybe_contiguous(weight)},
+                         {k});
+  return {r[0], r[1], r[2]};
+}
+
+std::tuple<Tensor, Tensor> native_rms_norm_backward(const Tensor& grad_y, const Tensor& x,
+                                                    const Tensor& rstd, const Tensor& weight,
+                                                    int64_t k) {
+  check_norm_backward("native_rms_norm_backward", grad_y, x, rstd, k, weight);
+  auto r = call_op_multi(KILN_OP("native_rms_norm_backward"),
+                         {grad_y.contiguous(), x.contiguous(), rstd.contiguous(),
+                          maybe_contiguous(weight)},
+                         {k});
+  return {r[0], r[1]};
+}
+
 std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& x, const Tensor& weight,
                                                      const Tensor& bias, double eps) {
   check_batch_norm(x, weight, "a weight");
@@ -137,6 +186,14 @@ void register_normalization_ops() {
               "native_layer_norm(Tensor input, Tensor? weight, Tensor? bias, int normalized_ndim, "
               "float eps) -> (Tensor, Tensor, Tensor)",
               layer_norm_meta);
+  register_op("native_layer_norm_backward",
+              "native_layer_norm_backward(Tensor grad_y, Tensor input, Tensor mean, Tensor rstd, "
+              "Tensor? weight, int normalized_ndim) -> (Tensor, Tensor, Tensor)",
+              norm_backward_meta<true>);
+  register_op("native_rms_norm_backward",
+              "native_rms_norm_backward(Tensor grad_y, Tensor input, Tensor rstd, Tensor? weight, "
+              "int normalized_ndim) -> (Tensor, Tensor)",
+              norm_backward_meta<false>);
   register_op("native_rms_norm",
               "native_rms_norm(Tensor input, Tensor? weight, int normalized_ndim, float eps) -> "
               "(Tensor, Tensor)",

@@ -2,6 +2,7 @@
 // converts the input first (as PyTorch); the computation needs a floating dtype.
 #include "kiln/ops/copy.h"
 #include "kiln/ops/reduction.h"
+#include "kiln/ops/softmax_backward.h"
 #include "op_helpers.h"
 #include "reduction_util.h"
 
@@ -27,7 +28,35 @@ Tensor softmax_like(const char* op, const Tensor& x, int64_t dim, std::optional<
   return call_op(get_op(op), {in}, {dim});
 }
 
+// The backward ops' inputs: g and y of one shape, dtype and device; both made contiguous, so
+// the kernels index [outer, len, inner] directly.
+std::vector<TensorMeta> softmax_backward_meta(const OpCall& call) {
+  const Tensor& g = call.inputs[0];
+  const Tensor& y = call.inputs[1];
+  KILN_CHECK(g.shape() == y.shape() && g.dtype() == y.dtype(), ValueError, call.op->name,
+             ": expected the gradient and the output to have one shape and dtype, got ",
+             shape_str(g.shape()), " ", dtype_name(g.dtype()), " and ", shape_str(y.shape()), " ",
+             dtype_name(y.dtype()));
+  KILN_CHECK(is_floating(g.dtype()), NotImplementedError, call.op->name,
+             ": expected a floating point gradient, got ", dtype_name(g.dtype()));
+  wrap_dim(call.int_attr(0), g.dim());
+  return {{g.shape(), g.dtype()}};
+}
+
+Tensor softmax_backward_like(const char* op, const Tensor& grad, const Tensor& output,
+                             int64_t dim) {
+  return call_op(get_op(op), {contiguous(grad), contiguous(output)}, {dim});
+}
+
 }  // namespace
+
+Tensor softmax_backward_data(const Tensor& grad, const Tensor& output, int64_t dim) {
+  return softmax_backward_like("_softmax_backward_data", grad, output, dim);
+}
+
+Tensor log_softmax_backward_data(const Tensor& grad, const Tensor& output, int64_t dim) {
+  return softmax_backward_like("_log_softmax_backward_data", grad, output, dim);
+}
 
 Tensor softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
   return softmax_like("softmax", x, dim, dtype);
@@ -41,6 +70,12 @@ namespace ops {
 void register_softmax_ops() {
   register_op("softmax", "softmax(Tensor self, int dim) -> Tensor", along_dim_meta);
   register_op("log_softmax", "log_softmax(Tensor self, int dim) -> Tensor", along_dim_meta);
+  register_op("_softmax_backward_data",
+              "_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor",
+              softmax_backward_meta);
+  register_op("_log_softmax_backward_data",
+              "_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor",
+              softmax_backward_meta);
 }
 }  // namespace ops
 

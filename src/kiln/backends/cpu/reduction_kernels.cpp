@@ -628,10 +628,12 @@ void scan_kernel(OpCall& call) {
 
 }  // namespace
 
-void register_softmax_kernels();  // softmax_kernels.cpp
+void register_softmax_kernels();           // softmax_kernels.cpp
+void register_softmax_backward_kernels();  // softmax_backward_kernels.cpp
 
 void register_reduction_kernels() {
   register_softmax_kernels();
+  register_softmax_backward_kernels();
   auto reg = [](const char* name, KernelFn fn, DTypeMask mask) {
     register_kernel(name, DeviceType::CPU, fn, mask);
   };

@@ -10,6 +10,8 @@
 #include "kiln/core/convert.h"
 #include "transpose_f32_avx2.h"
 #include "kiln/backends/cpu/cpu_info.h"
+#include "norm_grad_rows.h"
+#include "softmax_grad_rows.h"
 #include "vec_math.h"
 
 namespace {
@@ -188,3 +190,7 @@ void v_to_i64(const float* in, int64_t* out, int64_t n) {
 }  // namespace kiln::cpu
 #define VEC_MATH_TO_INT
 #include "vec_math_body.inc"
+#define SOFTMAX_GRAD_ROWS_NAME softmax_grad_rows_avx2
+#include "softmax_grad_rows_body.inc"
+#define NORM_GRAD_ROWS_NAME norm_grad_rows_avx2
+#include "norm_grad_rows_body.inc"

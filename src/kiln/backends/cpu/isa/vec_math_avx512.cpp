@@ -10,6 +10,8 @@
 #include "gelu_table.h"
 #include "kiln/backends/cpu/cpu_info.h"
 #include "kiln/core/half.h"
+#include "norm_grad_rows.h"
+#include "softmax_grad_rows.h"
 #include "vec_math.h"
 
 namespace {
@@ -151,4 +153,8 @@ void v_to_i32(const float* in, int32_t* out, int64_t n) {
 #define VEC_MATH_TO_INT
 
 #include "vec_math_body.inc"
+#define SOFTMAX_GRAD_ROWS_NAME softmax_grad_rows_avx512
+#include "softmax_grad_rows_body.inc"
+#define NORM_GRAD_ROWS_NAME norm_grad_rows_avx512
+#include "norm_grad_rows_body.inc"
 #pragma GCC diagnostic pop
