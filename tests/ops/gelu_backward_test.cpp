@@ -1,5 +1,5 @@
 // gelu_backward (grad_output * gelu'(x), both forms) against the float64 derivative: the
-// float32 vector path (contiguous), the element path (transposed operands, bfloat16,
+// float32 / bfloat16 vector path (contiguous), the element path (transposed operands,
 // float64), autograd's use of it, the differentiable op chain it leaves for create_graph, and
 // bad input.
 #include <cmath>
@@ -78,10 +78,30 @@ TEST(GeluBackward, TransposedBFloat16AndFloat64TakeTheElementPath) {
     Tensor x64 = make(c.x, {c.rows, c.cols}, DType::F64, kCpu);
     Tensor g64 = make(c.g, {c.rows, c.cols}, DType::F64, kCpu);
     expect_matches(gelu_backward(g64, x64, form), c, c.x, c.g, form == "tanh", 1e-12, 1e-14);
-    Tensor xb = make(c.x, {c.rows, c.cols}, DType::BF16, kCpu);
-    Tensor gb = make(c.g, {c.rows, c.cols}, DType::BF16, kCpu);
+    Tensor xb = transpose(make(c.x, {c.cols, c.rows}, DType::BF16, kCpu), 0, 1);
+    Tensor gb = transpose(make(c.g, {c.cols, c.rows}, DType::BF16, kCpu), 0, 1);
     expect_matches(gelu_backward(gb, xb, form), c, xb.to_vector<double>(),
                    gb.to_vector<double>(), form == "tanh", 8e-3, 8e-3);
+  }
+}
+
+// Contiguous bfloat16 (autocast training's activations) takes the float32 vector path on the
+// widened chunks, rounded once: bit for bit the float32 result on the widened values rounded
+// to bfloat16 (at the baseline level both take the element loop, in float, so too).
+TEST(GeluBackward, Bfloat16IsTheFloat32ResultRoundedOnce) {
+  const Case c = make_case();
+  for (std::string form : {"none", "tanh"}) {
+    SCOPED_TRACE(form);
+    Tensor xb = make(c.x, {c.rows, c.cols}, DType::BF16, kCpu);
+    Tensor gb = make(c.g, {c.rows, c.cols}, DType::BF16, kCpu);
+    const Tensor got = gelu_backward(gb, xb, form);
+    ASSERT_EQ(got.dtype(), DType::BF16);
+    expect_matches(got, c, xb.to_vector<double>(), gb.to_vector<double>(), form == "tanh", 8e-3,
+                   8e-3);
+    const Tensor want = gelu_backward(gb.to(DType::F32), xb.to(DType::F32), form).to(DType::BF16);
+    const std::vector<double> a = got.to_vector<double>(), b = want.to_vector<double>();
+    for (size_t i = 0; i < a.size(); ++i)
+      ASSERT_EQ(a[i], b[i]) << "x = " << xb.to_vector<double>()[i];
   }
 }
 

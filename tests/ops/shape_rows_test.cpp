@@ -261,8 +261,9 @@ TEST(ShapeRows, CatOfViewsAlongEachDim) {
   }
 }
 
-// Contiguous inputs along dim 0 (one block each, copied in threaded pieces from 1 MiB): a
-// large input, a small one and an empty one, in four element sizes.
+// Contiguous inputs along dim 0 (one block each; the output copied in threaded pieces from 512
+// KiB, a piece taking bytes from every input it overlaps): a large input, a small one and an
+// empty one, in four element sizes.
 TEST(ShapeRows, CatOfWholeBlocksAlongDimZero) {
   for (DType dt : {DType::F32, DType::BF16, DType::I64, DType::U8}) {
     SCOPED_TRACE(dtype_name(dt));
@@ -277,6 +278,25 @@ TEST(ShapeRows, CatOfWholeBlocksAlongDimZero) {
     const Shape shape = {2100, cols};
     expect_equal(cat({big, none, small}, 0), shape, all.to_vector<double>());
   }
+}
+
+// An output past the streaming-store size (24 MiB) from inputs of odd byte lengths, so that
+// the threads' pieces start and end inside inputs and at unaligned addresses.
+TEST(ShapeRows, CatAlongDimZeroWithStreamingStores) {
+  std::vector<Tensor> parts;
+  int64_t total = 0;
+  for (int64_t n : {int64_t(9000001), int64_t(3), int64_t(8000003), int64_t(8200000)}) {
+    parts.push_back(remainder(arange(Scalar(total), Scalar(total + n), 1, TensorOptions(DType::I64)),
+                              Scalar(int64_t(251)))
+                        .to(DType::U8));
+    total += n;
+  }
+  const Tensor out = cat(parts, 0);
+  ASSERT_EQ(out.shape(), Shape{total});
+  const Tensor want =
+      remainder(arange(Scalar(int64_t(0)), Scalar(total), 1, TensorOptions(DType::I64)), Scalar(int64_t(251)))
+          .to(DType::U8);
+  EXPECT_TRUE(all(out == want).item<bool>());
 }
 
 }  // namespace

@@ -220,3 +220,17 @@ def test_user_supplied_root_gradient_is_not_taken():
     w.backward(g)
     w.grad.add_(10)
     np.testing.assert_array_equal(g.numpy(), np.array([1, 2, 3], np.float32))
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_gelu_backward_through_autograd_matches_torch(approximate, dtype):
+    rng = np.random.default_rng(12)
+    kx, tx = _pair(rng.standard_normal((4, 33, 96)) * 3, dtype)
+    kg, tg = _pair(rng.standard_normal((4, 33, 96)), dtype)
+    kx.requires_grad_()
+    tx.requires_grad_()
+    kiln.nn.functional.gelu(kx, approximate=approximate).backward(kg)
+    torch.nn.functional.gelu(tx, approximate=approximate).backward(tg)
+    rtol, atol = DTYPES[dtype]
+    np.testing.assert_allclose(_np(kx.grad), _np(tx.grad), rtol=rtol, atol=atol * 10)

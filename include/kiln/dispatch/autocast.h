@@ -8,10 +8,16 @@
 // exits (or while their version is unchanged). State is per thread, as torch's.
 #include "kiln/core/dtype.h"
 #include "kiln/runtime/device.h"
+#include "kiln/tensor/tensor.h"
 
 namespace kiln {
 
 bool is_autocast_enabled(DeviceType device);
+// t as autocast casts an operand of the products (mm, matmul, addmm, ...): in the autocast
+// dtype of its device where autocast is enabled there and t is a float32 / float16 / bfloat16
+// tensor, the cast cached for leaves that require grad; t itself otherwise. For functions
+// that cast an operand before reshaping it (linear: the weight before its transpose).
+Tensor autocast_product_operand(const Tensor& t);
 void set_autocast_enabled(DeviceType device, bool enabled);
 DType get_autocast_dtype(DeviceType device);
 void set_autocast_dtype(DeviceType device, DType dtype);  // bfloat16 or float16

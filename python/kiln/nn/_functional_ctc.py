@@ -4,6 +4,7 @@ step of tensor ops per time frame over all sequences and all positions of the bl
 targets at once, so autograd differentiates it. Sequences that have run out of frames keep
 their last alphas."""
 from .. import _C
+from ._autocast_float32 import float32_under_autocast
 
 __all__ = ["ctc_loss"]
 
@@ -80,6 +81,7 @@ def _check(log_probs, input_lengths, target_lengths, blank):
         raise RuntimeError(f"Expected non-negative target_lengths, got {target_lengths}")
 
 
+@float32_under_autocast
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
              zero_infinity=False):
     if reduction not in ("none", "mean", "sum"):

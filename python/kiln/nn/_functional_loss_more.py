@@ -4,6 +4,7 @@ reductions and legacy size_average / reduce arguments."""
 import math
 
 from .. import _C
+from ._autocast_float32 import float32_under_autocast
 
 __all__ = ["margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss",
            "multilabel_soft_margin_loss", "cosine_embedding_loss", "triplet_margin_loss",
@@ -32,6 +33,7 @@ def _check_same_size(a, b, name):
                          f"{tuple(b.shape)}")
 
 
+@float32_under_autocast
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                         reduction="mean"):
     if input1.dim() != input2.dim() or input1.dim() != target.dim():
@@ -42,6 +44,7 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
     return _reduce(loss, _reduction(size_average, reduce, reduction))
 
 
+@float32_under_autocast
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
                          reduction="mean"):
     zeros = _C.zeros_like(input)
@@ -50,6 +53,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     return _reduce(loss, _reduction(size_average, reduce, reduction))
 
 
+@float32_under_autocast
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     _check_same_size(input, target, "soft_margin_loss")
     loss = _C.log1p(_C.exp(-target * input))
@@ -66,6 +70,7 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     return _reduce(loss, _reduction(size_average, reduce, reduction))
 
 
+@float32_under_autocast
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                           reduction="mean"):
     if input1.dim() != input2.dim() or input1.dim() not in (1, 2):
@@ -84,6 +89,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     return _reduce(loss, _reduction(size_average, reduce, reduction))
 
 
+@float32_under_autocast
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
                         size_average=None, reduce=None, reduction="mean"):
     from .functional import pairwise_distance
@@ -109,6 +115,7 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     return _reduce(loss, reduction)
 
 
+@float32_under_autocast
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
                      reduce=None, reduction="mean"):
     if log_input:
@@ -144,6 +151,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     return _reduce(loss, reduction)
 
 
+@float32_under_autocast
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
                       reduce=None, reduction="mean"):
     if p not in (1, 2):

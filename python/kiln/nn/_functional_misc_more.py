@@ -4,6 +4,7 @@ with torch.nn.functional's signatures, defaults and exception classes."""
 import math
 
 from .. import _C
+from ._autocast_float32 import float32_under_autocast
 from . import functional as F
 
 __all__ = ["alpha_dropout", "feature_alpha_dropout", "channel_shuffle", "native_channel_shuffle",
@@ -100,6 +101,7 @@ def leaky_relu_(input, negative_slope=0.01):
     return F.leaky_relu(input, negative_slope, inplace=True)
 
 
+@float32_under_autocast
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """sum over targets j and non-targets i of max(0, 1 - (x[y_j] - x[i])) / C; each row's
     targets are the entries of its target row before the first -1."""

@@ -61,13 +61,17 @@ Grads d_gelu(const GradContext& ctx, const Grads& go) {
   Tensor x = ctx.input(0);
   const Tensor& g = go[0];
   const std::string approximate = ctx.as_call().string_attr(0);
-  // float32 on the CPU (and the testing device, which runs its kernels) or xpu when the
-  // backward is not itself recorded: one fused pass. Otherwise the op chain below, which is
-  // differentiable (create_graph) and runs on every device.
+  // float32 on the CPU (and the testing device, which runs its kernels) or xpu, and bfloat16
+  // on the CPU (autocast training), when the backward is not itself recorded: one fused pass.
+  // Otherwise the op chain below, which is differentiable (create_graph) and runs on every
+  // device.
   const DeviceType device = x.device().type;
-  if (!is_grad_enabled() && x.dtype() == DType::F32 && g.dtype() == DType::F32 &&
-      g.shape() == x.shape() &&
-      (device == DeviceType::CPU || device == DeviceType::Testing || device == DeviceType::XPU))
+  const bool f32 = x.dtype() == DType::F32 && g.dtype() == DType::F32 &&
+                   (device == DeviceType::CPU || device == DeviceType::Testing ||
+                    device == DeviceType::XPU);
+  const bool bf16 = x.dtype() == DType::BF16 && g.dtype() == DType::BF16 &&
+                    (device == DeviceType::CPU || device == DeviceType::Testing);
+  if (!is_grad_enabled() && (f32 || bf16) && g.shape() == x.shape())
     return {gelu_backward(g, x, approximate)};
   if (approximate == "tanh") {
     const double k = std::sqrt(2 / kPi);

@@ -145,6 +145,13 @@ AutocastInterceptor& interceptor() {
 
 bool is_autocast_enabled(DeviceType device) { return state().enabled[size_t(device)]; }
 
+Tensor autocast_product_operand(const Tensor& t) {
+  ThreadState& s = state();
+  if (s.enabled_count == 0 || !eligible(t) || !s.enabled[size_t(t.device().type)]) return t;
+  const DType target = s.dtype[size_t(t.device().type)];
+  return t.dtype() == target ? t : cast(t, target);
+}
+
 void set_autocast_enabled(DeviceType device, bool enabled) {
   ThreadState& s = state();
   bool& slot = s.enabled[size_t(device)];

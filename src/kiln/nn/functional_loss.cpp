@@ -1,7 +1,10 @@
 // nn::functional losses: nll_loss, cross_entropy, mse, l1, smooth_l1, huber, bce,
 // bce_with_logits, kl_div. Compositions of differentiable ops, with PyTorch's semantics;
-// nll_loss (and cross_entropy's) is one op where it can be (kiln/ops/nll_loss.h).
+// nll_loss (and cross_entropy's) is one op where it can be (kiln/ops/nll_loss.h). Under
+// autocast they run in float32, as torch's (its CPU autocast lists them all as float32 ops):
+// the interceptor sees only ops, so each loss casts its lower-precision inputs itself.
 #include "kiln/autograd/autograd.h"
+#include "kiln/dispatch/autocast.h"
 #include "kiln/nn/functional.h"
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/factory.h"
@@ -13,6 +16,15 @@
 namespace kiln::nn::functional {
 
 namespace {
+
+// t in float32 where autocast is enabled for its device and t holds bfloat16 / float16 values
+// (a recorded cast: gradients return in t's dtype); t itself otherwise.
+Tensor f32_under_autocast(const Tensor& t) {
+  if (!t.defined() || (t.dtype() != DType::BF16 && t.dtype() != DType::F16) ||
+      !is_autocast_enabled(t.device().type))
+    return t;
+  return t.to(DType::F32);
+}
 
 Tensor reduce(const Tensor& loss, Reduction r, const char* fn) {
   switch (r) {
@@ -162,7 +174,12 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLLossOptions&
   return nll_from(it, o.reduction, "nll_loss");
 }
 
-Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyOptions& o) {
+Tensor cross_entropy(const Tensor& input_in, const Tensor& target_in,
+                     const CrossEntropyOptions& o_in) {
+  const Tensor input = f32_under_autocast(input_in);
+  const Tensor target = f32_under_autocast(target_in);
+  CrossEntropyOptions o = o_in;
+  o.weight = f32_under_autocast(o.weight);
   const char* fn = "cross_entropy";
   KILN_CHECK(input.defined() && target.defined(), ValueError, fn, ": input and target must be defined");
   KILN_CHECK(o.label_smoothing >= 0 && o.label_smoothing <= 1, ValueError, fn,
@@ -211,18 +228,25 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntro
   return nll * (1 - ls) + ret * (ls / double(c));
 }
 
-Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+Tensor mse_loss(const Tensor& input_in, const Tensor& target_in, Reduction reduction) {
+  const Tensor input = f32_under_autocast(input_in);
+  const Tensor target = f32_under_autocast(target_in);
   check_pair("mse_loss", input, target);
   Tensor d = input - target;
   return reduce(d * d, reduction, "mse_loss");
 }
 
-Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+Tensor l1_loss(const Tensor& input_in, const Tensor& target_in, Reduction reduction) {
+  const Tensor input = f32_under_autocast(input_in);
+  const Tensor target = f32_under_autocast(target_in);
   check_pair("l1_loss", input, target);
   return reduce(abs(input - target), reduction, "l1_loss");
 }
 
-Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction, double beta) {
+Tensor smooth_l1_loss(const Tensor& input_in, const Tensor& target_in, Reduction reduction,
+                      double beta) {
+  const Tensor input = f32_under_autocast(input_in);
+  const Tensor target = f32_under_autocast(target_in);
   check_pair("smooth_l1_loss", input, target);
   KILN_CHECK(beta >= 0, ValueError, "smooth_l1_loss: beta must be non-negative, got ", beta);
   if (beta == 0) return l1_loss(input, target, reduction);
@@ -231,7 +255,10 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduc
   return reduce(loss, reduction, "smooth_l1_loss");
 }
 
-Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction, double delta) {
+Tensor huber_loss(const Tensor& input_in, const Tensor& target_in, Reduction reduction,
+                  double delta) {
+  const Tensor input = f32_under_autocast(input_in);
+  const Tensor target = f32_under_autocast(target_in);
   check_pair("huber_loss", input, target);
   KILN_CHECK(delta > 0, ValueError, "huber_loss: delta must be positive, got ", delta);
   Tensor d = input - target, ad = abs(d);
@@ -239,8 +266,11 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction
   return reduce(loss, reduction, "huber_loss");
 }
 
-Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
-                            Reduction reduction) {
+Tensor binary_cross_entropy(const Tensor& input_in, const Tensor& target_in,
+                            const Tensor& weight_in, Reduction reduction) {
+  const Tensor input = f32_under_autocast(input_in);
+  const Tensor target = f32_under_autocast(target_in);
+  const Tensor weight = f32_under_autocast(weight_in);
   check_pair("binary_cross_entropy", input, target);
   if (input.numel() > 0) {
     double lo = amin(input).item<double>(), hi = amax(input).item<double>();
@@ -261,8 +291,13 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
   return reduce(loss, reduction, "binary_cross_entropy");
 }
 
-Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
-                                        const BCEWithLogitsOptions& o) {
+Tensor binary_cross_entropy_with_logits(const Tensor& input_in, const Tensor& target_in,
+                                        const BCEWithLogitsOptions& o_in) {
+  const Tensor input = f32_under_autocast(input_in);
+  const Tensor target = f32_under_autocast(target_in);
+  BCEWithLogitsOptions o = o_in;
+  o.weight = f32_under_autocast(o.weight);
+  o.pos_weight = f32_under_autocast(o.pos_weight);
   check_pair("binary_cross_entropy_with_logits", input, target);
   // log(1 + exp(-|x|)) + max(-x, 0) = -log(sigmoid(x)), computed without overflow. One
   // statement per op (as in binary_cross_entropy and kl_div above), so that each temporary
@@ -293,7 +328,10 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
   return reduce(loss, o.reduction, "binary_cross_entropy_with_logits");
 }
 
-Tensor kl_div(const Tensor& input, const Tensor& target, Reduction reduction, bool log_target) {
+Tensor kl_div(const Tensor& input_in, const Tensor& target_in, Reduction reduction,
+              bool log_target) {
+  const Tensor input = f32_under_autocast(input_in);
+  const Tensor target = f32_under_autocast(target_in);
   check_pair("kl_div", input, target);
   Tensor loss;
   if (log_target) {

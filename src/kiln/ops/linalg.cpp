@@ -257,7 +257,12 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     int64_t rows = 1;
     for (int64_t i = 0; i + 1 < x.dim(); ++i) rows *= x.shape()[size_t(i)];
     Tensor x2 = x.dim() == 2 ? x : reshape(x, {rows, x.shape().back()});
-    Tensor y = bias.defined() ? addmm(bias, x2, weight.t()) : mm(x2, weight.t());
+    // Under autocast the weight is cast before its transpose, as torch's autocast casts
+    // linear's operands: the cast of the weight (a leaf) is cached, and its gradient returns
+    // in the weight's own layout. A cast of weight.t() came back transposed, and adding GPT-2's
+    // tied LM head gradient into the embedding's took 45 ms of a training step (decision 0125).
+    const Tensor w = autocast_product_operand(weight);
+    Tensor y = bias.defined() ? addmm(bias, x2, w.t()) : mm(x2, w.t());
     if (x.dim() == 2) return y;
     Shape out(x.shape().begin(), x.shape().end() - 1);
     out.push_back(weight.shape()[0]);

@@ -13,6 +13,7 @@
 #include "row_loops.h"
 #include "kiln/tensor/copy_bytes.h"
 #include "kiln/tensor/empty.h"
+#include "kiln/tensor/streaming_store.h"
 
 namespace kiln::cpu {
 
@@ -43,19 +44,40 @@ void cat_kernel(OpCall& call) {
   for (int64_t i = dm + 1; i < out.dim(); ++i) inner *= size_in_memory_order(out, i);
   if (contiguous || nhwc) {
     const int64_t out_block = out.size(d) * inner * int64_t(es);
-    for (const Tensor& t : call.inputs) {
-      const char* s = bytes_of(t);
-      const int64_t block = t.size(d) * inner * int64_t(es), offset = start * inner * int64_t(es);
-      if (outer == 1) {
-        // One block per input (cat along dim 0): the threaded copy, not one memcpy on one
-        // thread (cat of two [2048, 512] float32 along dim 0: 438 us, torch 202).
-        detail::parallel_copy_bytes(o + offset, s, block);
-      } else {
-#pragma omp parallel for schedule(static) if (outer * block >= (int64_t(1) << 18))
-        for (int64_t r = 0; r < outer; ++r)
-          detail::copy_bytes(o + r * out_block + offset, s + r * block, size_t(block));
+    if (outer == 1) {
+      // One block per input (cat along dim 0): out is the inputs' bytes one after another,
+      // copied in threaded pieces of the whole output (parallel_pieces over bytes), each
+      // piece from the inputs it overlaps. A threaded copy per input (cat of two [2048, 512]
+      // float32 along dim 0: 438 us on one thread, torch 202) left inputs under 1 MiB on one
+      // thread: two [512, 512] bfloat16 took 34.5 us, torch 16.1.
+      // Pieces in units of 8 bytes: threaded from 512 KiB (parallel_pieces' threshold).
+      const int64_t total = int64_t(out.nbytes());
+      const bool stream = total >= detail::kStreamingStoreBytes;
+      parallel_pieces((total + 7) / 8, [&](int64_t b, int64_t e) {
+        b = std::min(b * 8, total);
+        e = std::min(e * 8, total);
+        int64_t at = 0;
+        for (const Tensor& t : call.inputs) {
+          const int64_t n = int64_t(t.nbytes()), lo = std::max(b, at), hi = std::min(e, at + n);
+          if (lo < hi) {
+            if (stream) detail::stream_store(o + lo, bytes_of(t) + (lo - at), size_t(hi - lo));
+            else detail::copy_bytes(o + lo, bytes_of(t) + (lo - at), size_t(hi - lo));
+          }
+          at += n;
+        }
+        if (stream) detail::stream_fence();
+      });
+      return;
+    }
+    // One threaded loop over the output's blocks, each filled from every input in turn.
+#pragma omp parallel for schedule(static) if (outer * out_block >= (int64_t(1) << 18))
+    for (int64_t r = 0; r < outer; ++r) {
+      int64_t offset = 0;
+      for (const Tensor& t : call.inputs) {
+        const int64_t block = t.size(d) * inner * int64_t(es);
+        detail::copy_bytes(o + r * out_block + offset, bytes_of(t) + r * block, size_t(block));
+        offset += block;
       }
-      start += t.size(d);
     }
     return;
   }
