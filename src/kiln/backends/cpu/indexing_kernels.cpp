@@ -400,6 +400,55 @@ bool scatter_add_rows(const OpCall& call, const char* op, const Tensor& out, Acc
   return true;
 }
 
+// 16-bit floats scattered along dim 0 of a 2-D output by an index that is constant along
+// each row (expand(index[:, None]): the embedding's gradient): the source rows grouped by
+// their target row, each target row summed in float32 (widened once, the group's rows added
+// in source order, rounded once) and the groups over the threads. Only the target rows are
+// touched: the general 16-bit path below widened the whole output into a float32 copy and
+// narrowed it back, 53 ms of a bfloat16 GPT-2-small training step for a [50257, 768]
+// embedding fed by 1024 tokens (8 ms in float32). False (nothing done) for other forms.
+template <typename T>
+bool scatter_add_row_groups(const OpCall& call, const char* op, const Tensor& out, T* o,
+                            const T* s) {
+  const Tensor& index = call.inputs[1];
+  const Tensor& src = call.inputs[2];
+  if (out.dim() != 2 || index.dim() != 2 || src.dim() != 2 || index.dtype() != DType::I64 ||
+      wrap_dim(call.int_attr(0), 2) != 0 || index.strides()[1] != 0 || index.numel() == 0 ||
+      src.strides()[1] != 1)
+    return false;
+  const int64_t rows = index.size(0), len = index.size(1), ss = src.strides()[0];
+  const int64_t* ip = static_cast<const int64_t*>(index.raw_data());
+  const int64_t is = index.strides()[0];
+  std::vector<int64_t> order(static_cast<size_t>(rows));
+  for (int64_t i = 0; i < rows; ++i) {
+    checked_index(op, ip[i * is], 0, out.size(0));
+    order[size_t(i)] = i;
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return ip[a * is] < ip[b * is]; });
+  std::vector<int64_t> starts;  // the first position in order of each target row's group
+  for (int64_t k = 0; k < rows; ++k)
+    if (k == 0 || ip[order[size_t(k)] * is] != ip[order[size_t(k - 1)] * is])
+      starts.push_back(k);
+  starts.push_back(rows);
+  const int64_t groups = int64_t(starts.size()) - 1, orow = out.strides()[0];
+#pragma omp parallel if (groups > 1 && rows * len >= detail::kParallelElements)
+  {
+    std::vector<float> acc(static_cast<size_t>(len));
+#pragma omp for schedule(static)
+    for (int64_t g = 0; g < groups; ++g) {
+      T* target = o + ip[order[size_t(starts[size_t(g)])] * is] * orow;
+      for (int64_t j = 0; j < len; ++j) acc[size_t(j)] = float(target[j]);
+      for (int64_t k = starts[size_t(g)]; k < starts[size_t(g) + 1]; ++k) {
+        const T* srow = s + order[size_t(k)] * ss;
+        for (int64_t j = 0; j < len; ++j) acc[size_t(j)] += float(srow[j]);
+      }
+      for (int64_t j = 0; j < len; ++j) target[j] = T(acc[size_t(j)]);
+    }
+  }
+  return true;
+}
+
 // Accumulates in double (floats) or int64 with wrap-around (integers, bool), one rounding
 // to the output type at the end.
 template <typename T>
@@ -421,6 +470,10 @@ void scatter_reduce_typed(OpCall& call, Reduce red, bool include_self, const cha
       for_each_scatter_target(op, call, out, &src, [&](int64_t t, int64_t so) { o[t] += s[so]; });
       return;
     }
+  }
+  if constexpr (std::is_same_v<T, BFloat16> || std::is_same_v<T, Half>) {
+    if (red == Reduce::Sum && include_self && scatter_add_row_groups(call, op, out, o, s))
+      return;
   }
   if constexpr (is_float) {
     if (red == Reduce::Sum && include_self) {
