@@ -12,6 +12,7 @@
 #include "kiln/ops/nll_loss.h"
 #include "kiln/ops/reduction.h"
 #include "kiln/ops/views.h"
+#include "kiln/ops/cross_entropy_rows.h"
 
 namespace kiln::nn::functional {
 
@@ -188,6 +189,18 @@ Tensor cross_entropy(const Tensor& input_in, const Tensor& target_in,
   int64_t class_dim = input.dim() == 1 ? 0 : 1;
   int64_t c = input.size(class_dim);
   double ls = o.label_smoothing;
+  // Training on [N, C] float32 / bfloat16 CPU logits with class indices: one op that never
+  // forms the log-probabilities (decision 0126).
+  if (!target.is_floating_point() && ls == 0 && !o.weight.defined() && input.dim() == 2 &&
+      input.device().is_cpu() && (input.dtype() == DType::F32 || input.dtype() == DType::BF16) &&
+      o.reduction != Reduction::BatchMean && autograd::is_grad_enabled() &&
+      autograd::requires_grad(input)) {
+    const CheckedTarget ct = check_index_target(fn, input, target, o.weight);
+    const auto r = o.reduction == Reduction::None ? ops::NllReduction::None
+                   : o.reduction == Reduction::Sum ? ops::NllReduction::Sum
+                                                   : ops::NllReduction::Mean;
+    return std::get<0>(ops::cross_entropy_rows(input, ct.target, r, o.ignore_index));
+  }
   Tensor logp = kiln::log_softmax(input, class_dim);
   if (target.is_floating_point()) {
     // Class probabilities.

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "class_targets_check.h"
 #include "kiln/core/convert.h"
 #include "kiln/core/error.h"
 #include "kiln/dispatch/registry.h"
@@ -15,18 +16,6 @@ namespace kiln::cpu {
 namespace {
 
 using ops::NllReduction;
-
-// Every target must be ignore_index or a class in [0, classes): checked before anything is
-// written, on the calling thread (a check inside a parallel region could not raise).
-void check_targets(const int64_t* target, int64_t n, int64_t classes, int64_t ignore_index,
-                   const char* op) {
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t c = target[i];
-    KILN_CHECK(c == ignore_index || (c >= 0 && c < classes), IndexError, op, ": target ", c,
-               " is out of bounds for ", classes, " classes (ignore_index is ", ignore_index,
-               ")");
-  }
-}
 
 // The targets of one call (inputs[1]), checked, with their class weights (inputs[2]).
 template <typename T>
@@ -44,7 +33,7 @@ template <typename T>
 ClassTargets<T> class_targets(const OpCall& call, int64_t n, int64_t classes,
                               int64_t ignore_index, const char* op) {
   const int64_t* index = static_cast<const int64_t*>(call.inputs[1].raw_data());
-  check_targets(index, n, classes, ignore_index, op);
+  check_class_targets(index, n, classes, ignore_index, op);
   const Tensor& w = call.inputs[2];
   return {index, ignore_index, w.defined() ? static_cast<const T*>(w.raw_data()) : nullptr};
 }

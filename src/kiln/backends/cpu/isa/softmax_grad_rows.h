@@ -15,6 +15,13 @@ struct SoftmaxGradRows {
   void (*log_softmax_f32)(const float* g, const float* y, float* out, int64_t n) = nullptr;
   void (*log_softmax_bf16)(const uint16_t* g, const uint16_t* y, uint16_t* out,
                            int64_t n) = nullptr;
+  // cross_entropy's backward (cross_entropy_rows): out = exp(x - lse) * scale, the softmax of
+  // a row of logits times the row's share of the loss's gradient (the caller subtracts scale
+  // at the target class).
+  void (*cross_entropy_f32)(const float* x, float lse, float scale, float* out,
+                            int64_t n) = nullptr;
+  void (*cross_entropy_bf16)(const uint16_t* x, float lse, float scale, uint16_t* out,
+                             int64_t n) = nullptr;
 };
 
 const SoftmaxGradRows& softmax_grad_rows_avx2();
