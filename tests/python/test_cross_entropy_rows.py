@@ -99,3 +99,14 @@ def test_out_of_range_target_is_an_index_error():
     kx = kiln.randn([3, 4]).requires_grad_()
     with pytest.raises(IndexError, match="out of bounds"):
         KF.cross_entropy(kx, kiln.from_numpy(np.array([0, 4, 1])))
+
+
+def test_no_classes_with_every_target_ignored():
+    kx = kiln.zeros([3, 0]).requires_grad_()
+    tx = torch.zeros(3, 0, requires_grad=True)
+    t = np.full(3, -100)
+    kl = KF.cross_entropy(kx, kiln.from_numpy(t), reduction="sum")
+    tl = F.cross_entropy(tx, torch.from_numpy(t), reduction="sum")
+    assert kl.item() == tl.item() == 0.0
+    kl.backward()
+    assert list(kx.grad.shape) == [3, 0]

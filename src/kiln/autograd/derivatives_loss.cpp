@@ -5,13 +5,13 @@
 // Targets, class weights and total_weight get no gradient, as in PyTorch.
 #include "kiln/autograd/autograd.h"
 #include "kiln/autograd/node.h"
+#include "kiln/ops/cross_entropy_rows.h"
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/factory.h"
 #include "kiln/ops/indexing.h"
 #include "kiln/ops/nll_loss.h"
 #include "kiln/ops/reduction.h"
 #include "kiln/ops/views.h"
-#include "kiln/ops/cross_entropy_rows.h"
 
 namespace kiln::autograd {
 

@@ -33,6 +33,7 @@ void store(uint16_t* p, double v) { *p = BFloat16(float(v)).bits; }
 // logsumexp of a row of n values (float32, or bfloat16 widened into buf).
 template <typename E>
 float row_logsumexp(const E* row, int64_t n, std::vector<float>& buf) {
+  if (n == 0) return -INFINITY;  // no classes (every target ignored): the vector row needs n >= 1
   const VecMathF32& vm = vec_math_f32();
   const float* f = nullptr;
   if constexpr (std::is_same_v<E, float>) {
