@@ -72,8 +72,9 @@ grep "^oracle:" build/python-tests.log
 # against the same PyTorch oracle: about 20 s each.
 for level in avx2 baseline; do
   echo "== Python tests at KILN_CPU_ISA=$level"
+  # The failures' names and the summary line (the whole log stays in build/).
   KILN_CPU_ISA=$level .venv/bin/python -m pytest tests/python -q -p no:cacheprovider 2>&1 |
-    tee "build/python-tests-$level.log" | tail -1
+    tee "build/python-tests-$level.log" | grep -E "^(FAILED|ERROR) |^E  |[0-9]+ (passed|failed)"
 done
 
 echo "== benchmark suite smoke run (that it runs; no timing is asserted)"
