@@ -24,7 +24,7 @@
   _mm512_castsi512_ps(_mm512_slli_epi32(                          \
       _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16))
 #define KILN_GEMM_TRANSPOSE transpose16_f32  // packs transposed operands 16 x 16 at a time
-#define KILN_GEMM_MR 12  // 24 accumulators of the 32 registers
+#define KILN_GEMM_MR 8  // 16 accumulators of the 32 registers
 #define KILN_GEMM_BLOCKED_NAME gemm_f32_avx512_blocked
 #define KILN_GEMM_BLOCKED_BF16_NAME gemm_bf16_avx512
 #define KILN_GEMM_PACK_NAME gemm_f32_avx512_pack
