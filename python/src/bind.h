@@ -46,6 +46,8 @@ std::vector<int64_t> dims_from_handle(nb::handle h);
 // the argument otherwise.
 DType dtype_arg(nb::handle h, const char* name = "dtype");
 Device device_arg(nb::handle h, const char* name = "device");
+// A memory_format= argument: None (the default) or a kiln.memory_format value.
+std::optional<MemoryFormat> memory_format_arg(nb::handle h);
 // A layout= argument: None or kiln.strided (kiln tensors are dense); anything else is an error.
 void check_layout_arg(nb::handle layout);
 // Python number -> Scalar (bool, int, float and objects with __index__ / __float__).

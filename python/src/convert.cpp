@@ -82,6 +82,15 @@ void release_python_object(PyObject* o) {
   PyGILState_Release(s);
 }
 
+// A memory_format= argument: None (the default) or a kiln.memory_format value.
+std::optional<MemoryFormat> memory_format_arg(nb::handle h) {
+  if (h.is_none()) return std::nullopt;
+  KILN_CHECK(nb::isinstance<MemoryFormat>(h), TypeError,
+             "memory_format: expected a kiln.memory_format (kiln.contiguous_format, "
+             "kiln.channels_last or kiln.preserve_format), got ", Py_TYPE(h.ptr())->tp_name);
+  return nb::cast<MemoryFormat>(h);
+}
+
 DType dtype_arg(nb::handle h, const char* name) {
   KILN_CHECK(PyObject_TypeCheck(h.ptr(), dtype_type()), TypeError, "argument '", name,
              "' must be kiln.dtype, not ", Py_TYPE(h.ptr())->tp_name);

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "bind.h"
+#include "kiln/tensor/empty.h"
 
 namespace kiln::py {
 
@@ -17,6 +18,7 @@ struct Kw {
   std::optional<Device> device;
   bool requires_grad = false;
   Generator* generator = nullptr;
+  std::optional<MemoryFormat> memory_format;
   nb::handle size;
 
   TensorOptions options(DType fallback) const {
@@ -48,7 +50,8 @@ Kw parse_kw(const nb::kwargs& kwargs, bool like = false) {
     else if (n == "generator") { if (!value.is_none()) k.generator = nb::cast<Generator*>(value); }
     else if (n == "size") k.size = value;
     else if (n == "layout") check_layout_arg(value);
-    else if (n == "pin_memory" || n == "memory_format" || n == "out") {
+    else if (n == "memory_format") k.memory_format = memory_format_arg(value);
+    else if (n == "pin_memory" || n == "out") {
       KILN_CHECK(n != "out" || value.is_none(), NotImplementedError, "out= is not supported");
     } else {
       KILN_THROW(TypeError, "got an unexpected keyword argument '", n, "'");
@@ -61,6 +64,21 @@ Kw parse_kw(const nb::kwargs& kwargs, bool like = false) {
 Tensor finish(Tensor t, const Kw& k) {
   if (k.requires_grad) autograd::set_requires_grad(t, true);
   return t;
+}
+
+// A new tensor's values in the layout that memory_format= asks for: the strides of `like`
+// (a *_like factory's input) under preserve_format, its default, as PyTorch's empty_like
+// (a transposed or channels-last input gives a transposed or channels-last result).
+Tensor laid_out(Tensor made, std::optional<MemoryFormat> format, const Tensor* like) {
+  const MemoryFormat f = format.value_or(like ? MemoryFormat::Preserve : MemoryFormat::Contiguous);
+  if (f == MemoryFormat::Contiguous || (f == MemoryFormat::Preserve && !like)) return made;
+  const Strides strides = f == MemoryFormat::ChannelsLast
+                              ? channels_last_strides(made.shape())
+                              : preserve_format_strides(like->shape(), like->strides());
+  if (strides == made.strides()) return made;
+  Tensor out = empty_strided_tensor(made.shape(), strides, made.dtype(), made.device());
+  copy_(out, made);
+  return out;
 }
 
 Shape size_of(const nb::args& args, const Kw& k, const char* factory) {
@@ -77,7 +95,7 @@ void def_shape_factory(nb::module_& m, const char* name, F make) {
   m.def(name, [make, name](nb::args args, nb::kwargs kwargs) {
     Kw k = parse_kw(kwargs);
     Shape s = size_of(args, k, name);
-    return finish(nogil([&] { return make(s, k); }), k);
+    return finish(nogil([&] { return laid_out(make(s, k), k.memory_format, nullptr); }), k);
   });
 }
 
@@ -88,7 +106,7 @@ void def_like(nb::module_& m, const char* name, F make) {
     Kw k = parse_kw(kwargs, /*like=*/true);
     if (!k.dtype) k.dtype = x.dtype();
     if (!k.device) k.device = x.device();
-    return finish(nogil([&] { return make(x.shape(), k); }), k);
+    return finish(nogil([&] { return laid_out(make(x.shape(), k), k.memory_format, &x); }), k);
   }, nb::arg("input"), nb::arg("kwargs"));
 }
 
@@ -189,7 +207,7 @@ void bind_factories(nb::module_& m) {
   m.def("full_like", [](const Tensor& x, const Scalar& v, nb::kwargs kwargs) {
     Kw k = parse_kw(kwargs, /*like=*/true);
     TensorOptions o(k.dtype.value_or(x.dtype()), k.device.value_or(x.device()));
-    return finish(nogil([&] { return full(x.shape(), v, o); }), k);
+    return finish(nogil([&] { return laid_out(full(x.shape(), v, o), k.memory_format, &x); }), k);
   }, nb::arg("input"), nb::arg("fill_value"), nb::arg("kwargs"));
   m.def("randint_like", [](const Tensor& x, nb::args args, nb::kwargs kwargs) {
     Kw k = parse_kw(kwargs, /*like=*/true);
@@ -198,7 +216,9 @@ void bind_factories(nb::module_& m) {
     int64_t low = args.size() == 2 ? nb::cast<int64_t>(args[0]) : 0;
     int64_t high = nb::cast<int64_t>(args[args.size() - 1]);
     TensorOptions o(k.dtype.value_or(x.dtype()), k.device.value_or(x.device()));
-    return finish(nogil([&] { return randint(low, high, x.shape(), o, k.generator); }), k);
+    return finish(nogil([&] {
+      return laid_out(randint(low, high, x.shape(), o, k.generator), k.memory_format, &x);
+    }), k);
   }, nb::arg("input"), nb::arg("args"), nb::arg("kwargs"));
 
   // Random ops on tensors.

@@ -41,14 +41,6 @@ std::string repr(const Tensor& t) {
 
 // Tensor.to(...) in all of torch's forms: to(dtype), to(device, dtype=None), to(tensor),
 // keywords dtype=, device=, non_blocking=, copy=.
-// A memory_format= argument: None (the default) or a kiln.memory_format value.
-std::optional<MemoryFormat> memory_format_arg(nb::handle h) {
-  if (h.is_none()) return std::nullopt;
-  KILN_CHECK(nb::isinstance<MemoryFormat>(h), TypeError,
-             "memory_format: expected a kiln.memory_format (kiln.contiguous_format, "
-             "kiln.channels_last or kiln.preserve_format), got ", Py_TYPE(h.ptr())->tp_name);
-  return nb::cast<MemoryFormat>(h);
-}
 
 nb::object to_impl(Self self, nb::args args, nb::kwargs kwargs) {
   const Tensor& t = self_ref(self);

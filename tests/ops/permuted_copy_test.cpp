@@ -6,6 +6,7 @@
 #include <cstring>
 #include <random>
 
+#include "kiln/tensor/empty.h"
 #include "ops/test_util.h"
 
 namespace kiln::test {
@@ -245,8 +246,8 @@ TEST(PermutedCopy, RunsOfEveryLengthClass) {
 namespace kiln::test {
 namespace {
 
-// A dtype conversion into a contiguous tensor from a permuted one (autocast's cast of w.t())
-// runs the permuted copy into a block of the source dtype and then the dense converter
+// A dtype conversion into a contiguous tensor from a permuted one (copy_ into a row-major
+// tensor) runs the permuted copy into a block of the source dtype and then the dense converter
 // (decision 0121). Each result is checked bit for bit against the source's values converted
 // one by one from float64 (exact for every source dtype here, so the single rounding is the
 // same).
@@ -262,10 +263,14 @@ TEST(PermutedCopy, ConversionsFromPermutedSources) {
     Tensor base = make(rounded(v, from), {300, 200}, from, Device(DeviceType::CPU, 0));
     for (const Tensor& src : {base.t(), base.reshape({4, 75, 200}).permute({2, 0, 1}),
                               base.reshape({30, 10, 200}).transpose(0, 1)}) {
-      const Tensor got = src.to(to);
-      ASSERT_TRUE(got.is_contiguous());
+      Tensor got = empty_tensor(src.shape(), to, Device(DeviceType::CPU, 0));
+      got.copy_(src);
       const Tensor want = make(values(src), src.shape(), to, Device(DeviceType::CPU, 0));
       expect_same_elements(want, got);
+      // `to` keeps the permuted layout (preserve_format, decision 0128), same values.
+      const Tensor kept = src.to(to);
+      EXPECT_EQ(kept.strides(), src.strides());
+      expect_same_elements(want, kept.contiguous());
     }
   }
 }

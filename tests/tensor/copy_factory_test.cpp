@@ -125,6 +125,31 @@ TEST_P(CopyFactory, CloneContiguousAndItem) {
   }
 }
 
+// preserve_format (decision 0128): a permuted layout is kept, a sliced one made dense in the
+// same order; contiguous() stays row-major.
+TEST_P(CopyFactory, CloneAndToKeepTheSourceLayout) {
+  Tensor x = arange(24, TensorOptions(DType::F32, device())).view({2, 3, 4});
+  Tensor p = x.permute({2, 0, 1});  // strides (1, 12, 4)
+  EXPECT_EQ(p.clone().strides(), p.strides());
+  EXPECT_EQ(p.to(DType::F64).strides(), p.strides());
+  EXPECT_TRUE(p.contiguous().is_contiguous());
+  test::expect_close(p.clone().contiguous(), {4, 2, 3}, test::values(p.contiguous()));
+  // Every other column of the permuted view: dense, ordered as (1, 12, 4) -> (1, 8, 2).
+  Tensor s = p.slice(0, 0, 4, 2);
+  EXPECT_EQ(s.clone().strides(), (Strides{1, 6, 2}));
+  test::expect_close(s.clone(), {2, 2, 3}, test::values(s.contiguous()));
+  // An expanded dim (stride 0) keeps its place: [3, 4] from [3, 1] is row-major.
+  Tensor e = arange(3, TensorOptions(DType::F32, device())).view({3, 1}).expand({3, 4});
+  EXPECT_TRUE(e.clone().is_contiguous());
+  EXPECT_EQ(dense_strides_in_order_of({3, 4}, {0, 1}), (Strides{4, 1}));
+  EXPECT_EQ(dense_strides_in_order_of({2, 3, 4}, {1, 8, 2}), (Strides{1, 8, 2}));
+  EXPECT_EQ(dense_strides_in_order_of({5, 1, 4}, {1, 5, 20}), (Strides{1, 5, 5}));  // torch
+  EXPECT_TRUE(is_non_overlapping_and_dense({4, 2, 3}, {1, 12, 4}));
+  EXPECT_FALSE(is_non_overlapping_and_dense({2, 2, 3}, {1, 12, 4}));
+  EXPECT_FALSE(is_non_overlapping_and_dense({3, 4}, {0, 1}));
+  EXPECT_TRUE(is_non_overlapping_and_dense({3, 1, 4}, {4, 99, 1}));
+}
+
 TEST_P(CopyFactory, TensorFromChecksCount) {
   EXPECT_THROW(tensor_from(std::vector<float>{1, 2, 3}, Shape{2, 2}), ShapeError);
   Tensor b = tensor_from(std::vector<bool>{true, false, true}, TensorOptions(device()));

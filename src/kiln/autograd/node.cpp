@@ -6,8 +6,11 @@
 #include <map>
 #include <mutex>
 
+#include "kiln/ops/copy.h"
 #include "kiln/ops/reduction.h"
 #include "kiln/ops/views.h"
+#include "kiln/tensor/empty.h"
+#include "kiln/tensor/memory_format.h"
 
 namespace kiln {
 
@@ -48,6 +51,17 @@ bool can_take_as_grad(const Tensor& g, const Tensor& leaf) {
   }
   return impl->storage().use_count() == owners;
 }
+
+// A copy of g in the leaf's layout where that is a dense one (a transposed or channels-last
+// parameter gets a gradient laid out as itself), else contiguous: torch's
+// clone_obey_contract. clone() alone would keep g's layout (preserve_format).
+Tensor copy_in_layout_of(const Tensor& g, const Tensor& leaf) {
+  const bool dense = is_non_overlapping_and_dense(leaf.shape(), leaf.strides());
+  Tensor out = dense ? empty_strided_tensor(leaf.shape(), leaf.strides(), g.dtype(), g.device())
+                     : empty_tensor(g.shape(), g.dtype(), g.device());
+  copy_(out, autograd::detach(g));
+  return out;
+}
 }  // namespace
 
 Node::Node() : sequence_nr(g_next_sequence_nr.fetch_add(1)) {}
@@ -65,7 +79,7 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
     // copied; one that nothing else sees is taken as it is).
     if (autograd::is_grad_enabled()) meta.grad = g;
     else if (can_take_as_grad(g, leaf_)) meta.grad = autograd::detach(g);
-    else meta.grad = autograd::detach(g).clone();
+    else meta.grad = copy_in_layout_of(g, leaf_);
   } else if (autograd::is_grad_enabled()) {
     meta.grad = meta.grad + g;  // create_graph: keep the graph of the accumulation
   } else {

@@ -1,6 +1,7 @@
 // Tensor-level autograd accessors: requires_grad, grad, leaves, hooks, detach.
 #include "kiln/autograd/autograd.h"
 #include "kiln/autograd/node.h"
+#include "kiln/ops/copy.h"
 #include "kiln/tensor/empty.h"
 
 namespace kiln::autograd {
@@ -88,7 +89,10 @@ void retain_grad(Tensor& t) {
   register_hook(t, [weak](const Tensor& g) -> Tensor {
     if (auto impl = weak.lock()) {
       auto& mm = *impl->autograd_meta;
-      if (!mm.grad.defined()) mm.grad = g.clone();
+      if (!mm.grad.defined()) {  // contiguous, as torch's retained gradients
+        mm.grad = empty_tensor(g.shape(), g.dtype(), g.device());
+        copy_(mm.grad, g);
+      }
       else mm.grad = mm.grad + g;
     }
     return Tensor();

@@ -83,16 +83,17 @@ std::vector<Tensor> copy_composite(OpCall& call) {
 }
 
 // _to_copy(self, dtype, device): a new tensor with the given dtype on the given device, in
-// the source's memory format (PyTorch's preserve_format for clone and `to`): a channels-last
-// source gives a channels-last copy, anything else a contiguous one.
+// the source's layout (PyTorch's preserve_format for clone and `to`): a source whose strides
+// are a permutation of a contiguous layout (channels-last, a transpose) keeps them; any other
+// (a slice, an expansion) gets dense strides in the same order.
 std::vector<Tensor> to_copy_composite(OpCall& call) {
   const Tensor& src = call.inputs[0];
   DType dtype = call.dtype_attr(0);
   Device device = std::get<Device>(call.attrs[1]);
-  Tensor out = src.is_channels_last()
-                   ? empty_strided_tensor(src.shape(), channels_last_strides(src.shape()), dtype,
-                                          device)
-                   : empty_tensor(src.shape(), dtype, device);
+  const Strides strides = preserve_format_strides(src.shape(), src.strides());
+  Tensor out = strides == contiguous_strides(src.shape())
+                   ? empty_tensor(src.shape(), dtype, device)
+                   : empty_strided_tensor(src.shape(), strides, dtype, device);
   copy_(out, src, call.has_attr(2) && call.bool_attr(2));
   return {out};
 }
@@ -122,7 +123,9 @@ Tensor to_device(const Tensor& t, Device device, bool non_blocking) {
 
 Tensor contiguous(const Tensor& t) {
   if (t.is_contiguous()) return t;
-  if (!t.is_channels_last()) return clone(t);  // clone is contiguous for these
+  // clone keeps a permuted layout; it is contiguous for the rest (slices, expansions).
+  if (preserve_format_strides(t.shape(), t.strides()) == contiguous_strides(t.shape()))
+    return clone(t);
   Tensor out = empty_tensor(t.shape(), t.dtype(), t.device());
   copy_(out, t);  // recorded by autograd like any copy
   return out;
