@@ -107,9 +107,11 @@ TEST(ConvChannelsLast, PointwiseOpsAndPoolingKeepTheLayout) {
   EXPECT_TRUE(is_cl(add(xcl, bias)));
   EXPECT_TRUE(same(add(xcl, bias), add(x, bias)));
   EXPECT_TRUE(is_cl(mul(xcl, xcl)));
-  // A plainly contiguous operand of the same shape decides for the contiguous layout.
-  EXPECT_TRUE(add(xcl, x).is_contiguous());
+  // Operands of the same shape in both layouts: the first decides (as PyTorch, decision 0129).
+  EXPECT_TRUE(is_cl(add(xcl, x)));
+  EXPECT_TRUE(add(x, xcl).is_contiguous());
   EXPECT_TRUE(same(add(xcl, x), add(x, x)));
+  EXPECT_TRUE(same(add(x, xcl), add(x, x)));
   Tensor p = F::max_pool2d(xcl, {3, 3}, {2, 2}, {1, 1});
   EXPECT_TRUE(is_cl(p));
   EXPECT_TRUE(same(p, F::max_pool2d(x, {3, 3}, {2, 2}, {1, 1})));

@@ -51,9 +51,12 @@ struct OpDef {
   CompositeFn composite = nullptr;  // set for composite ops: runs instead of meta+kernel
   bool dynamic_shape = false;  // output shape depends on data (nonzero, unique, ...)
   bool random = false;         // consumes the generator
-  // Fresh 4-D outputs are laid out channels-last when the inputs are (pointwise ops and
-  // convolution, as PyTorch's memory-format propagation); the kernels read output strides.
+  // Fresh 4-D outputs are laid out channels-last when the inputs are (convolution, pooling,
+  // cat, as PyTorch's memory-format propagation); the kernels read output strides.
   bool keeps_channels_last = false;
+  // Pointwise ops: fresh outputs take the layout the inputs' strides give, any rank (PyTorch's
+  // TensorIterator; kiln/tensor/pointwise_layout.h).
+  bool pointwise_layout = false;
   std::array<KernelEntry, kNumDeviceTypes> kernels{};
   // Kernels for complex dtypes only, registered apart from the real ones (a register_kernel
   // whose mask holds only complex dtypes lands here); find_kernel looks here first for them.

@@ -2,8 +2,9 @@
 // Memory formats of 4-D tensors, as PyTorch's torch.contiguous_format / torch.channels_last:
 // a channels-last [N, C, H, W] tensor keeps its logical shape but stores the channels
 // innermost (strides H*W*C, 1, W*C, C), the layout oneDNN's convolutions run fastest on.
-// Pointwise ops and convolution give channels-last results for channels-last inputs (see
-// OpDef::keeps_channels_last); the other ops read any layout.
+// Convolution, pooling and cat give channels-last results for channels-last inputs (see
+// OpDef::keeps_channels_last), pointwise ops their inputs' layout of any rank
+// (pointwise_layout.h); the other ops read any layout.
 #include <cstdint>
 
 #include "kiln/core/shape.h"

@@ -7,6 +7,7 @@
 #include <array>
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <tuple>
@@ -115,6 +116,18 @@ StridedLoop<N> make_strided_loop(const std::array<const Tensor*, N>& ops, const 
   return loop;
 }
 
+// The operands' pointers at the start of innermost run `run` (row-major over the outer dims).
+template <size_t N>
+std::array<char*, N> run_pointers(const StridedLoop<N>& loop, int64_t run) {
+  std::array<char*, N> ptr = loop.data;
+  for (size_t d = loop.shape.size() - 1; d-- > 0;) {
+    const int64_t i = run % loop.shape[d];
+    run /= loop.shape[d];
+    for (size_t k = 0; k < N; ++k) ptr[k] += i * loop.strides[d][k];
+  }
+  return ptr;
+}
+
 // Calls body(ptrs, byte_strides, n) for the innermost runs [begin, end) in row-major order
 // (run r starts at the r-th position of the outer dims). The loop has at least one dim.
 template <size_t N, typename Body>
@@ -143,6 +156,51 @@ void for_each_run_range(const StridedLoop<N>& loop, int64_t begin, int64_t end, 
       for (size_t k = 0; k < N; ++k) ptr[k] -= loop.strides[d][k] * (loop.shape[d] - 1);
       idx[d] = 0;
     }
+  }
+}
+
+// Whether some operand steps at least a cache line per element along the runs but less than
+// that from one run to the next (a transposed operand: x.t() + y, exp(x.t(), out=y)): visited
+// run by run, each of its elements costs a cache line that the next run would have reused.
+template <size_t N>
+bool reads_across_runs(const StridedLoop<N>& loop) {
+  const size_t nd = loop.shape.size();
+  if (nd < 2 || loop.shape[nd - 2] < 2) return false;
+  constexpr int64_t kLine = 64;
+  for (size_t k = 0; k < N; ++k) {
+    const int64_t along = std::abs(loop.strides[nd - 1][k]), across = std::abs(loop.strides[nd - 2][k]);
+    if (along >= kLine && across < along && across != 0) return true;
+  }
+  return false;
+}
+
+// for_each_run_range for loops where reads_across_runs: the same calls cut into tiles of
+// kTileRuns neighbouring runs x kTileLength elements, so the lines a transposed operand
+// brings in serve every run of the tile while they are in L1, and its pages stay in the
+// first-level TLB (float32 [1024, 1024] x.t() + y: 3.7 ms run by run, 0.62 ms tiled; at
+// [4096, 4096] 75 -> 29 ms; tiles of 16 x 256 elements 105 ms there: 256 pages 16 KiB apart
+// per tile row). The calls' order differs from for_each_run_range's: the runs must be
+// independent.
+template <size_t N, typename Body>
+void for_each_run_range_tiled(const StridedLoop<N>& loop, int64_t begin, int64_t end, Body&& body) {
+  constexpr int64_t kTileRuns = 64, kTileLength = 64;
+  const size_t nd = loop.shape.size();
+  const int64_t rows = loop.shape[nd - 2], inner = loop.shape[nd - 1];
+  const auto& row_step = loop.strides[nd - 2];
+  const auto& inner_strides = loop.strides[nd - 1];
+  for (int64_t run = begin; run < end;) {
+    // Runs [run, run + count): neighbours in dim nd - 2, within [begin, end).
+    const int64_t count = std::min({kTileRuns, end - run, rows - run % rows});
+    const std::array<char*, N> first = run_pointers(loop, run);
+    for (int64_t c = 0; c < inner; c += kTileLength) {
+      const int64_t len = std::min(kTileLength, inner - c);
+      for (int64_t r = 0; r < count; ++r) {
+        std::array<char*, N> q;
+        for (size_t k = 0; k < N; ++k) q[k] = first[k] + r * row_step[k] + c * inner_strides[k];
+        body(q, inner_strides, len);
+      }
+    }
+    run += count;
   }
 }
 
@@ -302,15 +360,19 @@ void elementwise_run(const std::array<char*, N>& p, const std::array<int64_t, N>
 template <size_t N, typename Run>
 void parallel_for_each_run(const StridedLoop<N>& loop, Run&& run) {
   const int threads = loop.numel >= detail::kParallelElements ? detail::elementwise_threads() : 1;
+  const bool tiled = loop.numel > 0 && reads_across_runs(loop);
   if (threads <= 1 || loop.shape.empty()) {
-    for_each_run(loop, run);
+    if (tiled) for_each_run_range_tiled(loop, 0, run_count(loop), run);
+    else for_each_run(loop, run);
     return;
   }
   const int64_t runs = run_count(loop);
   if (runs >= 2 * int64_t(threads)) {
     const int64_t groups = std::min<int64_t>(runs, 4 * int64_t(threads));
     detail::parallel_chunks(groups, [&](int64_t g) {
-      for_each_run_range(loop, runs * g / groups, runs * (g + 1) / groups, run);
+      const int64_t b = runs * g / groups, e = runs * (g + 1) / groups;
+      if (tiled) for_each_run_range_tiled(loop, b, e, run);
+      else for_each_run_range(loop, b, e, run);
     });
     return;
   }

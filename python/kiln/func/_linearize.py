@@ -97,7 +97,7 @@ class Linearization:
         for j, inp in enumerate(self.inputs):
             columns = [[] for _ in self.outputs]
             for e in range(inp.numel()):
-                basis = _C.zeros_like(inp)
+                basis = _C.zeros_like(inp, memory_format=_C.contiguous_format)
                 basis.view(-1)[e] = 1
                 tangents = [None] * len(self.inputs)
                 tangents[j] = basis

@@ -212,7 +212,7 @@ def _jacobian_columns(vjp_fn, out_leaves, out_spec, primal_leaves):
     rows = [[[] for _ in out_leaves] for _ in primal_leaves]
     for k, out in enumerate(out_leaves):
         for e in range(out.numel()):
-            basis = [_C.zeros_like(o) for o in out_leaves]
+            basis = [_C.zeros_like(o, memory_format=_C.contiguous_format) for o in out_leaves]
             basis[k].view(-1)[e] = 1
             got = _pytree.flatten(vjp_fn(_pytree.unflatten(basis, out_spec)))[0]
             for j, g in enumerate(got):

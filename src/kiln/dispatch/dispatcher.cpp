@@ -6,6 +6,7 @@
 #include <cstring>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "kiln/dispatch/interceptor_state.h"
 #include "kiln/runtime/guard.h"
 #include "kiln/tensor/empty.h"
+#include "kiln/tensor/pointwise_layout.h"
 
 namespace kiln {
 
@@ -135,9 +137,12 @@ void prepare_outputs(OpCall& call, std::vector<TensorMeta>& metas, Device device
   if (call.outs.empty()) {
     call.outs.reserve(metas.size());
     for (auto& m : metas) {
-      if (op.keeps_channels_last && wants_channels_last(call, m.shape))
-        call.outs.push_back(
-            empty_strided_tensor(m.shape, channels_last_strides(m.shape), m.dtype, device));
+      std::optional<Strides> strides;
+      if (op.pointwise_layout) strides = pointwise_result_strides(m.shape, call.inputs);
+      else if (op.keeps_channels_last && wants_channels_last(call, m.shape))
+        strides = channels_last_strides(m.shape);
+      if (strides)
+        call.outs.push_back(empty_strided_tensor(m.shape, *strides, m.dtype, device));
       else
         call.outs.push_back(empty_tensor(std::move(m.shape), m.dtype, device));
     }

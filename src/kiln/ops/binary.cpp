@@ -267,8 +267,9 @@ Tensor& addcdiv_(Tensor& s, const Tensor& t1, const Tensor& t2, const Scalar& v)
 
 namespace ops {
 void register_binary_ops() {
-  // Every binary op is pointwise: channels-last inputs give channels-last results.
-  const auto mark = [](OpDef& def) { def.keeps_channels_last = true; };
+  // Every binary op is pointwise: results are laid out as the inputs (channels-last,
+  // transposed, permuted; kiln/tensor/pointwise_layout.h).
+  const auto mark = [](OpDef& def) { def.pointwise_layout = true; };
   for (const char* name : {"mul", "pow", "maximum", "minimum", "fmod", "remainder", "atan2",
                            "bitwise_and", "bitwise_or", "bitwise_xor"})
     mark(register_op(name, std::string(name) + "(Tensor self, Tensor other) -> Tensor", broadcast_meta));

@@ -192,37 +192,37 @@ void register_unary_ops() {
   // abs: a real result for complex input (|re + im i|), else the input's dtype.
   register_op("abs", "abs(Tensor self) -> Tensor", [](const OpCall& c) {
     return one_meta(c.inputs[0].shape(), real_part_dtype(c.inputs[0].dtype()));
-  }).keeps_channels_last = true;
+  }).pointwise_layout = true;
   for (const char* name : {"neg", "exp", "exp2", "log", "log2", "log1p", "expm1", "sqrt",
                            "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid", "relu", "silu", "erf",
                            "erfc", "erfinv", "lgamma", "digamma", "trigamma",
                            "floor", "ceil", "round", "trunc", "sign", "reciprocal"})
     register_op(name, std::string(name) + "(Tensor self) -> Tensor", same_as_first_meta)
-        .keeps_channels_last = true;
+        .pointwise_layout = true;
   for (const char* name : {"logical_not", "isnan", "isinf", "isfinite"})
     register_op(name, std::string(name) + "(Tensor self) -> Tensor", bool_meta)
-        .keeps_channels_last = true;
+        .pointwise_layout = true;
   register_op("gelu", "gelu(Tensor self, *, str approximate='none') -> Tensor", same_as_first_meta)
-      .keeps_channels_last = true;
+      .pointwise_layout = true;
   // d/dx gelu(x) times grad_output in one pass (the derivative as a chain of ops made about
   // 17 passes over a GPT-2 MLP activation).
   register_op("gelu_backward",
               "gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor",
               same_as_first_meta)
-      .keeps_channels_last = true;
+      .pointwise_layout = true;
   register_op("softplus", "softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor",
               same_as_first_meta)
-      .keeps_channels_last = true;
+      .pointwise_layout = true;
   register_op("leaky_relu", "leaky_relu(Tensor self, float negative_slope=0.01) -> Tensor",
               same_as_first_meta)
-      .keeps_channels_last = true;
+      .pointwise_layout = true;
   register_op("clamp", "clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor",
               same_as_first_meta)
-      .keeps_channels_last = true;
+      .pointwise_layout = true;
   register_op("nan_to_num",
               "nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor",
               same_as_first_meta)
-      .keeps_channels_last = true;
+      .pointwise_layout = true;
 }
 }  // namespace ops
 

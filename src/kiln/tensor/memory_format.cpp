@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kiln/core/error.h"
+#include "kiln/tensor/pointwise_layout.h"
 
 namespace kiln {
 
@@ -50,38 +51,7 @@ bool is_non_overlapping_and_dense(const Shape& shape, const Strides& strides) {
 }
 
 Strides dense_strides_in_order_of(const Shape& shape, const Strides& strides) {
-  const int64_t n = int64_t(shape.size());
-  // perm[0] is the innermost dim: start from row-major order and insertion-sort by stride;
-  // a stride of 0 compares as "no order" (the dims keep their places), equal strides put the
-  // smaller dim inside.
-  std::vector<int64_t> perm(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) perm[size_t(i)] = n - 1 - i;
-  const auto should_swap = [&](int64_t a, int64_t b) {
-    const int64_t sa = strides[size_t(a)], sb = strides[size_t(b)];
-    if (sa == 0 || sb == 0) return 0;
-    if (sa != sb) return sa < sb ? -1 : 1;
-    return shape[size_t(a)] > shape[size_t(b)] ? 1 : 0;
-  };
-  for (int64_t i = 1; i < n; ++i) {
-    int64_t d1 = i;
-    for (int64_t d0 = i - 1; d0 >= 0; --d0) {
-      const int c = should_swap(perm[size_t(d0)], perm[size_t(d1)]);
-      if (c > 0) {
-        std::swap(perm[size_t(d0)], perm[size_t(d1)]);
-        d1 = d0;
-      } else if (c < 0) {
-        break;
-      }
-    }
-  }
-  Strides out(static_cast<size_t>(n), 1);
-  int64_t stride = 1;
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t d = perm[size_t(i)];
-    out[size_t(d)] = stride;
-    stride *= std::max<int64_t>(shape[size_t(d)], 1);
-  }
-  return out;
+  return dense_strides_ordered_by(shape, {strides});
 }
 
 Strides preserve_format_strides(const Shape& shape, const Strides& strides) {

@@ -136,7 +136,7 @@ auto pow_function(const Table& t, float y) {
 }
 bool pow_vectorised(const Tensor& x, const Tensor& out, float y) {
   if (x.dtype() != out.dtype() || x.shape() != out.shape() || x.strides() != out.strides() ||
-      !(x.is_contiguous() || x.is_channels_last()))
+      !is_non_overlapping_and_dense(x.shape(), x.strides()))
     return false;
   const char* src = static_cast<const char*>(x.raw_data());
   const char* dst = static_cast<const char*>(out.raw_data());

@@ -292,12 +292,12 @@ __attribute__((noinline)) void sign_bits_in_place(uint16_t* p, int64_t n) {
 }
 
 // Both tensors one dense block of numel elements in the same element order: contiguous, or
-// channels-last with identical strides (the result of a pointwise op on a channels-last
-// input), so the op can run over the flat arrays.
+// any permuted dense layout with identical strides (the result of a pointwise op on a
+// transposed or channels-last input), so the op can run over the flat arrays.
 bool same_dense_layout(const Tensor& in, const Tensor& out) {
   if (in.is_contiguous() && out.is_contiguous()) return in.numel() == out.numel();
   return in.shape() == out.shape() && in.strides() == out.strides() &&
-         in.is_contiguous(MemoryFormat::ChannelsLast);
+         is_non_overlapping_and_dense(in.shape(), in.strides());
 }
 
 // Dense float32 / bfloat16 / float16 tensors (the output equal to or disjoint from the

@@ -50,7 +50,7 @@ class RandomUnstructured(_PickedUnstructured):
 
     def _pick(self, t, k):
         # the k largest of uniform draws: a uniformly random k-subset
-        return kiln.topk(kiln.rand_like(t).view(-1), k).indices
+        return kiln.topk(kiln.rand_like(t, memory_format=kiln.contiguous_format).view(-1), k).indices
 
     @classmethod
     def apply(cls, module, name, amount):
