@@ -112,8 +112,9 @@ TEST(LinalgFewRows, AddmmBiasAlphaBetaAndFusedLinear) {
 
 TEST(LinalgFewRows, OneRowWeightRowsAroundFourAndDepthsAroundVectorWidths) {
   for (DType dtype : {DType::F32, DType::BF16})
-    // 2048 and more: four bfloat16 weight rows at a time (few_rows_product.cpp).
-    for (int64_t K : {1, 7, 8, 15, 16, 17, 31, 32, 33, 257, 1031, 2048, 2071})
+    // 2048 and more: four bfloat16 weight rows at a time (few_rows_product.cpp); around
+    // 4096 + 128 the AVX-512 BF16 row loop's prefetch moves from the row to the next one.
+    for (int64_t K : {1, 7, 8, 15, 16, 17, 31, 32, 33, 257, 1031, 2048, 2071, 4223, 4224, 4357})
       for (int64_t N : {1, 3, 4, 5, 7, 9, 130}) {
         const Matrix x = matrix(1, K, K + 5, dtype, uint32_t(K * 13 + N));
         const Matrix w = matrix(N, K, K + 3, dtype, uint32_t(K * 13 + N + 1));

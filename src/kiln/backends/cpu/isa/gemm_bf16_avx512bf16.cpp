@@ -159,52 +159,79 @@ void gemm_bf16_avx512bf16(int64_t M, int64_t N, int64_t K, const uint16_t* A, in
 // _mm512_reduce_add_ps's extract intrinsics trip GCC 12's maybe-uninitialized analysis.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 namespace {
-// With kPrefetch, each step of 128 values also prefetches the 256 bytes kDotAhead values
-// further along the weight stream: in b, or past its end at the start of `next` (the weight
-// row dotted after this one; null for none). One weight row streamed at a time reached
-// 24 GB/s of a 36-38 GB/s read on the AMX Xeon ([1, 4096] x [4096, 4096]^T, two threads);
-// prefetching 8 KiB ahead 34-35 GB/s at K = 4096 and 11008, 16 KiB ahead 32-35 and 32 KiB
-// 29-30 (decision 0116).
-constexpr int64_t kDotAhead = 4096;
-template <bool kPrefetch>
-inline float dot_bf16_body(const uint16_t* a, const uint16_t* b, int64_t n, const uint16_t* next) {
-  // Four accumulators hide vdpbf16ps's latency; the tail is a masked load (zeros add 0).
+// Four accumulators hide vdpbf16ps's latency; the tail is a masked load (zeros add 0).
+struct DotBf16Acc {
   __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps(), acc2 = _mm512_setzero_ps(),
          acc3 = _mm512_setzero_ps();
-  auto pairs = [](const uint16_t* p) { return (__m512bh)_mm512_loadu_si512(p); };
-  int64_t i = 0;
-  for (; i + 128 <= n; i += 128) {
-    if constexpr (kPrefetch) {
-      const uint16_t* p = i + kDotAhead < n ? b + i + kDotAhead
-                          : next              ? next + (i + kDotAhead - n)
-                                              : nullptr;
-      if (p)
-        for (int q = 0; q < 4; ++q)
-          _mm_prefetch(reinterpret_cast<const char*>(p + 32 * q), _MM_HINT_T0);
+  static __m512bh pairs(const uint16_t* p) { return (__m512bh)_mm512_loadu_si512(p); }
+  void step128(const uint16_t* a, const uint16_t* b) {
+    acc0 = _mm512_dpbf16_ps(acc0, pairs(a), pairs(b));
+    acc1 = _mm512_dpbf16_ps(acc1, pairs(a + 32), pairs(b + 32));
+    acc2 = _mm512_dpbf16_ps(acc2, pairs(a + 64), pairs(b + 64));
+    acc3 = _mm512_dpbf16_ps(acc3, pairs(a + 96), pairs(b + 96));
+  }
+  float finish(const uint16_t* a, const uint16_t* b, int64_t i, int64_t n) {
+    for (; i + 32 <= n; i += 32) acc0 = _mm512_dpbf16_ps(acc0, pairs(a + i), pairs(b + i));
+    if (i < n) {
+      const __mmask32 m = __mmask32((uint64_t(1) << (n - i)) - 1);
+      acc1 = _mm512_dpbf16_ps(acc1, (__m512bh)_mm512_maskz_loadu_epi16(m, a + i),
+                              (__m512bh)_mm512_maskz_loadu_epi16(m, b + i));
     }
-    acc0 = _mm512_dpbf16_ps(acc0, pairs(a + i), pairs(b + i));
-    acc1 = _mm512_dpbf16_ps(acc1, pairs(a + i + 32), pairs(b + i + 32));
-    acc2 = _mm512_dpbf16_ps(acc2, pairs(a + i + 64), pairs(b + i + 64));
-    acc3 = _mm512_dpbf16_ps(acc3, pairs(a + i + 96), pairs(b + i + 96));
+    return _mm512_reduce_add_ps(
+        _mm512_add_ps(_mm512_add_ps(acc0, acc1), _mm512_add_ps(acc2, acc3)));
   }
-  for (; i + 32 <= n; i += 32) acc0 = _mm512_dpbf16_ps(acc0, pairs(a + i), pairs(b + i));
-  if (i < n) {
-    const __mmask32 m = __mmask32((uint64_t(1) << (n - i)) - 1);
-    acc1 = _mm512_dpbf16_ps(acc1, (__m512bh)_mm512_maskz_loadu_epi16(m, a + i),
-                            (__m512bh)_mm512_maskz_loadu_epi16(m, b + i));
+};
+
+inline float dot_bf16_body(const uint16_t* a, const uint16_t* b, int64_t n) {
+  DotBf16Acc acc;
+  int64_t i = 0;
+  for (; i + 128 <= n; i += 128) acc.step128(a + i, b + i);
+  return acc.finish(a, b, i, n);
+}
+
+// Each step of 128 values also prefetches into L2 the 256 bytes kDotAhead values further
+// along the weight stream: in b, then past its end at the start of `next` (the weight row
+// dotted after this one; null for none). One weight row streamed at a time reached 24 GB/s of
+// a 36-38 GB/s read on one AMX Xeon ([1, 4096] x [4096, 4096]^T, two threads), 8 KiB ahead
+// into L1 34-35 GB/s there (decision 0116). On a second AMX Xeon (31 GB/s read) that form
+// gave 19-25 GB/s; into L2 (the hint) with two loops, so that no step chooses its address,
+// 30-33 GB/s, and 28-30 into L1 (decision 0130).
+constexpr int64_t kDotAhead = 4096;
+inline void prefetch256_l2(const uint16_t* p) {
+  for (int q = 0; q < 4; ++q)
+    _mm_prefetch(reinterpret_cast<const char*>(p + 32 * q), _MM_HINT_T1);
+}
+inline float dot_bf16_prefetching(const uint16_t* a, const uint16_t* b, int64_t n,
+                                  const uint16_t* next) {
+  DotBf16Acc acc;
+  // Steps whose prefetch lies in b, then the rest (prefetching in next where there is one).
+  const int64_t steps = n / 128, in_b = std::max<int64_t>(0, (n - kDotAhead) / 128);
+  const uint16_t* p = b + kDotAhead;
+  int64_t s = 0;
+  for (; s < in_b; ++s, p += 128) {
+    prefetch256_l2(p);
+    acc.step128(a + s * 128, b + s * 128);
   }
-  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc0, acc1), _mm512_add_ps(acc2, acc3)));
+  if (next) {
+    p = next + (s * 128 + kDotAhead - n);
+    for (; s < steps; ++s, p += 128) {
+      prefetch256_l2(p);
+      acc.step128(a + s * 128, b + s * 128);
+    }
+  }
+  for (; s < steps; ++s) acc.step128(a + s * 128, b + s * 128);
+  return acc.finish(a, b, steps * 128, n);
 }
 }  // namespace
 
 float dot_bf16_avx512bf16(const uint16_t* a, const uint16_t* b, int64_t n) {
-  return dot_bf16_body<false>(a, b, n, nullptr);
+  return dot_bf16_body(a, b, n);
 }
 
 void dot_rows_bf16_avx512bf16(const uint16_t* a, const uint16_t* w, int64_t w_rs, int64_t rows,
                               int64_t n, float* out) {
   for (int64_t j = 0; j < rows; ++j)
-    out[j] = dot_bf16_body<true>(a, w + j * w_rs, n, j + 1 < rows ? w + (j + 1) * w_rs : nullptr);
+    out[j] = dot_bf16_prefetching(a, w + j * w_rs, n, j + 1 < rows ? w + (j + 1) * w_rs : nullptr);
 }
 
 namespace {
