@@ -225,6 +225,8 @@ inf, nan, pi, e = _math.inf, _math.nan, _math.pi, _math.e  # torch.inf, ..., tor
 newaxis = None  # torch.newaxis, as numpy's
 from . import _round  # noqa: E402  (round(decimals=) as torch computes it)
 _round.install(globals(), Tensor)
+from . import _out_forms  # noqa: E402  (out= for the functions written in Python)
+_out_forms.install(globals())
 from . import sparse  # noqa: E402,F401  (torch.sparse: COO / CSR tensors, decision 0108)
 from . import _torch_function_install, overrides  # noqa: E402,F401  (__torch_function__, decision 0109)
 _torch_function_install.arm()

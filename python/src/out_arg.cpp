@@ -222,8 +222,27 @@ void bind_out_forms(nb::module_& m) {
   for (const char* name :
        {"prod", "amax", "amin", "var", "std", "norm", "logsumexp", "all", "any", "argmax",
         "argmin", "cumsum", "cumprod", "clamp", "clip", "where", "lerp", "addcmul", "addcdiv",
-        "addmm", "baddbmm", "outer", "ger", "dot", "tril", "triu", "nan_to_num"})
+        "addmm", "baddbmm", "outer", "ger", "dot", "tril", "triu", "nan_to_num", "clamp_min",
+        "clamp_max", "softmax", "log_softmax", "floor_divide"})
     add_generic_out(m, name);
+
+  // The out= forms of functions written in Python (python/kiln/_out_forms.py): the result
+  // they computed, stored into out by the rules above (inputs: the call's tensors, for the
+  // autograd check).
+  m.def("_store_out", [](const std::string& fn, nb::object out_obj, nb::object result,
+                         const std::vector<Tensor>& inputs) -> nb::object {
+    KILN_CHECK(nb::isinstance<Tensor>(out_obj), Error, fn,
+               "(): argument 'out' must be Tensor, not ", nb::type_name(out_obj.type()).c_str());
+    KILN_CHECK(nb::isinstance<Tensor>(result), Error, fn,
+               "(): out= is supported only where the function returns one tensor");
+    Tensor& out = nb::cast<Tensor&>(out_obj);
+    std::vector<const Tensor*> in_ptrs;
+    for (const Tensor& t : inputs) in_ptrs.push_back(&t);
+    check_autograd(fn.c_str(), in_ptrs, out);
+    const Tensor r = nb::cast<Tensor>(result);
+    nogil([&] { store(fn.c_str(), out, r); });
+    return out_obj;
+  }, nb::arg("fn"), nb::arg("out"), nb::arg("result"), nb::arg("inputs"));
 }
 
 }  // namespace kiln::py
