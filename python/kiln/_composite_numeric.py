@@ -5,7 +5,7 @@ import builtins as _b
 import collections as _collections
 import math as _math
 
-from . import _C
+from . import _C, _out_forms
 from ._composite_more import export
 
 _Mode = _collections.namedtuple("mode", ["values", "indices"])  # as torch.return_types
@@ -48,7 +48,7 @@ def tensordot(a, b, dims=2, out=None):
     right = b.permute(dims_b + free_b).reshape(k, -1)
     shape = tuple(a.size(d) for d in free_a) + tuple(b.size(d) for d in free_b)
     r = _C.matmul(left, right).reshape(shape)
-    return out.copy_(r) if out is not None else r
+    return _out_forms.store("tensordot", out, r, (a, b))
 
 
 @export(method=False)
@@ -63,7 +63,7 @@ def chain_matmul(*matrices, out=None):
     r = matrices[0].clone() if len(matrices) == 1 else matrices[0]
     for m in matrices[1:]:
         r = _C.matmul(r, m)
-    return out.copy_(r) if out is not None else r
+    return _out_forms.store("chain_matmul", out, r, matrices)
 
 
 @export()

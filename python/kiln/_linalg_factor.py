@@ -28,15 +28,10 @@ _svd_t = _return_type("linalg_svd", ["U", "S", "Vh"])
 
 
 def _out(result, out):
-    """out=: copies into the given tensor(s) (of the result's shape), as torch's out=."""
-    if out is None:
-        return result
-    if isinstance(result, tuple):
-        for o, r in zip(out, result):
-            o.copy_(r)
-        return type(result)(*out)
-    out.copy_(result)
-    return out
+    """out=: the result stored into the given tensor(s) by kiln's out= rules (_out_forms.store:
+    an empty out takes the result, as torch's)."""
+    from ._out_forms import store
+    return store("linalg", out, result)
 
 
 def _require_pivot(fn, pivot):

@@ -223,7 +223,8 @@ void bind_out_forms(nb::module_& m) {
        {"prod", "amax", "amin", "var", "std", "norm", "logsumexp", "all", "any", "argmax",
         "argmin", "cumsum", "cumprod", "clamp", "clip", "where", "lerp", "addcmul", "addcdiv",
         "addmm", "baddbmm", "outer", "ger", "dot", "tril", "triu", "nan_to_num", "clamp_min",
-        "clamp_max", "softmax", "log_softmax", "floor_divide"})
+        "clamp_max", "softmax", "log_softmax", "floor_divide", "bernoulli", "multinomial",
+        "erfinv", "erfc", "digamma", "complex", "negative", "scatter", "pow", "max", "min"})
     add_generic_out(m, name);
 
   // The out= forms of functions written in Python (python/kiln/_out_forms.py): the result

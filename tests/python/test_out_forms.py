@@ -51,42 +51,99 @@ CASES = {
     "column_stack": ([[V, V]], (), {}), "hstack": ([[A, B]], (), {}), "vstack": ([[A, B]], (), {}),
     "dstack": ([[A, B]], (), {}), "clamp_min": ([B], (0.1,), {}), "clamp_max": ([B], (0.1,), {}),
     "softmax": ([B], (1,), {}), "log_softmax": ([B], (1,), {}), "floor_divide": ([I * 7, I], (), {}),
+    "xlogy": ([A, B], (), {}), "isin": ([I, I[:2]], (), {}), "polar": ([A, B], (), {}),
+    "mvlgamma": ([A + 2], (2,), {}), "sinc": ([B], (), {}), "frac": ([B * 7], (), {}),
+    "logit": ([U * 0.5 + 0.5], (), {}), "i0": ([B], (), {}),
+    "index_add": ([A, 0, np.array([0, 2]), B[:2]], (), {}), "nansum": ([B], (1,), {}),
+    "narrow_copy": ([A], (1, 1, 3), {}), "erfinv": ([U], (), {}), "erfc": ([B], (), {}),
+    "digamma": ([A], (), {}), "complex": ([A, B], (), {}), "negative": ([B], (), {}),
+    "scatter": ([A, 1, np.argsort(B, axis=1)[:, :2], B[:, :2]], (), {}),
+    "max": ([A, B], (), {}), "min": ([A, B], (), {}),
 }
+# kiln.linalg / kiln.special: "module.name"
+CASES.update({
+    "linalg.cross": ([SQ[:2, :3], SQ[2:4, :3]], (), {}), "linalg.matrix_norm": ([SQ], (), {}),
+    "linalg.multi_dot": ([[SQ, SQ, SQ]], (), {}), "linalg.norm": ([B], (), {}),
+    "linalg.vecdot": ([A, B], (), {}), "linalg.vector_norm": ([B], (), {}),
+    "linalg.inv": ([SQ + 3 * np.eye(5, dtype=np.float32)], (), {}),
+})
+_SPECIAL_BINARY = {"gammainc": UP, "gammaincc": UP, "xlog1py": A, "xlogy": A, "zeta": UP}
+for _n in ("bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "entr", "erfcx", "i0", "i0e",
+           "i1", "i1e", "log_ndtr", "modified_bessel_i0", "modified_bessel_i1",
+           "modified_bessel_k0", "modified_bessel_k1", "ndtr", "round",
+           "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "sinc",
+           "spherical_bessel_j0"):
+    CASES["special." + _n] = ([A], (), {})
+CASES["special.logit"] = ([U * 0.5 + 0.5], (), {})
+CASES["special.ndtri"] = ([U * 0.5 + 0.5], (), {})
+CASES["special.multigammaln"] = ([A + 2], (2,), {})
+for _n, _other in _SPECIAL_BINARY.items():
+    CASES["special." + _n] = ([UP, _other], (), {})
+for _n in ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+           "chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+           "laguerre_polynomial_l", "legendre_polynomial_p", "shifted_chebyshev_polynomial_t",
+           "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+           "shifted_chebyshev_polynomial_w"):
+    CASES["special." + _n] = ([U * 0.5 + 0.5], (3,), {})
 FACTORIES = {"logspace": ((0.0, 2.0, 5), {}), "range": ((0.0, 4.0, 0.5), {})}
+
+
+def _np(t):
+    a = t.numpy()
+    return a if np.iscomplexobj(a) else a.astype(np.float64)
 
 
 def _args(lib, arrays):
     out = []
     for a in arrays:
+        if isinstance(a, int):  # a dim between the tensors
+            out.append(a)
+            continue
         out.append([_t(lib, e) for e in a] if isinstance(a, list) else _t(lib, a))
     return out
 
 
+def _fn(lib, name):
+    for part in name.split("."):
+        lib = getattr(lib, part)
+    return lib
+
+
 def _call(lib, name, arrays, extra, kwargs, **out):
-    return getattr(lib, name)(*_args(lib, arrays), *extra, **kwargs, **out)
+    return _fn(lib, name)(*_args(lib, arrays), *extra, **kwargs, **out)
 
 
 def test_every_listed_name_is_covered():
-    assert set(_out_forms.NAMES) <= set(CASES) | set(FACTORIES)
+    listed = (set(_out_forms.NAMES) | {"linalg." + n for n in _out_forms.LINALG_NAMES} |
+              {"special." + n for n in _out_forms.SPECIAL_NAMES})
+    assert listed <= set(CASES) | set(FACTORIES)
+
+
+@pytest.mark.parametrize("name", ["bernoulli", "multinomial"])
+def test_random_functions_write_out(name):
+    p = kiln.from_numpy((U * 0.5 + 0.5).copy())
+    out = kiln.empty(0, dtype=kiln.float32 if name == "bernoulli" else kiln.int64)
+    r = kiln.bernoulli(p, out=out) if name == "bernoulli" else kiln.multinomial(p, 2, out=out)
+    assert r is out and tuple(out.shape) == ((4, 5) if name == "bernoulli" else (4, 2))
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_out_matches_torch(name):
     arrays, extra, kwargs = CASES[name]
     want = _call(torch, name, arrays, extra, kwargs)
-    out = kiln.empty(tuple(want.shape), dtype=getattr(kiln, str(want.dtype).split(".")[1]))
+    dtype = getattr(kiln, str(want.dtype).split(".")[1])
+    out = kiln.empty(tuple(want.shape), dtype=dtype)
     got = _call(kiln, name, arrays, extra, kwargs, out=out)
     assert got is out
     t_out = torch.empty_like(want)
     torch_got = _call(torch, name, arrays, extra, kwargs, out=t_out)
-    np.testing.assert_allclose(out.numpy().astype(np.float64),
-                               torch_got.numpy().astype(np.float64), rtol=2e-5, atol=2e-6)
+    assert torch_got is t_out
+    np.testing.assert_allclose(_np(out), _np(torch_got), rtol=2e-5, atol=2e-6)
     # An empty out takes the result (torch.empty(0) idiom).
-    empty = kiln.empty(0, dtype=out.dtype)
+    empty = kiln.empty(0, dtype=dtype)
     _call(kiln, name, arrays, extra, kwargs, out=empty)
     assert tuple(empty.shape) == tuple(want.shape)
-    np.testing.assert_allclose(empty.numpy().astype(np.float64),
-                               want.numpy().astype(np.float64), rtol=2e-5, atol=2e-6)
+    np.testing.assert_allclose(_np(empty), _np(want), rtol=2e-5, atol=2e-6)
 
 
 @pytest.mark.filterwarnings("ignore:.*range is deprecated:UserWarning")

@@ -2,6 +2,7 @@
 small layers built from them, over kiln::nn::functional (functional_activation.h). Keywords
 and defaults are torch's; ``inplace=True`` writes the result into the input."""
 from .._C import _nn
+from .. import _out_forms
 
 __all__ = ["hardtanh", "hardtanh_", "relu6", "hardsigmoid", "hardswish", "elu", "elu_", "selu",
            "selu_", "celu", "celu_", "mish", "logsigmoid", "softsign", "tanhshrink", "softshrink",
@@ -116,7 +117,7 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     r = _nn.normalize(input, float(p), int(dim), float(eps))
-    return r if out is None else out.copy_(r)
+    return _out_forms.store("normalize", out, r, (input,))
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
