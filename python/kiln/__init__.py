@@ -167,6 +167,22 @@ def _tensor_set_data(self, value):
 
 Tensor.data = property(lambda self: self.detach(), _tensor_set_data)
 
+
+def _resize_as_(self, other, memory_format=None):
+    # torch.Tensor.resize_as_ / torch.resize_as_: self resized to other's shape.
+    return self.resize_(other.shape) if memory_format is None else \
+        self.resize_(other.shape, memory_format=memory_format)
+
+
+def _conj_physical_(self):
+    # In place; a real tensor is its own conjugate.
+    return self.copy_(self.conj_physical()) if self.is_complex() else self
+
+
+Tensor.resize_as_ = _resize_as_
+Tensor.conj_physical_ = _conj_physical_
+resize_as_, conj_physical_ = _resize_as_, _conj_physical_
+
 from . import _composite  # noqa: E402  (torch functions composed of kiln's ops)
 
 _composite.install(globals(), Tensor)

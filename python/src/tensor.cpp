@@ -194,6 +194,10 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   cls.def_prop_ro("device", &public_device);
   cls.def_prop_ro("is_cpu", [](const Tensor& t) { return t.device().is_cpu(); });
   cls.def_prop_ro("is_cuda", [](const Tensor&) { return false; });
+  cls.def_prop_ro("is_xpu", [](const Tensor& t) { return t.device().type == DeviceType::XPU; });
+  // torch's flags for devices kiln has no backend for: always false here.
+  for (const char* flag : {"is_mps", "is_xla", "is_ipu", "is_mtia", "is_maia", "is_vulkan"})
+    cls.def_prop_ro(flag, [](const Tensor&) { return false; });
   cls.def_prop_ro("is_meta", [](const Tensor& t) { return t.device().type == DeviceType::Meta; });
   cls.def("is_floating_point", &Tensor::is_floating_point);
   cls.def("is_complex", [](const Tensor& t) { return is_complex(t.dtype()); });
