@@ -195,7 +195,8 @@ inline float dot_bf16_body(const uint16_t* a, const uint16_t* b, int64_t n) {
 // a 36-38 GB/s read on one AMX Xeon ([1, 4096] x [4096, 4096]^T, two threads), 8 KiB ahead
 // into L1 34-35 GB/s there (decision 0116). On a second AMX Xeon (31 GB/s read) that form
 // gave 19-25 GB/s; into L2 (the hint) with two loops, so that no step chooses its address,
-// 30-33 GB/s, and 28-30 into L1 (decision 0130).
+// 28-29 GB/s in this build (30-32 in one whose code landed elsewhere), into L1 with two
+// loops 28-30 (decision 0130).
 constexpr int64_t kDotAhead = 4096;
 inline void prefetch256_l2(const uint16_t* p) {
   for (int q = 0; q < 4; ++q)
