@@ -923,6 +923,15 @@ class Module:
             "inputs) instead.")
 
     def _call_impl(self, *args, **kwargs):
+        # No hook anywhere (the common case, and every step of a decoding loop): forward
+        # straight away, as torch's Module does, without building the hook lists below.
+        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
+                or self._backward_pre_hooks or _global_forward_pre_hooks
+                or _global_forward_hooks or _global_backward_pre_hooks
+                or _global_backward_hooks):
+            forward = self.forward
+            if forward is not None:
+                return forward(*args, **kwargs)
         full_backward_hooks = list(self._backward_hooks.values())
         backward_pre_hooks = list(self._backward_pre_hooks.values())
         if _global_backward_hooks or _global_backward_pre_hooks:

@@ -176,10 +176,18 @@ bool reduce_short_runs(const ReduceGeometry& g, const T* src, T* dst, FastReduce
   return true;
 }
 
+// Each output's reduced elements are runs.size() contiguous runs of run_len elements at
+// these offsets from the output's first input element (one run, offset 0, when the reduced
+// elements are contiguous; Var, Std and Norm2 take one run only).
+struct ReducedRuns {
+  int64_t run_len = 0;
+  std::vector<int64_t> offsets{0};
+};
+
 template <typename T>
 void reduce_runs(const ReduceGeometry& g, const T* src, T* dst, FastReduceKind kind,
-                 double correction) {
-  {
+                 double correction, const ReducedRuns& runs) {
+  if (runs.offsets.size() == 1) {
     const bool short_kind = kind == FastReduceKind::Sum || kind == FastReduceKind::Mean ||
                             kind == FastReduceKind::Max || kind == FastReduceKind::Min;
     int64_t outputs = 1;
@@ -190,33 +198,42 @@ void reduce_runs(const ReduceGeometry& g, const T* src, T* dst, FastReduceKind k
       return;
   }
   const KeptOffsets offsets(g);
-  const int64_t outputs = offsets.count(), n = g.red_numel;
+  const int64_t outputs = offsets.count(), n = runs.run_len;
+  const int64_t runs_per_output = int64_t(runs.offsets.size());
   const bool extremum = kind == FastReduceKind::Max || kind == FastReduceKind::Min;
   const bool is_max = kind == FastReduceKind::Max;
-  const bool parallel = outputs * n >= kParallelElements && omp_get_max_threads() > 1;
+  const bool parallel = outputs * g.red_numel >= kParallelElements && omp_get_max_threads() > 1;
   const int threads = parallel ? omp_get_max_threads() : 1;
   // Var, Std and Norm2 finish each run with a square root or a division: one unit per run.
   const bool whole_runs = kind == FastReduceKind::Var || kind == FastReduceKind::Std ||
                           kind == FastReduceKind::Norm2;
-  // Chunks per run: 1 unless there are too few outputs to keep every thread busy.
-  const int64_t chunks =
-      (outputs < threads && !whole_runs) ? std::clamp<int64_t>(n / kRunChunk, 1, 4 * threads) : 1;
+  // Chunks per run: 1 unless there are too few runs to keep every thread busy.
+  const int64_t chunks = (outputs * runs_per_output < threads && !whole_runs)
+                             ? std::clamp<int64_t>(n / kRunChunk, 1, 4 * threads)
+                             : 1;
   const int64_t chunk_len = (n + chunks - 1) / chunks;
-  const int64_t units = outputs * chunks;
+  const int64_t units = outputs * runs_per_output * chunks;
   std::vector<double> partial(static_cast<size_t>(units));
-  // Unit u is chunk u % chunks of output u / chunks.
+  // Unit u is chunk u % chunks of run (u / chunks) % runs_per_output of output
+  // u / (chunks * runs_per_output): an output's units are consecutive, in memory order.
   auto unit_run = [&](int64_t u, const T*& x, int64_t& len) {
-    const int64_t o = u / chunks, c = u % chunks;
+    const int64_t c = u % chunks, r = u / chunks % runs_per_output;
+    const int64_t o = u / (chunks * runs_per_output);
     const int64_t begin = c * chunk_len;
     len = std::min(n, begin + chunk_len) - begin;
-    x = src + offsets.in(o) + begin;
+    x = src + offsets.in(o) + runs.offsets[size_t(r)] + begin;
   };
   if (!whole_runs && chunk_len >= kGroupedRun) {
     // Long runs: a thread reads up to kMaxRuns units side by side (VecReduce's *_runs),
-    // each with the result it would get alone; groups are kept small enough for every
-    // thread to get one.
+    // each with the result it would get alone; groups are sized so that every thread gets
+    // the same number of units where the count allows (12 runs on two threads: three groups
+    // of four left one thread a third of the work).
     constexpr int kMaxGroup = VecReduce::kMaxRuns;
-    const int64_t group = std::clamp<int64_t>(units / threads, 1, read_streams_per_thread());
+    const int64_t per_thread = (units + threads - 1) / threads;
+    const int64_t groups_per_thread = (per_thread + read_streams_per_thread() - 1) /
+                                      read_streams_per_thread();
+    const int64_t group = std::clamp<int64_t>(
+        (per_thread + groups_per_thread - 1) / groups_per_thread, 1, kMaxGroup);
     const int64_t groups = (units + group - 1) / group;
 #pragma omp parallel for schedule(static) if (parallel)
     for (int64_t g = 0; g < groups; ++g) {
@@ -259,17 +276,50 @@ void reduce_runs(const ReduceGeometry& g, const T* src, T* dst, FastReduceKind k
       }
     }
   }
+  const int64_t per_output = runs_per_output * chunks;
   for (int64_t o = 0; o < outputs; ++o) {
-    const double* p = &partial[size_t(o * chunks)];
+    const double* p = &partial[size_t(o * per_output)];
     double r = p[0];
-    for (int64_t c = 1; c < chunks; ++c) {
+    for (int64_t c = 1; c < per_output; ++c) {
       if (extremum) r = is_max ? nan_max(float(r), float(p[c])) : nan_min(float(r), float(p[c]));
       else r += p[c];
     }
-    if (kind == FastReduceKind::Mean) r /= double(n);
+    if (kind == FastReduceKind::Mean) r /= double(g.red_numel);
     dst[offsets.out(o)] = extremum ? T(float(r)) : convert_value<T>(r);
   }
 }
+
+// The reduced dims in memory order (largest stride first, expanded dims outermost), merged
+// where they follow each other. A reduction over several dims may take them in any order
+// (torch's TensorIterator reorders them too); in memory order a transposed or permuted input
+// still gives contiguous runs. sum() of x.t() for a [1024, 1024] x took the generic strided
+// kernel: 5.6 ms against 48 us for x.sum() (torch 55 us).
+void reduced_dims_in_memory_order(ReduceGeometry& g) {
+  const size_t nd = g.red.shape.size();
+  if (nd < 2) return;
+  for (int64_t s : g.red.strides)
+    if (s < 0) return;  // a flipped view: kept in its order
+  std::vector<size_t> order(nd);
+  for (size_t i = 0; i < nd; ++i) order[i] = i;
+  auto key = [&](size_t i) {
+    const int64_t s = g.red.strides[i];
+    return s == 0 ? std::numeric_limits<int64_t>::max() : s;
+  };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key(a) > key(b); });
+  Shape shape;
+  Strides strides;
+  for (size_t i : order) {
+    shape.push_back(g.red.shape[i]);
+    strides.push_back(g.red.strides[i]);
+  }
+  g.red = OffsetWalk(shape, strides);
+}
+
+// Sum / mean / max / min whose reduced elements form several contiguous runs of at least
+// this many elements (after reduced_dims_in_memory_order) take reduce_runs with one unit per
+// run: sum() of a KV-cache slice [1, 12, 140, 64] of [1, 12, 1024, 64] (12 runs of 8960)
+// ran the generic kernel at 83 us against torch's 8 us.
+constexpr int64_t kMinSplitRun = 16;
 
 // Kept dims that follow each other in memory in input and output alike merged into one
 // (innermost first; size-1 dims dropped), so the rows layout sees the [28, 28] image of sum(1)
@@ -424,8 +474,23 @@ bool run(OpCall& call, FastReduceKind kind) {
   T* dst = static_cast<T*>(out.raw_data());
   const double correction =
       (kind == FastReduceKind::Var || kind == FastReduceKind::Std) ? call.double_attr(2) : 0.0;
+  reduced_dims_in_memory_order(g);
   if (g.red.shape.size() == 1 && g.red.strides[0] == 1) {
-    reduce_runs(g, src, dst, kind, correction);
+    ReducedRuns runs;
+    runs.run_len = g.red.shape[0];
+    reduce_runs(g, src, dst, kind, correction, runs);
+    return true;
+  }
+  const bool split_kind = kind == FastReduceKind::Sum || kind == FastReduceKind::Mean ||
+                          kind == FastReduceKind::Max || kind == FastReduceKind::Min;
+  if (split_kind && g.red.strides.back() == 1 && g.red.shape.back() >= kMinSplitRun) {
+    ReducedRuns runs;
+    runs.run_len = g.red.shape.back();
+    const OffsetWalk outer(Shape(g.red.shape.begin(), g.red.shape.end() - 1),
+                           Strides(g.red.strides.begin(), g.red.strides.end() - 1));
+    runs.offsets.clear();
+    outer.for_each([&](int64_t off) { runs.offsets.push_back(off); });
+    reduce_runs(g, src, dst, kind, correction, runs);
     return true;
   }
   // Any number of kept columns: narrow ones (sum(0) of [4096, 8]) go through the rows' scalar
