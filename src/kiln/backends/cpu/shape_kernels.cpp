@@ -5,6 +5,7 @@
 // threaded); other layouts take the element loops.
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "index_loops.h"
 #include "isa/data_moves.h"
@@ -18,6 +19,19 @@
 namespace kiln::cpu {
 
 namespace {
+
+// dst[0, n) = src[0, n): the sizes of narrow rows (up to 64 bytes, powers of two) as inlined
+// fixed-size moves, others through copy_bytes.
+inline void copy_small_block(char* dst, const char* src, int64_t n) {
+  switch (n) {
+    case 4: std::memcpy(dst, src, 4); return;
+    case 8: std::memcpy(dst, src, 8); return;
+    case 16: std::memcpy(dst, src, 16); return;
+    case 32: std::memcpy(dst, src, 32); return;
+    case 64: std::memcpy(dst, src, 64); return;
+    default: detail::copy_bytes(dst, src, size_t(n));
+  }
+}
 
 // inputs: tensors of one dtype and rank; attrs: dim. Each input lands in a slab of out.
 void cat_kernel(OpCall& call) {
@@ -69,14 +83,24 @@ void cat_kernel(OpCall& call) {
       });
       return;
     }
-    // One threaded loop over the output's blocks, each filled from every input in turn.
+    // One threaded loop over the output's blocks, each filled from every input in turn. The
+    // inputs' pointers and block sizes are read once, and blocks of up to 64 bytes are copied
+    // by fixed-size moves the compiler inlines: cat along the last dim of two [4096, 8]
+    // float32 (32-byte blocks) took 37.5 us through a memcpy call and two tensor lookups per
+    // block, PyTorch 15.8.
+    struct Slab {
+      const char* src;
+      int64_t block;
+    };
+    std::vector<Slab> slabs;
+    slabs.reserve(call.inputs.size());
+    for (const Tensor& t : call.inputs) slabs.push_back({bytes_of(t), t.size(d) * inner * int64_t(es)});
 #pragma omp parallel for schedule(static) if (outer * out_block >= (int64_t(1) << 18))
     for (int64_t r = 0; r < outer; ++r) {
-      int64_t offset = 0;
-      for (const Tensor& t : call.inputs) {
-        const int64_t block = t.size(d) * inner * int64_t(es);
-        detail::copy_bytes(o + r * out_block + offset, bytes_of(t) + r * block, size_t(block));
-        offset += block;
+      char* dst = o + r * out_block;
+      for (const Slab& s : slabs) {
+        copy_small_block(dst, s.src + r * s.block, s.block);
+        dst += s.block;
       }
     }
     return;
