@@ -93,3 +93,38 @@ def test_strided_reduction_nan_and_inf():
         got = fn(k)[:, :, :16].amax(dim=(0, 2))
         want = fn(t)[:, :, :16].amax(dim=(0, 2))
         np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+# logsumexp, prod and the 2-norm over the same strided views and dims.
+def staged_op(lib, name, x, dim, keepdim):
+    kw = {} if dim is None else {"dim": dim, "keepdim": keepdim}
+    if name == "logsumexp":
+        return lib.logsumexp(x, dim=tuple(range(x.dim())) if dim is None else dim, keepdim=keepdim)
+    if name == "prod":
+        y = x
+        if dim is None:
+            return y.prod()
+        if isinstance(dim, tuple):
+            for d in sorted((d % x.dim() for d in dim), reverse=True):
+                y = y.prod(d, keepdim=keepdim)
+            return y
+        return y.prod(dim, keepdim=keepdim)
+    return lib.linalg.vector_norm(x, **kw)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("name", ["logsumexp", "prod", "norm"])
+@pytest.mark.parametrize("view,dim", CASES, ids=[f"{v[0]}-{d}" for v, d in CASES])
+def test_staged_reduction_matches_float64(view, name, dtype, dim):
+    vname, shape, fn = view
+    k, t = pair(shape, dtype, seed=len(vname) * 5 + len(name))
+    if name == "prod":  # products of values near 1 stay finite; the same rounding on both sides
+        k, t = k * 0.01 + 1, t * 0.01 + 1
+    kv, tv = fn(k), fn(t)
+    keepdim = dim == 0
+    got = staged_op(kiln, name, kv, dim, keepdim).float()
+    want = staged_op(torch, name, tv.double(), dim, keepdim)
+    assert tuple(got.shape) == tuple(want.shape)
+    tol = DTYPES[dtype][2]
+    np.testing.assert_allclose(np.asarray(got.numpy(), dtype=np.float64), want.numpy(),
+                               rtol=tol * 4, atol=tol * 4)
