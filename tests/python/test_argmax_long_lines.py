@@ -72,3 +72,40 @@ def test_strided_and_batched_lines():
     check(k, x)
     check(k[:, 1], x[:, 1])  # rows of a slice: each line still contiguous
     np.testing.assert_array_equal(k.argmax().numpy(), x.argmax().numpy())
+
+
+# Lines of stride 1 inside strided layouts (the lines' offsets walked once): row steps,
+# column slices, transposed and permuted views reduced along their memory-contiguous dim.
+STRIDED = {
+    "row_step": (lambda x: x[::2], -1),
+    "column_slice": (lambda x: x[:, 5:300], -1),
+    "transposed": (lambda x: x.t(), 0),
+    "permuted": (lambda x: x.reshape(8, 32, 40).permute(2, 0, 1), 0),
+    "permuted_keep_middle": (lambda x: x.reshape(8, 32, 40).permute(1, 2, 0)[:, 3:], 1),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int64"])
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("view", list(STRIDED))
+def test_strided_lines(view, keepdim, dtype):
+    fn, dim = STRIDED[view]
+    g = torch.Generator().manual_seed(len(view))
+    if dtype == "int64":
+        t = torch.randint(-50, 50, (256, 40), generator=g)  # ties everywhere
+        k = kiln.from_numpy(t.numpy().copy())
+    else:
+        t = torch.randn(256, 40, generator=g)
+        t[7, 3] = float("nan")
+        t[100, 20] = float("inf")
+        k, t = pair(t, dtype)
+    kv, tv = fn(k), fn(t)
+    assert not kv.is_contiguous()
+    for name in ("argmax", "argmin"):
+        np.testing.assert_array_equal(getattr(kv, name)(dim, keepdim).numpy(),
+                                      getattr(tv, name)(dim, keepdim=keepdim).numpy(), err_msg=name)
+    for name in ("max", "min"):
+        kvals, kidx = getattr(kv, name)(dim, keepdim)
+        tvals, tidx = getattr(tv, name)(dim, keepdim=keepdim)
+        np.testing.assert_array_equal(kidx.numpy(), tidx.numpy(), err_msg=name)
+        np.testing.assert_array_equal(kvals.float().numpy(), tvals.float().numpy(), err_msg=name)

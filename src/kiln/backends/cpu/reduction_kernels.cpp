@@ -431,6 +431,67 @@ bool arg_line_two_pass(const T* line, int64_t L, int64_t& index) {
   return true;
 }
 
+// The position of the extremum along one contiguous line of L >= 1 elements: the vector
+// passes above, else the running extremum in registers (the first extremum wins, the first
+// NaN beats everything).
+template <bool kMax, typename T>
+int64_t arg_line(const T* base, int64_t L) {
+  using C = opmath_t<T>;
+  int64_t at;
+  if (arg_line_two_pass<kMax>(base, L, at)) return at;
+  C b = C(base[0]);
+  int64_t bi = 0;
+  bool nan = false;
+  if constexpr (std::is_floating_point_v<C>) nan = std::isnan(b);
+  for (int64_t j = 1; j < L && !nan; ++j) {
+    const C x = C(base[j]);
+    bool take = kMax ? x > b : x < b;
+    if constexpr (std::is_floating_point_v<C>) {
+      if (std::isnan(x)) take = nan = true;
+    }
+    if (take) b = x, bi = j;
+  }
+  return bi;
+}
+
+template <bool kMax, bool kValues, typename T>
+bool arg_one_dim(OpCall& call);
+
+// One dim of stride 1 in any other layout (a slice, a row step, a transposed input reduced
+// along its dim that is contiguous in memory; any output layout): the lines' offsets are
+// walked once and the lines spread over the threads. The generic loop walked each line
+// through an odometer on one thread: max(-1) of x[::2] for a [1024, 1024] float32 x took
+// 544 us (PyTorch 150), min(0) of x.t() 1.14 ms (PyTorch 0.34).
+template <bool kMax, bool kValues, typename T>
+bool arg_strided_lines(OpCall& call) {
+  const Tensor& in = call.inputs[0];
+  const auto& dims = call.ints_attr(0);
+  if (dims.size() != 1 || in.dim() < 1 || in.numel() == 0) return false;
+  const int64_t d = wrap_dim(dims[0], in.dim()), L = in.size(d);
+  if (L < 2 || in.stride(d) != 1) return false;
+  std::vector<const Tensor*> outs;
+  for (const auto& o : call.outs) outs.push_back(&o);
+  const ReduceGeometry g = reduce_geometry(in, dims, call.bool_attr(1), outs);
+  const Strides& idx_strides = g.outer_out[kValues ? 1 : 0];
+  const Strides& val_strides = g.outer_out[0];
+  std::vector<std::array<int64_t, 3>> lines;
+  for_each_offsets<3>(g.outer_shape, {&g.outer_in, &idx_strides, &val_strides},
+                      [&](const std::array<int64_t, 3>& o) { lines.push_back(o); });
+  const T* src = static_cast<const T*>(in.raw_data());
+  int64_t* idx_dst = static_cast<int64_t*>(call.outs[kValues ? 1 : 0].raw_data());
+  T* val_dst = static_cast<T*>(call.outs[0].raw_data());
+  auto line = [&](int64_t u) {
+    const std::array<int64_t, 3>& o = lines[size_t(u)];
+    const int64_t at = arg_line<kMax>(src + o[0], L);
+    idx_dst[o[1]] = at;
+    if constexpr (kValues) val_dst[o[2]] = src[o[0] + at];
+  };
+  const int64_t units = int64_t(lines.size());
+  if (units > 1 && in.numel() >= (int64_t(1) << 15)) detail::parallel_chunks(units, line);
+  else for (int64_t u = 0; u < units; ++u) line(u);
+  return true;
+}
+
 template <bool kMax, bool kValues, typename T>
 bool arg_one_dim(OpCall& call) {
   using C = opmath_t<T>;
@@ -451,27 +512,10 @@ bool arg_one_dim(OpCall& call) {
   auto unit = [&](int64_t u) {
     const int64_t o = u / blocks, c0 = u % blocks * kBlock, w = std::min(kBlock, inner - c0);
     const T* base = src + o * L * inner + c0;
-    if (inner == 1) {  // the last dim: one contiguous line, the running extremum in registers
-      int64_t at;
-      if (arg_line_two_pass<kMax>(base, L, at)) {
-        idx_dst[o] = at;
-        if constexpr (kValues) val_dst[o] = base[at];
-        return;
-      }
-      C b = C(base[0]);
-      int64_t bi = 0;
-      bool nan = false;
-      if constexpr (std::is_floating_point_v<C>) nan = std::isnan(b);
-      for (int64_t j = 1; j < L && !nan; ++j) {
-        const C x = C(base[j]);
-        bool take = kMax ? x > b : x < b;
-        if constexpr (std::is_floating_point_v<C>) {
-          if (std::isnan(x)) take = nan = true;
-        }
-        if (take) b = x, bi = j;
-      }
-      idx_dst[o] = bi;
-      if constexpr (kValues) val_dst[o] = T(b);
+    if (inner == 1) {  // the last dim: one contiguous line
+      const int64_t at = arg_line<kMax>(base, L);
+      idx_dst[o] = at;
+      if constexpr (kValues) val_dst[o] = base[at];
       return;
     }
     C best[kBlock];
@@ -513,7 +557,7 @@ void arg_kernel(OpCall& call) {
   const Tensor& in = call.inputs[0];
   bool done = false;
   KILN_DISPATCH_ALL(in.dtype(), call.op->name.c_str(), [&]<typename T>() {
-    done = arg_one_dim<kMax, kValues, T>(call);
+    done = arg_one_dim<kMax, kValues, T>(call) || arg_strided_lines<kMax, kValues, T>(call);
   });
   if (done) return;
   std::vector<const Tensor*> outs;
