@@ -3,6 +3,7 @@
 // strict weak orders; equal keys keep their input order (stable).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <type_traits>
 
@@ -21,6 +22,61 @@ bool less_nan_last(C a, C b) {
 
 // topk with k up to this many (and k * 8 < n) selects in one scan (see sort_slices).
 constexpr int64_t kScanTopK = 64;
+
+// Lines at least this long whose keys fit 32 bits are radix-sorted (see radix_sort_line).
+constexpr int64_t kRadixMinLine = 64;
+
+// Whether T's keys map to 32-bit unsigned integers in sort order (radix_key).
+template <typename T>
+inline constexpr bool kRadixKeys =
+    std::is_same_v<T, float> || std::is_same_v<T, BFloat16> || std::is_same_v<T, Half> ||
+    std::is_same_v<T, int32_t> || std::is_same_v<T, int16_t> || std::is_same_v<T, int8_t> ||
+    std::is_same_v<T, uint8_t> || std::is_same_v<T, bool>;
+
+// An unsigned key whose order is the sort's: floats by their bits (the sign flipped for
+// positives, all bits for negatives), -0 as +0 (equal keys: ties keep input order), every NaN
+// the largest key (last ascending, first descending); integers offset to unsigned.
+template <typename T>
+inline uint32_t radix_key(T v) {
+  if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, uint8_t>) {
+    return uint32_t(v);
+  } else if constexpr (std::is_integral_v<T>) {
+    return uint32_t(int32_t(v)) ^ 0x80000000u;
+  } else {
+    const float f = float(v);
+    if (f != f) return 0xFFFFFFFFu;
+    if (f == 0.0f) return 0x80000000u;
+    uint32_t u;
+    std::memcpy(&u, &f, sizeof u);
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+  }
+}
+
+struct KeyIndex {
+  uint32_t key, index;
+};
+
+// Stable LSD radix sort of n (key, index) pairs by key, 8 bits per pass (passes whose digit
+// is the same in every key skipped); returns whichever of a / tmp holds the result. Equal
+// keys keep their order, so with indices in input order the result is std::stable_sort's.
+// sort(-1) of [1024, 1024] float32 with std::sort over (key, index) pairs and a NaN-aware
+// comparator: 23.4 ms on two threads (PyTorch 20.7).
+KeyIndex* radix_sort_line(KeyIndex* a, KeyIndex* tmp, int64_t n) {
+  for (int shift = 0; shift < 32; shift += 8) {
+    int64_t count[256] = {};
+    for (int64_t i = 0; i < n; ++i) ++count[(a[i].key >> shift) & 255u];
+    if (count[(a[0].key >> shift) & 255u] == n) continue;
+    int64_t at = 0;
+    for (int64_t& c : count) {
+      const int64_t m = c;
+      c = at;
+      at += m;
+    }
+    for (int64_t i = 0; i < n; ++i) tmp[count[(a[i].key >> shift) & 255u]++] = a[i];
+    std::swap(a, tmp);
+  }
+  return a;
+}
 
 // Sorts every slice of x along d and writes the first k entries of each into vals/idx
 // (whose dim d has size k). Descending puts NaN first. Ties (equal keys, and all NaNs) are
@@ -57,8 +113,11 @@ void sort_slices(const Tensor& x, const Tensor& vals, const Tensor& idx, int64_t
   auto ranks_before = [descending](C a, C b) {
     return descending ? less_nan_last<C>(b, a) : less_nan_last<C>(a, b);
   };
+  // Long lines of 32-bit keys, unless topk's scan takes them: the radix sort.
+  const bool radix = kRadixKeys<T> && n >= kRadixMinLine && n < (int64_t(1) << 32) && !scan;
   auto sort_range = [&](int64_t begin, int64_t end) {
-    std::vector<Entry> buf(static_cast<size_t>(n));
+    std::vector<Entry> buf(static_cast<size_t>(radix ? 0 : n));
+    std::vector<KeyIndex> keys(static_cast<size_t>(radix ? 2 * n : 0));
     for (int64_t s = begin; s < end; ++s) {
       int64_t off[3] = {0, 0, 0};
       for (int64_t r = s, dim = int64_t(outer.size()); dim-- > 0;) {
@@ -67,6 +126,20 @@ void sort_slices(const Tensor& x, const Tensor& vals, const Tensor& idx, int64_t
         off[0] += c * xg.strides[size_t(dim)];
         off[1] += c * vg.strides[size_t(dim)];
         off[2] += c * ig.strides[size_t(dim)];
+      }
+      if (radix) {
+        KeyIndex* a = keys.data();
+        for (int64_t j = 0; j < n; ++j) {
+          const uint32_t key = radix_key(xp[off[0] + j * xs]);
+          a[j] = {descending ? ~key : key, uint32_t(j)};
+        }
+        const KeyIndex* sorted = radix_sort_line(a, a + n, n);
+        for (int64_t j = 0; j < k; ++j) {
+          const int64_t src = sorted[j].index;
+          vp[off[1] + j * vs] = xp[off[0] + src * xs];
+          ip[off[2] + j * is] = src;
+        }
+        continue;
       }
       if (scan) {
         // A few of many (topk for sampling, k <= 64): one pass keeping the best k so far in
