@@ -4,16 +4,27 @@ bfloat16, planar and channels-last, kiln against PyTorch 2.13 in one process. Pr
 cases where kiln takes more than --ratio times torch's time (default 1.5), worst first, and
 the ops kiln lacks. op_sweep.py times a few large cases; this one looks for the layouts and
 sizes that fall off a fast path (a channels-last pad that walked single elements: 32x; a
-where that branched on a random mask; cat of column chunks: 73x).
+where that branched on a random mask; cat of column chunks: 73x). Strided operands too:
+transposed, column-sliced and row-stepped views of [512, 512] and [2048, 512] matrices
+(max(-1) of a row step took the single-threaded element loop: 3.6x).
+
+Run it on an idle machine: another process holding a core makes the two threads of every
+parallel region wait on each other, and showed 10-300x "cliffs" that were not there (session
+54; decision 0131). The script measures the other load before and after and says so.
 
     .venv/bin/python benchmarks/op_cliffs.py [--ratio 1.5] [--threads 2] [substring ...]
 """
 import argparse
+import os
+import sys
 import time
 
 import torch
 
 import kiln
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import machine_load  # noqa: E402
 
 
 def best_us(f, reps=7):
@@ -84,6 +95,29 @@ def matrix_ops(L, x, y, r, i, m, w, e, tgt, ri):
     }
 
 
+def strided_ops(L, x, y):
+    """name -> thunk for two operands of one shape and any layout (views included)."""
+    F = L.nn.functional
+    return {
+        "add": lambda: x + y, "exp": lambda: x.exp(), "gelu": lambda: F.gelu(x),
+        "abs": lambda: x.abs(), "clamp": lambda: x.clamp(-1, 1),
+        "nan_to_num": lambda: x.nan_to_num(), "sum": lambda: x.sum(), "sum -1": lambda: x.sum(-1),
+        "sum 0": lambda: x.sum(0), "amax -1": lambda: x.amax(-1), "var -1": lambda: x.var(-1),
+        "argmax -1": lambda: x.argmax(-1), "max -1": lambda: x.max(-1), "min 0": lambda: x.min(0),
+        "norm -1": lambda: L.linalg.vector_norm(x, dim=-1), "logsumexp -1": lambda: L.logsumexp(x, -1),
+        "softmax -1": lambda: x.softmax(-1), "softmax 0": lambda: x.softmax(0),
+        "log_softmax -1": lambda: x.log_softmax(-1),
+        "layer_norm": lambda: F.layer_norm(x, (x.shape[-1],)), "cumsum -1": lambda: x.cumsum(-1),
+        "sort -1": lambda: x.sort(-1), "topk 5": lambda: x.topk(5, -1),
+        "count_nonzero": lambda: L.count_nonzero(x), "contiguous": lambda: x.contiguous(),
+        "cat -1": lambda: L.cat([x, y], -1),
+    }
+
+
+VIEWS = {"t": lambda v: v.t(), "cols 3/4": lambda v: v[:, : v.shape[1] * 3 // 4],
+         "rows ::2": lambda v: v[::2]}
+
+
 def image_ops(L, x, w, rm, rv):
     """name -> thunk for an image batch x [N, C, H, W] and a 3x3 weight w [C, C, 3, 3]."""
     F = L.nn.functional
@@ -108,6 +142,7 @@ def main():
     args = ap.parse_args()
     kiln.set_num_threads(args.threads)
     torch.set_num_threads(args.threads)
+    load_before = machine_load(1.0)
     g = torch.Generator().manual_seed(0)
     rows, missing = [], set()
 
@@ -142,6 +177,15 @@ def main():
             kops = matrix_ops(kiln, *[to_kiln(v) for v in (x, y, r, i, m, w, e, tgt, ri)])
             for name in tops:
                 run(f"{str(dt)[6:]} {shape}", name, kops[name], tops[name])
+        for shape in ((512, 512), (2048, 512)):
+            x = torch.randn(*shape, generator=g).to(dt)
+            y = torch.randn(*shape, generator=g).to(dt)
+            kx, ky = to_kiln(x), to_kiln(y)
+            for view, fn in VIEWS.items():
+                tops = strided_ops(torch, fn(x), fn(y))
+                kops = strided_ops(kiln, fn(kx), fn(ky))
+                for name in tops:
+                    run(f"{str(dt)[6:]} {shape} {view}", name, kops[name], tops[name])
         for shape in ((1, 32, 14, 14), (8, 32, 28, 28)):
             for cl in (False, True):
                 x = torch.randn(*shape, generator=g).to(dt)
@@ -155,8 +199,12 @@ def main():
                 kops = image_ops(kiln, *[to_kiln(v) for v in (x, w, rm, rv)])
                 for name in tops:
                     run(f"{str(dt)[6:]} {shape}{' cl' if cl else ''}", name, kops[name], tops[name])
+    load_after = machine_load(1.0)
     print(f"kiln {kiln.__version__} vs torch {torch.__version__}, {args.threads} threads: cases "
-          f"above {args.ratio}x of torch's time (best of 7), worst first")
+          f"above {args.ratio}x of torch's time (best of 7), worst first; other load "
+          f"{load_before:.2f} cores before, {load_after:.2f} after")
+    if max(load_before, load_after) > 0.3:
+        print("WARNING: the machine was busy; parallel ops' ratios are not to be trusted")
     for _, line in sorted(rows, key=lambda r: -r[0]):
         print(line)
     for line in sorted(missing):

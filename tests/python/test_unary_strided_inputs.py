@@ -1,6 +1,8 @@
 """Unary float ops on strided inputs (slices, row steps, transposes, permutes, expanded and
-channels-last views) and in place on strided views, against PyTorch 2.13 within the op's
-tolerance, and within the same tolerance of the op on a contiguous copy of the input."""
+channels-last views), which the vector path copies into the output's layout first: equal, bit
+for bit, to the op on a contiguous copy of the input, and within the op's tolerance of
+PyTorch 2.13. In-place ops on strided views (which must not take that path) keep torch's
+results."""
 import numpy as np
 import pytest
 import torch
@@ -53,7 +55,7 @@ def as_np(k):
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("view", list(VIEWS))
 @pytest.mark.parametrize("op", list(OPS))
-def test_strided_input_matches_contiguous_copy_and_torch(op, view, dtype):
+def test_strided_input_equals_contiguous_copy_and_torch(op, view, dtype):
     fn, tol = OPS[op]
     k, t = base(dtype)
     kv, tv = VIEWS[view](k), VIEWS[view](t)
@@ -64,7 +66,7 @@ def test_strided_input_matches_contiguous_copy_and_torch(op, view, dtype):
     want = fn(torch, tv).float().numpy()
     rtol = tol if dtype == "float32" else (8e-3 if tol else 0)
     np.testing.assert_allclose(as_np(got), want, rtol=rtol, atol=rtol)
-    np.testing.assert_allclose(as_np(got), as_np(same), rtol=rtol, atol=rtol)
+    np.testing.assert_array_equal(as_np(got), as_np(same))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])

@@ -4,8 +4,10 @@
 // dims are walked with an odometer that also tracks the output offset, and each output's
 // reduced elements are visited in row-major order of the reduced dims, so "the first index"
 // (argmax) and flat indices (argmax without dim) follow PyTorch.
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "kiln/core/shape.h"
@@ -144,6 +146,33 @@ inline ReduceGeometry reduce_geometry(const Tensor& in, const std::vector<int64_
   }
   g.red = OffsetWalk(g.red_shape, g.red_strides);
   return g;
+}
+
+// The reduced dims in memory order (largest stride first, expanded dims outermost), merged
+// where they follow each other. A reduction over several dims may take them in any order
+// (torch's TensorIterator reorders them too); in memory order a transposed or permuted input
+// still gives contiguous runs, and the element loops walk memory in order. sum() of x.t() for
+// a [1024, 1024] x took the generic strided kernel: 5.6 ms against 48 us for x.sum() (torch
+// 55 us). Not for reductions whose result depends on the logical order (argmax's index).
+inline void reduced_dims_in_memory_order(ReduceGeometry& g) {
+  const size_t nd = g.red.shape.size();
+  if (nd < 2) return;
+  for (int64_t s : g.red.strides)
+    if (s < 0) return;  // a flipped view: kept in its order
+  std::vector<size_t> order(nd);
+  for (size_t i = 0; i < nd; ++i) order[i] = i;
+  auto key = [&](size_t i) {
+    const int64_t s = g.red.strides[i];
+    return s == 0 ? std::numeric_limits<int64_t>::max() : s;
+  };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key(a) > key(b); });
+  Shape shape;
+  Strides strides;
+  for (size_t i : order) {
+    shape.push_back(g.red.shape[i]);
+    strides.push_back(g.red.strides[i]);
+  }
+  g.red = OffsetWalk(shape, strides);
 }
 
 // Geometry of the lines along one dim of in/out (same shape): the other dims form the outer

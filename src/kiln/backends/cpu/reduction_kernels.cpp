@@ -14,6 +14,7 @@
 #include "reduce_utils.h"
 #include "kiln/tensor/strided_loop.h"
 #include "reduction_fast.h"
+#include "reduction_staging.h"
 #include "scalar_math.h"
 
 namespace kiln::cpu {
@@ -44,6 +45,7 @@ void reduce_into(const OpCall& call, R&& r) {
   const Tensor& in = call.inputs[0];
   const Tensor& out = call.outs[0];
   ReduceGeometry g = reduce_geometry(in, call.ints_attr(0), call.bool_attr(1), {&out});
+  reduced_dims_in_memory_order(g);  // any order of the reduced elements
   const T* src = static_cast<const T*>(in.raw_data());
   Out* dst = static_cast<Out*>(out.raw_data());
   for_each_offset2(g.outer_shape, g.outer_in, g.outer_out[0], [&](int64_t io, int64_t oo) {
@@ -63,6 +65,7 @@ bool reduce_contiguous_runs(OpCall& call, Acc identity, Part&& part, Join&& join
   const Tensor& in = call.inputs[0];
   const Tensor& out = call.outs[0];
   ReduceGeometry g = reduce_geometry(in, call.ints_attr(0), call.bool_attr(1), {&out});
+  reduced_dims_in_memory_order(g);  // any order of the reduced elements
   if (g.red_numel < 1 || g.red.shape.size() != 1 || g.red.strides[0] != 1) return false;
   const KeptOffsets offsets(g);
   const int64_t outputs = offsets.count(), n = g.red_numel;
@@ -112,8 +115,17 @@ double as_double(T v) {
   return double(opmath_t<T>(v));
 }
 
+// The fast path, else the fast path on a copy in the layout it takes (float32 / bfloat16
+// inputs, whose fast path then always applies; reduction_staging.h).
+bool fast_or_staged(OpCall& call, FastReduceKind kind) {
+  if (fast_reduce(call, kind)) return true;
+  const DType dt = call.inputs[0].dtype();
+  if ((dt != DType::F32 && dt != DType::BF16) || call.outs[0].dtype() != dt) return false;
+  return reduce_on_staged_copy(call, [kind](OpCall& c) { return fast_reduce(c, kind); });
+}
+
 void sum_kernel(OpCall& call) {
-  if (fast_reduce(call, FastReduceKind::Sum) || int64_sum_runs(call)) return;
+  if (fast_or_staged(call, FastReduceKind::Sum) || int64_sum_runs(call)) return;
   KILN_DISPATCH_ALL(call.inputs[0].dtype(), "sum", [&]<typename T>() {
     reduce_into<T, T>(call, [](auto&& each, int64_t) {
       if constexpr (is_float_v<T>) {
@@ -130,7 +142,7 @@ void sum_kernel(OpCall& call) {
 }
 
 void mean_kernel(OpCall& call) {
-  if (fast_reduce(call, FastReduceKind::Mean)) return;
+  if (fast_or_staged(call, FastReduceKind::Mean)) return;
   KILN_DISPATCH_FLOAT(call.inputs[0].dtype(), "mean", [&]<typename T>() {
     reduce_into<T, T>(call, [](auto&& each, int64_t n) {
       CompensatedSum s;
@@ -151,6 +163,7 @@ bool prod_runs(OpCall& call) {
   const Tensor& out = call.outs[0];
   if (out.dtype() != in.dtype()) return false;
   ReduceGeometry g = reduce_geometry(in, call.ints_attr(0), call.bool_attr(1), {&out});
+  reduced_dims_in_memory_order(g);  // any order of the reduced elements
   if (g.red_numel < 1 || g.red.shape.size() != 1 || g.red.strides[0] != 1) return false;
   const KeptOffsets offsets(g);
   const int64_t outputs = offsets.count();
@@ -188,8 +201,13 @@ bool prod_runs(OpCall& call) {
 
 void prod_kernel(OpCall& call) {
   const DType dt = call.inputs[0].dtype();
-  if (dt == DType::F32 && prod_runs<float>(call)) return;
-  if (dt == DType::BF16 && prod_runs<BFloat16>(call)) return;
+  if (dt == DType::F32 && (prod_runs<float>(call) ||
+                           reduce_on_staged_copy(call, [](OpCall& c) { return prod_runs<float>(c); })))
+    return;
+  if (dt == DType::BF16 &&
+      (prod_runs<BFloat16>(call) ||
+       reduce_on_staged_copy(call, [](OpCall& c) { return prod_runs<BFloat16>(c); })))
+    return;
   KILN_DISPATCH_ALL(call.inputs[0].dtype(), "prod", [&]<typename T>() {
     reduce_into<T, T>(call, [](auto&& each, int64_t) {
       if constexpr (is_float_v<T>) {
@@ -208,7 +226,7 @@ void prod_kernel(OpCall& call) {
 // amax/amin: NaN propagates; the meta function rejects empty reductions.
 template <bool kMax>
 void extremum_kernel(OpCall& call) {
-  if (fast_reduce(call, kMax ? FastReduceKind::Max : FastReduceKind::Min)) return;
+  if (fast_or_staged(call, kMax ? FastReduceKind::Max : FastReduceKind::Min)) return;
   KILN_DISPATCH_ALL(call.inputs[0].dtype(), kMax ? "amax" : "amin", [&]<typename T>() {
     using C = opmath_t<T>;
     reduce_into<T, T>(call, [](auto&& each, int64_t) {
@@ -264,7 +282,7 @@ void all_any_kernel(OpCall& call) {
 // deviations); the divisor is max(0, n - correction) as PyTorch.
 template <bool kStd>
 void var_kernel(OpCall& call) {
-  if (fast_reduce(call, kStd ? FastReduceKind::Std : FastReduceKind::Var)) return;
+  if (fast_or_staged(call, kStd ? FastReduceKind::Std : FastReduceKind::Var)) return;
   double correction = call.double_attr(2);
   KILN_DISPATCH_FLOAT(call.inputs[0].dtype(), kStd ? "std" : "var", [&]<typename T>() {
     reduce_into<T, T>(call, [correction](auto&& each, int64_t n) {
@@ -285,7 +303,7 @@ void var_kernel(OpCall& call) {
 // norm with attrs (dims, keepdim, p).
 void norm_kernel(OpCall& call) {
   double p = call.double_attr(2);
-  if (p == 2 && fast_reduce(call, FastReduceKind::Norm2)) return;
+  if (p == 2 && fast_or_staged(call, FastReduceKind::Norm2)) return;
   KILN_DISPATCH_FLOAT(call.inputs[0].dtype(), "norm", [&]<typename T>() {
     reduce_into<T, T>(call, [p](auto&& each, int64_t) {
       if (std::isinf(p)) {
@@ -331,6 +349,7 @@ bool logsumexp_rows(OpCall& call) {
       (in.dtype() != DType::F32 && in.dtype() != DType::BF16))
     return false;
   ReduceGeometry g = reduce_geometry(in, call.ints_attr(0), call.bool_attr(1), {&out});
+  reduced_dims_in_memory_order(g);  // any order of the reduced elements
   if (g.red_numel == 0 || g.red.shape.size() != 1 || g.red.strides[0] != 1) return false;
   const KeptOffsets offsets(g);
   const int64_t outputs = offsets.count(), n = g.red_numel;
@@ -354,7 +373,10 @@ bool logsumexp_rows(OpCall& call) {
 }
 
 void logsumexp_kernel(OpCall& call) {
-  if (logsumexp_rows(call)) return;
+  const DType dt = call.inputs[0].dtype();
+  if (logsumexp_rows(call) || ((dt == DType::F32 || dt == DType::BF16) &&
+                               reduce_on_staged_copy(call, logsumexp_rows)))
+    return;
   KILN_DISPATCH_FLOAT(call.inputs[0].dtype(), "logsumexp", [&]<typename T>() {
     reduce_into<T, T>(call, [](auto&& each, int64_t) {
       double m = -std::numeric_limits<double>::infinity();

@@ -14,7 +14,10 @@
 #include "kiln/core/convert.h"
 #include "kiln/dispatch/registry.h"
 #include "kiln/tensor/streaming_store.h"
+#include "kiln/tensor/empty.h"
+#include "kiln/tensor/strided_loop.h"
 #include "next_row_prefetch.h"
+#include "permuted_copy.h"
 #include "reduce_utils.h"
 #include "scalar_math.h"
 
@@ -223,12 +226,65 @@ bool vectorised_softmax_inner(const Tensor& in, const Tensor& out, int64_t dim, 
   return true;
 }
 
+bool contiguous_softmax(const Tensor& in, const Tensor& out, int64_t dim, bool log) {
+  return vectorised_softmax(in, out, dim, log) || vectorised_softmax_inner(in, out, dim, log);
+}
+
+// Input and output in one dense permuted layout (a transposed or channels-last tensor and
+// the output that follows its layout): views of both in memory order are contiguous, and the
+// softmax runs along dim's place in that order.
+bool softmax_in_memory_order(const Tensor& in, const Tensor& out, int64_t dim, bool log) {
+  if (in.dim() < 2 || in.is_contiguous() || in.strides() != out.strides() ||
+      in.shape() != out.shape() || !is_non_overlapping_and_dense(in.shape(), in.strides()))
+    return false;
+  std::vector<int64_t> order(size_t(in.dim()));
+  for (int64_t i = 0; i < in.dim(); ++i) order[size_t(i)] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return in.stride(a) > in.stride(b); });
+  Shape shape;
+  Strides strides;
+  const int64_t d = dim < 0 ? dim + in.dim() : dim;
+  int64_t d_at = 0;
+  for (size_t i = 0; i < order.size(); ++i) {
+    shape.push_back(in.size(order[i]));
+    strides.push_back(in.stride(order[i]));
+    if (order[i] == d) d_at = int64_t(i);
+  }
+  const Tensor in_view = make_view(in, shape, strides, in.storage_offset());
+  const Tensor out_view = make_view(out, shape, strides, out.storage_offset());
+  return in_view.is_contiguous() && contiguous_softmax(in_view, out_view, d_at, log);
+}
+
+// Any other layout of a float32 / bfloat16 / float16 input (a slice, a row step, a transpose
+// whose output is contiguous): the input copied into a contiguous buffer (permuted_copy.h),
+// the softmax into out (or a contiguous buffer copied into out). The element loop (double
+// math, one thread) took 15-34x PyTorch's time (decision 0131).
+bool softmax_staged(const Tensor& in, const Tensor& out, int64_t dim, bool log) {
+  const DType dt = in.dtype();
+  if ((dt != DType::F32 && dt != DType::BF16 && dt != DType::F16) || out.dtype() != dt ||
+      in.numel() == 0 || in.dim() == 0)
+    return false;
+  const bool copy_in = !in.is_contiguous();
+  const Tensor src = copy_in ? empty_tensor(in.shape(), dt, in.device()) : in;
+  if (copy_in && !copy_permuted(in, src)) return false;
+  const bool direct = out.is_contiguous();
+  const Tensor dst = direct ? out : empty_tensor(out.shape(), dt, out.device());
+  if (!contiguous_softmax(src, dst, dim, log)) return false;
+  if (!direct && !copy_permuted(dst, out)) {
+    KILN_DISPATCH_FLOAT(dt, "softmax", [&]<typename T>() {
+      elementwise_kernel<T, T>(out, {&dst}, [](T v) { return v; });
+    });
+  }
+  return true;
+}
+
 template <bool kLog>
 void softmax_kernel(OpCall& call) {
   const Tensor& in = call.inputs[0];
   const Tensor& out = call.outs[0];
-  if (vectorised_softmax(in, out, call.int_attr(0), kLog)) return;
-  if (vectorised_softmax_inner(in, out, call.int_attr(0), kLog)) return;
+  if (contiguous_softmax(in, out, call.int_attr(0), kLog)) return;
+  if (softmax_in_memory_order(in, out, call.int_attr(0), kLog)) return;
+  if (softmax_staged(in, out, call.int_attr(0), kLog)) return;
   LineGeometry g = line_geometry(in, out, call.int_attr(0));
   KILN_DISPATCH_FLOAT(in.dtype(), kLog ? "log_softmax" : "softmax", [&]<typename T>() {
     using C = opmath_t<T>;

@@ -1,6 +1,7 @@
 // CPU kernels for unary elementwise ops: out = f(in), computed in float for 16-bit floats.
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "bf16_elementwise.h"
 #include "float16_blocks.h"
@@ -8,6 +9,7 @@
 #include "kiln/dispatch/registry.h"
 #include "kiln/tensor/strided_loop.h"
 #include "parallel_pieces.h"
+#include "permuted_copy.h"
 #include "scalar_math.h"
 #include "special_functions.h"
 
@@ -266,6 +268,13 @@ void nan_to_num_kernel(OpCall& call) {
     C nan_v = call.has_attr(0) ? C(call.double_attr(0)) : C(0);
     C pos_v = call.has_attr(1) ? C(call.double_attr(1)) : big;
     C neg_v = call.has_attr(2) ? C(call.double_attr(2)) : -big;
+    if constexpr (std::is_same_v<T, BFloat16>) {
+      // float32 blocks with vector conversions (bf16_elementwise.h), as clamp.
+      const float nan_f = float(BFloat16(nan_v)), pos_f = float(BFloat16(pos_v)),
+                  neg_f = float(BFloat16(neg_v));
+      auto f = [=](float x) { return x != x ? nan_f : std::isinf(x) ? (x > 0 ? pos_f : neg_f) : x; };
+      if (bf16_elementwise<1>(out, {&in}, f)) return;
+    }
     elementwise_kernel<T, T>(out, {&in}, [=](T v) {
       C x = C(v);
       if (std::isnan(x)) return T(nan_v);
@@ -304,12 +313,42 @@ bool same_dense_layout(const Tensor& in, const Tensor& out) {
 // input) go through a vector function: fn(in, out, n) over float32 arrays (float16: over
 // widened blocks, float16_blocks.h), bf16_fn(in, out, n) over bfloat16 ones (the same
 // function converting in registers, vec_math.h); long arrays are split over the threads.
+// The bytes [first, last) a tensor's elements span.
+std::pair<const char*, const char*> byte_span(const Tensor& t) {
+  const char* base = static_cast<const char*>(t.raw_data());
+  int64_t lo = 0, hi = 0;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    const int64_t reach = (t.size(d) - 1) * t.stride(d);
+    (reach < 0 ? lo : hi) += reach;
+  }
+  const int64_t es = int64_t(t.element_size());
+  return {base + lo * es, base + (hi + 1) * es};
+}
+
+// A strided input (a slice, a row step, a permuted view) of a dense, disjoint output of the
+// same dtype: the input is copied into the output's layout by the blocked copy
+// (permuted_copy.h), and the caller then runs the vector function over the output in place,
+// so the result is the one a contiguous input gets. The element loop it replaces computed
+// each element through the scalar function (decision 0131).
+bool stage_into_output(const Tensor& in, const Tensor& out) {
+  if (in.numel() != out.numel() || in.numel() == 0 ||
+      !is_non_overlapping_and_dense(out.shape(), out.strides()))
+    return false;
+  const auto [in_lo, in_hi] = byte_span(in);
+  const auto [out_lo, out_hi] = byte_span(out);
+  if (in_lo < out_hi && out_lo < in_hi) return false;  // shared memory: the element loop
+  return copy_permuted(in, out);
+}
+
 template <typename Fn, typename Bf16Fn>
 bool run_vectorised_fn(OpCall& call, Fn fn, Bf16Fn bf16_fn) {
-  const Tensor& in = call.inputs[0];
   const Tensor& out = call.outs[0];
   const VecMathF32& vm = vec_math_f32();
-  if (!vm.widen_bf16 || in.dtype() != out.dtype() || !same_dense_layout(in, out)) return false;
+  if (!vm.widen_bf16 || call.inputs[0].dtype() != out.dtype()) return false;
+  const bool staged = !same_dense_layout(call.inputs[0], out);
+  if (staged && (call.inputs[0].dtype() == DType::F16 || !stage_into_output(call.inputs[0], out)))
+    return false;
+  const Tensor& in = staged ? out : call.inputs[0];
   if (in.dtype() == DType::BF16) {
     const uint16_t* src = static_cast<const uint16_t*>(in.raw_data());
     uint16_t* dst = static_cast<uint16_t*>(out.raw_data());
