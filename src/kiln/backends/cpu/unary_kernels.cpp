@@ -1,5 +1,6 @@
 // CPU kernels for unary elementwise ops: out = f(in), computed in float for 16-bit floats.
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <utility>
 
@@ -257,6 +258,69 @@ void clamp_kernel(OpCall& call) {
 }
 
 // nan_to_num(nan, posinf, neginf): absent replacements are 0, the dtype's max and lowest.
+bool same_dense_layout(const Tensor& in, const Tensor& out);  // below
+bool stage_into_output(const Tensor& in, const Tensor& out);  // below
+
+// nan_to_num on the bit patterns of float32 / bfloat16 / float16 (U: their signed integer,
+// inf: the infinity's bits): NaN (magnitude above inf) -> nan_b, +-inf -> pos_b / neg_b, the
+// rest copied; signed compares (magnitudes are non-negative) and selects that the compiler
+// vectorises with SSE2's pcmpgt, which has no unsigned form. in is out or disjoint from it:
+// each case its own loop, so the compiler needs no overlap check (in place, its check sent
+// the loop to the scalar version).
+template <typename U>
+__attribute__((noinline)) void nan_to_num_bits(const U* __restrict in, U* __restrict out,
+                                               int64_t n, U inf, U nan_b, U pos_b, U neg_b);
+template <typename U>
+__attribute__((noinline)) void nan_to_num_bits_in_place(U* p, int64_t n, U inf, U nan_b,
+                                                        U pos_b, U neg_b) {
+  constexpr U kMagnitude = std::numeric_limits<U>::max();
+  for (int64_t i = 0; i < n; ++i) {
+    const U v = p[i], a = U(v & kMagnitude);
+    const U nan_m = U(-U(a > inf)), inf_m = U(-U(a == inf)), pos_m = U(-U(v == a));
+    const U inf_r = U((pos_b & pos_m) | (neg_b & ~pos_m));
+    p[i] = U((v & ~(nan_m | inf_m)) | (nan_b & nan_m) | (inf_r & inf_m));
+  }
+}
+template <typename U>
+void nan_to_num_bits(const U* __restrict in, U* __restrict out, int64_t n, U inf, U nan_b,
+                     U pos_b, U neg_b) {
+  constexpr U kMagnitude = std::numeric_limits<U>::max();
+  for (int64_t i = 0; i < n; ++i) {
+    // All-ones masks and bit selects: the ternaries compiled to branches (90 us for 256K
+    // float32 values in place, PyTorch 20).
+    const U v = in[i], a = U(v & kMagnitude);
+    const U nan_m = U(-U(a > inf)), inf_m = U(-U(a == inf)), pos_m = U(-U(v == a));
+    const U inf_r = U((pos_b & pos_m) | (neg_b & ~pos_m));
+    out[i] = U((v & ~(nan_m | inf_m)) | (nan_b & nan_m) | (inf_r & inf_m));
+  }
+}
+
+template <typename T, typename U>
+U bits_of(T v) {
+  U u;
+  std::memcpy(&u, &v, sizeof u);
+  return u;
+}
+
+// Dense float32 / bfloat16 / float16 outputs (a strided input copied into the output first,
+// stage_into_output): the bit loop over the flat array, in threaded pieces. The element loop
+// (a conversion, two classifications and branches per element) took 2.5-3.9x PyTorch's time.
+template <typename T, typename U>
+bool nan_to_num_dense(const Tensor& in, const Tensor& out, T nan_v, T pos_v, T neg_v, U inf) {
+  const bool staged = !same_dense_layout(in, out);
+  if (staged && !stage_into_output(in, out)) return false;
+  const U* src = static_cast<const U*>((staged ? out : in).raw_data());
+  U* dst = static_cast<U*>(out.raw_data());
+  const int64_t n = out.numel();
+  if (src != dst && src < dst + n && dst < src + n) return false;  // partly shared: the element loop
+  const U nb = bits_of<T, U>(nan_v), pb = bits_of<T, U>(pos_v), gb = bits_of<T, U>(neg_v);
+  parallel_pieces(n, [&](int64_t b, int64_t e) {
+    if (src == dst) nan_to_num_bits_in_place<U>(dst + b, e - b, inf, nb, pb, gb);
+    else nan_to_num_bits<U>(src + b, dst + b, e - b, inf, nb, pb, gb);
+  });
+  return true;
+}
+
 void nan_to_num_kernel(OpCall& call) {
   const Tensor& in = call.inputs[0];
   const Tensor& out = call.outs[0];
@@ -268,12 +332,16 @@ void nan_to_num_kernel(OpCall& call) {
     C nan_v = call.has_attr(0) ? C(call.double_attr(0)) : C(0);
     C pos_v = call.has_attr(1) ? C(call.double_attr(1)) : big;
     C neg_v = call.has_attr(2) ? C(call.double_attr(2)) : -big;
-    if constexpr (std::is_same_v<T, BFloat16>) {
-      // float32 blocks with vector conversions (bf16_elementwise.h), as clamp.
-      const float nan_f = float(BFloat16(nan_v)), pos_f = float(BFloat16(pos_v)),
-                  neg_f = float(BFloat16(neg_v));
-      auto f = [=](float x) { return x != x ? nan_f : std::isinf(x) ? (x > 0 ? pos_f : neg_f) : x; };
-      if (bf16_elementwise<1>(out, {&in}, f)) return;
+    if (in.dtype() == out.dtype()) {
+      if constexpr (std::is_same_v<T, float>) {
+        if (nan_to_num_dense<T, int32_t>(in, out, nan_v, pos_v, neg_v, 0x7f800000)) return;
+      } else if constexpr (std::is_same_v<T, BFloat16>) {
+        if (nan_to_num_dense<T, int16_t>(in, out, T(nan_v), T(pos_v), T(neg_v), 0x7f80))
+          return;
+      } else if constexpr (std::is_same_v<T, Half>) {
+        if (nan_to_num_dense<T, int16_t>(in, out, T(nan_v), T(pos_v), T(neg_v), 0x7c00))
+          return;
+      }
     }
     elementwise_kernel<T, T>(out, {&in}, [=](T v) {
       C x = C(v);
