@@ -109,3 +109,37 @@ def test_strided_lines(view, keepdim, dtype):
         tvals, tidx = getattr(tv, name)(dim, keepdim=keepdim)
         np.testing.assert_array_equal(kidx.numpy(), tidx.numpy(), err_msg=name)
         np.testing.assert_array_equal(kvals.float().numpy(), tvals.float().numpy(), err_msg=name)
+
+
+# Along a strided dim of a strided input (the contiguous kernel on a copy).
+STRIDED_DIMS = {
+    "row_step_dim0": (lambda x: x[::2], 0),
+    "column_slice_dim0": (lambda x: x[:, 5:300], 0),
+    "transposed_dim1": (lambda x: x.t(), 1),
+    "permuted_dim2": (lambda x: x.reshape(8, 32, 40).permute(2, 0, 1), 2),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int64"])
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("view", list(STRIDED_DIMS))
+def test_strided_dims(view, keepdim, dtype):
+    fn, dim = STRIDED_DIMS[view]
+    g = torch.Generator().manual_seed(len(view) + 1)
+    if dtype == "int64":
+        t = torch.randint(-50, 50, (256, 40), generator=g)
+        k = kiln.from_numpy(t.numpy().copy())
+    else:
+        t = torch.randn(256, 40, generator=g)
+        t[7, 3] = float("nan")
+        t[100, 20] = float("-inf")
+        k, t = pair(t, dtype)
+    kv, tv = fn(k), fn(t)
+    for name in ("argmax", "argmin"):
+        np.testing.assert_array_equal(getattr(kv, name)(dim, keepdim).numpy(),
+                                      getattr(tv, name)(dim, keepdim=keepdim).numpy(), err_msg=name)
+    for name in ("max", "min"):
+        kvals, kidx = getattr(kv, name)(dim, keepdim)
+        tvals, tidx = getattr(tv, name)(dim, keepdim=keepdim)
+        np.testing.assert_array_equal(kidx.numpy(), tidx.numpy(), err_msg=name)
+        np.testing.assert_array_equal(kvals.float().numpy(), tvals.float().numpy(), err_msg=name)
