@@ -74,6 +74,18 @@ def test_strided_and_batched_lines():
     np.testing.assert_array_equal(k.argmax().numpy(), x.argmax().numpy())
 
 
+def check_dim(kv, tv, dim, keepdim):
+    """argmax / argmin / max / min along dim, kiln against torch, indices and values exactly."""
+    for name in ("argmax", "argmin"):
+        np.testing.assert_array_equal(getattr(kv, name)(dim, keepdim).numpy(),
+                                      getattr(tv, name)(dim, keepdim=keepdim).numpy(), err_msg=name)
+    for name in ("max", "min"):
+        kvals, kidx = getattr(kv, name)(dim, keepdim)
+        tvals, tidx = getattr(tv, name)(dim, keepdim=keepdim)
+        np.testing.assert_array_equal(kidx.numpy(), tidx.numpy(), err_msg=name)
+        np.testing.assert_array_equal(kvals.float().numpy(), tvals.float().numpy(), err_msg=name)
+
+
 # Lines of stride 1 inside strided layouts (the lines' offsets walked once): row steps,
 # column slices, transposed and permuted views reduced along their memory-contiguous dim.
 STRIDED = {
@@ -101,14 +113,7 @@ def test_strided_lines(view, keepdim, dtype):
         k, t = pair(t, dtype)
     kv, tv = fn(k), fn(t)
     assert not kv.is_contiguous()
-    for name in ("argmax", "argmin"):
-        np.testing.assert_array_equal(getattr(kv, name)(dim, keepdim).numpy(),
-                                      getattr(tv, name)(dim, keepdim=keepdim).numpy(), err_msg=name)
-    for name in ("max", "min"):
-        kvals, kidx = getattr(kv, name)(dim, keepdim)
-        tvals, tidx = getattr(tv, name)(dim, keepdim=keepdim)
-        np.testing.assert_array_equal(kidx.numpy(), tidx.numpy(), err_msg=name)
-        np.testing.assert_array_equal(kvals.float().numpy(), tvals.float().numpy(), err_msg=name)
+    check_dim(kv, tv, dim, keepdim)
 
 
 # Along a strided dim of a strided input (the contiguous kernel on a copy).
@@ -135,11 +140,4 @@ def test_strided_dims(view, keepdim, dtype):
         t[100, 20] = float("-inf")
         k, t = pair(t, dtype)
     kv, tv = fn(k), fn(t)
-    for name in ("argmax", "argmin"):
-        np.testing.assert_array_equal(getattr(kv, name)(dim, keepdim).numpy(),
-                                      getattr(tv, name)(dim, keepdim=keepdim).numpy(), err_msg=name)
-    for name in ("max", "min"):
-        kvals, kidx = getattr(kv, name)(dim, keepdim)
-        tvals, tidx = getattr(tv, name)(dim, keepdim=keepdim)
-        np.testing.assert_array_equal(kidx.numpy(), tidx.numpy(), err_msg=name)
-        np.testing.assert_array_equal(kvals.float().numpy(), tvals.float().numpy(), err_msg=name)
+    check_dim(kv, tv, dim, keepdim)
