@@ -257,7 +257,6 @@ void clamp_kernel(OpCall& call) {
   });
 }
 
-// nan_to_num(nan, posinf, neginf): absent replacements are 0, the dtype's max and lowest.
 bool same_dense_layout(const Tensor& in, const Tensor& out);  // below
 bool stage_into_output(const Tensor& in, const Tensor& out);  // below
 
@@ -313,6 +312,7 @@ bool nan_to_num_dense(const Tensor& in, const Tensor& out, T nan_v, T pos_v, T n
   return true;
 }
 
+// nan_to_num(nan, posinf, neginf): absent replacements are 0, the dtype's max and lowest.
 void nan_to_num_kernel(OpCall& call) {
   const Tensor& in = call.inputs[0];
   const Tensor& out = call.outs[0];
@@ -369,10 +369,6 @@ bool same_dense_layout(const Tensor& in, const Tensor& out) {
          is_non_overlapping_and_dense(in.shape(), in.strides());
 }
 
-// Dense float32 / bfloat16 / float16 tensors (the output equal to or disjoint from the
-// input) go through a vector function: fn(in, out, n) over float32 arrays (float16: over
-// widened blocks, float16_blocks.h), bf16_fn(in, out, n) over bfloat16 ones (the same
-// function converting in registers, vec_math.h); long arrays are split over the threads.
 // The bytes [first, last) a tensor's elements span.
 std::pair<const char*, const char*> byte_span(const Tensor& t) {
   const char* base = static_cast<const char*>(t.raw_data());
@@ -400,6 +396,10 @@ bool stage_into_output(const Tensor& in, const Tensor& out) {
   return copy_permuted(in, out);
 }
 
+// Dense float32 / bfloat16 / float16 tensors (the output equal to or disjoint from the
+// input) go through a vector function: fn(in, out, n) over float32 arrays (float16: over
+// widened blocks, float16_blocks.h), bf16_fn(in, out, n) over bfloat16 ones (the same
+// function converting in registers, vec_math.h); long arrays are split over the threads.
 template <typename Fn, typename Bf16Fn>
 bool run_vectorised_fn(OpCall& call, Fn fn, Bf16Fn bf16_fn) {
   const Tensor& out = call.outs[0];
