@@ -5,7 +5,9 @@
 #include <utility>
 
 #include "bf16_elementwise.h"
+#include "dense_row_pairs.h"
 #include "float16_blocks.h"
+#include "isa/bit_loops.h"
 #include "isa/vec_math.h"
 #include "kiln/dispatch/registry.h"
 #include "kiln/tensor/strided_loop.h"
@@ -260,31 +262,9 @@ void clamp_kernel(OpCall& call) {
 bool same_dense_layout(const Tensor& in, const Tensor& out);  // below
 bool stage_into_output(const Tensor& in, const Tensor& out);  // below
 
-// nan_to_num on the bit patterns of float32 / bfloat16 / float16 (U: their signed integer,
-// inf: the infinity's bits): NaN (magnitude above inf) -> nan_b, +-inf -> pos_b / neg_b, the
-// rest copied; signed compares (magnitudes are non-negative) and selects that the compiler
-// vectorises with SSE2's pcmpgt, which has no unsigned form. in is out or disjoint from it:
-// each case its own loop, so the compiler needs no overlap check (in place, its check sent
-// the loop to the scalar version).
-template <typename U>
-inline U nan_to_num_bit(U v, U inf, U nan_b, U pos_b, U neg_b) {
-  // All-ones masks and bit selects: ternaries compiled to branches (90 us for 256K float32
-  // values in place, PyTorch 20).
-  const U a = U(v & std::numeric_limits<U>::max());
-  const U nan_m = U(-U(a > inf)), inf_m = U(-U(a == inf)), pos_m = U(-U(v == a));
-  const U inf_r = U((pos_b & pos_m) | (neg_b & ~pos_m));
-  return U((v & ~(nan_m | inf_m)) | (nan_b & nan_m) | (inf_r & inf_m));
-}
-template <typename U>
-__attribute__((noinline)) void nan_to_num_bits_in_place(U* p, int64_t n, U inf, U nan_b,
-                                                        U pos_b, U neg_b) {
-  for (int64_t i = 0; i < n; ++i) p[i] = nan_to_num_bit(p[i], inf, nan_b, pos_b, neg_b);
-}
-template <typename U>
-__attribute__((noinline)) void nan_to_num_bits(const U* __restrict in, U* __restrict out,
-                                               int64_t n, U inf, U nan_b, U pos_b, U neg_b) {
-  for (int64_t i = 0; i < n; ++i) out[i] = nan_to_num_bit(in[i], inf, nan_b, pos_b, neg_b);
-}
+// Strided inputs with contiguous rows run row by row (dense_row_pairs.h), over the threads
+// from the size at which the flat float32 loop splits too.
+constexpr int64_t kUnaryParallelFrom = int64_t(1) << 14;
 
 template <typename T, typename U>
 U bits_of(T v) {
@@ -293,21 +273,33 @@ U bits_of(T v) {
   return u;
 }
 
-// Dense float32 / bfloat16 / float16 outputs (a strided input copied into the output first,
-// stage_into_output): the bit loop over the flat array, in threaded pieces. The element loop
-// (a conversion, two classifications and branches per element) took 2.5-3.9x PyTorch's time.
+// The bit loop of the ISA level (isa/bit_loops.h) for U's width.
+template <typename U>
+void nan_to_num_bits(const U* in, U* out, int64_t n, U inf, U nan_b, U pos_b, U neg_b) {
+  if constexpr (sizeof(U) == 4) bit_loops().nan_to_num_b32(in, out, n, inf, nan_b, pos_b, neg_b);
+  else bit_loops().nan_to_num_b16(in, out, n, inf, nan_b, pos_b, neg_b);
+}
+
+// Float32 / bfloat16 / float16 outputs by the bit loop: strided inputs with contiguous rows
+// row by row, other strided inputs copied into a dense output first (stage_into_output), dense
+// ones over the flat array, in threaded pieces. The element loop (a conversion, two
+// classifications and branches per element) took 2.5-3.9x PyTorch's time.
 template <typename T, typename U>
 bool nan_to_num_dense(const Tensor& in, const Tensor& out, T nan_v, T pos_v, T neg_v, U inf) {
+  const U nb = bits_of<T, U>(nan_v), pb = bits_of<T, U>(pos_v), gb = bits_of<T, U>(neg_v);
   const bool staged = !same_dense_layout(in, out);
+  if (staged && run_on_dense_rows<U>(in, out, kUnaryParallelFrom,
+                                     [&](const U* s, U* d, int64_t m) {
+                                       nan_to_num_bits<U>(s, d, m, inf, nb, pb, gb);
+                                     }))
+    return true;
   if (staged && !stage_into_output(in, out)) return false;
   const U* src = static_cast<const U*>((staged ? out : in).raw_data());
   U* dst = static_cast<U*>(out.raw_data());
   const int64_t n = out.numel();
   if (src != dst && src < dst + n && dst < src + n) return false;  // partly shared: the element loop
-  const U nb = bits_of<T, U>(nan_v), pb = bits_of<T, U>(pos_v), gb = bits_of<T, U>(neg_v);
   parallel_pieces(n, [&](int64_t b, int64_t e) {
-    if (src == dst) nan_to_num_bits_in_place<U>(dst + b, e - b, inf, nb, pb, gb);
-    else nan_to_num_bits<U>(src + b, dst + b, e - b, inf, nb, pb, gb);
+    nan_to_num_bits<U>(src + b, dst + b, e - b, inf, nb, pb, gb);
   });
   return true;
 }
@@ -342,22 +334,6 @@ void nan_to_num_kernel(OpCall& call) {
       return v;
     });
   });
-}
-
-// out = in with bit 15 cleared (abs) or flipped (neg), for disjoint arrays and in place:
-// functions of their own so the loops vectorise (restrict pointers for the disjoint form).
-template <bool kAbs>
-inline uint16_t sign_bit_op(uint16_t v) {
-  return kAbs ? uint16_t(v & 0x7fff) : uint16_t(v ^ 0x8000);
-}
-template <bool kAbs>
-__attribute__((noinline)) void sign_bits(const uint16_t* __restrict in,
-                                         uint16_t* __restrict out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = sign_bit_op<kAbs>(in[i]);
-}
-template <bool kAbs>
-__attribute__((noinline)) void sign_bits_in_place(uint16_t* p, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) p[i] = sign_bit_op<kAbs>(p[i]);
 }
 
 // Both tensors one dense block of numel elements in the same element order: contiguous, or
@@ -396,6 +372,26 @@ bool stage_into_output(const Tensor& in, const Tensor& out) {
   return copy_permuted(in, out);
 }
 
+// fn / bf16_fn (see run_vectorised_fn) once per row of a strided input or output with
+// contiguous rows (dense_row_pairs.h); false where that layout does not apply.
+template <typename Fn, typename Bf16Fn>
+bool run_rows_vectorised(const Tensor& in, const Tensor& out, Fn fn, Bf16Fn bf16_fn) {
+  switch (in.dtype()) {
+    case DType::F32:
+      return run_on_dense_rows<float>(in, out, kUnaryParallelFrom, fn);
+    case DType::BF16:
+      return run_on_dense_rows<uint16_t>(in, out, kUnaryParallelFrom, bf16_fn);
+    case DType::F16:
+      return float16_blocks_available() &&
+             run_on_dense_rows<uint16_t>(in, out, kUnaryParallelFrom,
+                                         [&](const uint16_t* s, uint16_t* d, int64_t m) {
+                                           f16_detail::unary_run(s, d, m, fn);
+                                         });
+    default:
+      return false;
+  }
+}
+
 // Dense float32 / bfloat16 / float16 tensors (the output equal to or disjoint from the
 // input) go through a vector function: fn(in, out, n) over float32 arrays (float16: over
 // widened blocks, float16_blocks.h), bf16_fn(in, out, n) over bfloat16 ones (the same
@@ -406,6 +402,7 @@ bool run_vectorised_fn(OpCall& call, Fn fn, Bf16Fn bf16_fn) {
   const VecMathF32& vm = vec_math_f32();
   if (!vm.widen_bf16 || call.inputs[0].dtype() != out.dtype()) return false;
   const bool staged = !same_dense_layout(call.inputs[0], out);
+  if (staged && run_rows_vectorised(call.inputs[0], out, fn, bf16_fn)) return true;
   if (staged && (call.inputs[0].dtype() == DType::F16 || !stage_into_output(call.inputs[0], out)))
     return false;
   const Tensor& in = staged ? out : call.inputs[0];
@@ -495,9 +492,10 @@ void vectorised_unary_kernel(OpCall& call) {
   if (!run_vectorised(call, Which, WhichBf16)) unary_kernel<F>(call);
 }
 
-// abs / neg of dense 16-bit floats (bfloat16, float16) as one bit operation on the sign
-// (clear / flip bit 15) over the flat array: exact, NaN payloads kept, and no widening
-// (bfloat16 abs widened, took the float32 function and narrowed: twice PyTorch's time).
+// abs / neg of 16-bit floats (bfloat16, float16) as one bit operation on the sign (clear /
+// flip bit 15), the ISA level's loop (isa/bit_loops.h) over the flat array or row by row:
+// exact, NaN payloads kept, and no widening (bfloat16 abs widened, took the float32 function
+// and narrowed: twice PyTorch's time).
 template <bool kAbs, VecUnaryF32 VecMathF32::*Which, VecUnaryBf16 VecUnaryBf16Table::*WhichBf16,
           typename F>
 void sign_bit_kernel(OpCall& call) {
@@ -508,13 +506,17 @@ void sign_bit_kernel(OpCall& call) {
   uint16_t* dst = static_cast<uint16_t*>(out.raw_data());
   const int64_t n = in.numel();
   const bool overlap = src != dst && src < dst + n && dst < src + n;
+  const BitLoops& bits = bit_loops();
+  const auto sign_bits = kAbs ? bits.abs_b16 : bits.neg_b16;
+  if (half && in.dtype() == out.dtype() && !same_dense_layout(in, out) &&
+      run_on_dense_rows<uint16_t>(in, out, kUnaryParallelFrom, sign_bits))
+    return;
   if (!half || in.dtype() != out.dtype() || !same_dense_layout(in, out) || overlap) {
     vectorised_unary_kernel<Which, WhichBf16, F>(call);
     return;
   }
   parallel_pieces(n, [&](int64_t b, int64_t e) {
-    if (src == dst) sign_bits_in_place<kAbs>(dst + b, e - b);
-    else sign_bits<kAbs>(src + b, dst + b, e - b);
+    sign_bits(src + b, dst + b, e - b);
   });
 }
 
