@@ -20,10 +20,11 @@ namespace kiln::cpu {
 
 namespace {
 
-// dst[0, n) = src[0, n): the sizes of narrow rows (up to 64 bytes, powers of two) as inlined
+// dst[0, n) = src[0, n): the sizes of narrow rows (2 to 64 bytes, powers of two) as inlined
 // fixed-size moves, others through copy_bytes.
 inline void copy_small_block(char* dst, const char* src, int64_t n) {
   switch (n) {
+    case 2: std::memcpy(dst, src, 2); return;
     case 4: std::memcpy(dst, src, 4); return;
     case 8: std::memcpy(dst, src, 8); return;
     case 16: std::memcpy(dst, src, 16); return;
@@ -31,6 +32,92 @@ inline void copy_small_block(char* dst, const char* src, int64_t n) {
     case 64: std::memcpy(dst, src, 64); return;
     default: detail::copy_bytes(dst, src, size_t(n));
   }
+}
+
+// Copies input t into slot (same shape; both with contiguous last-dimension rows), rows
+// [begin, end) in row-major order, the outer coordinates by an odometer over byte strides
+// read once (Tensor::size / stride per row cost 7x the copy of 16-byte rows).
+void copy_dense_rows(const Tensor& t, const Tensor& slot, int64_t begin, int64_t end) {
+  const size_t outer = size_t(t.dim() - 1);
+  const int64_t es = int64_t(t.element_size());
+  const int64_t row = t.size(int64_t(outer)) * es;
+  std::vector<int64_t> size(outer), in_step(outer), out_step(outer), c(outer, 0);
+  int64_t in_off = 0, out_off = 0, r = begin;
+  for (size_t d = outer; d-- > 0;) {
+    size[d] = t.size(int64_t(d));
+    in_step[d] = t.stride(int64_t(d)) * es;
+    out_step[d] = slot.stride(int64_t(d)) * es;
+    c[d] = r % size[d];
+    r /= size[d];
+    in_off += c[d] * in_step[d];
+    out_off += c[d] * out_step[d];
+  }
+  const char* src = bytes_of(t);
+  char* dst = bytes_of(slot);
+  if (outer == 1) {  // matrices: no odometer
+    for (int64_t i = begin; i < end; ++i)
+      copy_small_block(dst + i * out_step[0], src + i * in_step[0], row);
+    return;
+  }
+  for (int64_t i = begin; i < end; ++i) {
+    copy_small_block(dst + out_off, src + in_off, row);
+    for (size_t d = outer; d-- > 0;) {
+      in_off += in_step[d];
+      out_off += out_step[d];
+      if (++c[d] < size[d]) break;
+      in_off -= in_step[d] * size[d];
+      out_off -= out_step[d] * size[d];
+      c[d] = 0;
+    }
+  }
+}
+
+// Strided inputs whose last dimension is contiguous (x.chunk(k, -1), column slices) into a
+// contiguous output: every input's rows copied to its slot in one threaded loop over pieces
+// of all inputs. Through copy_permuted, input by input (a threaded region each, and an
+// element loop for 2-byte elements in 4-byte rows), cat(x.chunk(4, -1), 0) of a [4096, 8]
+// bfloat16 took 2.1x PyTorch's time and of an [8, 4096] float32 2.0x.
+bool cat_dense_rows(const OpCall& call, int64_t d) {
+  const Tensor& out = call.outs[0];
+  const int64_t nd = out.dim();
+  if (nd < 2 || !out.is_contiguous()) return false;
+  struct Piece {
+    size_t input;
+    int64_t begin, end;
+  };
+  std::vector<Tensor> slots;
+  int64_t total = 0, start = 0;
+  for (const Tensor& t : call.inputs) {
+    if (t.numel() > 0 && t.size(nd - 1) > 1 && t.stride(nd - 1) != 1) return false;
+    slots.push_back(out.slice(d, start, start + t.size(d)));
+    start += t.size(d);
+    total += int64_t(t.nbytes());
+  }
+  // Threads from 256 KiB, or from 4096 rows (narrow rows cost a few ns each).
+  const int64_t all_rows = out.numel() / std::max<int64_t>(out.size(nd - 1), 1);
+  const int threads = total >= (int64_t(1) << 18) || all_rows >= 4096
+                          ? detail::elementwise_threads() : 1;
+  std::vector<Piece> pieces;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const Tensor& t = call.inputs[i];
+    if (t.numel() == 0) continue;
+    const int64_t rows = t.numel() / t.size(nd - 1);
+    // Pieces in proportion to the input's share of the bytes, at least one.
+    const int64_t k = threads <= 1 ? 1
+                      : std::clamp<int64_t>(4 * threads * int64_t(t.nbytes()) / total, 1, rows);
+    for (int64_t p = 0; p < k; ++p) pieces.push_back({i, rows * p / k, rows * (p + 1) / k});
+  }
+  const int64_t n = int64_t(pieces.size());
+  auto run = [&](int64_t p) {
+    const Piece& q = pieces[size_t(p)];
+    copy_dense_rows(call.inputs[q.input], slots[q.input], q.begin, q.end);
+  };
+  if (threads <= 1) {
+    for (int64_t p = 0; p < n; ++p) run(p);
+  } else {
+    detail::parallel_chunks(n, run);
+  }
+  return true;
 }
 
 // inputs: tensors of one dtype and rank; attrs: dim. Each input lands in a slab of out.
@@ -105,6 +192,7 @@ void cat_kernel(OpCall& call) {
     }
     return;
   }
+  if (cat_dense_rows(call, d)) return;
   // Other layouts: each input copied into its slice of out with the strided copies (tiled
   // where a pair of dims is transposed, threaded). The single-threaded element loop took
   // 4.8 ms to cat four column chunks of a [2048, 512] float32 along dim 0 (torch: 65 us).
