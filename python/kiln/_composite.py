@@ -288,7 +288,7 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
 
 @_export()
 def count_nonzero(input, dim=None):
-    nz = (input != 0).to(_C.int64)
+    nz = input != 0  # the sum op counts bools into int64 without a widened copy
     return nz.sum() if dim is None else nz.sum(dim)
 
 

@@ -83,6 +83,12 @@ Reduced nonempty_shape_of(const OpCall& call) {
 std::vector<TensorMeta> reduce_meta(const OpCall& call) {
   return {{reduce_shape_of(call).shape, call.inputs[0].dtype()}};
 }
+// sum: bool and integer inputs are summed into int64 by the kernel itself (as PyTorch's
+// accumulation), with no widened copy of the input.
+std::vector<TensorMeta> reduce_sum_meta(const OpCall& call) {
+  const DType in = call.inputs[0].dtype();
+  return {{reduce_shape_of(call).shape, is_integral(in, /*include_bool=*/true) ? DType::I64 : in}};
+}
 std::vector<TensorMeta> reduce_bool_meta(const OpCall& call) {
   return {{reduce_shape_of(call).shape, DType::Bool}};
 }

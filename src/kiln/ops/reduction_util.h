@@ -27,6 +27,7 @@ void check_nonempty_reduction(const char* name, const Shape& shape, const std::v
 
 // Meta functions of reductions with attrs (int[] dims, bool keepdim, ...).
 std::vector<TensorMeta> reduce_meta(const OpCall& call);          // input dtype
+std::vector<TensorMeta> reduce_sum_meta(const OpCall& call);      // int64 for bool / integers
 std::vector<TensorMeta> reduce_bool_meta(const OpCall& call);     // bool
 std::vector<TensorMeta> reduce_nonempty_meta(const OpCall& call); // input dtype, no identity
 std::vector<TensorMeta> reduce_index_meta(const OpCall& call);    // int64 indices, no identity

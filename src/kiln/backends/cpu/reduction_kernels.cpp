@@ -99,17 +99,46 @@ bool reduce_contiguous_runs(OpCall& call, Acc identity, Part&& part, Join&& join
   return true;
 }
 
-// Integer sums in int64 with wrap-around (the op widened bool and narrower integers first).
-bool int64_sum_runs(OpCall& call) {
-  if (call.inputs[0].dtype() != DType::I64 || call.outs[0].dtype() != DType::I64) return false;
-  return reduce_contiguous_runs<int64_t, int64_t>(
-      call, int64_t(0),
-      [](const int64_t* x, int64_t n) {
-        uint64_t s = 0;  // unsigned: wraps as wrap_add does, and vectorises
-        for (int64_t i = 0; i < n; ++i) s += uint64_t(x[i]);
-        return int64_t(s);
-      },
-      [](int64_t a, int64_t b) { return wrap_add(a, b); });
+// n elements of a contiguous run of T (bool as its byte) summed as int64 with wrap-around.
+// Narrow types add into 32-bit lanes over blocks that cannot overflow them (2^23 values of
+// at most 2^8 magnitude; int16 2^15 values), which the compiler vectorises without widening
+// each value to 64 bits; bool counts its nonzero bytes.
+template <typename T>
+int64_t int_run_sum(const detail::element_storage_t<T>* x, int64_t n) {
+  if constexpr (sizeof(T) <= 2) {
+    constexpr int64_t kBlock = sizeof(T) == 1 ? int64_t(1) << 23 : int64_t(1) << 15;
+    uint64_t s = 0;
+    for (int64_t b = 0; b < n; b += kBlock) {
+      const int64_t e = std::min(n, b + kBlock);
+      int32_t block = 0;
+      for (int64_t i = b; i < e; ++i) {
+        if constexpr (std::is_same_v<T, bool>) block += int32_t(x[i] != 0);
+        else block += int32_t(x[i]);
+      }
+      s += uint64_t(int64_t(block));
+    }
+    return int64_t(s);
+  } else {
+    uint64_t s = 0;  // unsigned: wraps as wrap_add does, and vectorises
+    for (int64_t i = 0; i < n; ++i) s += uint64_t(int64_t(x[i]));
+    return int64_t(s);
+  }
+}
+
+// Sums of bool and integer inputs into int64 (the op's dtype rule, reduce_sum_meta) whose
+// reduced elements form contiguous runs: the runs summed in their own type's width, no
+// widened copy. False for other layouts.
+bool int_sum_runs(OpCall& call) {
+  if (call.outs[0].dtype() != DType::I64 ||
+      !is_integral(call.inputs[0].dtype(), /*include_bool=*/true))
+    return false;
+  return KILN_DISPATCH_INTEGRAL(call.inputs[0].dtype(), "sum", [&]<typename T>() {
+    return reduce_contiguous_runs<T, int64_t>(
+        call, int64_t(0), [](const detail::element_storage_t<T>* x, int64_t n) {
+          return int_run_sum<T>(x, n);
+        },
+        [](int64_t a, int64_t b) { return wrap_add(a, b); });
+  });
 }
 
 template <typename T>
@@ -127,7 +156,17 @@ bool fast_or_staged(OpCall& call, FastReduceKind kind) {
 }
 
 void sum_kernel(OpCall& call) {
-  if (fast_or_staged(call, FastReduceKind::Sum) || int64_sum_runs(call)) return;
+  if (fast_or_staged(call, FastReduceKind::Sum) || int_sum_runs(call)) return;
+  if (call.outs[0].dtype() != call.inputs[0].dtype()) {  // bool / integers into int64
+    KILN_DISPATCH_INTEGRAL(call.inputs[0].dtype(), "sum", [&]<typename T>() {
+      reduce_into<T, int64_t>(call, [](auto&& each, int64_t) {
+        int64_t s = 0;
+        each([&](T v) { s = wrap_add(s, int64_t(v)); });
+        return s;
+      });
+    });
+    return;
+  }
   KILN_DISPATCH_ALL(call.inputs[0].dtype(), "sum", [&]<typename T>() {
     reduce_into<T, T>(call, [](auto&& each, int64_t) {
       if constexpr (is_float_v<T>) {
