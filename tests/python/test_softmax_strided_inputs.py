@@ -20,6 +20,8 @@ VIEWS = {
     "channels_last_slice": ((2, 24, 6, 10), lambda x: x.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)[:, 3:20]),
     "expanded": ((1, 500), lambda x: x.expand(6, 500)),
     "long_rows_sliced": ((8, 5000), lambda x: x[:, 100:4900]),
+    "sliced_3d": ((4, 50, 64), lambda x: x[:, ::2, 3:60]),
+    "wide_column_slice": ((64, 1100), lambda x: x[:, 30:1090]),  # several column tiles
 }
 
 
@@ -61,3 +63,20 @@ def test_softmax_into_a_strided_out(dtype):
     kiln.softmax(k[:, :150], 1, out=out[:, :150])
     np.testing.assert_allclose(out[:, :150].float().numpy(), torch.softmax(t[:, :150].double(), 1).numpy(),
                                rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+def test_softmax_dim0_of_slices_into_a_sliced_out(dtype, log):
+    """Lines along dim 0 read and written in place through row strides (column slices of both
+    input and out), equal bit for bit to the op on contiguous copies."""
+    k, t = pair((96, 700), dtype, seed=5)
+    kd = DTYPES[dtype][0]
+    out = kiln.zeros(96, 800, dtype=kd)[:, 50:650]
+    fn = kiln.log_softmax if log else kiln.softmax
+    fn(k[:, 40:640], 0, out=out)
+    same = fn(k[:, 40:640].contiguous(), 0)
+    np.testing.assert_array_equal(out.float().numpy(), same.float().numpy())
+    want = (torch.log_softmax if log else torch.softmax)(t[:, 40:640].double(), 0).numpy()
+    tol = DTYPES[dtype][2]
+    np.testing.assert_allclose(out.float().numpy(), want, rtol=tol, atol=tol * (4 if log else 1))
