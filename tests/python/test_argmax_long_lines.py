@@ -116,12 +116,15 @@ def test_strided_lines(view, keepdim, dtype):
     check_dim(kv, tv, dim, keepdim)
 
 
-# Along a strided dim of a strided input (the contiguous kernel on a copy).
+# Along a strided dim of a strided input: read through the line strides where the dims after
+# it are one contiguous run (line_strides.h), else the contiguous kernel on a copy.
 STRIDED_DIMS = {
     "row_step_dim0": (lambda x: x[::2], 0),
     "column_slice_dim0": (lambda x: x[:, 5:300], 0),
     "transposed_dim1": (lambda x: x.t(), 1),
     "permuted_dim2": (lambda x: x.reshape(8, 32, 40).permute(2, 0, 1), 2),
+    "sliced_3d_dim1": (lambda x: x.reshape(8, 32, 40)[:, ::2, 3:], 1),  # read in place
+    "sliced_3d_dim0": (lambda x: x.reshape(8, 32, 40)[:, ::2, 3:], 0),  # through a copy
 }
 
 

@@ -12,6 +12,7 @@
 #include "isa/reduce_vec.h"
 #include "isa/vec_math.h"
 #include "kiln/tensor/empty.h"
+#include "line_strides.h"
 #include "reduce_utils.h"
 #include "permuted_copy.h"
 #include "kiln/tensor/strided_loop.h"
@@ -560,13 +561,18 @@ bool arg_one_dim(OpCall& call) {
   using C = opmath_t<T>;
   const Tensor& in = call.inputs[0];
   const auto& dims = call.ints_attr(0);
-  if (dims.size() != 1 || in.dim() < 2 || in.numel() == 0 || !in.is_contiguous()) return false;
+  if (dims.size() != 1 || in.dim() < 2 || in.numel() == 0) return false;
   for (const Tensor& o : call.outs)
     if (!o.is_contiguous()) return false;
   const int64_t d = wrap_dim(dims[0], in.dim());
+  // Contiguous, or a slice / row step whose lines are read through their strides
+  // (line_strides.h); a line along the last dim must itself be contiguous.
+  int64_t in_outer = 0, in_line = 0;
+  if (!outer_line_strides(in, d, in_outer, in_line)) return false;
   int64_t inner = 1;
   for (int64_t k = d + 1; k < in.dim(); ++k) inner *= in.size(k);
   const int64_t L = in.size(d), outer = in.numel() / (L * inner);
+  if (inner == 1 && in_line != 1 && L > 1) return false;
   const T* src = static_cast<const T*>(in.raw_data());
   int64_t* idx_dst = static_cast<int64_t*>(call.outs[kValues ? 1 : 0].raw_data());
   T* val_dst = static_cast<T*>(call.outs[0].raw_data());
@@ -574,7 +580,7 @@ bool arg_one_dim(OpCall& call) {
   const int64_t blocks = (inner + kBlock - 1) / kBlock, units = outer * blocks;
   auto unit = [&](int64_t u) {
     const int64_t o = u / blocks, c0 = u % blocks * kBlock, w = std::min(kBlock, inner - c0);
-    const T* base = src + o * L * inner + c0;
+    const T* base = src + o * in_outer + c0;
     if (inner == 1) {  // the last dim: one contiguous line
       const int64_t at = arg_line<kMax>(base, L);
       idx_dst[o] = at;
@@ -591,7 +597,7 @@ bool arg_one_dim(OpCall& call) {
       else is_nan[i] = false;
     }
     for (int64_t j = 1; j < L; ++j) {
-      const T* line = base + j * inner;
+      const T* line = base + j * in_line;
       for (int64_t i = 0; i < w; ++i) {
         const C x = C(line[i]);
         if (is_nan[i]) continue;

@@ -11,6 +11,7 @@
 
 #include "aligned_scratch.h"
 #include "isa/vec_math.h"
+#include "line_strides.h"
 #include "kiln/core/convert.h"
 #include "kiln/dispatch/registry.h"
 #include "kiln/tensor/streaming_store.h"
@@ -172,28 +173,6 @@ bool vectorised_softmax(const Tensor& in, const Tensor& out, int64_t dim, bool l
 // each column with a stride and a double exp per element (the generic loop: 73 ms for
 // softmax(dim=0) of [2048, 2048] float32 against PyTorch's 5 ms). Sums accumulate in
 // float32, as the last-dim path and PyTorch.
-// Strides of t seen as [outer, L, inner] around dim d, where the dims after d form one
-// contiguous run and those before d one strided dim: {outer stride, line stride}; false for
-// other layouts. Column slices and row steps of matrices (x[:, :k], x[::2]) qualify, so
-// softmax(dim=0) of them reads in place instead of through a contiguous copy.
-bool outer_line_strides(const Tensor& t, int64_t d, int64_t& outer_stride, int64_t& line_stride) {
-  int64_t run = 1;
-  for (int64_t k = t.dim() - 1; k > d; --k) {
-    if (t.size(k) != 1 && t.stride(k) != run) return false;
-    run *= t.size(k);
-  }
-  line_stride = t.stride(d);
-  outer_stride = 0;
-  int64_t expected = -1;  // the stride the next outer dim must have to merge with this one
-  for (int64_t k = d - 1; k >= 0; --k) {
-    if (t.size(k) == 1) continue;
-    if (expected >= 0 && t.stride(k) != expected) return false;
-    if (expected < 0) outer_stride = t.stride(k);
-    expected = t.stride(k) * t.size(k);
-  }
-  return true;
-}
-
 bool vectorised_softmax_inner(const Tensor& in, const Tensor& out, int64_t dim, bool log) {
   const VecMathF32& vm = vec_math_f32();
   const int64_t d = dim < 0 ? dim + in.dim() : dim;
