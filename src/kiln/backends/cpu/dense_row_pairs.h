@@ -76,7 +76,7 @@ bool run_on_dense_rows(const Tensor& in, const Tensor& out, int64_t parallel_fro
   };
   const int threads = rows * n >= parallel_from ? detail::elementwise_threads() : 1;
   const int64_t pieces = std::min<int64_t>(rows, 4 * int64_t(threads));
-  if (pieces <= 1) {
+  if (threads <= 1 || pieces <= 1) {  // (four pieces on one thread still opened a region)
     run(0, rows);
     return true;
   }

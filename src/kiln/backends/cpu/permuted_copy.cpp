@@ -105,7 +105,7 @@ template <typename Fn>
 void for_pieces(int64_t n, int64_t numel, Fn&& fn) {
   const int threads = numel >= detail::kParallelElements ? detail::elementwise_threads() : 1;
   const int64_t pieces = std::min<int64_t>(n, 4 * int64_t(threads));
-  if (pieces <= 1) {
+  if (threads <= 1 || pieces <= 1) {  // (four pieces on one thread still opened a region)
     fn(int64_t(0), n);
     return;
   }

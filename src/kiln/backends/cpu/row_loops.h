@@ -52,7 +52,7 @@ void for_each_row(const Shape& shape, const Strides& out_strides, F&& row) {
   };
   const int threads = numel >= detail::kParallelElements ? detail::elementwise_threads() : 1;
   const int64_t pieces = std::min<int64_t>(rows, 4 * int64_t(threads));
-  if (pieces <= 1) {
+  if (threads <= 1 || pieces <= 1) {  // (four pieces on one thread still opened a region)
     run(0, rows);
     return;
   }
