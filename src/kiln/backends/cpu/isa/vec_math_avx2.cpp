@@ -143,6 +143,21 @@ inline __m256 load_f16_avx2(const uint16_t* p) {
 #define VANY_OUTSIDE(x, lo, hi) any_outside_avx2((x), (lo), (hi))
 // v where a >= b or a is NaN, else 0.
 #define VZERO_WHERE_LT(a, b, v) _mm256_and_ps(_mm256_cmp_ps((a), (b), _CMP_NLT_UQ), (v))
+// x = m 2^e with m in [1, 2) from the float's bits; subnormals are scaled by 2^23 first
+// (log's argument split; the sign and the special values are the caller's to fix up).
+#define VLOG_SPLIT(x, m, e)                                                                  \
+  do {                                                                                       \
+    const __m256 sub_ = _mm256_cmp_ps((x), _mm256_set1_ps(1.17549435e-38f), _CMP_LT_OQ);   \
+    const __m256i bits_ = _mm256_castps_si256(                                               \
+        _mm256_blendv_ps((x), _mm256_mul_ps((x), _mm256_set1_ps(8388608.0f)), sub_));        \
+    (m) = _mm256_castsi256_ps(_mm256_or_si256(                                               \
+        _mm256_and_si256(bits_, _mm256_set1_epi32(0x007fffff)), _mm256_set1_epi32(0x3f800000))); \
+    (e) = _mm256_sub_ps(                                                                     \
+        _mm256_cvtepi32_ps(_mm256_sub_epi32(                                                 \
+            _mm256_and_si256(_mm256_srli_epi32(bits_, 23), _mm256_set1_epi32(0xff)),         \
+            _mm256_set1_epi32(127))),                                                        \
+        _mm256_and_ps(sub_, _mm256_set1_ps(23.0f)));                                         \
+  } while (0)
 #define SLEEF_EXP Sleef_expf8_u10avx2
 #define SLEEF_LOG Sleef_logf8_u10avx2
 #define SLEEF_SIN Sleef_sinf8_u10avx2

@@ -109,6 +109,13 @@ inline __m512 load_f16_avx512(const uint16_t* p) {
 #define VLOOKUP32(idx, table) \
   _mm512_permutex2var_ps(_mm512_load_ps(table), (idx), _mm512_load_ps((table) + 16))
 #define VZERO_UNLESS_LT(a, b, v) _mm512_maskz_mov_ps(_mm512_cmp_ps_mask((a), (b), _CMP_LT_OQ), (v))
+// x = m 2^e with m in [1, 2), subnormals included (log's argument split; the sign and the
+// special values are the caller's to fix up).
+#define VLOG_SPLIT(x, m, e)                                              \
+  do {                                                                   \
+    (m) = _mm512_getmant_ps((x), _MM_MANT_NORM_1_2, _MM_MANT_SIGN_zero); \
+    (e) = _mm512_getexp_ps(x);                                           \
+  } while (0)
 #define SLEEF_EXP Sleef_expf16_u10avx512f
 #define SLEEF_LOG Sleef_logf16_u10avx512f
 #define SLEEF_SIN Sleef_sinf16_u10avx512f
