@@ -5,7 +5,9 @@
 #include <cstring>
 #include <vector>
 
+#include "index_loops.h"
 #include "isa/data_moves.h"
+#include "kiln/tensor/empty.h"
 #include "kiln/tensor/copy_bytes.h"
 #include "kiln/tensor/strided_loop.h"
 
@@ -334,6 +336,17 @@ bool copy_permuted(const Tensor& src, const Tensor& dst) {
     case 8: return copy_as<uint64_t>(src, dst, dims);
     default: return false;
   }
+}
+
+Tensor contiguous_like(const Tensor& t) { return empty_tensor(t.shape(), t.dtype(), t.device()); }
+
+Tensor contiguous_copy_by_blocks(const Tensor& t) {
+  Tensor copy = contiguous_like(t);
+  return copy_permuted(t, copy) ? copy : Tensor();
+}
+
+void copy_by_blocks_or_elements(const Tensor& src, const Tensor& dst) {
+  if (!copy_permuted(src, dst)) copy_same_shape(dst, src);
 }
 
 }  // namespace kiln::cpu

@@ -633,8 +633,8 @@ void arg_kernel(OpCall& call) {
   // made by the blocked copy; the element loop took 2.4-2.7x PyTorch's time.
   if (!in.is_contiguous() && in.dim() >= 2 && in.numel() >= 4096 &&
       call.ints_attr(0).size() == 1) {
-    const Tensor src = empty_tensor(in.shape(), in.dtype(), in.device());
-    if (copy_permuted(in, src)) {
+    const Tensor src = contiguous_copy_by_blocks(in);
+    if (src.defined()) {
       OpCall c = call;
       c.inputs[0] = src;
       KILN_DISPATCH_ALL(in.dtype(), call.op->name.c_str(), [&]<typename T>() {
@@ -728,20 +728,13 @@ bool scan_staged(const OpCall& call) {
   if ((in.is_contiguous() && out.is_contiguous()) || in.dim() == 0 || in.numel() < 4096 ||
       in.dtype() != out.dtype() || in.shape() != out.shape())
     return false;
-  const Tensor src = in.is_contiguous() ? in : empty_tensor(in.shape(), in.dtype(), in.device());
-  if (!in.is_contiguous() && !copy_permuted(in, src)) return false;
-  const bool direct = out.is_contiguous();
-  const Tensor dst = direct ? out : empty_tensor(out.shape(), out.dtype(), out.device());
-  OpCall c = call;
-  c.inputs[0] = src;
-  c.outs[0] = dst;
-  scan_kernel<kProd>(c);
-  if (!direct && !copy_permuted(dst, out)) {
-    KILN_DISPATCH_ALL(out.dtype(), "copy_", [&]<typename T>() {
-      elementwise_kernel<T, T>(out, {&dst}, [](T v) { return v; });
-    });
-  }
-  return true;
+  return run_on_contiguous(in, out, [&](const Tensor& src, const Tensor& dst) {
+    OpCall c = call;
+    c.inputs[0] = src;
+    c.outs[0] = dst;
+    scan_kernel<kProd>(c);
+    return true;
+  });
 }
 
 template <bool kProd>

@@ -40,8 +40,8 @@ bool reduce_on_staged_copy(const OpCall& call, const std::function<bool(OpCall&)
   if (dims.empty()) return false;
   const Tensor view = make_view(in, shape, strides, in.storage_offset());
   if (view.is_contiguous()) return false;  // already the layout the fast path takes
-  const Tensor staged = empty_tensor(shape, in.dtype(), in.device());
-  if (!copy_permuted(view, staged)) return false;
+  const Tensor staged = contiguous_copy_by_blocks(view);
+  if (!staged.defined()) return false;
   OpCall c = call;
   c.inputs[0] = staged;
   c.attrs[0] = dims;

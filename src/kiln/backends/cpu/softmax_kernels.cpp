@@ -268,18 +268,9 @@ bool softmax_staged(const Tensor& in, const Tensor& out, int64_t dim, bool log) 
   if ((dt != DType::F32 && dt != DType::BF16 && dt != DType::F16) || out.dtype() != dt ||
       in.numel() == 0 || in.dim() == 0)
     return false;
-  const bool copy_in = !in.is_contiguous();
-  const Tensor src = copy_in ? empty_tensor(in.shape(), dt, in.device()) : in;
-  if (copy_in && !copy_permuted(in, src)) return false;
-  const bool direct = out.is_contiguous();
-  const Tensor dst = direct ? out : empty_tensor(out.shape(), dt, out.device());
-  if (!contiguous_softmax(src, dst, dim, log)) return false;
-  if (!direct && !copy_permuted(dst, out)) {
-    KILN_DISPATCH_FLOAT(dt, "softmax", [&]<typename T>() {
-      elementwise_kernel<T, T>(out, {&dst}, [](T v) { return v; });
-    });
-  }
-  return true;
+  return run_on_contiguous(in, out, [&](const Tensor& src, const Tensor& dst) {
+    return contiguous_softmax(src, dst, dim, log);
+  });
 }
 
 template <bool kLog>
