@@ -45,3 +45,38 @@ def test_attention_weights_times_sliced_cache(seq):
     v = kiln.from_numpy(cache)[:, :, :seq]
     got = kiln.matmul(kiln.from_numpy(att), v).numpy()
     check(got, att, cache[:, :, :seq])
+
+
+def bf16(x):
+    """x rounded to bfloat16 (as float32 values) and the kiln tensor holding them."""
+    k = kiln.from_numpy(x).to(kiln.bfloat16)
+    return k.float().numpy(), k
+
+
+def check_bf16(got, a, b):
+    """bfloat16 products accumulate in float32 and are rounded once: within half a bfloat16 ulp
+    of the float64 product plus the float32 accumulation error."""
+    want = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    scale = np.matmul(np.abs(a).astype(np.float64), np.abs(b).astype(np.float64))
+    assert got.shape == want.shape
+    assert np.all(np.abs(got.astype(np.float64) - want) <= np.abs(want) * 2.0 ** -8 + 1e-6 * scale + 1e-30)
+
+
+@pytest.mark.parametrize("m", [1, 2, 3])
+@pytest.mark.parametrize("n", [1, 17, 64, 65, 200])
+@pytest.mark.parametrize("k", [1, 140])
+def test_few_rows_bfloat16(m, n, k):
+    (a, ka), (b, kb) = bf16(rand((m, k), n + k)), bf16(rand((k, n), m * 7 + n))
+    check_bf16(ka.matmul(kb).float().numpy(), a, b)
+    # scaled (baddbmm's alpha) and batched with a broadcast batch of A
+    kba = kiln.baddbmm(kiln.zeros(2, m, n, dtype=kiln.bfloat16), ka.expand(2, m, k),
+                       kb.expand(2, k, n), beta=0.0, alpha=0.5)
+    check_bf16(kba.float().numpy(), np.broadcast_to(a * 0.5, (2, m, k)), np.broadcast_to(b, (2, k, n)))
+
+
+@pytest.mark.parametrize("seq", [1, 64, 140, 1000])
+def test_attention_weights_times_sliced_cache_bfloat16(seq):
+    cache, kcache = bf16(rand((1, 12, 1024, 64), seq))
+    att, katt = bf16(rand((1, 12, 1, seq), seq + 1))
+    got = kiln.matmul(katt, kcache[:, :, :seq]).float().numpy()
+    check_bf16(got, att, cache[:, :, :seq])

@@ -372,11 +372,54 @@ bool run_gemv_transposed_f16(const Gemm& g, float alpha, float beta, bool use_se
   return true;
 }
 
+// A few rows times a B with contiguous rows of at most 2^20 elements (attention weights times
+// V in a decode step), batched or not, without self: the rows kernel (gemm_bf16.h) per batch,
+// batches over the threads, each product's rows rounded once. The blocked kernel packed B for
+// one row and its products ran one batch at a time: [1, 12, 1, 140] x [1, 12, 140, 64] took
+// 39.8 us (PyTorch 66).
+bool run_rows_bf16(const Gemm& g, float alpha, bool use_self) {
+  const GemmBf16RowsFn rows = gemm_bf16_rows_kernel();
+  const VecMathF32& vm = vec_math_f32();
+  if (!rows || !vm.narrow_bf16 || use_self || g.M < 1 || g.M >= 4 || g.N < 1 || g.K < 1 ||
+      g.K * g.N > (int64_t(1) << 20) || g.b.cs != 1 || g.c.cs != 1)
+    return false;
+  std::vector<std::array<int64_t, 3>> offs;
+  for_each_offsets<3>(g.batch, {&g.a.batch, &g.b.batch, &g.c.batch},
+                      [&](const std::array<int64_t, 3>& o) { offs.push_back(o); });
+  const uint16_t* A = reinterpret_cast<const uint16_t*>(g.a.data);
+  const uint16_t* B = reinterpret_cast<const uint16_t*>(g.b.data);
+  uint16_t* C = const_cast<uint16_t*>(reinterpret_cast<const uint16_t*>(g.c.data));
+  const int64_t M = g.M, N = g.N, batches = int64_t(offs.size());
+  auto one = [&](int64_t b, float* sums) {
+    const std::array<int64_t, 3>& o = offs[size_t(b)];
+    rows(M, N, g.K, A + o[0], g.a.rs, g.a.cs, B + o[1], g.b.rs, sums, N);
+    for (int64_t i = 0; i < M; ++i) {
+      float* row = sums + i * N;
+      if (alpha != 1.0f)
+        for (int64_t j = 0; j < N; ++j) row[j] *= alpha;
+      vm.narrow_bf16(row, C + o[2] + i * g.c.rs, N);
+    }
+  };
+  if (batches < 2 || batches * M * N * g.K < (int64_t(1) << 17)) {
+    std::vector<float> sums(size_t(M * N));
+    for (int64_t b = 0; b < batches; ++b) one(b, sums.data());
+    return true;
+  }
+#pragma omp parallel
+  {
+    std::vector<float> sums(size_t(M * N));
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < batches; ++b) one(b, sums.data());
+  }
+  return true;
+}
+
 void run_gemm_bf16(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
   const float alpha = alpha_s.to<float>(), beta = beta_s.to<float>();
   const bool use_self = g.has_self && beta != 0.0f;
   if (run_few_rows_transposed<BFloat16>(g, alpha, beta, use_self)) return;
   if (run_gemv_transposed_bf16(g, alpha, beta, use_self)) return;
+  if (run_rows_bf16(g, alpha, use_self)) return;
   if (run_batched_gemv<BFloat16>(
           g, [&](const Gemm& gi, bool check_only) {
             return check_only ? gemv_transposed_bf16_applies(gi)

@@ -48,6 +48,20 @@ inline constexpr int64_t kAmxFewRowsMin = 5;
 // The variant for the current ISA level (cpu::isa_level()).
 GemmBf16Fn gemm_bf16_kernel();
 
+// C[M, N] (float32, row stride c_rs) = A[M, K] @ B[K, N] for a few rows (M < 4: a vector times
+// a matrix, attention weights times V in a decode step) whose B rows are contiguous (column
+// stride 1): each B row is widened and added into 64-column register blocks, no packing (the
+// blocked kernels packed B for one row: [1, 140] x [140, 64] took 3 us per head).
+using GemmBf16RowsFn = void (*)(int64_t M, int64_t N, int64_t K, const uint16_t* A,
+                                int64_t a_rs, int64_t a_cs, const uint16_t* B, int64_t b_rs,
+                                float* C, int64_t c_rs);
+void gemm_bf16_rows_avx2(int64_t, int64_t, int64_t, const uint16_t*, int64_t, int64_t,
+                         const uint16_t*, int64_t, float*, int64_t);
+void gemm_bf16_rows_avx512(int64_t, int64_t, int64_t, const uint16_t*, int64_t, int64_t,
+                           const uint16_t*, int64_t, float*, int64_t);
+// The AVX2 / AVX-512 form for the level, null at the baseline level.
+GemmBf16RowsFn gemm_bf16_rows_kernel();
+
 // sum_k a[k] * b[k] of two contiguous bfloat16 vectors in float32 (bfloat16 products are exact
 // in float32). With AVX-512 BF16: vdpbf16ps, 32 pairs per instruction, reading the bfloat16
 // data directly (LLM decoding streams weights through this); at the AVX2 and AVX-512 levels

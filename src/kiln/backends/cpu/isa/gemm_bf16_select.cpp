@@ -43,6 +43,15 @@ GemmBf16Fn gemm_bf16_kernel() {
   return fn;
 }
 
+GemmBf16RowsFn gemm_bf16_rows_kernel() {
+  static const GemmBf16RowsFn fn = []() -> GemmBf16RowsFn {
+    if (isa_level() >= IsaLevel::Avx512) return &gemm_bf16_rows_avx512;
+    if (isa_level() >= IsaLevel::Avx2) return &gemm_bf16_rows_avx2;
+    return nullptr;
+  }();
+  return fn;
+}
+
 GemmBf16ToBf16Fn gemm_bf16_to_bf16_kernel() {
   static const GemmBf16ToBf16Fn fn = []() -> GemmBf16ToBf16Fn {
     if (isa_level() >= IsaLevel::Amx && cpu_features().amx_bf16) return &gemm_bf16_amx_to_bf16;

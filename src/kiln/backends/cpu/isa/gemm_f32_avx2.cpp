@@ -10,6 +10,7 @@
 #include "transpose_f32_avx2.h"
 
 #define KILN_GEMM_F32_NAME gemm_f32_avx2_rows
+#define KILN_GEMM_BF16_ROWS_NAME gemm_bf16_rows_avx2
 #include "gemm_f32_body.inc"
 
 #define V __m256
