@@ -86,6 +86,19 @@ def check_dim(kv, tv, dim, keepdim):
         np.testing.assert_array_equal(kvals.float().numpy(), tvals.float().numpy(), err_msg=name)
 
 
+def base_256x40(dtype, seed, extreme):
+    """A [256, 40] pair: int64 values in [-50, 50) (ties everywhere), or normal floats with a
+    NaN at [7, 3] and `extreme` at [100, 20]."""
+    g = torch.Generator().manual_seed(seed)
+    if dtype == "int64":
+        t = torch.randint(-50, 50, (256, 40), generator=g)
+        return kiln.from_numpy(t.numpy().copy()), t
+    t = torch.randn(256, 40, generator=g)
+    t[7, 3] = float("nan")
+    t[100, 20] = extreme
+    return pair(t, dtype)
+
+
 # Lines of stride 1 inside strided layouts (the lines' offsets walked once): row steps,
 # column slices, transposed and permuted views reduced along their memory-contiguous dim.
 STRIDED = {
@@ -102,15 +115,7 @@ STRIDED = {
 @pytest.mark.parametrize("view", list(STRIDED))
 def test_strided_lines(view, keepdim, dtype):
     fn, dim = STRIDED[view]
-    g = torch.Generator().manual_seed(len(view))
-    if dtype == "int64":
-        t = torch.randint(-50, 50, (256, 40), generator=g)  # ties everywhere
-        k = kiln.from_numpy(t.numpy().copy())
-    else:
-        t = torch.randn(256, 40, generator=g)
-        t[7, 3] = float("nan")
-        t[100, 20] = float("inf")
-        k, t = pair(t, dtype)
+    k, t = base_256x40(dtype, seed=len(view), extreme=float("inf"))
     kv, tv = fn(k), fn(t)
     assert not kv.is_contiguous()
     check_dim(kv, tv, dim, keepdim)
@@ -133,14 +138,6 @@ STRIDED_DIMS = {
 @pytest.mark.parametrize("view", list(STRIDED_DIMS))
 def test_strided_dims(view, keepdim, dtype):
     fn, dim = STRIDED_DIMS[view]
-    g = torch.Generator().manual_seed(len(view) + 1)
-    if dtype == "int64":
-        t = torch.randint(-50, 50, (256, 40), generator=g)
-        k = kiln.from_numpy(t.numpy().copy())
-    else:
-        t = torch.randn(256, 40, generator=g)
-        t[7, 3] = float("nan")
-        t[100, 20] = float("-inf")
-        k, t = pair(t, dtype)
+    k, t = base_256x40(dtype, seed=len(view) + 1, extreme=float("-inf"))
     kv, tv = fn(k), fn(t)
     check_dim(kv, tv, dim, keepdim)
