@@ -47,6 +47,25 @@ def test_attention_weights_times_sliced_cache(seq):
     check(got, att, cache[:, :, :seq])
 
 
+@pytest.mark.parametrize("m", [1, 3, 7])
+@pytest.mark.parametrize("batch", [(2,), (6,), (2, 5)])
+def test_batches_of_few_rows_with_self(m, batch):
+    # Batches too small to thread one by one run one per thread (run_small_batches_in_parallel);
+    # each writes its own output block, self and alpha included, and A broadcast over a batch
+    # dim (stride 0) is read by every thread.
+    k, n = 64, 140
+    a = rand((m, k), m)
+    b = rand(batch + (k, n), len(batch) + m)
+    s = rand(batch + (m, n), 9)
+    ka = kiln.from_numpy(a).expand(*batch, m, k)
+    check(kiln.matmul(ka, kiln.from_numpy(b)).numpy(), np.broadcast_to(a, batch + (m, k)), b)
+    if len(batch) == 1:
+        got = kiln.baddbmm(kiln.from_numpy(s), ka, kiln.from_numpy(b), beta=0.5, alpha=2.0).numpy()
+        want = 0.5 * s.astype(np.float64) + 2.0 * np.matmul(a.astype(np.float64), b.astype(np.float64))
+        scale = 0.5 * np.abs(s) + 2.0 * np.matmul(np.abs(a).astype(np.float64), np.abs(b).astype(np.float64))
+        assert np.all(np.abs(got - want) <= 4e-7 * scale * k ** 0.5 + 1e-30)
+
+
 def bf16(x):
     """x rounded to bfloat16 (as float32 values) and the kiln tensor holding them."""
     k = kiln.from_numpy(x).to(kiln.bfloat16)

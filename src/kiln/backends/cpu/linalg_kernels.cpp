@@ -221,6 +221,29 @@ bool run_few_rows_transposed(const Gemm& g, float alpha, float beta, bool use_se
   return true;
 }
 
+// Batched products of few rows that the row-streaming kernel takes one batch at a time, each
+// too small to share among the threads (decoding attention against a KV cache: weights [H, 1,
+// S] @ V [H, S, 64], V a slice of the cache): the batches are spread over the threads instead
+// of running one after another on one. V comes from memory there (the step's weights passed
+// through the cache since the layer's last step), and one thread read it at a fraction of the
+// bandwidth. one_batch(offsets) runs one batch; false (nothing run) where this does not apply.
+template <typename OneBatch>
+bool run_small_batches_in_parallel(const Gemm& g, OneBatch&& one_batch) {
+  const int64_t per_batch = g.M * g.N * g.K;
+  if (g.batch.empty() || g.M >= kGemmBlockedMinRows || per_batch >= (int64_t(1) << 18))
+    return false;  // no batches, the blocked kernel, or a product the kernel threads itself
+  const int threads = omp_get_max_threads();
+  std::vector<std::array<int64_t, 4>> offs;
+  for_each_offsets<4>(g.batch, {&g.a.batch, &g.b.batch, &g.c.batch, &g.self.batch},
+                      [&](const std::array<int64_t, 4>& o) { offs.push_back(o); });
+  if (threads < 2 || int64_t(offs.size()) < threads ||
+      int64_t(offs.size()) * per_batch < (int64_t(1) << 16))
+    return false;
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < offs.size(); ++i) one_batch(offs[i]);
+  return true;
+}
+
 // float32 with a unit-stride output: the ISA-specific kernel (float accumulation, as BLAS).
 // Any layout of B goes to it as is: its packing reads a transposed weight directly.
 void run_gemm_f32(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
@@ -259,8 +282,7 @@ void run_gemm_f32(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
                             g.a.cs, B, g.b.batch[0], g.b.rs, g.b.cs, Cp, g.c.batch[0], g.c.rs,
                             alpha))
     return;
-  for_each_offsets<4>(g.batch, {&g.a.batch, &g.b.batch, &g.c.batch, &g.self.batch},
-                      [&](const std::array<int64_t, 4>& o) {
+  const auto one_batch = [&](const std::array<int64_t, 4>& o) {
     float* c = Cp + o[2];
     if (bias_row && onednn_matmul(DType::F32, g.M, g.N, g.K, A + o[0], g.a.rs, g.a.cs, B + o[1],
                                   g.b.rs, g.b.cs, c, g.c.rs, alpha, false, S + o[3], b_tensor))
@@ -273,7 +295,9 @@ void run_gemm_f32(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
       for (int64_t i = 0; i < g.M; ++i)
         for (int64_t j = 0; j < g.N; ++j)
           c[i * g.c.rs + j] += beta * S[o[3] + i * g.self.rs + j * g.self.cs];
-  });
+  };
+  if (!run_small_batches_in_parallel(g, one_batch))
+    for_each_offsets<4>(g.batch, {&g.a.batch, &g.b.batch, &g.c.batch, &g.self.batch}, one_batch);
 }
 
 // bfloat16: the bfloat16 kernel (isa/gemm_bf16.h) into a float32 buffer, then alpha, beta *
