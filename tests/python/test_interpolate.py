@@ -29,6 +29,7 @@ CASES = [
     ("nearest", (1, 2, 9, 6), dict(scale_factor=0.5)),
     ("nearest", (1, 2, 5, 7), dict(scale_factor=(1.7, 2.3))),
     ("nearest", (1, 2, 4, 5, 3), dict(size=(7, 3, 8))),
+    ("nearest", (1, 2, 130, 140), dict(scale_factor=1.1)),  # a plane past the one-pick limit
     ("nearest-exact", (2, 3, 7, 5), dict(size=(10, 13))),
     ("nearest-exact", (1, 2, 9), dict(scale_factor=0.37)),
     ("linear", (2, 3, 7), dict(size=15)),
@@ -98,6 +99,21 @@ def test_interpolate_gradients_match_torch(mode, shape, kw):
     got = F.interpolate(k, mode=mode, **kw)
     got.backward(to_kiln(gw))
     np.testing.assert_allclose(k.grad.numpy(), t.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact"])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_nearest_of_strided_and_permuted_inputs(mode, channels_last):
+    """All spatial dims are picked at once (one flat index) for contiguous inputs; a strided
+    view takes the dim-by-dim path: both give torch's values."""
+    t = torch.randn(2, 5, 12, 9)
+    k = to_kiln(t)
+    if channels_last:
+        t, k = t.to(memory_format=torch.channels_last), k.contiguous(memory_format=kiln.channels_last)
+    for tv, kv in [(t, k), (t[:, 1:4, ::2, 1:], k[:, 1:4, ::2, 1:])]:
+        want = torch.nn.functional.interpolate(tv, size=(7, 17), mode=mode)
+        got = F.interpolate(kv, size=(7, 17), mode=mode)
+        np.testing.assert_array_equal(to_np(got.contiguous()), want.contiguous().numpy())
 
 
 def test_upsample_modules():

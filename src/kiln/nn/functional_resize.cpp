@@ -104,6 +104,42 @@ Tensor resize_dim(const Tensor& x, int64_t dim, int64_t out, const std::string& 
   return y;
 }
 
+// Nearest resizing of all nd spatial dims (dims first .. first + nd - 1 of a contiguous x) in
+// one pick: the spatial dims flattened into one and each output position's flat source index
+// computed here, so one index_select moves every value once. Resizing one dim after another
+// wrote and re-read a temporary per dim: nearest x2 of a [8, 32, 28, 28] channels-last float32
+// tensor took 173 us against PyTorch's 112.
+constexpr int64_t kNearestAtOnceMaxPlane = 16384;  // output positions (128 KiB of index)
+
+Tensor resize_nearest_at_once(const Tensor& x, int64_t first, int64_t nd,
+                              const std::vector<int64_t>& out, const std::string& mode,
+                              const std::vector<double>& scale) {
+  std::vector<int64_t> flat{0};  // source offsets of the output positions so far, row-major
+  int64_t in_total = 1;
+  for (int64_t d = 0; d < nd; ++d) {
+    const int64_t in = x.size(first + d);
+    const Taps t = taps_for(mode, in, out[size_t(d)], false, scale[size_t(d)]);
+    std::vector<int64_t> next;
+    next.reserve(flat.size() * size_t(out[size_t(d)]));
+    for (int64_t f : flat)
+      for (int64_t i : t.index[0]) next.push_back(f * in + i);
+    flat.swap(next);
+    in_total *= in;
+  }
+  Shape flat_shape, out_shape;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (d < first || d >= first + nd) {
+      flat_shape.push_back(x.size(d));
+      out_shape.push_back(x.size(d));
+    } else {
+      if (d == first) flat_shape.push_back(in_total);
+      out_shape.push_back(out[size_t(d - first)]);
+    }
+  }
+  const Tensor index = tensor_from(flat, {int64_t(flat.size())}).to(x.device());
+  return index_select(x.reshape(flat_shape), first, index).reshape(out_shape);
+}
+
 }  // namespace
 
 Tensor interpolate(const Tensor& input, const InterpolateOptions& o) {
@@ -161,6 +197,17 @@ Tensor interpolate(const Tensor& input, const InterpolateOptions& o) {
   const bool channels_last = input.is_channels_last();
   if (channels_last) y = y.permute({0, 2, 3, 1});
   const int64_t first_spatial = channels_last ? 1 : 2;
+  int64_t out_positions = 1;
+  for (int64_t o : out) out_positions *= o;
+  // Channels-last picks whole rows of channels per position; channels-first picks single
+  // values through the flat index once per plane, which is quick only while the index stays
+  // in the L1 / L2 (nearest x2 of [1, 3, 224, 224]: 182 us one dim at a time, 658 at once).
+  if ((mode == "nearest" || mode == "nearest-exact") && nd > 1 && y.is_contiguous() &&
+      (channels_last || out_positions <= kNearestAtOnceMaxPlane)) {
+    y = resize_nearest_at_once(y, first_spatial, nd, out, mode, scale);
+    if (channels_last) y = y.permute({0, 3, 1, 2});
+    return low_precision ? y.to(input.dtype()) : y;
+  }
   for (int64_t d = 0; d < nd; ++d)
     y = resize_dim(y, first_spatial + d, out[size_t(d)], mode, o.align_corners.value_or(false),
                    scale[size_t(d)]);
