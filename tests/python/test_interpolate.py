@@ -30,6 +30,7 @@ CASES = [
     ("nearest", (1, 2, 5, 7), dict(scale_factor=(1.7, 2.3))),
     ("nearest", (1, 2, 4, 5, 3), dict(size=(7, 3, 8))),
     ("nearest", (1, 2, 130, 140), dict(scale_factor=1.1)),  # a plane past the one-pick limit
+    ("nearest", (1, 2, 260, 270), dict(scale_factor=2)),  # past the channels-last limit too
     ("nearest-exact", (2, 3, 7, 5), dict(size=(10, 13))),
     ("nearest-exact", (1, 2, 9), dict(scale_factor=0.37)),
     ("linear", (2, 3, 7), dict(size=15)),

@@ -109,7 +109,10 @@ Tensor resize_dim(const Tensor& x, int64_t dim, int64_t out, const std::string& 
 // computed here, so one index_select moves every value once. Resizing one dim after another
 // wrote and re-read a temporary per dim: nearest x2 of a [8, 32, 28, 28] channels-last float32
 // tensor took 173 us against PyTorch's 112.
-constexpr int64_t kNearestAtOnceMaxPlane = 16384;  // output positions (128 KiB of index)
+// The flat index holds one int64 per output position: picking at once is for planes whose
+// index stays small next to the values moved.
+constexpr int64_t kNearestAtOnceMaxPlane = 16384;         // channels-first (128 KiB of index)
+constexpr int64_t kNearestAtOnceMaxPlaneRows = 1 << 18;  // channels-last (2 MiB of index)
 
 Tensor resize_nearest_at_once(const Tensor& x, int64_t first, int64_t nd,
                               const std::vector<int64_t>& out, const std::string& mode,
@@ -203,7 +206,7 @@ Tensor interpolate(const Tensor& input, const InterpolateOptions& o) {
   // values through the flat index once per plane, which is quick only while the index stays
   // in the L1 / L2 (nearest x2 of [1, 3, 224, 224]: 182 us one dim at a time, 658 at once).
   if ((mode == "nearest" || mode == "nearest-exact") && nd > 1 && y.is_contiguous() &&
-      (channels_last || out_positions <= kNearestAtOnceMaxPlane)) {
+      out_positions <= (channels_last ? kNearestAtOnceMaxPlaneRows : kNearestAtOnceMaxPlane)) {
     y = resize_nearest_at_once(y, first_spatial, nd, out, mode, scale);
     if (channels_last) y = y.permute({0, 3, 1, 2});
     return low_precision ? y.to(input.dtype()) : y;
