@@ -123,6 +123,14 @@ bool run_gemv_transposed_f32(const Gemm& g, const float* A, const float* B, floa
   return true;
 }
 
+// The element offsets of A, B, C and self at every batch index of g, in batch order.
+std::vector<std::array<int64_t, 4>> batch_offsets(const Gemm& g) {
+  std::vector<std::array<int64_t, 4>> offs;
+  for_each_offsets<4>(g.batch, {&g.a.batch, &g.b.batch, &g.c.batch, &g.self.batch},
+                      [&](const std::array<int64_t, 4>& o) { offs.push_back(o); });
+  return offs;
+}
+
 // Batched few-row products whose B has contiguous columns (attention scores against a KV
 // cache while decoding: q [H, 1, D] @ k^T, k a slice of the cache): the matrix-vector
 // kernel per batch, the batches spread over the threads. The general path packed B per
@@ -135,9 +143,7 @@ bool run_gemv_transposed_f32(const Gemm& g, const float* A, const float* B, floa
 template <typename Elem, typename RunOne>
 bool run_batched_gemv(const Gemm& g, RunOne&& run_one) {
   if (g.batch.empty() || g.M >= kGemmBlockedMinRows || g.b.rs != 1) return false;
-  std::vector<std::array<int64_t, 4>> offs;
-  for_each_offsets<4>(g.batch, {&g.a.batch, &g.b.batch, &g.c.batch, &g.self.batch},
-                      [&](const std::array<int64_t, 4>& o) { offs.push_back(o); });
+  const std::vector<std::array<int64_t, 4>> offs = batch_offsets(g);
   auto at = [&](const std::array<int64_t, 4>& o) {
     Gemm gi = g;
     gi.batch = {};
@@ -233,9 +239,7 @@ bool run_small_batches_in_parallel(const Gemm& g, OneBatch&& one_batch) {
   if (g.batch.empty() || g.M >= kGemmBlockedMinRows || per_batch >= (int64_t(1) << 18))
     return false;  // no batches, the blocked kernel, or a product the kernel threads itself
   const int threads = omp_get_max_threads();
-  std::vector<std::array<int64_t, 4>> offs;
-  for_each_offsets<4>(g.batch, {&g.a.batch, &g.b.batch, &g.c.batch, &g.self.batch},
-                      [&](const std::array<int64_t, 4>& o) { offs.push_back(o); });
+  const std::vector<std::array<int64_t, 4>> offs = batch_offsets(g);
   if (threads < 2 || int64_t(offs.size()) < threads ||
       int64_t(offs.size()) * per_batch < (int64_t(1) << 16))
     return false;
