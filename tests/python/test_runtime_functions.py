@@ -98,3 +98,19 @@ def test_eager_control_flow_and_type_names_match_torch():
     assert kiln.typename(kiln.ones(2)) == "kiln.FloatTensor" and kiln.typename(3) == torch.typename(3)
     assert kiln.typename(kiln.ones(2, dtype=kiln.int64)) == "kiln.LongTensor"
     assert kiln.compiled_with_cxx11_abi() and not kiln.is_warn_always_enabled()
+
+
+def test_poisoned_memory_makes_fresh_blocks_nan():
+    """KILN_POISON_MEMORY=1 (a test tool) fills every block the allocator hands out with 0xFF
+    bytes, reused blocks too, so that a kernel reading memory it never wrote shows."""
+    import os
+    import subprocess
+    import sys
+    code = ("import kiln\n"
+            "a = kiln.ones(64); del a\n"  # a block that goes back to the cache, holding ones
+            "print(kiln.empty(64).isnan().all().item(),\n"
+            "      kiln.empty(5, dtype=kiln.int32).tolist(),\n"
+            "      kiln.empty(3, dtype=kiln.bfloat16).float().isnan().all().item())\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "KILN_POISON_MEMORY": "1"}, check=True).stdout
+    assert out.split() == ["True", "[-1,", "-1,", "-1,", "-1,", "-1]", "True"]

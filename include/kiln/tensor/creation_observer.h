@@ -4,8 +4,10 @@
 // tell tensors the captured function made from tensors that existed before it ran.
 namespace kiln {
 
-class TensorImpl;
-using TensorCreationObserver = void (*)(const TensorImpl* created);
+class Tensor;
+// The tensor itself, not its address: an observer that remembers tensors by address must
+// hold them (a freed TensorImpl's address is soon another tensor's).
+using TensorCreationObserver = void (*)(const Tensor& created);
 
 // Sets this thread's observer (nullptr: none); returns the previous one.
 TensorCreationObserver set_tensor_creation_observer(TensorCreationObserver observer);

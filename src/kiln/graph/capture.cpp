@@ -26,10 +26,14 @@ struct Capture::State {
   // finish, since every use of a literal reads it as a constant.
   std::vector<std::vector<const TensorImpl*>> node_outs;
   std::unordered_map<const TensorImpl*, bool> literal_tensors;
-  // Tensors allocated on this thread since the capture began (creation_observer.h), and the
-  // storage of each input or node result with its value and storage offset: an unknown tensor
-  // is then a fresh one, a view of a graph value made without the dispatcher, or a constant.
+  // Tensors the function allocated on this thread outside recorded ops since the capture
+  // began (creation_observer.h), and the storage of each input or node result with its value
+  // and storage offset: an unknown tensor is then a fresh one, a view of a graph value made
+  // without the dispatcher, or a constant. The fresh tensors are held, as recorded ones are:
+  // once freed, a later tensor could take the address — a detached alias of a buffer (batch
+  // norm's running statistics) then read as fresh, and its update went to a snapshot.
   std::unordered_set<const TensorImpl*> fresh;
+  std::vector<Tensor> fresh_alive;
   std::unordered_map<const StorageImpl*, std::pair<ValueId, int64_t>> storage_owner;
 
   ValueId new_value(const Tensor& t, bool literal = false) {
@@ -95,8 +99,12 @@ namespace {
 
 thread_local Capture::State* t_capture = nullptr;
 
-void note_creation(const TensorImpl* created) {
-  if (t_capture != nullptr) t_capture->fresh.insert(created);
+// Tensors made inside a recorded op are its results (recorded as node values) or its scratch
+// (never seen by the function), so only those made at depth 0 count as fresh.
+void note_creation(const Tensor& created) {
+  Capture::State* s = t_capture;
+  if (s == nullptr || s->depth > 0) return;
+  if (s->fresh.insert(created.impl()).second) s->fresh_alive.push_back(created);
 }
 
 // How many Philox blocks the wrapper of a random op reserved: the default generator of the

@@ -11,6 +11,8 @@
 // the free until each of its streams has passed it; a CUDA-like backend synchronises).
 // The backend is never called with the mutex held: raw_free may wait for streams whose
 // queued work itself frees DataPtrs (and needs the mutex).
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -31,6 +33,18 @@ constexpr size_t kLargeGranule = size_t(2) << 20;  // 2 MiB
 constexpr size_t kMaxRequest = size_t(1) << 56;    // beyond any device; avoids overflow
 
 size_t round_up(size_t n, size_t granule) { return (n + granule - 1) / granule * granule; }
+
+// KILN_POISON_MEMORY=1: every block handed out on host-accessible memory is first filled with
+// 0xFF bytes (NaN in every float type, -1 in every integer type), so that a kernel reading
+// an output it never wrote — or an op relying on fresh memory being zero — shows at once
+// instead of depending on what the previous user of the block left there. A test tool.
+bool poison_memory() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("KILN_POISON_MEMORY");
+    return v && std::strcmp(v, "1") == 0;
+  }();
+  return enabled;
+}
 
 struct FreeBlock {
   void* ptr;
@@ -104,6 +118,7 @@ struct CachingAllocator::Impl {
   }
 
   DataPtr hand_out(void* ptr, size_t size, int64_t stream_id) {
+    if (poison_memory() && backend.host_accessible()) std::memset(ptr, 0xFF, size);
     if (!spare_live.empty()) {
       LiveMap::node_type node = std::move(spare_live.back());
       spare_live.pop_back();

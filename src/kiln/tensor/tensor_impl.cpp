@@ -57,7 +57,7 @@ Tensor empty_tensor(const Shape& shape, DType dtype, Device device) {
 namespace {
 thread_local TensorCreationObserver t_creation_observer = nullptr;
 Tensor observed(Tensor t) {
-  if (__builtin_expect(t_creation_observer != nullptr, 0)) t_creation_observer(t.impl());
+  if (__builtin_expect(t_creation_observer != nullptr, 0)) t_creation_observer(t);
   return t;
 }
 }  // namespace
