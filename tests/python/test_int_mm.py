@@ -20,11 +20,12 @@ def test_int_mm_matches_torch(m, n, k):
     oracle.record("_int_mm")
 
 
-@pytest.mark.parametrize("m", [2, 4, 5, 8, 15, 16])
+@pytest.mark.parametrize("m", [2, 3, 4, 5, 8, 15, 16])
 @pytest.mark.parametrize("signed", [True, False])
 def test_int_mm_with_a_linear_weight_matches_exact_products(m, signed):
-    """x @ W.t() with W [N, K] (a Linear weight): kiln's few-row kernel or oneDNN's packed
-    weight (decision 0045), against exact int64 products (torch._int_mm takes int8 only)."""
+    """x @ W.t() with W [N, K] (a Linear weight): kiln's few-row kernel, the AMX tiles with the
+    weight packed once (from 2 rows, decision 0142) or oneDNN's packed weight (decision 0045),
+    against exact int64 products (torch._int_mm takes int8 only)."""
     rng = np.random.default_rng(m * 10 + signed)
     n, k = 70, 333
     a = rng.integers(-128, 128, (m, k)) if signed else rng.integers(0, 256, (m, k))

@@ -99,3 +99,18 @@ def test_attention_weights_times_sliced_cache_bfloat16(seq):
     att, katt = bf16(rand((1, 12, 1, seq), seq + 1))
     got = kiln.matmul(katt, kcache[:, :, :seq]).float().numpy()
     check_bf16(got, att, cache[:, :, :seq])
+
+
+@pytest.mark.parametrize("m", [4, 5, 6, 7, 8])
+@pytest.mark.parametrize("bias", [False, True])
+def test_linear_bfloat16_rows_either_side_of_the_tile_threshold(m, bias):
+    """bfloat16 Linear layers of a few rows: the vector dot tiles up to 6 rows, the AMX kernel
+    with the weight packed once from 7 (decision 0142; elsewhere the levels' own paths), each
+    on the first call and on the later ones that find the packed copy."""
+    n, k = 300, 700
+    (x, kx), (w, kw) = bf16(rand((m, k), m)), bf16(rand((n, k), m + 1))
+    bvals, kb = bf16(rand((n,), m + 2)) if bias else (np.zeros(n, np.float32), None)
+    # the bias as one more term of each dot product: x' = [x, 1], w' = [w, b]
+    x1, w1 = np.hstack([x, np.ones((m, 1), np.float32)]), np.hstack([w, bvals[:, None]])
+    for _ in range(3):
+        check_bf16(kiln.nn.functional.linear(kx, kw, kb).float().numpy(), x1, w1.T)

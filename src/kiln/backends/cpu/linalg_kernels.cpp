@@ -738,7 +738,7 @@ void int_mm_kernel(OpCall& call) {
   const bool b_transposed = !b.is_contiguous();
   const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
   // A Linear weight (B = W.t()) on the AMX tiles: packed once per weight (decision 0043), from
-  // kAmxFewRowsMin rows (isa/gemm_bf16.h). A row-major B is packed once from its second use
+  // kAmxFewRowsMinS8 rows (isa/gemm_bf16.h). A row-major B is packed once from its second use
   // unchanged with kPackReusedMinRows+ rows, as mm's (decision 0031): packing it on every call
   // was 9% of a 1024^3 product (decision 0119).
   const GemmS8PackedKernel packed_kernel = gemm_s8_packed_kernel();
@@ -748,7 +748,7 @@ void int_mm_kernel(OpCall& call) {
                      : "int_mm rows|" + std::to_string(K) + "x" + std::to_string(N);
   const bool reused_rows = packed_kernel && !b_transposed && M >= kPackReusedMinRows &&
                            operand_seen_unchanged(b, key);
-  if (packed_kernel && ((b_transposed && M >= kAmxFewRowsMin) || reused_rows)) {
+  if (packed_kernel && ((b_transposed && M >= kAmxFewRowsMinS8) || reused_rows)) {
     const auto packed = own_packed_weight(b, key, [&] {
       const int8_t* data = static_cast<const int8_t*>(b.raw_data());
       return b_transposed ? packed_kernel.pack(K, N, data) : packed_kernel.pack_rows(K, N, data);

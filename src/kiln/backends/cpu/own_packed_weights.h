@@ -44,7 +44,7 @@ Tensor own_rounded_weight(const Tensor& weight, DType dtype);
 // copy cached (decision 0120).
 bool linear_weight_reused(const Tensor& weight);
 // Below this many rows no Linear path packs its weight (oneDNN's Linear takes products from
-// kOnednnLinearMinRows = 4 rows, onednn_runtime.h; AMX from kAmxFewRowsMin = 5), so fewer rows
+// kOnednnLinearMinRows = 4 rows, onednn_runtime.h; AMX from kAmxFewRowsMin = 7), so fewer rows
 // neither ask nor record.
 inline constexpr int64_t kLinearPackMinRows = 4;
 

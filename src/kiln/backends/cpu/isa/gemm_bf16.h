@@ -41,9 +41,14 @@ GemmBf16ToBf16Fn gemm_bf16_to_bf16_kernel();
 // A Linear weight packed once for the tiles (bfloat16 linear, int8 int_mm with W.t()) takes
 // products from this many rows: below it the vector dot tiles stream the weight at close to
 // the read bandwidth, above it they turn compute-bound (vdpbf16ps at half the float32 FMA
-// rate). [8, 4096] x [4096, 4096]^T from memory on the AMX Xeon: bfloat16 23-24 -> 25-27
-// GB/s, int8 18-20 -> 26-27 GB/s of a 36 GB/s read. Decision 0116.
-inline constexpr int64_t kAmxFewRowsMin = 5;
+// rate) or take their rows in two passes. bfloat16 from 7 rows (decision 0142; 5 before, from
+// decision 0116): [M, 4096] x [4096, 4096]^T with the weights rotated through 640 MB (past the
+// 480 MB L3), two threads, AMX Xeon: the tiles streamed 26-30 GB/s at M = 5 and 26 at M = 6
+// where the AMX kernel streamed 19-20 at every M from 5 to 15; at M = 7 21-22 against 19, at 8
+// 20 against 19-20, at 10 17 against 19-20. int8 from 2 rows: the VNNI rows kernel streamed
+// 16 GB/s at M = 2 and 3 and 13.5-14 at M = 4, the tiles 19-20 (M = 1 keeps its own kernel).
+inline constexpr int64_t kAmxFewRowsMin = 7;
+inline constexpr int64_t kAmxFewRowsMinS8 = 2;
 
 // The variant for the current ISA level (cpu::isa_level()).
 GemmBf16Fn gemm_bf16_kernel();
