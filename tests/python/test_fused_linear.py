@@ -160,3 +160,25 @@ def test_fused_linear_errors():
         KF.fused_linear(x, w, residual=kiln.zeros(5))
     with pytest.raises(RuntimeError, match="floating out_dtype"):
         KF.fused_linear(x, w, out_dtype=kiln.int32)
+
+
+@pytest.mark.parametrize("m", [4, 8, 24])
+@pytest.mark.parametrize("view", ["row_slice", "transposed"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_linear_of_a_strided_input(m, view, dtype):
+    """x a slice of wider rows or a transpose: oneDNN's Linear gets a contiguous copy (its
+    strided implementation streamed the weight at half the rate), kiln's kernels read it in
+    place; the same values as the contiguous x."""
+    rng = np.random.default_rng(m)
+    k, n = 600, 500
+    if view == "row_slice":
+        kx, tx = pair(rng, (m, k + 40), dtype)
+        kx, tx = kx[:, 20:20 + k], tx[:, 20:20 + k]
+    else:
+        kx, tx = pair(rng, (k, m), dtype)
+        kx, tx = kx.t(), tx.t()
+    assert not kx.is_contiguous()
+    kw, tw = pair(rng, (n, k), dtype)
+    kb, tb = pair(rng, (n,), dtype)
+    for _ in range(3):  # the weight's first use, then its packed copy
+        close(KF.linear(kx, kw, kb), tx @ tw.T + tb, dtype, k)
