@@ -114,3 +114,15 @@ def test_linear_bfloat16_rows_either_side_of_the_tile_threshold(m, bias):
     x1, w1 = np.hstack([x, np.ones((m, 1), np.float32)]), np.hstack([w, bvals[:, None]])
     for _ in range(3):
         check_bf16(kiln.nn.functional.linear(kx, kw, kb).float().numpy(), x1, w1.T)
+
+
+@pytest.mark.parametrize("m", [4, 6, 7, 8, 9, 13, 15])
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 7, 67])
+def test_few_rows_times_a_transposed_weight(m, n):
+    """x @ W.t() of a few rows on the dot tiles: up to 8 rows in one pass (3 weight rows per
+    tile from 7 rows), more in passes of 6; column counts around the tiles' groups of 3 and 4."""
+    k = 70
+    a, w = rand((m, k), m * 31 + n), rand((n, k), m * 37 + n)
+    check(kiln.from_numpy(a).matmul(kiln.from_numpy(w).t()).numpy(), a, w.T)
+    (ab, ka), (wb, kw) = bf16(a), bf16(w)
+    check_bf16(ka.matmul(kw.t()).float().numpy(), ab, wb.T)

@@ -278,13 +278,16 @@ void dot_tile_bf16_avx512bf16(const uint16_t* a, int64_t a_rs, int rows, const u
                               int64_t w_rs, int cols, int64_t n, float* out, int64_t out_rs) {
   using Fn = void (*)(const uint16_t*, int64_t, const uint16_t*, int64_t, int64_t, float*,
                       int64_t);
-  static constexpr Fn kTiles[6][4] = {
+  // 7 or 8 rows take at most 3 weight rows (24 accumulators; vec_math.h's dot_tile_cols).
+  static constexpr Fn kTiles[8][4] = {
       {dot_tile<1, 1>, dot_tile<1, 2>, dot_tile<1, 3>, dot_tile<1, 4>},
       {dot_tile<2, 1>, dot_tile<2, 2>, dot_tile<2, 3>, dot_tile<2, 4>},
       {dot_tile<3, 1>, dot_tile<3, 2>, dot_tile<3, 3>, dot_tile<3, 4>},
       {dot_tile<4, 1>, dot_tile<4, 2>, dot_tile<4, 3>, dot_tile<4, 4>},
       {dot_tile<5, 1>, dot_tile<5, 2>, dot_tile<5, 3>, dot_tile<5, 4>},
-      {dot_tile<6, 1>, dot_tile<6, 2>, dot_tile<6, 3>, dot_tile<6, 4>}};
+      {dot_tile<6, 1>, dot_tile<6, 2>, dot_tile<6, 3>, dot_tile<6, 4>},
+      {dot_tile<7, 1>, dot_tile<7, 2>, dot_tile<7, 3>, nullptr},
+      {dot_tile<8, 1>, dot_tile<8, 2>, dot_tile<8, 3>, nullptr}};
   kTiles[rows - 1][cols - 1](a, a_rs, w, w_rs, n, out, out_rs);
 }
 #pragma GCC diagnostic pop

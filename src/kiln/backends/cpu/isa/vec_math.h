@@ -51,7 +51,11 @@ using VecDot4F32 = void (*)(const float* a, const float* b, int64_t ldb, int64_t
 // kDotTileRows) and c < cols (1 to kDotTileCols), float32 sums: a tile of dot products that
 // loads each weight vector once for all its activation rows, so a product of a few rows with
 // a row-major weight (x @ W.T while decoding several sequences) streams the weight once.
-inline constexpr int kDotTileRows = 6, kDotTileCols = 4;
+// Up to 6 rows a tile takes 4 weight rows (24 accumulators), 7 or 8 rows 3 (the rows of a
+// product of 7-8 rows in one pass: in two, the second re-read the weight rows from L2 while
+// memory waited).
+inline constexpr int kDotTileRows = 8, kDotTileCols = 4;
+inline constexpr int dot_tile_cols(int rows) { return rows > 6 ? 3 : 4; }
 using VecDotTileF32 = void (*)(const float* a, int64_t a_rs, int rows, const float* w,
                                int64_t w_rs, int cols, int64_t n, float* out, int64_t out_rs);
 using VecDotTileBf16 = void (*)(const uint16_t* a, int64_t a_rs, int rows, const uint16_t* w,
