@@ -99,9 +99,9 @@ void dot4_f32_bf16_avx2(const float* a, const uint16_t* b, int64_t ldb, int64_t 
 void dot4_f32_bf16_avx512(const float* a, const uint16_t* b, int64_t ldb, int64_t n, float* out);
 Dot4F32Bf16Fn dot4_f32_bf16_kernel();  // null where dot_f32_bf16_kernel() is
 
-// A tile of up to 6 activation rows x 4 weight rows (8 x 3) of bfloat16 dot products (VecDotTileBf16 in
-// vec_math.h): vdpbf16ps with AVX-512 BF16, else vec_math's widening loop (AVX2, AVX-512);
-// null at the baseline level.
+// A tile of up to 6 activation rows x 4 weight rows (or 8 x 3) of bfloat16 dot products
+// (VecDotTileBf16 in vec_math.h): vdpbf16ps with AVX-512 BF16, else vec_math's widening loop
+// (AVX2, AVX-512); null at the baseline level.
 void dot_tile_bf16_avx512bf16(const uint16_t* a, int64_t a_rs, int rows, const uint16_t* w,
                               int64_t w_rs, int cols, int64_t n, float* out, int64_t out_rs);
 using DotTileBf16Fn = void (*)(const uint16_t* a, int64_t a_rs, int rows, const uint16_t* w,
