@@ -15,6 +15,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "kiln/backends/cpu/cpu_info.h"
 #include "kiln/tensor/tensor.h"
@@ -93,6 +94,28 @@ std::shared_ptr<MatmulPlan> plan_for(memory::data_type dt, memory::data_type out
   });
 }
 
+// Products of fewer rows than this get a row-sliced A copied to contiguous rows.
+// [M, 1024] (a slice of [M, 1040]) x [1024, 1024]^T float32, two threads, AMX Xeon, GFLOP/s
+// with A contiguous / sliced before / sliced now: M = 16 125 / 66 / 117, M = 32 166 / 101 /
+// 162, M = 64 261 / 200 / 246, M = 127 276 / 251 / 260; M = 256 277 / 282 (not copied).
+// A transposed A is left to oneDNN, which reads it as fast as a contiguous one
+// (copied element by element it lost 10-15%).
+constexpr int64_t kStridedACopyMaxRows = 128;
+
+// The rows of A[M, K] (row stride a_rs elements, contiguous within a row; elem_size bytes
+// each) copied into a buffer of the calling thread, valid until its next call.
+const void* contiguous_rows(const void* A, int64_t M, int64_t K, int64_t a_rs,
+                            size_t elem_size) {
+  thread_local std::vector<unsigned char> buffer;
+  const size_t row_bytes = size_t(K) * elem_size;
+  if (buffer.size() < size_t(M) * row_bytes) buffer.resize(size_t(M) * row_bytes);
+  const auto* src = static_cast<const unsigned char*>(A);
+  for (int64_t i = 0; i < M; ++i)
+    std::memcpy(buffer.data() + size_t(i) * row_bytes, src + size_t(i * a_rs) * elem_size,
+                row_bytes);
+  return buffer.data();
+}
+
 }  // namespace
 
 bool onednn_matmul(DType dtype, int64_t M, int64_t N, int64_t K, const void* A, int64_t a_rs,
@@ -106,6 +129,12 @@ bool onednn_matmul(DType dtype, int64_t M, int64_t N, int64_t K, const void* A, 
   // A broadcast operand (stride 0) has no oneDNN layout.
   if (a_rs == 0 || a_cs == 0 || b_rs == 0 || b_cs == 0) return false;
   const auto dt = dtype == DType::BF16 ? memory::data_type::bf16 : memory::data_type::f32;
+  // A row slice of wider rows, of few rows, is copied to contiguous rows first, as
+  // onednn_linear's x (decision 0144): oneDNN 2.6 builds a slower implementation for it.
+  if (M < kStridedACopyMaxRows && a_cs == 1 && a_rs != K) {
+    A = contiguous_rows(A, M, K, a_rs, dtype == DType::BF16 ? 2 : 4);
+    a_rs = K;
+  }
   try {
     const auto out_dt = out_f32 ? memory::data_type::f32 : dt;
     // A B reused unchanged is packed once (decision 0031): oneDNN's brgemm given a plain B
