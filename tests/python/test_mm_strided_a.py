@@ -1,7 +1,8 @@
 """mm / matmul with a strided A (a slice of wider rows, a transpose, every other column) of few
-rows: oneDNN's product gets a contiguous copy of A (decision 0144), kiln's kernels read it in
-place; checked against float64 on the same values, B plain and transposed, with the copy's
-buffer reused by products of other sizes in between."""
+rows: oneDNN gets a contiguous copy of a row-sliced A (decision 0144) and reads the other
+layouts as they are, kiln's kernels read every layout in place; checked against float64 on the
+same values, B plain and transposed, with the copy's buffer reused by products of other sizes
+in between."""
 import numpy as np
 import pytest
 import torch

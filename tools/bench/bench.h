@@ -44,8 +44,8 @@ Stats stats_of(std::vector<double> samples);
 
 // Times each function (seconds per call), interleaved: warm-up, then rounds of one call of
 // each, each round starting one function later than the last, until the budget is spent
-// (min_iters..max_iters rounds). A case whose single call
-// takes longer than slow_s gets min(3, ...) rounds.
+// (min_iters..max_iters rounds). A case whose single call takes longer than slow_s gets
+// min(3, ...) rounds.
 std::vector<Stats> time_interleaved(const std::vector<std::function<void()>>& fns,
                                     const Options& opt, int warmup = 2, double* foreign = nullptr);
 
