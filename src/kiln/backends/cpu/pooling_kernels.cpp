@@ -394,6 +394,32 @@ void avg_pool_kernel(OpCall& call) {
   const T* src = static_cast<const T*>(x.raw_data());
   T* dst = static_cast<T*>(call.outs[0].raw_data());
   const int64_t I = g.in_size(), O = g.out_size();
+  // 2 x 2 windows at stride 2, none partial (avg_pool2d(x, 2)): the same sums, in the same
+  // order, without the general loop's per-window bounds and short loops, which took about 30
+  // cycles per output (float32, two threads: [1, 32, 14, 14] 9.9 -> 3.3 us, PyTorch 6.7-9.6;
+  // [8, 32, 28, 28] 114 -> 28 us, PyTorch 156-171).
+  if (g.in[0] == 1 && g.k[0] == 1 && g.k[1] == 2 && g.k[2] == 2 && g.s[1] == 2 &&
+      g.s[2] == 2 && g.p[1] == 0 && g.p[2] == 0 && 2 * g.out[1] <= g.in[1] &&
+      2 * g.out[2] <= g.in[2]) {
+    const double divisor = divisor_override != 0 ? double(divisor_override) : 4.0;
+    const int64_t W = g.in[2];
+    parallel_planes(g, [&](int64_t b) {
+      const T* plane = src + b * I;
+      T* out = dst + b * O;
+      for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+        const T* r0 = plane + 2 * oh * W;
+        const T* r1 = r0 + W;
+        for (int64_t ow = 0; ow < g.out[2]; ++ow) {
+          double sum = convert_value<double>(r0[2 * ow]);
+          sum += convert_value<double>(r0[2 * ow + 1]);
+          sum += convert_value<double>(r1[2 * ow]);
+          sum += convert_value<double>(r1[2 * ow + 1]);
+          *out++ = convert_value<T>(sum / divisor);
+        }
+      }
+    });
+    return;
+  }
   const std::vector<DimWindow> along[3] = {dim_windows(g, 0), dim_windows(g, 1),
                                            dim_windows(g, 2)};
   parallel_planes(g, [&](int64_t b) {
