@@ -15,7 +15,6 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
-#include <vector>
 
 #include "kiln/backends/cpu/cpu_info.h"
 #include "kiln/tensor/tensor.h"
@@ -103,17 +102,17 @@ std::shared_ptr<MatmulPlan> plan_for(memory::data_type dt, memory::data_type out
 constexpr int64_t kStridedACopyMaxRows = 128;
 
 // The rows of A[M, K] (row stride a_rs elements, contiguous within a row; elem_size bytes
-// each) copied into a buffer of the calling thread, valid until its next call.
+// each) copied into the calling thread's Source buffer (onednn_thread_buffer), valid until
+// its next request for that slot.
 const void* contiguous_rows(const void* A, int64_t M, int64_t K, int64_t a_rs,
                             size_t elem_size) {
-  thread_local std::vector<unsigned char> buffer;
   const size_t row_bytes = size_t(K) * elem_size;
-  if (buffer.size() < size_t(M) * row_bytes) buffer.resize(size_t(M) * row_bytes);
+  auto* dst = static_cast<unsigned char*>(
+      onednn_thread_buffer(size_t(M) * row_bytes, OnednnBuffer::Source));
   const auto* src = static_cast<const unsigned char*>(A);
   for (int64_t i = 0; i < M; ++i)
-    std::memcpy(buffer.data() + size_t(i) * row_bytes, src + size_t(i * a_rs) * elem_size,
-                row_bytes);
-  return buffer.data();
+    std::memcpy(dst + size_t(i) * row_bytes, src + size_t(i * a_rs) * elem_size, row_bytes);
+  return dst;
 }
 
 }  // namespace
