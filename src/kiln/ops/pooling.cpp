@@ -216,7 +216,10 @@ std::pair<Tensor, Tensor> adaptive_max_pool_with_indices(const Tensor& x,
 Tensor avg_pool_backward(const Tensor& grad_output, const Shape& input_shape,
                          const PoolOptions& o) {
   AttrValue divisor = o.divisor_override ? AttrValue(*o.divisor_override) : AttrValue();
-  return call_op(KILN_OP("avg_pool_backward"), {grad_output.contiguous()},
+  // A channels-last gradient stays so: the CPU kernel runs that layout (into a channels-last
+  // grad_input: the op keeps channels-last), the XPU kernel reads any layout.
+  return call_op(KILN_OP("avg_pool_backward"),
+                 {grad_output.is_channels_last() ? grad_output : grad_output.contiguous()},
                  {std::vector<int64_t>(input_shape.begin(), input_shape.end()), o.kernel_size,
                   o.stride, o.padding, o.ceil_mode, o.count_include_pad, divisor});
 }
@@ -254,7 +257,8 @@ void register_pooling_ops() {
               "avg_pool_backward(Tensor grad_output, int[] input_size, int[] kernel_size, "
               "int[] stride, int[] padding, bool ceil_mode, bool count_include_pad, "
               "int? divisor_override) -> Tensor",
-              input_shape_meta);
+              input_shape_meta)
+      .keeps_channels_last = true;
   register_op("max_pool_backward",
               "max_pool_backward(Tensor grad_output, Tensor indices, int[] input_size, "
               "int[] kernel_size, int[] stride, int[] padding, int[] dilation) -> Tensor",
