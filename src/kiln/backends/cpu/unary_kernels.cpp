@@ -262,9 +262,13 @@ void clamp_kernel(OpCall& call) {
 bool same_dense_layout(const Tensor& in, const Tensor& out);  // below
 bool stage_into_output(const Tensor& in, const Tensor& out);  // below
 
-// Strided inputs with contiguous rows run row by row (dense_row_pairs.h), over the threads
-// from the size at which the flat float32 loop splits too.
-constexpr int64_t kUnaryParallelFrom = int64_t(1) << 14;
+// Unary ops split over the threads from the size at which the binary ops do (dense inputs,
+// and strided ones with contiguous rows, run row by row: dense_row_pairs.h). Splitting from
+// 2^14 elements while the binary ops split from 2^16 made a unary op after a binary one that
+// ran on one thread read half of its input from the other core's cache: relu(x + 1) of
+// [8, 4096] float32 took 17.6 us that way against 7.4 with both on one thread (x + 1 alone
+// 3.7), sin(x + 1) 38 against 20.
+constexpr int64_t kUnaryParallelFrom = detail::kParallelElements;
 
 template <typename T, typename U>
 U bits_of(T v) {
@@ -392,6 +396,34 @@ bool run_rows_vectorised(const Tensor& in, const Tensor& out, Fn fn, Bf16Fn bf16
   }
 }
 
+// fn(in, out, len) over the n elements of a dense input and output (equal or disjoint): on
+// the calling thread, with no OpenMP region at all (even a serialised one costs about a
+// microsecond, the whole op for batch norm's per-channel vectors), below kUnaryParallelFrom;
+// else in the binary ops' split (parallel_pieces), so that a unary op after a binary one of
+// the same size reads what the same thread wrote (fixed chunks of 2^14 elements, shared out
+// statically, gave [12, 4096] two chunks on one thread and one on the other: tanh 13.8 us
+// alone, PyTorch 8.8). Large outputs are written with streaming stores, except in place (the
+// line is in the cache already): each streamed block is read, computed and stored before the
+// next is read; reading a whole piece first, then storing it, alternates bursts of loads and
+// of non-temporal stores (streaming_store.h): relu on [16, 256, 56, 56] channels-last
+// bfloat16 took 1.80 ms that way against 1.46 ms (two threads, both timed alternately).
+template <typename E, typename Fn>
+void run_dense_unary(const E* src, E* dst, int64_t n, Fn fn) {
+  static_assert(detail::kParallelElements == kUnaryParallelFrom);  // parallel_pieces' bound
+  const bool stream = static_cast<const void*>(src) != static_cast<void*>(dst) &&
+                      n * int64_t(sizeof(E)) >= detail::kStreamingStoreBytes;
+  parallel_pieces(n, [&](int64_t begin, int64_t end) {
+    if (!stream) {
+      fn(src + begin, dst + begin, end - begin);
+      return;
+    }
+    detail::run_streamed(dst + begin, end - begin, [&](E* d, int64_t j, int64_t m) {
+      detail::prefetch_ahead(src + begin + j, m * int64_t(sizeof(E)));
+      fn(src + begin + j, d, m);
+    });
+  });
+}
+
 // Dense float32 / bfloat16 / float16 tensors (the output equal to or disjoint from the
 // input) go through a vector function: fn(in, out, n) over float32 arrays (float16: over
 // widened blocks, float16_blocks.h), bf16_fn(in, out, n) over bfloat16 ones (the same
@@ -410,30 +442,7 @@ bool run_vectorised_fn(OpCall& call, Fn fn, Bf16Fn bf16_fn) {
     const uint16_t* src = static_cast<const uint16_t*>(in.raw_data());
     uint16_t* dst = static_cast<uint16_t*>(out.raw_data());
     const int64_t n = in.numel();
-    const bool stream = static_cast<const void*>(src) != static_cast<void*>(dst) &&
-                        n * int64_t(sizeof(uint16_t)) >= detail::kStreamingStoreBytes;
-    constexpr int64_t kChunk = 4096;
-    const int64_t chunks = (n + kChunk - 1) / kChunk;
-    if (chunks == 1 && !stream) {  // small: no OpenMP region (see the float32 path below)
-      bf16_fn(src, dst, n);
-      return true;
-    }
-#pragma omp parallel for schedule(static) if (chunks > 4)
-    for (int64_t c = 0; c < chunks; ++c) {
-      const int64_t begin = c * kChunk, len = std::min(kChunk, n - begin);
-      if (stream) {
-        // Each streamed block is read, computed and stored before the next is read: reading
-        // the whole chunk first, then storing it, alternates bursts of loads and of
-        // non-temporal stores (streaming_store.h): relu on [16, 256, 56, 56] channels-last
-        // took 1.80 ms that way against 1.46 ms (two threads, both timed alternately).
-        detail::run_streamed(dst + begin, len, [&](uint16_t* d, int64_t j, int64_t m) {
-          detail::prefetch_ahead(src + begin + j, m * int64_t(sizeof(uint16_t)));
-          bf16_fn(src + begin + j, d, m);
-        });
-        continue;
-      }
-      bf16_fn(src + begin, dst + begin, len);
-    }
+    run_dense_unary(src, dst, n, bf16_fn);
     return true;
   }
   if (in.dtype() == DType::F16) {  // float32 blocks, decision 0066
@@ -449,28 +458,7 @@ bool run_vectorised_fn(OpCall& call, Fn fn, Bf16Fn bf16_fn) {
   const float* src = static_cast<const float*>(in.raw_data());
   float* dst = static_cast<float*>(out.raw_data());
   if (src != dst && src < dst + out.numel() && dst < src + in.numel()) return false;
-  const int64_t n = in.numel();
-  // Streaming stores for large outputs, except in place (the line is in the cache already).
-  const bool stream = src != dst && n * int64_t(sizeof(float)) >= detail::kStreamingStoreBytes;
-  constexpr int64_t kChunk = int64_t(1) << 14;
-  const int64_t chunks = (n + kChunk - 1) / kChunk;
-  if (chunks <= 1 && !stream) {
-    // Small: no OpenMP region at all. Even a serialised one costs about a microsecond, the
-    // whole op for batch norm's per-channel vectors.
-    fn(src, dst, n);
-    return true;
-  }
-#pragma omp parallel for schedule(static) if (chunks > 1)
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t begin = c * kChunk, len = std::min(kChunk, n - begin);
-    if (stream)
-      detail::run_streamed(dst + begin, len, [&](float* d, int64_t j, int64_t m) {
-        detail::prefetch_ahead(src + begin + j, m * int64_t(sizeof(float)));
-        fn(src + begin + j, d, m);
-      });
-    else
-      fn(src + begin, dst + begin, len);
-  }
+  run_dense_unary(src, dst, in.numel(), fn);
   return true;
 }
 
