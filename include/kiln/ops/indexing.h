@@ -19,6 +19,14 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
 // (interpolate's linear modes). Differentiable in x.
 Tensor index_lerp(const Tensor& x, int64_t dim, const Tensor& index0, const Tensor& index1,
                   const Tensor& weight);
+// index_lerp along dim, then along dim + 1 (index2, index3, weight2), in one pass and with
+// the same values as the two calls on x widened to float32 (16-bit floats: blended in float32,
+// rounded once): the intermediate rows stay in registers and a per-thread row instead of a
+// tensor. Both weight vectors are of x's computation dtype (float64 for float64, else
+// float32). CPU only, and not differentiable: bilinear interpolation without a gradient.
+Tensor index_lerp2(const Tensor& x, int64_t dim, const Tensor& index0, const Tensor& index1,
+                   const Tensor& weight, const Tensor& index2, const Tensor& index3,
+                   const Tensor& weight2);
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Scalar& value);
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);

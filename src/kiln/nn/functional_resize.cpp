@@ -5,6 +5,7 @@
 
 #include "kiln/autograd/autograd.h"
 #include "kiln/core/error.h"
+#include "kiln/dispatch/interceptor.h"
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/factory.h"
 #include "kiln/ops/indexing.h"
@@ -187,6 +188,31 @@ Tensor interpolate(const Tensor& input, const InterpolateOptions& o) {
                "size ", in, " and output size ", out[size_t(d)], " for spatial dim ", d);
   }
   if (mode == "area") return adaptive_avg_pool(input, out);
+  // Bilinear on the CPU where nothing records the call (no gradient, no graph capture): both
+  // dims in one index_lerp2, the same values as the two index_lerp calls below without their
+  // intermediate tensor, the widening of 16-bit inputs and the rounding back (channels-last
+  // [1, 32, 14, 14] float32 x2: 13.8 us, PyTorch 8.8).
+  if (mode == "bilinear" && input.device().is_cpu() &&
+      !(autograd::is_grad_enabled() && autograd::requires_grad(input)) &&
+      get_interceptor(InterceptorSlot::Tracer) == nullptr) {
+    const bool channels_last = input.is_channels_last();
+    const Tensor v = channels_last ? input.permute({0, 2, 3, 1}) : input;
+    if (v.is_contiguous()) {
+      const bool align = o.align_corners.value_or(false);
+      const Taps th = taps_for(mode, input.size(2), out[0], align, scale[0]);
+      const Taps tw = taps_for(mode, input.size(3), out[1], align, scale[1]);
+      const DType wt = input.dtype() == DType::F64 ? DType::F64 : DType::F32;
+      auto index = [](const Taps& t, size_t k) {
+        return tensor_from(t.index[k], {int64_t(t.index[k].size())});
+      };
+      auto weight = [&](const Taps& t) {
+        return tensor_from(t.weight[1], {int64_t(t.weight[1].size())}).to(wt);
+      };
+      const Tensor y = index_lerp2(v, channels_last ? 1 : 2, index(th, 0), index(th, 1),
+                                   weight(th), index(tw, 0), index(tw, 1), weight(tw));
+      return channels_last ? y.permute({0, 3, 1, 2}) : y;
+    }
+  }
   // 16-bit floats blend in float32 and are rounded once at the end (as PyTorch). Nearest only
   // moves values, exactly in any dtype (widening bfloat16 for it took 2.2x PyTorch's time),
   // unless a gradient will flow back: its sums over the picked positions stay in float32.

@@ -38,7 +38,49 @@ std::vector<TensorMeta> index_lerp_meta(const OpCall& c) {
   return {{s, x.dtype()}};
 }
 
+// inputs: x, index0, index1, weight (along dim), index2, index3, weight2 (along dim + 1);
+// attr: dim. Weights of x's computation dtype (float64 for float64, else float32).
+std::vector<TensorMeta> index_lerp2_meta(const OpCall& c) {
+  const Tensor& x = c.inputs[0];
+  KILN_CHECK(x.dim() >= 2, ShapeError, "index_lerp2(): expected a tensor of at least 2 dims, "
+             "got ", x.dim());
+  KILN_CHECK(is_floating(x.dtype()), TypeError, "index_lerp2(): expected a floating tensor, "
+             "got ", dtype_name(x.dtype()));
+  const int64_t d = wrap_dim(c.int_attr(0), x.dim());
+  KILN_CHECK(d + 1 < x.dim(), IndexError, "index_lerp2(): dim ", c.int_attr(0),
+             " has no next dim in a ", x.dim(), "-d tensor");
+  const DType wt = x.dtype() == DType::F64 ? DType::F64 : DType::F32;
+  Shape s = x.shape();
+  for (int pass = 0; pass < 2; ++pass) {
+    const Tensor& i0 = c.inputs[size_t(1 + 3 * pass)];
+    const Tensor& i1 = c.inputs[size_t(2 + 3 * pass)];
+    const Tensor& w = c.inputs[size_t(3 + 3 * pass)];
+    for (const Tensor* i : {&i0, &i1})
+      KILN_CHECK(i->dtype() == DType::I64 && i->dim() == 1, IndexError,
+                 "index_lerp2(): expected int64 index vectors, got ", dtype_name(i->dtype()),
+                 " of shape ", shape_str(i->shape()));
+    KILN_CHECK(w.dtype() == wt && w.dim() == 1, TypeError, "index_lerp2(): expected a ",
+               dtype_name(wt), " weight vector, got ", dtype_name(w.dtype()), " of shape ",
+               shape_str(w.shape()));
+    const int64_t n = i0.numel();
+    KILN_CHECK(i1.numel() == n && w.numel() == n, ShapeError,
+               "index_lerp2(): the indices and weights of a dim must have one length, got ", n,
+               ", ", i1.numel(), " and ", w.numel());
+    s[size_t(d + pass)] = n;
+  }
+  return {{s, x.dtype()}};
+}
+
 }  // namespace
+
+Tensor index_lerp2(const Tensor& x, int64_t dim, const Tensor& index0, const Tensor& index1,
+                   const Tensor& weight, const Tensor& index2, const Tensor& index3,
+                   const Tensor& weight2) {
+  return call_op(KILN_OP("index_lerp2"),
+                 {x.contiguous(), index0.contiguous(), index1.contiguous(), weight.contiguous(),
+                  index2.contiguous(), index3.contiguous(), weight2.contiguous()},
+                 {dim});
+}
 
 Tensor index_lerp(const Tensor& x, int64_t dim, const Tensor& index0, const Tensor& index1,
                   const Tensor& weight) {
@@ -53,6 +95,10 @@ void register_index_lerp_ops() {
               "index_lerp(Tensor self, Tensor index0, Tensor index1, Tensor weight, int dim) "
               "-> Tensor",
               index_lerp_meta);
+  register_op("index_lerp2",
+              "index_lerp2(Tensor self, Tensor index0, Tensor index1, Tensor weight, "
+              "Tensor index2, Tensor index3, Tensor weight2, int dim) -> Tensor",
+              index_lerp2_meta);
 }
 }  // namespace ops
 
