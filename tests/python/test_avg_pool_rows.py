@@ -11,15 +11,7 @@ import pytest
 import torch
 
 import kiln
-
-KDT = {"float32": kiln.float32, "bfloat16": kiln.bfloat16, "float64": kiln.float64}
-TDT = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float64": torch.float64}
-
-
-def pair(shape, dtype, seed):
-    t = torch.from_numpy(np.random.default_rng(seed).standard_normal(shape).astype(np.float32))
-    t = t.to(TDT[dtype])
-    return kiln.from_numpy(t.double().numpy().copy()).to(KDT[dtype]), t
+from test_avg_pool_2x2 import TDT, pair  # the same inputs and dtypes
 
 
 CASES = [
