@@ -201,12 +201,11 @@ Tensor interpolate(const Tensor& input, const InterpolateOptions& o) {
       const bool align = o.align_corners.value_or(false);
       const Taps th = taps_for(mode, input.size(2), out[0], align, scale[0]);
       const Taps tw = taps_for(mode, input.size(3), out[1], align, scale[1]);
-      const DType wt = input.dtype() == DType::F64 ? DType::F64 : DType::F32;
-      auto index = [](const Taps& t, size_t k) {
-        return tensor_from(t.index[k], {int64_t(t.index[k].size())});
-      };
+      auto index = [](const Taps& t, size_t k) { return tensor_from(t.index[k]); };
+      // The computation dtype's weights, made as such (a conversion is one more op call).
       auto weight = [&](const Taps& t) {
-        return tensor_from(t.weight[1], {int64_t(t.weight[1].size())}).to(wt);
+        if (input.dtype() == DType::F64) return tensor_from(t.weight[1]);
+        return tensor_from(std::vector<float>(t.weight[1].begin(), t.weight[1].end()));
       };
       const Tensor y = index_lerp2(v, channels_last ? 1 : 2, index(th, 0), index(th, 1),
                                    weight(th), index(tw, 0), index(tw, 1), weight(tw));
