@@ -88,13 +88,15 @@ void blend_rows(const A* a0, const A* a1, C w, C* t, int64_t n) {
 template <typename C, typename O>
 void blend_positions(const C* t, const int64_t* j0, const int64_t* j1, const C* v, int64_t n1,
                      int64_t inner, O* o) {
+  if (inner == 1) {  // one value per position: index_lerp's loop along the last dim
+    for (int64_t q = 0; q < n1; ++q) o[q] = O(lerp_value(t[j0[q]], t[j1[q]], v[q]));
+    return;
+  }
   for (int64_t q = 0; q < n1; ++q, o += inner) {
     const C* p0 = t + j0[q] * inner;
     const C* p1 = t + j1[q] * inner;
     const C vq = v[q];
-    if (inner == 1) {
-      o[0] = O(lerp_value(p0[0], p1[0], vq));
-    } else if (std::fabs(vq) < C(0.5)) {
+    if (std::fabs(vq) < C(0.5)) {
       for (int64_t k = 0; k < inner; ++k) o[k] = O(p0[k] + vq * (p1[k] - p0[k]));
     } else {
       const C c = C(1) - vq;
@@ -142,7 +144,8 @@ void index_lerp2_kernel(OpCall& call) {
     const int64_t rows = outer * n0, row_len = size1 * inner;
     // bfloat16 rows are widened and the results narrowed by the ISA's vector loops (this file
     // is baseline code, whose one-value conversions made the fused pass slower than widening
-    // the whole tensor first); the arithmetic is the float32 one either way.
+    // the whole tensor first: channels-last [8, 32, 28, 28] x2 453 -> 659 us); the arithmetic
+    // is the float32 one either way.
     const VecMathF32& vm = vec_math_f32();
     constexpr bool kBf16 = std::is_same_v<T, BFloat16>;
     const bool vector_bf16 = kBf16 && vm.widen_bf16 && vm.narrow_bf16;
@@ -150,19 +153,30 @@ void index_lerp2_kernel(OpCall& call) {
       std::vector<C> row(static_cast<size_t>(row_len));
       std::vector<float> wide(vector_bf16 ? size_t(2 * row_len + n1 * inner) : 0);
       C* t = row.data();
+      // The input rows held widened in the two slots of `wide` (neighbouring output rows
+      // mostly blend the same two: widening them again made short rows slower).
+      int64_t held[2] = {-1, -1};
+      auto widened = [&](int64_t input_row, int slot) {
+        float* at = wide.data() + slot * row_len;
+        if (held[slot] != input_row) {
+          vm.widen_bf16(reinterpret_cast<const uint16_t*>(src + input_row * row_len), at,
+                        row_len);
+          held[slot] = input_row;
+        }
+        return at;
+      };
       for (int64_t r = begin; r < end; ++r) {
         const int64_t b = r / n0, j = r % n0;
         const C wj = w[j];
         if constexpr (kBf16) {
           if (vector_bf16) {
-            float* w0 = wide.data();
-            float* w1 = w0 + row_len;
-            vm.widen_bf16(reinterpret_cast<const uint16_t*>(src + (b * size0 + i0[j]) * row_len),
-                          w0, row_len);
-            vm.widen_bf16(reinterpret_cast<const uint16_t*>(src + (b * size0 + i1[j]) * row_len),
-                          w1, row_len);
+            const int64_t ra = b * size0 + i0[j], rb = b * size0 + i1[j];
+            const int sa = held[1] == ra ? 1 : 0;  // a row already held keeps its slot
+            const int sb = rb == ra ? sa : 1 - sa;
+            const float* w0 = widened(ra, sa);
+            const float* w1 = widened(rb, sb);
             blend_rows(w0, w1, wj, t, row_len);
-            float* o = w1 + row_len;
+            float* o = wide.data() + 2 * row_len;
             blend_positions(t, j0, j1, v, n1, inner, o);
             vm.narrow_bf16(o, reinterpret_cast<uint16_t*>(dst + r * n1 * inner), n1 * inner);
             continue;
