@@ -1,6 +1,7 @@
-"""sort / argsort / topk / median / kthvalue along lines of 64+ elements of every dtype whose
-keys fit 32 bits (the radix sort): values and indices equal to PyTorch 2.13's stable sort,
-ascending and descending, with ties, -0 / +0, infinities and NaN, contiguous and strided."""
+"""sort / argsort / topk / median / kthvalue along lines of every dtype whose keys fit 32 bits
+(the radix sort from 48 elements, (key, index) pairs sorted as 64-bit integers below):
+values and indices equal to PyTorch 2.13's stable sort, ascending and descending, with ties,
+-0 / +0, infinities and NaN, contiguous and strided."""
 import numpy as np
 import pytest
 import torch
@@ -54,7 +55,8 @@ def same(kv, tv, signed_zeros=True):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("descending", [False, True])
-@pytest.mark.parametrize("shape,dim", [((3, 64), -1), ((5, 1000), -1), ((700, 4), 0), ((2, 130, 3), 1)])
+@pytest.mark.parametrize("shape,dim", [((3, 64), -1), ((5, 1000), -1), ((700, 4), 0), ((2, 130, 3), 1),
+                                       ((9, 17), -1), ((4, 47), -1), ((3, 48), -1)])
 def test_sort_matches_torch_stable(dtype, descending, shape, dim):
     k, t = make(dtype, shape, seed=shape[0] * 7 + len(dtype))
     kv, ki = k.sort(dim, descending=descending)
@@ -86,6 +88,18 @@ def test_topk_large_k(dtype, k_, largest):
     sv, si = t.sort(dim=-1, descending=largest, stable=True)
     np.testing.assert_array_equal(ki.numpy(), si[:, :k_].numpy())
     same(kv, sv[:, :k_])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int8"])
+@pytest.mark.parametrize("k_", [6, 13, 41])
+def test_topk_short_lines(dtype, k_):
+    # Lines under 48 whose k is too large for topk's scan (k * 8 >= n): the integer sort.
+    k, t = make(dtype, (33, 41), seed=k_ + 5)
+    for largest in (True, False):
+        kv, ki = k.topk(k_, -1, largest=largest)
+        sv, si = t.sort(dim=-1, descending=largest, stable=True)
+        np.testing.assert_array_equal(ki.numpy(), si[:, :k_].numpy())
+        same(kv, sv[:, :k_])
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
