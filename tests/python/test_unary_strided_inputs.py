@@ -38,6 +38,8 @@ VIEWS = {
     "channels_last_slice": lambda x: x.reshape(4, 16, 64, 64).permute(0, 3, 1, 2)[:, :40],
     "narrow_columns": lambda x: x[:, 7:70],  # 63-element rows: below the row path's minimum
     "sliced_3d": lambda x: x.reshape(8, 64, 512)[:, ::3, 100:420],
+    # 65 rows in 8 pieces: pieces start and end inside a block of 13 rows (the odometer's carry)
+    "sliced_3d_uneven": lambda x: x.reshape(8, 64, 512)[:5, ::5, 100:420],
 }
 
 

@@ -52,24 +52,32 @@ bool run_on_dense_rows(const Tensor& in, const Tensor& out, int64_t parallel_fro
   int64_t rows = 1;
   for (int64_t d = 0; d + 1 < nd; ++d) rows *= out.size(d);
   if (rows == 0) return true;
+  // The outer dims' sizes and strides read once: Tensor::size / stride check their argument
+  // on every call, and per row they cost a sixth of abs of a [2048, 384] column slice.
+  std::vector<int64_t> sizes(size_t(nd - 1)), in_st(size_t(nd - 1)), out_st(size_t(nd - 1));
+  for (int64_t d = 0; d + 1 < nd; ++d) {
+    sizes[size_t(d)] = out.size(d);
+    in_st[size_t(d)] = in.stride(d);
+    out_st[size_t(d)] = out.stride(d);
+  }
   // Rows [begin, end): the outer coordinates by an odometer, both offsets kept alongside.
   auto run = [&](int64_t begin, int64_t end) {
     std::vector<int64_t> c(size_t(nd - 1), 0);
     int64_t in_off = 0, out_off = 0, r = begin;
     for (int64_t d = nd - 1; d-- > 0;) {
-      c[size_t(d)] = r % out.size(d);
-      r /= out.size(d);
-      in_off += c[size_t(d)] * in.stride(d);
-      out_off += c[size_t(d)] * out.stride(d);
+      c[size_t(d)] = r % sizes[size_t(d)];
+      r /= sizes[size_t(d)];
+      in_off += c[size_t(d)] * in_st[size_t(d)];
+      out_off += c[size_t(d)] * out_st[size_t(d)];
     }
     for (int64_t i = begin; i < end; ++i) {
       row(src + in_off, dst + out_off, n);
       for (int64_t d = nd - 1; d-- > 0;) {
-        in_off += in.stride(d);
-        out_off += out.stride(d);
-        if (++c[size_t(d)] < out.size(d)) break;
-        in_off -= in.stride(d) * out.size(d);
-        out_off -= out.stride(d) * out.size(d);
+        in_off += in_st[size_t(d)];
+        out_off += out_st[size_t(d)];
+        if (++c[size_t(d)] < sizes[size_t(d)]) break;
+        in_off -= in_st[size_t(d)] * sizes[size_t(d)];
+        out_off -= out_st[size_t(d)] * sizes[size_t(d)];
         c[size_t(d)] = 0;
       }
     }
