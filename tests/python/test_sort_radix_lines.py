@@ -55,8 +55,9 @@ def same(kv, tv, signed_zeros=True):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("descending", [False, True])
-@pytest.mark.parametrize("shape,dim", [((3, 64), -1), ((5, 1000), -1), ((700, 4), 0), ((2, 130, 3), 1),
-                                       ((9, 17), -1), ((4, 47), -1), ((3, 48), -1)])
+@pytest.mark.parametrize("shape,dim", [((3, 64), -1), ((5, 1000), -1), ((700, 4), 0),
+                                       ((2, 130, 3), 1), ((9, 17), -1), ((4, 47), -1),
+                                       ((3, 48), -1)])
 def test_sort_matches_torch_stable(dtype, descending, shape, dim):
     k, t = make(dtype, shape, seed=shape[0] * 7 + len(dtype))
     kv, ki = k.sort(dim, descending=descending)
