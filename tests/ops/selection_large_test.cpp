@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <string>
+#include <utility>
 
 #include "ops/test_util.h"
 
@@ -160,24 +162,28 @@ TEST(SelectionLarge, CumsumAndCumprodAlongEveryDim) {
 }
 
 // bfloat16 lines along the last dim, four at a time through float32 chunks (a line longer
-// than the 256-column chunk, a remainder line, threaded): each output is the float64 running
-// value rounded to float32 and then to bfloat16, exactly.
+// than the 256-column chunk, a remainder line, threaded) or, under 16 values, converted one
+// value at a time: each output is the float64 running value rounded to float32 and then to
+// bfloat16, exactly.
 TEST(SelectionLarge, CumsumAndCumprodOfBfloat16Lines) {
-  const int64_t rows = 61, L = 600, n = rows * L;
-  std::vector<double> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[size_t(i)] = double((i * 37) % 11) - 5.0;
-  Tensor x = tensor_from(v, {rows, L}).to(DType::BF16);
-  for (bool is_prod : {false, true}) {
-    SCOPED_TRACE(is_prod ? "cumprod" : "cumsum");
-    const double scale = is_prod ? 4.0 : 1.0;  // powers of two: x / 4 is exact in bfloat16
-    const std::vector<double> got =
-        (is_prod ? cumprod(x / scale, 1) : cumsum(x, 1)).to_vector<double>();
-    for (int64_t r = 0; r < rows; ++r) {
-      double running = is_prod ? 1.0 : 0.0;
-      for (int64_t j = 0; j < L; ++j) {
-        const double e = v[size_t(r * L + j)] / scale;
-        running = is_prod ? running * e : running + e;
-        ASSERT_EQ(got[size_t(r * L + j)], round_to(running, DType::BF16)) << r << ", " << j;
+  for (const auto& [rows, L] : {std::pair<int64_t, int64_t>{61, 600}, {61, 9}, {45, 16}}) {
+    SCOPED_TRACE("L = " + std::to_string(L));
+    const int64_t n = rows * L;
+    std::vector<double> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) v[size_t(i)] = double((i * 37) % 11) - 5.0;
+    Tensor x = tensor_from(v, {rows, L}).to(DType::BF16);
+    for (bool is_prod : {false, true}) {
+      SCOPED_TRACE(is_prod ? "cumprod" : "cumsum");
+      const double scale = is_prod ? 4.0 : 1.0;  // powers of two: x / 4 is exact in bfloat16
+      const std::vector<double> got =
+          (is_prod ? cumprod(x / scale, 1) : cumsum(x, 1)).to_vector<double>();
+      for (int64_t r = 0; r < rows; ++r) {
+        double running = is_prod ? 1.0 : 0.0;
+        for (int64_t j = 0; j < L; ++j) {
+          const double e = v[size_t(r * L + j)] / scale;
+          running = is_prod ? running * e : running + e;
+          ASSERT_EQ(got[size_t(r * L + j)], round_to(running, DType::BF16)) << r << ", " << j;
+        }
       }
     }
   }
