@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "index_loops.h"
+#include "row_loops.h"
 #include "scalar_math.h"
 
 namespace kiln::cpu {
@@ -72,7 +73,10 @@ int64_t indexed_offset(const IndexPlan& p, const Tensor& target, int64_t base,
   return base;
 }
 
-// inputs: self, index per dim (undefined: whole dim).
+// inputs: self, index per dim (undefined: whole dim). Per element: the index values read
+// through pointers, sizes and strides taken once (Tensor::size / stride check their argument
+// on every call), and the element moved as a word of its size rather than by a memcpy call:
+// x[i] of 2^20 random indices into 2^20 float32 took 34.6 ms that way (PyTorch 2.1 ms).
 void index_kernel(OpCall& call) {
   const Tensor& x = call.inputs[0];
   const Tensor& out = call.outs[0];
@@ -82,11 +86,38 @@ void index_kernel(OpCall& call) {
                        " != output shape ", shape_str(out.shape()));
   std::vector<Strides> strides{out.strides(), p.rest};
   strides.insert(strides.end(), p.idx.begin(), p.idx.end());
+  struct Source {
+    const char* data;
+    DType dtype;
+    int64_t dim, size, stride;
+  };
+  std::vector<Source> sources;
+  for (size_t m = 0; m < p.ts.size(); ++m) {
+    const int64_t d = p.dims[m];
+    sources.push_back({bytes_of(*p.ts[m]), p.ts[m]->dtype(), d, x.size(d), x.stride(d)});
+  }
+  auto offset_of = [&sources](int64_t base, const int64_t* offs) {
+    for (size_t m = 0; m < sources.size(); ++m) {
+      const Source& q = sources[m];
+      const int64_t v = read_index(q.data, q.dtype, offs[m]);
+      if (v < -q.size || v >= q.size) index_out_of_bounds("index", v, q.dim, q.size);
+      base += (v < 0 ? v + q.size : v) * q.stride;
+    }
+    return base;
+  };
   char* o = bytes_of(out);
   const char* s = bytes_of(x);
-  size_t es = x.element_size();
+  const size_t es = x.element_size();
+  if (with_word_of_size(es, [&]<typename W>() {
+        W* ow = reinterpret_cast<W*>(o);
+        const W* sw = reinterpret_cast<const W*>(s);
+        for_each_offset(p.shape, strides, [&](const int64_t* off, const int64_t*) {
+          ow[off[0]] = sw[offset_of(off[1], off + 2)];
+        });
+      }))
+    return;
   for_each_offset(p.shape, strides, [&](const int64_t* off, const int64_t*) {
-    copy_elem(o, off[0], s, indexed_offset(p, x, off[1], off + 2), es);
+    copy_elem(o, off[0], s, offset_of(off[1], off + 2), es);
   });
 }
 
