@@ -49,6 +49,8 @@ struct ConvPlan {
   // The nhwc result is moved to the NCHW output by kiln's tiled copy (copy_permuted) rather
   // than oneDNN's reorder: [16, 64, 112, 112] 7.2 -> 3.4 ms in float32 (decision 0028).
   bool dst_by_copy = false;
+  // The NCHW source moved to nhwc by kiln's tiled copy too (bfloat16 below AMX, decision 0149).
+  bool src_by_copy = false;
   dnnl::reorder src_in, dst_out;
 };
 
@@ -203,8 +205,13 @@ std::shared_ptr<ConvPlan> make_plan(const OpCall& call, bool rewrite, bool winog
   int64_t out_pixels = 1;
   for (int64_t i = 2; i < nd; ++i) out_pixels *= y.size(i);
   const bool plain_layer = !transposed && groups == 1;
+  // bfloat16 NCHW layers without AMX: every one through nhwc, both moves by kiln's tiled copy
+  // (decision 0149: oneDNN's nhwc kernels beat its im2col + GEMM path and its blocked layout
+  // by more than the two copies cost; ResNet-50 bfloat16 NCHW on Zen 4, batch 1, 39.6 -> 34.6
+  // ms, batch 16 471 -> 447 ms, medians of interleaved runs). Not measured with AMX.
+  const bool bf16_via_nhwc = dt == memory::data_type::bf16 && isa_level() < IsaLevel::Amx;
   const bool via_nhwc = rewrite && !winograd && !nhwc && nd == 4 && plain_layer &&
-                        (one_by_one ? out_pixels <= 64 : w.size(1) <= 4);
+                        (bf16_via_nhwc || (one_by_one ? out_pixels <= 64 : w.size(1) <= 4));
   // Channels-last activations are used as they are: oneDNN's direct kernels run on nhwc; its
   // Winograd kernels take only their blocked layout.
   const bool plain_act = !winograd && (nhwc || (plain_layer && one_by_one));
@@ -287,6 +294,8 @@ std::shared_ptr<ConvPlan> make_plan(const OpCall& call, bool rewrite, bool winog
   plan->reorder_src = plan->pd.src_desc() != plan->src_plain;
   plan->reorder_dst = plan->pd.dst_desc() != plan->dst_plain;
   plan->dst_by_copy = via_nhwc && plan->reorder_dst && plan->pd.dst_desc() == dst_any;
+  plan->src_by_copy = bf16_via_nhwc && via_nhwc && !gather && plan->reorder_src &&
+                      plan->pd.src_desc() == src_any;
   if (plan->reorder_src)
     plan->src_in = dnnl::reorder(
         dnnl::reorder::primitive_desc(eng, plan->src_plain, eng, plan->pd.src_desc()));
@@ -329,7 +338,17 @@ bool onednn_convolution(OpCall& call) {
     });
     dnnl::stream& s = onednn_stream();
     memory src(plan->src_plain, onednn_engine(), const_cast<void*>(x.raw_data()));
-    if (plan->reorder_src) {
+    Tensor nhwc_in;  // src_by_copy: the source in nhwc, a kiln tensor for copy_permuted
+    if (plan->src_by_copy) {
+      nhwc_in = empty_strided_tensor(x.shape(), channels_last_strides(x.shape()), dt, x.device());
+      if (copy_permuted(x, nhwc_in)) {
+        src = memory(plan->pd.src_desc(), onednn_engine(), nhwc_in.raw_data());
+      } else {
+        memory moved(plan->pd.src_desc(), onednn_engine(), nhwc_in.raw_data());
+        plan->src_in.execute(s, src, moved);
+        src = moved;
+      }
+    } else if (plan->reorder_src) {
       memory blocked = onednn_thread_memory(plan->pd.src_desc(), OnednnBuffer::Source);
       plan->src_in.execute(s, src, blocked);
       src = blocked;
