@@ -683,18 +683,18 @@ void arg_kernel(OpCall& call) {
   });
 }
 
-// kLines bfloat16 lines of length L (at x and y, L apart) scanned side by side as in
-// scan_kernel, a chunk of columns at a time: the chunk widened to float32 with the ISA's
-// vector loop, each running value still a double chain rounded to float32 and then to
-// bfloat16 (the same two roundings as convert_value), and narrowed back with the vector
-// loop. The element-wise bfloat16 conversions in the chain loop made cumsum(-1) of
-// [2048, 512] bfloat16 3.2x the float32 time (952 against 295 us; PyTorch 598).
 // Lines shorter than this keep the element loop: eight calls of the vector conversions per
 // four lines cost more than the conversions themselves. cumsum(-1) of bfloat16, two threads
 // (Zen 4, a loaded host): [4096, 8] 39 us with the vector conversions, 27-36 without
 // (PyTorch 37); [2048, 16] 17 against 25-35.
 constexpr int64_t kVectorScanMinLine = 16;
 
+// kLines bfloat16 lines of length L (at x and y, L apart) scanned side by side as in
+// scan_kernel, a chunk of columns at a time: the chunk widened to float32 with the ISA's
+// vector loop, each running value still a double chain rounded to float32 and then to
+// bfloat16 (the same two roundings as convert_value), and narrowed back with the vector
+// loop. The element-wise bfloat16 conversions in the chain loop made cumsum(-1) of
+// [2048, 512] bfloat16 3.2x the float32 time (952 against 295 us; PyTorch 598).
 template <bool kProd, int64_t kLines>
 void scan_bf16_lines(const VecMathF32& vm, const uint16_t* x, uint16_t* y, int64_t L) {
   constexpr int64_t kChunk = 256;
