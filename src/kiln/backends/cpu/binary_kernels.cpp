@@ -80,7 +80,7 @@ bool periodic_rows_f32(const StridedLoop<3>& loop, VecBinaryF32 fn) {
 // baseline level (no vector functions) or when an input partly overlaps the output.
 template <typename ScalarOp>
 bool f32_binary_vectorised(const Tensor& out, const Tensor& a, const Tensor& b,
-                           VecBinaryF32 fn, ScalarOp op) {
+                           VecBinaryF32 fn, VecBinaryF32 streamed_fn, ScalarOp op) {
   if (!fn) return false;
   for (const Tensor* in : {&a, &b}) {
     // Equal layouts (in-place ops) are fine; any other overlap would depend on the order.
@@ -105,6 +105,10 @@ bool f32_binary_vectorised(const Tensor& out, const Tensor& a, const Tensor& b,
     const float* y = reinterpret_cast<const float*>(p[2]);
     const int64_t xs = s[1] / kEs, ys = s[2] / kEs;
     if (!stream) return fn(x, xs, y, ys, o, n);
+    if (streamed_fn) {
+      streamed_fn(x, xs, y, ys, o, n);
+      return detail::stream_fence();
+    }
     detail::run_streamed(o, n, [&](float* d, int64_t j, int64_t len) {
       if (xs) detail::prefetch_ahead(x + j, len * kEs);
       if (ys) detail::prefetch_ahead(y + j, len * kEs);
@@ -237,7 +241,16 @@ void binary_kernel(OpCall& call) {
         if constexpr (std::is_same_v<T, Half>) {
           if (float16_binary_blocks(out, a, b, fn, fn16, f)) return;  // decision 0066
         } else {
-          if (f32_binary_vectorised(out, a, b, fn, f)) return;
+          // The same operation writing with non-temporal stores (add / sub / mul / div).
+          VecBinaryF32 streamed = nullptr;
+          if (fn && vm.streamed) {
+            const VecMathF32& st = *vm.streamed;
+            if (fn == vm.add_f32) streamed = st.add_f32;
+            if (fn == vm.sub_f32) streamed = st.sub_f32;
+            if (fn == vm.mul_f32) streamed = st.mul_f32;
+            if (fn == vm.div_f32) streamed = st.div_f32;
+          }
+          if (f32_binary_vectorised(out, a, b, fn, streamed, f)) return;
         }
       }
       elementwise_kernel<T, T, T>(out, {&a, &b}, [&f](T x, T y) { return T(f(C(x), C(y))); });

@@ -168,7 +168,8 @@ void gelu_kernel(OpCall& call) {
 }
 
 template <typename Fn, typename Bf16Fn>
-bool run_vectorised_fn(OpCall& call, Fn fn, Bf16Fn bf16_fn);  // below
+bool run_vectorised_fn(OpCall& call, Fn fn, Bf16Fn bf16_fn,
+                       VecUnaryF32 streamed = nullptr);  // below
 
 // softplus(beta, threshold): log1p(exp(beta x)) / beta, linear above threshold.
 void softplus_kernel(OpCall& call) {
@@ -407,8 +408,10 @@ bool run_rows_vectorised(const Tensor& in, const Tensor& out, Fn fn, Bf16Fn bf16
 // next is read; reading a whole piece first, then storing it, alternates bursts of loads and
 // of non-temporal stores (streaming_store.h): relu on [16, 256, 56, 56] channels-last
 // bfloat16 took 1.80 ms that way against 1.46 ms (two threads, both timed alternately).
+// streamed (float32, where given): fn's form with non-temporal stores of its own
+// (VecMathF32::streamed), called on each piece directly, without the block buffer.
 template <typename E, typename Fn>
-void run_dense_unary(const E* src, E* dst, int64_t n, Fn fn) {
+void run_dense_unary(const E* src, E* dst, int64_t n, Fn fn, VecUnaryF32 streamed = nullptr) {
   static_assert(detail::kParallelElements == kUnaryParallelFrom);  // parallel_pieces' bound
   const bool stream = static_cast<const void*>(src) != static_cast<void*>(dst) &&
                       n * int64_t(sizeof(E)) >= detail::kStreamingStoreBytes;
@@ -416,6 +419,13 @@ void run_dense_unary(const E* src, E* dst, int64_t n, Fn fn) {
     if (!stream) {
       fn(src + begin, dst + begin, end - begin);
       return;
+    }
+    if constexpr (std::is_same_v<E, float>) {
+      if (streamed) {
+        streamed(src + begin, dst + begin, end - begin);
+        detail::stream_fence();
+        return;
+      }
     }
     detail::run_streamed(dst + begin, end - begin, [&](E* d, int64_t j, int64_t m) {
       detail::prefetch_ahead(src + begin + j, m * int64_t(sizeof(E)));
@@ -429,7 +439,7 @@ void run_dense_unary(const E* src, E* dst, int64_t n, Fn fn) {
 // widened blocks, float16_blocks.h), bf16_fn(in, out, n) over bfloat16 ones (the same
 // function converting in registers, vec_math.h); long arrays are split over the threads.
 template <typename Fn, typename Bf16Fn>
-bool run_vectorised_fn(OpCall& call, Fn fn, Bf16Fn bf16_fn) {
+bool run_vectorised_fn(OpCall& call, Fn fn, Bf16Fn bf16_fn, VecUnaryF32 streamed) {
   const Tensor& out = call.outs[0];
   const VecMathF32& vm = vec_math_f32();
   if (!vm.widen_bf16 || call.inputs[0].dtype() != out.dtype()) return false;
@@ -458,7 +468,7 @@ bool run_vectorised_fn(OpCall& call, Fn fn, Bf16Fn bf16_fn) {
   const float* src = static_cast<const float*>(in.raw_data());
   float* dst = static_cast<float*>(out.raw_data());
   if (src != dst && src < dst + out.numel() && dst < src + in.numel()) return false;
-  run_dense_unary(src, dst, in.numel(), fn);
+  run_dense_unary(src, dst, in.numel(), fn, streamed);
   return true;
 }
 
@@ -471,7 +481,7 @@ bool run_vectorised(OpCall& call, VecUnaryF32 VecMathF32::*which,
   const VecMathF32& vm = vec_math_f32();
   const VecUnaryF32 fn = vm.*which;
   const VecUnaryBf16 fb = vm.bf16.*which_bf16;
-  return fn && fb && run_vectorised_fn(call, fn, fb);
+  return fn && fb && run_vectorised_fn(call, fn, fb, vm.streamed ? vm.streamed->*which : nullptr);
 }
 
 template <VecUnaryF32 VecMathF32::*Which, VecUnaryBf16 VecUnaryBf16Table::*WhichBf16,

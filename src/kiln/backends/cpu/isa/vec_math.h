@@ -235,6 +235,12 @@ struct VecMathF32 {
                max_f32 = nullptr, min_f32 = nullptr;
   VecNormAffineF32 norm_affine = nullptr;
   VecNormAffineBf16 norm_affine_bf16 = nullptr;
+  // The float32 unary functions and add / sub / mul / div writing their whole vectors with
+  // non-temporal stores (the other entries null), for outputs far beyond the cache
+  // (kiln/tensor/streaming_store.h); the caller fences (detail::stream_fence) after its last
+  // call. Null at the baseline level and where such outputs take the buffered path
+  // (detail::run_streamed) instead: on Intel, or as KILN_STREAMED_STORES says (decision 0150).
+  const VecMathF32* streamed = nullptr;
 };
 
 const VecMathF32& vec_math_avx2();
