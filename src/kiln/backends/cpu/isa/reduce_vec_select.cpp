@@ -13,4 +13,9 @@ const VecReduce& reduce_vec() {
   return table;
 }
 
+bool prefetch_extremum_blocks() {
+  static const bool intel = cpu_features().vendor == "GenuineIntel";
+  return intel;
+}
+
 }  // namespace kiln::cpu
