@@ -2,6 +2,7 @@
 // Loops shared by the indexing, shape and sorting kernels: an odometer over a shape that
 // keeps one element offset per operand, reading index values, and moving single elements
 // by bytes (so kernels that only move data need no dtype dispatch).
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -40,6 +41,39 @@ void for_each_offset(const Shape& shape, const std::vector<Strides>& strides, F&
   for (int64_t i = 0; i < n; ++i) {
     f(static_cast<const int64_t*>(offs.data()), static_cast<const int64_t*>(coord.data()));
     for (size_t d = nd; d-- > 0;) {
+      if (++coord[d] < shape[d]) {
+        for (size_t k = 0; k < K; ++k) offs[k] += strides[k][d];
+        break;
+      }
+      for (size_t k = 0; k < K; ++k) offs[k] -= strides[k][d] * (shape[d] - 1);
+      coord[d] = 0;
+    }
+  }
+}
+
+// Calls f(offs, len) for the runs along the last dim of shape that cover the row-major
+// elements [begin, end): offs[k] is the offset of the run's first element for strides[k],
+// and the run goes on in steps of strides[k].back() (a 0-d shape is one run of one element).
+template <typename F>
+void for_each_run_in_range(const Shape& shape, const std::vector<Strides>& strides,
+                           int64_t begin, int64_t end, F&& f) {
+  if (begin >= end) return;  // (also every range of an empty shape)
+  const size_t nd = shape.size(), K = strides.size();
+  std::vector<int64_t> coord(nd, 0), offs(K, 0);
+  if (nd == 0) return f(static_cast<const int64_t*>(offs.data()), int64_t(1));
+  for (int64_t rem = begin, d = int64_t(nd) - 1; d >= 0; --d) {  // begin's coordinates
+    coord[size_t(d)] = rem % shape[size_t(d)];
+    rem /= shape[size_t(d)];
+    for (size_t k = 0; k < K; ++k) offs[k] += coord[size_t(d)] * strides[k][size_t(d)];
+  }
+  const int64_t inner = shape.back();
+  for (int64_t pos = begin; pos < end;) {
+    const int64_t len = std::min(inner - coord.back(), end - pos);
+    f(static_cast<const int64_t*>(offs.data()), len);
+    pos += len;
+    for (size_t k = 0; k < K; ++k) offs[k] -= coord.back() * strides[k].back();
+    coord.back() = 0;
+    for (size_t d = nd - 1; d-- > 0;) {  // carry into the outer dims
       if (++coord[d] < shape[d]) {
         for (size_t k = 0; k < K; ++k) offs[k] += strides[k][d];
         break;
