@@ -231,9 +231,13 @@ void reduce_runs(const ReduceGeometry& g, const T* src, T* dst, FastReduceKind k
   std::vector<double> partial(static_cast<size_t>(units));
   // Unit u is chunk u % chunks of run (u / chunks) % runs_per_output of output
   // u / (chunks * runs_per_output): an output's units are consecutive, in memory order.
+  // (Divisions only where there is more than one chunk or output: with three 64-bit
+  // divisions per unit, sum() over the 2048 rows of a [2048, 384] column slice took 1.3x
+  // PyTorch's time, 1.07-1.11x without, measured beside a CI run.)
   auto unit_run = [&](int64_t u, const T*& x, int64_t& len) {
-    const int64_t c = u % chunks, r = u / chunks % runs_per_output;
-    const int64_t o = u / (chunks * runs_per_output);
+    int64_t c = 0, r = u, o = 0;
+    if (chunks > 1) c = u % chunks, r = u / chunks;
+    if (outputs > 1) o = r / runs_per_output, r %= runs_per_output;
     const int64_t begin = c * chunk_len;
     len = std::min(n, begin + chunk_len) - begin;
     x = src + offsets.in(o) + runs.offsets[size_t(r)] + begin;
