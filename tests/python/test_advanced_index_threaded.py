@@ -110,3 +110,12 @@ def test_index_put_accumulate_adds_in_order(dtype):
     x = k(base)
     x.index_put_((k(i),), k(v), accumulate=True)
     np.testing.assert_array_equal(x.numpy(), want)
+
+
+@pytest.mark.parametrize("bad_dim", [0, 1])
+def test_two_index_tensors_out_of_range(bad_dim):
+    x = k(values_of(np.float32, (300, 200)))
+    r, c = indices(300, (50000,)), indices(200, (50000,))
+    (r, c)[bad_dim][40000] = (300, -201)[bad_dim]
+    with pytest.raises(IndexError, match=str((300, -201)[bad_dim])):
+        x[k(r), k(c)]

@@ -87,6 +87,11 @@ class IndexedOffsets {
       return one_index<kRaise>(q, reinterpret_cast<const int32_t*>(q.data) + offs[0], steps[0],
                                base, base_step, len, visit);
     }
+    if (sources_.size() == 2 && sources_[0].dtype == DType::I64 &&
+        sources_[1].dtype == DType::I64)  // x[rows, cols]: the pair read in one loop
+      return two_indices<kRaise>(reinterpret_cast<const int64_t*>(sources_[0].data) + offs[0],
+                                 reinterpret_cast<const int64_t*>(sources_[1].data) + offs[1],
+                                 steps, base, base_step, len, visit);
     for (int64_t j = 0; j < len; ++j) {
       int64_t at = base + j * base_step;
       for (size_t m = 0; m < sources_.size(); ++m) {
@@ -119,6 +124,19 @@ class IndexedOffsets {
       const int64_t v = int64_t(index[j * step]);
       if (!in_range(q, v)) return fail<kRaise>(q, v);
       visit(j, base + j * base_step + (v < 0 ? v + q.size : v) * q.stride);
+    }
+    return true;
+  }
+  template <bool kRaise, typename Visit>
+  bool two_indices(const int64_t* first, const int64_t* second, const int64_t* steps,
+                   int64_t base, int64_t base_step, int64_t len, Visit& visit) const {
+    const Source &p = sources_[0], &q = sources_[1];
+    for (int64_t j = 0; j < len; ++j) {
+      const int64_t u = first[j * steps[0]], v = second[j * steps[1]];
+      if (!in_range(p, u)) return fail<kRaise>(p, u);
+      if (!in_range(q, v)) return fail<kRaise>(q, v);
+      visit(j, base + j * base_step + (u < 0 ? u + p.size : u) * p.stride +
+                   (v < 0 ? v + q.size : v) * q.stride);
     }
     return true;
   }
