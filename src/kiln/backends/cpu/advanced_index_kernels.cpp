@@ -169,6 +169,19 @@ void indexed_loop(const Shape& shape, const std::vector<Strides>& strides, Run&&
   if (bad.load()) serial();
 }
 
+// loop(move) with move(to, from) copying element `from` of src to element `to` of dst (es
+// bytes each): as a word of that size where there is one, else bytes.
+template <typename Loop>
+void with_element_moves(char* dst, const char* src, size_t es, Loop&& loop) {
+  if (with_word_of_size(es, [&]<typename W>() {
+        W* d = reinterpret_cast<W*>(dst);
+        const W* s = reinterpret_cast<const W*>(src);
+        loop([&](int64_t to, int64_t from) { d[to] = s[from]; });
+      }))
+    return;
+  loop([&](int64_t to, int64_t from) { copy_elem(dst, to, src, from, es); });
+}
+
 // The strides along the last dim of each operand of a plan's loop (0-d: none needed).
 std::vector<int64_t> last_steps(const std::vector<Strides>& strides) {
   std::vector<int64_t> steps;
@@ -192,23 +205,13 @@ void index_kernel(OpCall& call) {
   strides.insert(strides.end(), p.idx.begin(), p.idx.end());
   const std::vector<int64_t> steps = last_steps(strides);
   const IndexedOffsets offset_of(p, x);
-  char* o = bytes_of(out);
-  const char* s = bytes_of(x);
-  const size_t es = x.element_size();
-  auto gather = [&](auto move) {
+  with_element_moves(bytes_of(out), bytes_of(x), x.element_size(), [&](auto move) {
     indexed_loop(p.shape, strides, [&]<bool kRaise>(const int64_t* offs, int64_t len) {
       const int64_t o0 = offs[0], os = steps[0];
       return offset_of.for_run<kRaise>(offs[1], steps[1], offs + 2, steps.data() + 2, len,
                                        [&](int64_t j, int64_t at) { move(o0 + j * os, at); });
     });
-  };
-  if (with_word_of_size(es, [&]<typename W>() {
-        W* ow = reinterpret_cast<W*>(o);
-        const W* sw = reinterpret_cast<const W*>(s);
-        gather([&](int64_t to, int64_t from) { ow[to] = sw[from]; });
-      }))
-    return;
-  gather([&](int64_t to, int64_t from) { copy_elem(o, to, s, from, es); });
+  });
 }
 
 template <typename T>
@@ -252,16 +255,7 @@ void index_put_kernel(OpCall& call) {
                           });
   };
   if (!accumulate) {
-    char* o = bytes_of(out);
-    const char* v = bytes_of(values);
-    size_t es = out.element_size();
-    if (with_word_of_size(es, [&]<typename W>() {
-          W* ow = reinterpret_cast<W*>(o);
-          const W* vw = reinterpret_cast<const W*>(v);
-          scatter([&](int64_t at, int64_t from) { ow[at] = vw[from]; });
-        }))
-      return;
-    scatter([&](int64_t at, int64_t from) { copy_elem(o, at, v, from, es); });
+    with_element_moves(bytes_of(out), bytes_of(values), out.element_size(), scatter);
     return;
   }
   if (is_complex(out.dtype())) {
