@@ -302,6 +302,38 @@ TEST_P(Softmax, ExponentsBelowTheNormalRange) {
   }
 }
 
+// Finite rows whose smallest value lies just within, at and beyond 87.3 below their largest
+// (the vector rows skip exp's clamp and zeroing only within it, decision 0151), float32 and
+// bfloat16, rows short enough for the tail alone and long ones: against float64 math, results
+// below float32's normal range within its smallest normal.
+TEST_P(Softmax, RowsSpanningExpsRange) {
+  const std::vector<double> spans = {87.0, 87.29, 87.31, 88.0, 100.0, 150.0, 1e4};
+  for (int64_t len : {int64_t(7), int64_t(40), int64_t(1024)}) {
+    const int64_t rows = int64_t(spans.size());
+    std::vector<double> v = random_values(size_t(rows * len), -3, 3, uint32_t(len));
+    for (int64_t r = 0; r < rows; ++r) {
+      v[size_t(r * len + (r * 5) % len)] = 3.5;  // the largest
+      v[size_t(r * len + (r * 11 + 3) % len)] = 3.5 - spans[size_t(r)];
+    }
+    for (DType dt : {DType::F32, DType::BF16}) {
+      const std::vector<double> vr = rounded(v, dt);
+      Tensor x = make(vr, {rows, len}, dt, device());
+      for (bool log : {false, true}) {
+        const std::vector<double> got = values((log ? log_softmax(x, -1) : softmax(x, -1))
+                                                   .to(DType::F32));
+        const std::vector<double> want = ref_softmax(vr, {rows, len}, -1, log);
+        const double rel = dt == DType::F32 ? 1e-6 : 8e-3;
+        for (size_t i = 0; i < got.size(); ++i) {
+          const double tol = log ? rel * std::max(1.0, std::abs(want[i]))
+                                 : rel * want[i] + 1.2e-38;
+          ASSERT_NEAR(got[i], want[i], tol) << (log ? "log_softmax " : "softmax ") << len
+                                            << " row " << i / size_t(len) << " of " << vr[i];
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 KILN_INSTANTIATE_ON_EACH_DEVICE(Softmax);

@@ -109,6 +109,16 @@ inline __m512 load_f16_avx512(const uint16_t* p) {
 // table[idx] for a 32-entry table (two registers) and indices in [0, 32).
 #define VLOOKUP32(idx, table) \
   _mm512_permutex2var_ps(_mm512_load_ps(table), (idx), _mm512_load_ps((table) + 16))
+// table[j] for a 16-entry table (one register), j the low 4 bits of t's bit pattern.
+#define VLOOKUP16_BITS(t, table) \
+  _mm512_permutexvar_ps(_mm512_castps_si512(t), _mm512_load_ps(table))
+// 2^n from bits 4 to 12 of t's pattern (n + 127 there), put in the exponent field.
+#define VPOW2_OF_BITS_DIV16(t) \
+  _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_srli_epi32(_mm512_castps_si512(t), 4), 23))
+// Whether any lane of x is below lo, above hi or NaN.
+#define VANY_OUTSIDE(x, lo, hi)                                                              \
+  (_mm512_mask_cmp_ps_mask(_mm512_cmp_ps_mask((x), _mm512_set1_ps(lo), _CMP_GE_OQ), (x), \
+                           _mm512_set1_ps(hi), _CMP_LE_OQ) != 0xFFFF)
 #define VZERO_UNLESS_LT(a, b, v) _mm512_maskz_mov_ps(_mm512_cmp_ps_mask((a), (b), _CMP_LT_OQ), (v))
 // x = m 2^e with m in [1, 2), subnormals included (log's argument split; the sign and the
 // special values are the caller's to fix up).
