@@ -16,6 +16,7 @@
 #include "kiln/core/convert.h"
 #include "kiln/core/half.h"
 #include "kiln/dispatch/registry.h"
+#include "kiln/backends/cpu/parallel_region.h"
 
 namespace kiln::cpu {
 namespace {
@@ -32,8 +33,10 @@ struct Layout {
 // Calls f(c) for every channel, in parallel when the input is large.
 template <typename F>
 void for_channels(const Layout& l, F&& f) {
-#pragma omp parallel for schedule(static) if (l.C > 1 && l.N * l.C * l.P >= (int64_t(1) << 15))
-  for (int64_t c = 0; c < l.C; ++c) f(c);
+  parallel_region(l.C > 1 && l.N * l.C * l.P >= (int64_t(1) << 15), [&] {
+#pragma omp for schedule(static)
+    for (int64_t c = 0; c < l.C; ++c) f(c);
+  });
 }
 
 // float32 view of values [i, i + m) of a float32 or bfloat16 run (buf: kBlock floats).

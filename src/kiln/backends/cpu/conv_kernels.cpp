@@ -20,6 +20,7 @@
 #include "kiln/dispatch/registry.h"
 #include "kiln/ops/conv.h"
 #include "onednn_conv.h"
+#include "kiln/backends/cpu/parallel_region.h"
 
 namespace kiln::cpu {
 namespace {
@@ -182,8 +183,10 @@ bool few_outputs_product(const float* x, int64_t N, int64_t c_in, int64_t I,
   if (ld == 1 && vm.dot4 && vm.dot) {
     const float* a = rows_first.data();
     const int64_t quads = c_out / 4;
-#pragma omp parallel for schedule(static) if (c_out * CK >= (int64_t(1) << 16))
-    for (int64_t q = 0; q < quads; ++q) vm.dot4(a, w + 4 * q * CK, CK, CK, sums.data() + 4 * q);
+    parallel_region(c_out * CK >= (int64_t(1) << 16), [&] {
+#pragma omp for schedule(static)
+      for (int64_t q = 0; q < quads; ++q) vm.dot4(a, w + 4 * q * CK, CK, CK, sums.data() + 4 * q);
+    });
     for (int64_t j = 4 * quads; j < c_out; ++j) sums[size_t(j)] = vm.dot(a, w + j * CK, CK);
   } else if (!few_rows_times_weight_f32(std::max<int64_t>(ld, 2), c_out, CK, rows_first.data(),
                                         CK, w, CK, sums.data(), c_out)) {
@@ -434,8 +437,10 @@ void convolution_dispatch(OpCall& call) {
 template <typename T, typename F>
 void map_in_place(T* p, int64_t n, F f) {
   using C = opmath_t<T>;
-#pragma omp parallel for schedule(static) if (n >= (int64_t(1) << 16))
-  for (int64_t i = 0; i < n; ++i) p[i] = convert_value<T>(f(C(p[i])));
+  parallel_region(n >= (int64_t(1) << 16), [&] {
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < n; ++i) p[i] = convert_value<T>(f(C(p[i])));
+  });
 }
 
 // out = activation(out) in place (a dense tensor: contiguous or channels-last), in the

@@ -7,6 +7,7 @@
 
 #include "isa/gemm_bf16.h"
 #include "isa/vec_math.h"
+#include "kiln/backends/cpu/parallel_region.h"
 
 namespace kiln::cpu {
 namespace {
@@ -22,14 +23,16 @@ bool run(Tile tile, int64_t max_rows, int pass_max, int64_t M, int64_t N, int64_
   const int pass_rows = M <= pass_max ? int(M) : 6;
   const int group_cols = dot_tile_cols(pass_rows);
   const int64_t groups = (N + group_cols - 1) / group_cols;
-#pragma omp parallel for schedule(static) if (N * K >= (int64_t(1) << 16))
-  for (int64_t q = 0; q < groups; ++q) {
-    const int64_t j0 = q * group_cols;
-    const int cols = int(std::min<int64_t>(group_cols, N - j0));
-    for (int64_t i0 = 0; i0 < M; i0 += pass_rows)
-      tile(A + i0 * a_rs, a_rs, int(std::min<int64_t>(pass_rows, M - i0)), W + j0 * w_rs,
-           w_rs, cols, K, out + i0 * out_rs + j0, out_rs);
-  }
+  parallel_region(N * K >= (int64_t(1) << 16), [&] {
+#pragma omp for schedule(static)
+    for (int64_t q = 0; q < groups; ++q) {
+      const int64_t j0 = q * group_cols;
+      const int cols = int(std::min<int64_t>(group_cols, N - j0));
+      for (int64_t i0 = 0; i0 < M; i0 += pass_rows)
+        tile(A + i0 * a_rs, a_rs, int(std::min<int64_t>(pass_rows, M - i0)), W + j0 * w_rs,
+             w_rs, cols, K, out + i0 * out_rs + j0, out_rs);
+    }
+  });
   return true;
 }
 
@@ -63,12 +66,11 @@ bool one_row_times_weight_bf16(int64_t N, int64_t K, const uint16_t* a, const ui
   const bool parallel = N * K >= (int64_t(1) << 16);
   if (const DotRowsBf16Fn rows = dot_rows_bf16_kernel()) {
     // AVX-512 BF16: each thread streams its run of weight rows, one ahead of use.
-#pragma omp parallel if (parallel)
-    {
+    parallel_region(parallel, [&] {
       const int64_t t = omp_get_thread_num(), threads = omp_get_num_threads();
       const int64_t j0 = N * t / threads, j1 = N * (t + 1) / threads;
       rows(a, W + j0 * w_rs, w_rs, j1 - j0, K, out + j0);
-    }
+    });
     return true;
   }
   const Dot4F32Bf16Fn dot4 = dot4_f32_bf16_kernel();
@@ -79,13 +81,17 @@ bool one_row_times_weight_bf16(int64_t N, int64_t K, const uint16_t* a, const ui
   vec_math_f32().widen_bf16(a, row.data(), K);
   const float* aw = row.data();
   if (K < kFourRowsMinDepth) {
-#pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t j = 0; j < N; ++j) out[j] = dot(aw, W + j * w_rs, K);
+    parallel_region(parallel, [&] {
+#pragma omp for schedule(static)
+      for (int64_t j = 0; j < N; ++j) out[j] = dot(aw, W + j * w_rs, K);
+    });
     return true;
   }
   const int64_t groups = N / 4;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t q = 0; q < groups; ++q) dot4(aw, W + 4 * q * w_rs, w_rs, K, out + 4 * q);
+  parallel_region(parallel, [&] {
+#pragma omp for schedule(static)
+    for (int64_t q = 0; q < groups; ++q) dot4(aw, W + 4 * q * w_rs, w_rs, K, out + 4 * q);
+  });
   for (int64_t j = 4 * groups; j < N; ++j) out[j] = dot(aw, W + j * w_rs, K);
   return true;
 }

@@ -12,6 +12,7 @@
 
 #include "isa/vec_math.h"
 #include "kiln/tensor/strided_loop.h"
+#include "kiln/backends/cpu/parallel_region.h"
 
 namespace kiln::cpu {
 
@@ -66,18 +67,20 @@ void float16_unary_blocks(const uint16_t* src, uint16_t* dst, int64_t n, const F
     f16_detail::unary_run(src, dst, n, fn);
     return;
   }
-#pragma omp parallel for schedule(static) if (chunks > 4)
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t begin = c * kChunk, len = std::min(kChunk, n - begin);
-    if (stream) {
-      detail::run_streamed(dst + begin, len, [&](uint16_t* d, int64_t j, int64_t m) {
-        detail::prefetch_ahead(src + begin + j, m * int64_t(sizeof(uint16_t)));
-        f16_detail::unary_run(src + begin + j, d, m, fn);
-      });
-    } else {
-      f16_detail::unary_run(src + begin, dst + begin, len, fn);
+  parallel_region(chunks > 4, [&] {
+#pragma omp for schedule(static)
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t begin = c * kChunk, len = std::min(kChunk, n - begin);
+      if (stream) {
+        detail::run_streamed(dst + begin, len, [&](uint16_t* d, int64_t j, int64_t m) {
+          detail::prefetch_ahead(src + begin + j, m * int64_t(sizeof(uint16_t)));
+          f16_detail::unary_run(src + begin + j, d, m, fn);
+        });
+      } else {
+        f16_detail::unary_run(src + begin, dst + begin, len, fn);
+      }
     }
-  }
+  });
 }
 
 // out = fn(a, b) for float16 out, a and b (broadcast to out's shape): runs where every

@@ -23,6 +23,7 @@
 #include "isa/vec_math.h"
 #include "onednn_linear.h"
 #include "own_packed_weights.h"
+#include "kiln/backends/cpu/parallel_region.h"
 
 namespace kiln::cpu {
 namespace {
@@ -122,8 +123,10 @@ bool float_sums(const Tensor& x, const Tensor& w, const float* bias, bool reused
     const VecDotF32 dot = vec_math_f32().dot;
     if (few_rows && few_rows_times_weight_f32(M, N, K, A, a_rs, W, w_rs, sums, N)) return false;
     if (M == 1 && a_cs == 1 && dot) {  // each output one dot product of two contiguous rows
-#pragma omp parallel for schedule(static) if (parallel)
-      for (int64_t j = 0; j < N; ++j) sums[j] = dot(A, W + j * w_rs, K);
+      parallel_region(parallel, [&] {
+#pragma omp for schedule(static)
+        for (int64_t j = 0; j < N; ++j) sums[j] = dot(A, W + j * w_rs, K);
+      });
       return false;
     }
     if (packed_weight_sums(x, w, bias, reused, sums)) return bias != nullptr;
@@ -197,30 +200,32 @@ void fused_linear_rows(const Tensor& x, const Tensor& w, const Tensor& bias,
   const VecNarrowBf16 narrow = vec_math_f32().narrow_bf16;
   const int64_t res_rs = residual.defined() ? residual.stride(0) : 0;
   const size_t res_elem = residual.defined() ? element_size(residual.dtype()) : 0;
-#pragma omp parallel for schedule(static) if (M * N >= (int64_t(1) << 15))
-  for (int64_t i = 0; i < M; ++i) {
-    float* r = sums + i * N;
-    if (bias.defined() && !bias_added) add_row(r, bias.raw_data(), bias.dtype(), N);
-    if (vec_act) {
-      vec_act(r, r, N);
-    } else if (act != LinearActivation::None) {
-      for (int64_t j = 0; j < N; ++j) r[j] = activation_scalar(act, r[j]);
-    }
-    if (residual.defined())
-      add_row(r, static_cast<const char*>(residual.raw_data()) + size_t(i * res_rs) * res_elem,
-              residual.dtype(), N);
-    if (!out_f32) {
-      uint16_t* o = static_cast<uint16_t*>(out.raw_data()) + i * N;
-      if (narrow) {
-        narrow(r, o, N);
-      } else {
-        for (int64_t j = 0; j < N; ++j) {
-          const BFloat16 b(r[j]);
-          std::memcpy(o + j, &b, sizeof b);
+  parallel_region(M * N >= (int64_t(1) << 15), [&] {
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < M; ++i) {
+      float* r = sums + i * N;
+      if (bias.defined() && !bias_added) add_row(r, bias.raw_data(), bias.dtype(), N);
+      if (vec_act) {
+        vec_act(r, r, N);
+      } else if (act != LinearActivation::None) {
+        for (int64_t j = 0; j < N; ++j) r[j] = activation_scalar(act, r[j]);
+      }
+      if (residual.defined())
+        add_row(r, static_cast<const char*>(residual.raw_data()) + size_t(i * res_rs) * res_elem,
+                residual.dtype(), N);
+      if (!out_f32) {
+        uint16_t* o = static_cast<uint16_t*>(out.raw_data()) + i * N;
+        if (narrow) {
+          narrow(r, o, N);
+        } else {
+          for (int64_t j = 0; j < N; ++j) {
+            const BFloat16 b(r[j]);
+            std::memcpy(o + j, &b, sizeof b);
+          }
         }
       }
     }
-  }
+  });
 }
 
 // inputs {x [M, K], weight [N, K], bias? [N], residual? [M, N]}, attrs {activation};

@@ -15,6 +15,7 @@
 #include "isa/vec_math.h"
 #include "kiln/dispatch/registry.h"
 #include "kiln/tensor/strided_loop.h"
+#include "kiln/backends/cpu/parallel_region.h"
 
 namespace kiln::cpu {
 
@@ -60,45 +61,49 @@ bool run_vectorised(const Tensor& g, const Tensor& x, const Tensor& out, bool ta
   E* op = static_cast<E*>(out.raw_data());
   const int64_t n = out.numel();
   constexpr int64_t kChunk = 2048;  // float buffers of 8 KiB: L1-resident
+  // (Spelt out, not kBf16 ? kChunk : 1 inside the lambda: GCC 12 crashes on that bound.)
+  constexpr int64_t kWideLen = std::is_same_v<E, uint16_t> ? 2048 : 1;
   const int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (chunks > 2)
-  for (int64_t c = 0; c < chunks; ++c) {
-    alignas(64) float arg[kChunk], f1[kChunk], f2[kChunk];
-    const int64_t b = c * kChunk, len = std::min(kChunk, n - b);
-    // The chunk's x, g and result in float32: the tensors' own memory for float32, buffers
-    // (widened / to be narrowed) for bfloat16.
-    alignas(64) float xw[kBf16 ? kChunk : 1], gw[kBf16 ? kChunk : 1], rw[kBf16 ? kChunk : 1];
-    const float* xs;
-    const float* gs;
-    float* rs;
-    if constexpr (kBf16) {
-      vm.widen_bf16(xp + b, xw, len);
-      vm.widen_bf16(gp + b, gw, len);
-      xs = xw, gs = gw, rs = rw;
-    } else {
-      xs = xp + b, gs = gp + b, rs = op + b;
-    }
-    if (tanh_form) {
-      for (int64_t i = 0; i < len; ++i)
-        arg[i] = float(kSqrt2OverPi) * (xs[i] + float(kTanhCubic) * xs[i] * xs[i] * xs[i]);
-      first(arg, f1, len);
-      for (int64_t i = 0; i < len; ++i) {
-        const float xv = xs[i], t = f1[i];
-        const float dinner = float(kSqrt2OverPi) * (1.0f + float(3 * kTanhCubic) * xv * xv);
-        rs[i] = gs[i] * (0.5f * (1.0f + t) + 0.5f * xv * (1.0f - t * t) * dinner);
+  parallel_region(chunks > 2, [&] {
+#pragma omp for schedule(static)
+    for (int64_t c = 0; c < chunks; ++c) {
+      alignas(64) float arg[kChunk], f1[kChunk], f2[kChunk];
+      const int64_t b = c * kChunk, len = std::min(kChunk, n - b);
+      // The chunk's x, g and result in float32: the tensors' own memory for float32, buffers
+      // (widened / to be narrowed) for bfloat16.
+      alignas(64) float xw[kWideLen], gw[kWideLen], rw[kWideLen];
+      const float* xs;
+      const float* gs;
+      float* rs;
+      if constexpr (kBf16) {
+        vm.widen_bf16(xp + b, xw, len);
+        vm.widen_bf16(gp + b, gw, len);
+        xs = xw, gs = gw, rs = rw;
+      } else {
+        xs = xp + b, gs = gp + b, rs = op + b;
       }
-    } else {
-      for (int64_t i = 0; i < len; ++i) arg[i] = xs[i] * float(kInvSqrt2);
-      first(arg, f1, len);
-      for (int64_t i = 0; i < len; ++i) arg[i] = -0.5f * xs[i] * xs[i];
-      vm.exp(arg, f2, len);
-      for (int64_t i = 0; i < len; ++i) {
-        const float cdf = 0.5f * (1.0f + f1[i]), pdf = f2[i] * float(kInvSqrt2Pi);
-        rs[i] = gs[i] * (cdf + xs[i] * pdf);
+      if (tanh_form) {
+        for (int64_t i = 0; i < len; ++i)
+          arg[i] = float(kSqrt2OverPi) * (xs[i] + float(kTanhCubic) * xs[i] * xs[i] * xs[i]);
+        first(arg, f1, len);
+        for (int64_t i = 0; i < len; ++i) {
+          const float xv = xs[i], t = f1[i];
+          const float dinner = float(kSqrt2OverPi) * (1.0f + float(3 * kTanhCubic) * xv * xv);
+          rs[i] = gs[i] * (0.5f * (1.0f + t) + 0.5f * xv * (1.0f - t * t) * dinner);
+        }
+      } else {
+        for (int64_t i = 0; i < len; ++i) arg[i] = xs[i] * float(kInvSqrt2);
+        first(arg, f1, len);
+        for (int64_t i = 0; i < len; ++i) arg[i] = -0.5f * xs[i] * xs[i];
+        vm.exp(arg, f2, len);
+        for (int64_t i = 0; i < len; ++i) {
+          const float cdf = 0.5f * (1.0f + f1[i]), pdf = f2[i] * float(kInvSqrt2Pi);
+          rs[i] = gs[i] * (cdf + xs[i] * pdf);
+        }
       }
+      if constexpr (kBf16) vm.narrow_bf16(rw, op + b, len);
     }
-    if constexpr (kBf16) vm.narrow_bf16(rw, op + b, len);
-  }
+  });
   return true;
 }
 

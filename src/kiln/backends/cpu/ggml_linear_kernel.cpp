@@ -15,6 +15,7 @@
 #include "kiln/ops/factory.h"
 #include "kiln/ops/linalg.h"
 #include "kiln/quant/ggml_linear.h"
+#include "kiln/backends/cpu/parallel_region.h"
 
 namespace kiln::cpu {
 
@@ -84,20 +85,22 @@ void dequantize_matmul(OpCall& call, quant::GGMLType type, int64_t K, DType dtyp
   const int64_t row_bytes = w.size(1);
   const GGMLDequantBf16Fn fast = dtype == DType::BF16 ? kernels_for(type).dequant_bf16 : nullptr;
   const int64_t blocks = K / quant::ggml_type_info(type).block_elems;
-#pragma omp parallel for schedule(static) if (N * K >= (int64_t(1) << 16))
-  for (int64_t n = 0; n < N; ++n) {
-    const uint8_t* row = src + n * row_bytes;
-    if (fast) {
-      fast(row, blocks, static_cast<uint16_t*>(wd.raw_data()) + n * K);
-    } else if (dtype == DType::F32) {
-      quant::dequantize_ggml_row(type, row, wd.data_ptr<float>() + n * K, K);
-    } else {
-      std::vector<float> values(static_cast<size_t>(K));
-      quant::dequantize_ggml_row(type, row, values.data(), K);
-      uint16_t* dst = static_cast<uint16_t*>(wd.raw_data()) + n * K;
-      for (int64_t k = 0; k < K; ++k) dst[k] = BFloat16::from_float(values[size_t(k)]);
+  parallel_region(N * K >= (int64_t(1) << 16), [&] {
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < N; ++n) {
+      const uint8_t* row = src + n * row_bytes;
+      if (fast) {
+        fast(row, blocks, static_cast<uint16_t*>(wd.raw_data()) + n * K);
+      } else if (dtype == DType::F32) {
+        quant::dequantize_ggml_row(type, row, wd.data_ptr<float>() + n * K, K);
+      } else {
+        std::vector<float> values(static_cast<size_t>(K));
+        quant::dequantize_ggml_row(type, row, values.data(), K);
+        uint16_t* dst = static_cast<uint16_t*>(wd.raw_data()) + n * K;
+        for (int64_t k = 0; k < K; ++k) dst[k] = BFloat16::from_float(values[size_t(k)]);
+      }
     }
-  }
+  });
   const Tensor y = matmul(x.reshape({x.numel() / K, K}).to(dtype), wd.t());
   call.outs[0].copy_(y.reshape(call.outs[0].shape()));
 }
@@ -123,19 +126,21 @@ void ggml_linear_kernel(OpCall& call) {
   const int64_t weight_blocks = K / quant::ggml_type_info(type).block_elems;  // of the weight's type
   float* out = static_cast<float*>(call.outs[0].raw_data());
   const int64_t chunks = (N + kFeaturesPerChunk - 1) / kFeaturesPerChunk;
-#pragma omp parallel for schedule(static) if (M * N * K >= (int64_t(1) << 18))
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t n_end = std::min(N, (c + 1) * kFeaturesPerChunk);
-    for (int64_t r0 = 0; r0 < M; r0 += kGGMLDotRows) {
-      const int rows = int(std::min<int64_t>(kGGMLDotRows, M - r0));
-      for (int64_t n = c * kFeaturesPerChunk; n < n_end; ++n) {
-        float res[kGGMLDotRows];
-        dot(wp + n * row_bytes, weight_blocks, qx.data() + r0 * K, dx.data() + r0 * nb,
-            xsum.data() + r0 * nb, K, rows, res);
-        for (int i = 0; i < rows; ++i) out[(r0 + i) * N + n] = res[i];
+  parallel_region(M * N * K >= (int64_t(1) << 18), [&] {
+#pragma omp for schedule(static)
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t n_end = std::min(N, (c + 1) * kFeaturesPerChunk);
+      for (int64_t r0 = 0; r0 < M; r0 += kGGMLDotRows) {
+        const int rows = int(std::min<int64_t>(kGGMLDotRows, M - r0));
+        for (int64_t n = c * kFeaturesPerChunk; n < n_end; ++n) {
+          float res[kGGMLDotRows];
+          dot(wp + n * row_bytes, weight_blocks, qx.data() + r0 * K, dx.data() + r0 * nb,
+              xsum.data() + r0 * nb, K, rows, res);
+          for (int i = 0; i < rows; ++i) out[(r0 + i) * N + n] = res[i];
+        }
       }
     }
-  }
+  });
 }
 
 }  // namespace

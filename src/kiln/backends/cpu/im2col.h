@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kiln/tensor/copy_bytes.h"
+#include "kiln/backends/cpu/parallel_region.h"
 
 namespace kiln::cpu {
 
@@ -48,27 +49,29 @@ template <typename F>
 void for_each_col_line(int64_t channels, const ConvGeometry& g, int64_t ld, F&& line) {
   const int64_t K = g.kernel_size(), G = g.grid_size(), I = g.image_size();
   const bool parallel = channels > 1 && channels * K * G >= (int64_t(1) << 16);
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t c = 0; c < channels; ++c) {
-    int64_t k = 0;
-    for (int64_t k0 = 0; k0 < g.kernel[0]; ++k0)
-      for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1)
-        for (int64_t k2 = 0; k2 < g.kernel[2]; ++k2, ++k) {
-          int64_t lo, hi;
-          const int64_t off2 = k2 * g.dil[2] - g.pad[2];
-          valid_range(g.grid[2], g.image[2], g.stride[2], g.pad[2], k2 * g.dil[2], lo, hi);
-          int64_t row = (c * K + k) * ld;
-          for (int64_t o0 = 0; o0 < g.grid[0]; ++o0) {
-            const int64_t i0 = o0 * g.stride[0] - g.pad[0] + k0 * g.dil[0];
-            const bool in0 = i0 >= 0 && i0 < g.image[0];
-            for (int64_t o1 = 0; o1 < g.grid[1]; ++o1, row += g.grid[2]) {
-              const int64_t i1 = o1 * g.stride[1] - g.pad[1] + k1 * g.dil[1];
-              const bool inside = in0 && i1 >= 0 && i1 < g.image[1];
-              line(row, inside, c * I + (i0 * g.image[1] + i1) * g.image[2] + off2, lo, hi);
+  parallel_region(parallel, [&] {
+#pragma omp for schedule(static)
+    for (int64_t c = 0; c < channels; ++c) {
+      int64_t k = 0;
+      for (int64_t k0 = 0; k0 < g.kernel[0]; ++k0)
+        for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1)
+          for (int64_t k2 = 0; k2 < g.kernel[2]; ++k2, ++k) {
+            int64_t lo, hi;
+            const int64_t off2 = k2 * g.dil[2] - g.pad[2];
+            valid_range(g.grid[2], g.image[2], g.stride[2], g.pad[2], k2 * g.dil[2], lo, hi);
+            int64_t row = (c * K + k) * ld;
+            for (int64_t o0 = 0; o0 < g.grid[0]; ++o0) {
+              const int64_t i0 = o0 * g.stride[0] - g.pad[0] + k0 * g.dil[0];
+              const bool in0 = i0 >= 0 && i0 < g.image[0];
+              for (int64_t o1 = 0; o1 < g.grid[1]; ++o1, row += g.grid[2]) {
+                const int64_t i1 = o1 * g.stride[1] - g.pad[1] + k1 * g.dil[1];
+                const bool inside = in0 && i1 >= 0 && i1 < g.image[1];
+                line(row, inside, c * I + (i0 * g.image[1] + i1) * g.image[2] + off2, lo, hi);
+              }
             }
           }
-        }
-  }
+    }
+  });
 }
 
 // col[C * K, G] (row stride ld) from image[C, I].

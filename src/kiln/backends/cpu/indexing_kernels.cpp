@@ -17,6 +17,7 @@
 #include "kiln/tensor/copy_bytes.h"
 #include "kiln/tensor/empty.h"
 #include "kiln/tensor/strided_loop.h"
+#include "kiln/backends/cpu/parallel_region.h"
 
 namespace kiln::cpu {
 
@@ -437,8 +438,7 @@ bool scatter_add_row_groups(const OpCall& call, const char* op, const Tensor& ou
       starts.push_back(k);
   starts.push_back(rows);
   const int64_t groups = int64_t(starts.size()) - 1, orow = out.strides()[0];
-#pragma omp parallel if (groups > 1 && rows * len >= detail::kParallelElements)
-  {
+  parallel_region(groups > 1 && rows * len >= detail::kParallelElements, [&] {
     std::vector<float> acc(static_cast<size_t>(len));
 #pragma omp for schedule(static)
     for (int64_t g = 0; g < groups; ++g) {
@@ -450,7 +450,7 @@ bool scatter_add_row_groups(const OpCall& call, const char* op, const Tensor& ou
       }
       for (int64_t j = 0; j < len; ++j) target[j] = T(acc[size_t(j)]);
     }
-  }
+  });
   return true;
 }
 
@@ -487,11 +487,15 @@ void scatter_reduce_typed(OpCall& call, Reduce red, bool include_self, const cha
       // as above, the conversions in parallel. Double sums and serial conversions made
       // max_pool's bfloat16 gradient ([8, 64, 112, 112], ResNet-50's stem) take 62 ms.
       std::unique_ptr<float[]> acc(new float[size_t(n)]);
-#pragma omp parallel for schedule(static) if (n >= detail::kParallelElements)
-      for (int64_t i = 0; i < n; ++i) acc[size_t(i)] = convert_value<float>(o[i]);
+      parallel_region(n >= detail::kParallelElements, [&] {
+#pragma omp for schedule(static)
+        for (int64_t i = 0; i < n; ++i) acc[size_t(i)] = convert_value<float>(o[i]);
+      });
       if (scatter_add_rows(call, op, out, acc.get(), s)) {
-#pragma omp parallel for schedule(static) if (n >= detail::kParallelElements)
-        for (int64_t i = 0; i < n; ++i) o[i] = convert_value<T>(acc[size_t(i)]);
+        parallel_region(n >= detail::kParallelElements, [&] {
+#pragma omp for schedule(static)
+          for (int64_t i = 0; i < n; ++i) o[i] = convert_value<T>(acc[size_t(i)]);
+        });
         return;
       }
     }

@@ -29,6 +29,7 @@
 #include "permuted_copy.h"
 #include "reduce_utils.h"
 #include "scalar_math.h"
+#include "kiln/backends/cpu/parallel_region.h"
 
 namespace kiln::cpu {
 namespace {
@@ -103,22 +104,24 @@ bool run_gemv_transposed_f32(const Gemm& g, const float* A, const float* B, floa
     // Groups of four columns (four weight rows streamed together), the last group partial.
     const VecDot4F32 dot4 = vec_math_f32().dot4;
     const int64_t groups = (g.N + 3) / 4;
-#pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t q = 0; q < groups; ++q) {
-      const int64_t j0 = 4 * q, cols = std::min<int64_t>(4, g.N - j0);
-      float r[4];
-      if (cols == 4 && dot4) {
-        dot4(a, B + j0 * g.b.cs, g.b.cs, g.K, r);
-      } else {
-        for (int64_t c = 0; c < cols; ++c) r[c] = dot(a, B + (j0 + c) * g.b.cs, g.K);
+    parallel_region(parallel, [&] {
+#pragma omp for schedule(static)
+      for (int64_t q = 0; q < groups; ++q) {
+        const int64_t j0 = 4 * q, cols = std::min<int64_t>(4, g.N - j0);
+        float r[4];
+        if (cols == 4 && dot4) {
+          dot4(a, B + j0 * g.b.cs, g.b.cs, g.K, r);
+        } else {
+          for (int64_t c = 0; c < cols; ++c) r[c] = dot(a, B + (j0 + c) * g.b.cs, g.K);
+        }
+        for (int64_t c = 0; c < cols; ++c) {
+          const int64_t j = j0 + c;
+          float v = alpha * r[c];
+          if (use_self) v += beta * S[i * g.self.rs + j * g.self.cs];
+          C[i * g.c.rs + j * g.c.cs] = v;
+        }
       }
-      for (int64_t c = 0; c < cols; ++c) {
-        const int64_t j = j0 + c;
-        float v = alpha * r[c];
-        if (use_self) v += beta * S[i * g.self.rs + j * g.self.cs];
-        C[i * g.c.rs + j * g.c.cs] = v;
-      }
-    }
+    });
   }
   return true;
 }
@@ -217,13 +220,15 @@ bool run_few_rows_transposed(const Gemm& g, float alpha, float beta, bool use_se
   if (!done) return false;
   const T* S = reinterpret_cast<const T*>(g.self.data);
   T* C = const_cast<T*>(reinterpret_cast<const T*>(g.c.data));
-#pragma omp parallel for schedule(static) if (g.M * g.N >= (int64_t(1) << 15))
-  for (int64_t i = 0; i < g.M; ++i)
-    for (int64_t j = 0; j < g.N; ++j) {
-      float r = alpha * sums[size_t(i * g.N + j)];
-      if (use_self) r += beta * float(S[i * g.self.rs + j * g.self.cs]);
-      C[i * g.c.rs + j * g.c.cs] = T(r);
-    }
+  parallel_region(g.M * g.N >= (int64_t(1) << 15), [&] {
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < g.M; ++i)
+      for (int64_t j = 0; j < g.N; ++j) {
+        float r = alpha * sums[size_t(i * g.N + j)];
+        if (use_self) r += beta * float(S[i * g.self.rs + j * g.self.cs]);
+        C[i * g.c.rs + j * g.c.cs] = T(r);
+      }
+  });
   return true;
 }
 
@@ -342,8 +347,7 @@ bool run_gemv_transposed_bf16(const Gemm& g, float alpha, float beta, bool use_s
   std::vector<float> a(size_t(g.K));
   for (int64_t i = 0; i < g.M; ++i) {
     vm.widen_bf16(A + i * g.a.rs, a.data(), g.K);
-#pragma omp parallel if (g.N * g.K >= (int64_t(1) << 16))
-    {
+    parallel_region(g.N * g.K >= (int64_t(1) << 16), [&] {
       std::vector<float> w(size_t(g.K));
 #pragma omp for schedule(static)
       for (int64_t j = 0; j < g.N; ++j) {
@@ -352,7 +356,7 @@ bool run_gemv_transposed_bf16(const Gemm& g, float alpha, float beta, bool use_s
         if (use_self) r += beta * float(S[i * g.self.rs + j * g.self.cs]);
         C[i * g.c.rs + j * g.c.cs] = BFloat16(r);
       }
-    }
+    });
   }
   return true;
 }
@@ -383,10 +387,12 @@ bool run_gemv_transposed_f16(const Gemm& g, float alpha, float beta, bool use_se
   for (int64_t i = 0; i < M; ++i) vm.widen_f16(A + i * g.a.rs, a.data() + i * K, K);
   const bool parallel = N * K >= (int64_t(1) << 16);
   const int64_t groups = N / 4;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t q = 0; q < groups; ++q)
-    for (int64_t i = 0; i < M; ++i)
-      vm.dot4_f16(a.data() + i * K, B + 4 * q * g.b.cs, g.b.cs, K, sums.data() + i * N + 4 * q);
+  parallel_region(parallel, [&] {
+#pragma omp for schedule(static)
+    for (int64_t q = 0; q < groups; ++q)
+      for (int64_t i = 0; i < M; ++i)
+        vm.dot4_f16(a.data() + i * K, B + 4 * q * g.b.cs, g.b.cs, K, sums.data() + i * N + 4 * q);
+  });
   for (int64_t j = 4 * groups; j < N; ++j)
     for (int64_t i = 0; i < M; ++i)
       sums[size_t(i * N + j)] = vm.dot_f16(a.data() + i * K, B + j * g.b.cs, K);
@@ -512,18 +518,20 @@ void run_gemm_bf16(const Gemm& g, const Scalar& beta_s, const Scalar& alpha_s) {
     // The plain product rounds a row at a time with the vector narrowing (a scalar loop here
     // took half the time of a 256^3 product); alpha, self and strided outputs element-wise.
     const bool plain = !use_self && alpha == 1.0f && g.c.cs == 1 && vm.narrow_bf16;
-#pragma omp parallel for schedule(static) if (g.M * g.N >= (int64_t(1) << 16))
-    for (int64_t i = 0; i < g.M; ++i) {
-      if (plain) {
-        vm.narrow_bf16(acc + i * g.N, reinterpret_cast<uint16_t*>(c + i * g.c.rs), g.N);
-        continue;
+    parallel_region(g.M * g.N >= (int64_t(1) << 16), [&] {
+#pragma omp for schedule(static)
+      for (int64_t i = 0; i < g.M; ++i) {
+        if (plain) {
+          vm.narrow_bf16(acc + i * g.N, reinterpret_cast<uint16_t*>(c + i * g.c.rs), g.N);
+          continue;
+        }
+        for (int64_t j = 0; j < g.N; ++j) {
+          float r = alpha * acc[size_t(i * g.N + j)];
+          if (use_self) r += beta * float(S[o[3] + i * g.self.rs + j * g.self.cs]);
+          c[i * g.c.rs + j * g.c.cs] = BFloat16(r);
+        }
       }
-      for (int64_t j = 0; j < g.N; ++j) {
-        float r = alpha * acc[size_t(i * g.N + j)];
-        if (use_self) r += beta * float(S[o[3] + i * g.self.rs + j * g.self.cs]);
-        c[i * g.c.rs + j * g.c.cs] = BFloat16(r);
-      }
-    }
+    });
   });
 }
 

@@ -16,6 +16,7 @@
 #include "kiln/dispatch/registry.h"
 #include "kiln/ops/pointwise_program.h"
 #include "scalar_math.h"
+#include "kiln/backends/cpu/parallel_region.h"
 
 namespace kiln::cpu {
 
@@ -133,8 +134,7 @@ void pointwise_program_kernel(OpCall& call) {
   const float* in = static_cast<const float*>(x.raw_data());
   float* result = static_cast<float*>(out.raw_data());
   const int64_t last = int64_t(p.steps.size()) - 1;
-#pragma omp parallel if (n >= (int64_t(1) << 15) && tasks > 1)
-  {
+  parallel_region(n >= (int64_t(1) << 15) && tasks > 1, [&] {
     AlignedVector<float> storage(size_t(p.registers * block));
     std::vector<const float*> reg(size_t(p.registers));
 #pragma omp for schedule(static)
@@ -168,7 +168,7 @@ void pointwise_program_kernel(OpCall& call) {
         reg[size_t(s.dst)] = dst;
       }
     }
-  }
+  });
 }
 
 }  // namespace

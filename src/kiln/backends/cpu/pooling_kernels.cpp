@@ -15,6 +15,7 @@
 #include "isa/vec_math.h"
 #include "kiln/core/convert.h"
 #include "kiln/dispatch/registry.h"
+#include "kiln/backends/cpu/parallel_region.h"
 
 namespace kiln::cpu {
 namespace {
@@ -62,8 +63,10 @@ template <typename F>
 void parallel_planes(const PoolGeometry& g, F&& f, int64_t taps_per_output = 1) {
   const int64_t reads = g.planes * g.out_size() * std::max<int64_t>(taps_per_output, 1);
   const bool parallel = g.planes > 1 && reads >= (int64_t(1) << 14);
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t b = 0; b < g.planes; ++b) f(b);
+  parallel_region(parallel, [&] {
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < g.planes; ++b) f(b);
+  });
 }
 
 // --- max pooling ---------------------------------------------------------------------
@@ -105,8 +108,7 @@ void max_pool_channels_last(OpCall& call) {
     if constexpr (std::is_same_v<T, BFloat16>)
       max_taps = reinterpret_cast<VecMaxTaps>(vm.max_taps_bf16);  // BFloat16 is its bits
   }
-#pragma omp parallel if (parallel)
-  {
+  parallel_region(parallel, [&] {
     std::vector<C> best(static_cast<size_t>(Ch));
     std::vector<int32_t> best_at(static_cast<size_t>(Ch));
     std::vector<int32_t> flats(static_cast<size_t>(k[0] * k[1]));
@@ -168,7 +170,7 @@ void max_pool_channels_last(OpCall& call) {
         for (int64_t c = c0; c < Ch; ++c) out[c] = convert_value<T>(best[size_t(c)]);
       }
     }
-  }
+  });
 }
 
 template <typename T>
@@ -314,8 +316,7 @@ void avg_pool_channels_last(OpCall& call) {
   const VecNarrowBf16 narrow = vec_math_f32().narrow_bf16;
   // Reads (outputs times window taps), as parallel_planes.
   const bool parallel = N * OH > 1 && N * OH * OW * Ch * g.k[1] * g.k[2] >= (int64_t(1) << 14);
-#pragma omp parallel if (parallel)
-  {
+  parallel_region(parallel, [&] {
     std::vector<int64_t> offs;
     // bfloat16: a whole output row of means, narrowed in one call.
     std::vector<float> means(std::is_same_v<T, float> ? 0 : size_t(OW * Ch));
@@ -355,7 +356,7 @@ void avg_pool_channels_last(OpCall& call) {
           for (int64_t c = 0; c < OW * Ch; ++c) out_row[c] = T(means[size_t(c)]);
       }
     }
-  }
+  });
 }
 
 // 2-D windows (avg_pool2d(x, 3, 1, 1), avg_pool2d(x, 3, 2, 1)), float32 and bfloat16: in each
@@ -560,36 +561,38 @@ void avg_pool_backward_channels_last(OpCall& call) {
   const int64_t blocks = (Ch + block - 1) / block;
   const bool parallel =
       N * blocks > 1 && N * H * W * Ch * g.k[1] * g.k[2] >= (int64_t(1) << 14);
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t task = 0; task < N * blocks; ++task) {
-    const int64_t n = task / blocks, c0 = task % blocks * block;
-    const int64_t cb = std::min(block, Ch - c0);
-    std::vector<double> acc(static_cast<size_t>(H * W * cb), 0.0);
-    std::vector<double> share(static_cast<size_t>(cb));
-    const T* gy_image = src + n * OH * OW * Ch + c0;
-    for (int64_t oh = 0; oh < OH; ++oh) {
-      const DimWindow& wh = rows[size_t(oh)];
-      for (int64_t ow = 0; ow < OW; ++ow) {
-        const DimWindow& ww = cols[size_t(ow)];
-        const double divisor = divisor_override != 0 ? double(divisor_override)
-                               : include_pad ? wh.padded * ww.padded
-                                             : wh.inside * ww.inside;
-        const T* from = gy_image + (oh * OW + ow) * Ch;
-        for (int64_t c = 0; c < cb; ++c)
-          share[size_t(c)] = convert_value<double>(from[c]) / divisor;
-        for (int64_t ih = wh.lo; ih < wh.hi; ++ih)
-          for (int64_t iw = ww.lo; iw < ww.hi; ++iw) {
-            double* __restrict a = acc.data() + (ih * W + iw) * cb;
-            const double* __restrict v = share.data();
-            for (int64_t c = 0; c < cb; ++c) a[c] += v[c];
-          }
+  parallel_region(parallel, [&] {
+#pragma omp for schedule(static)
+    for (int64_t task = 0; task < N * blocks; ++task) {
+      const int64_t n = task / blocks, c0 = task % blocks * block;
+      const int64_t cb = std::min(block, Ch - c0);
+      std::vector<double> acc(static_cast<size_t>(H * W * cb), 0.0);
+      std::vector<double> share(static_cast<size_t>(cb));
+      const T* gy_image = src + n * OH * OW * Ch + c0;
+      for (int64_t oh = 0; oh < OH; ++oh) {
+        const DimWindow& wh = rows[size_t(oh)];
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          const DimWindow& ww = cols[size_t(ow)];
+          const double divisor = divisor_override != 0 ? double(divisor_override)
+                                 : include_pad ? wh.padded * ww.padded
+                                               : wh.inside * ww.inside;
+          const T* from = gy_image + (oh * OW + ow) * Ch;
+          for (int64_t c = 0; c < cb; ++c)
+            share[size_t(c)] = convert_value<double>(from[c]) / divisor;
+          for (int64_t ih = wh.lo; ih < wh.hi; ++ih)
+            for (int64_t iw = ww.lo; iw < ww.hi; ++iw) {
+              double* __restrict a = acc.data() + (ih * W + iw) * cb;
+              const double* __restrict v = share.data();
+              for (int64_t c = 0; c < cb; ++c) a[c] += v[c];
+            }
+        }
       }
+      T* gx_image = dst + n * H * W * Ch + c0;
+      for (int64_t i = 0; i < H * W; ++i)
+        for (int64_t c = 0; c < cb; ++c)
+          gx_image[i * Ch + c] = convert_value<T>(acc[size_t(i * cb + c)]);
     }
-    T* gx_image = dst + n * H * W * Ch + c0;
-    for (int64_t i = 0; i < H * W; ++i)
-      for (int64_t c = 0; c < cb; ++c)
-        gx_image[i * Ch + c] = convert_value<T>(acc[size_t(i * cb + c)]);
-  }
+  });
 }
 
 template <typename T>

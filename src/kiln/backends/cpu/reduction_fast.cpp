@@ -27,6 +27,7 @@
 #include "kiln/core/half.h"
 #include "reduce_utils.h"
 #include "kiln/tensor/strided_loop.h"
+#include "kiln/backends/cpu/parallel_region.h"
 
 namespace kiln::cpu {
 namespace {
@@ -254,46 +255,51 @@ void reduce_runs(const ReduceGeometry& g, const T* src, T* dst, FastReduceKind k
     const int64_t group = std::clamp<int64_t>(
         (per_thread + groups_per_thread - 1) / groups_per_thread, 1, kMaxGroup);
     const int64_t groups = (units + group - 1) / group;
-#pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t g = 0; g < groups; ++g) {
-      const T* xs[kMaxGroup];
-      int64_t lens[kMaxGroup];
-      const int count = int(std::min(group, units - g * group));
-      for (int k = 0; k < count; ++k) unit_run(g * group + k, xs[k], lens[k]);
-      double* out = &partial[size_t(g * group)];
-      if (extremum) {
-        float r[kMaxGroup];
-        Ops<T>::extremum_runs(is_max, xs, lens, count, r);
-        for (int k = 0; k < count; ++k) out[k] = r[k];
-      } else {
-        Ops<T>::sum_runs(xs, lens, count, out);
-      }
-    }
-  } else {
-#pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t u = 0; u < units; ++u) {
-      const T* x;
-      int64_t len;
-      unit_run(u, x, len);
-      if (extremum) {
-        partial[size_t(u)] = Ops<T>::extremum(is_max, x, len);
-      } else if (whole_runs) {
-        // Var / Std: two passes over the run (mean, then squared deviations), as the generic
-        // kernel; Norm2: the squared deviations from 0.
-        const double mean = kind == FastReduceKind::Norm2 ? 0.0 : Ops<T>::sum(x, len) / double(len);
-        // 16-bit floats widened in registers: a pass widening blocks into a buffer first took
-        // bfloat16 norm(dim=1) of [2048, 2048] to 1.5x PyTorch's time on one thread.
-        const double ss = Ops<T>::sum_sq_dev(x, len, mean);
-        if (kind == FastReduceKind::Norm2) {
-          partial[size_t(u)] = std::sqrt(ss);
-          continue;
+    parallel_region(parallel, [&] {
+#pragma omp for schedule(static)
+      for (int64_t g = 0; g < groups; ++g) {
+        const T* xs[kMaxGroup];
+        int64_t lens[kMaxGroup];
+        const int count = int(std::min(group, units - g * group));
+        for (int k = 0; k < count; ++k) unit_run(g * group + k, xs[k], lens[k]);
+        double* out = &partial[size_t(g * group)];
+        if (extremum) {
+          float r[kMaxGroup];
+          Ops<T>::extremum_runs(is_max, xs, lens, count, r);
+          for (int k = 0; k < count; ++k) out[k] = r[k];
+        } else {
+          Ops<T>::sum_runs(xs, lens, count, out);
         }
-        const double var = ss / std::max(0.0, double(len) - correction);
-        partial[size_t(u)] = kind == FastReduceKind::Std ? std::sqrt(var) : var;
-      } else {
-        partial[size_t(u)] = Ops<T>::sum(x, len);
       }
-    }
+    });
+  } else {
+    parallel_region(parallel, [&] {
+#pragma omp for schedule(static)
+      for (int64_t u = 0; u < units; ++u) {
+        const T* x;
+        int64_t len;
+        unit_run(u, x, len);
+        if (extremum) {
+          partial[size_t(u)] = Ops<T>::extremum(is_max, x, len);
+        } else if (whole_runs) {
+          // Var / Std: two passes over the run (mean, then squared deviations), as the generic
+          // kernel; Norm2: the squared deviations from 0.
+          const double mean =
+              kind == FastReduceKind::Norm2 ? 0.0 : Ops<T>::sum(x, len) / double(len);
+          // 16-bit floats widened in registers: a pass widening blocks into a buffer first took
+          // bfloat16 norm(dim=1) of [2048, 2048] to 1.5x PyTorch's time on one thread.
+          const double ss = Ops<T>::sum_sq_dev(x, len, mean);
+          if (kind == FastReduceKind::Norm2) {
+            partial[size_t(u)] = std::sqrt(ss);
+            continue;
+          }
+          const double var = ss / std::max(0.0, double(len) - correction);
+          partial[size_t(u)] = kind == FastReduceKind::Std ? std::sqrt(var) : var;
+        } else {
+          partial[size_t(u)] = Ops<T>::sum(x, len);
+        }
+      }
+    });
   }
   const int64_t per_output = runs_per_output * chunks;
   for (int64_t o = 0; o < outputs; ++o) {
@@ -408,8 +414,7 @@ void reduce_rows(const ReduceGeometry& g, const T* src, T* dst, FastReduceKind k
   std::vector<double> partial(pieces > 1 && !extremum ? size_t(units * block) : 0);
   AlignedVector<float> partial_best(pieces > 1 && extremum ? size_t(units * block) : 0);
   const double scale = kind == FastReduceKind::Mean ? 1.0 / double(g.red_numel) : 1.0;
-#pragma omp parallel if (parallel)
-  {
+  parallel_region(parallel, [&] {
     std::vector<double> acc(static_cast<size_t>(block));
     AlignedVector<float> best(static_cast<size_t>(block));
 #pragma omp for schedule(static)
@@ -433,7 +438,7 @@ void reduce_rows(const ReduceGeometry& g, const T* src, T* dst, FastReduceKind k
           for (int64_t i = 0; i < len; ++i) out[i] = convert_value<T>(a[i] * scale);
       }
     }
-  }
+  });
   if (pieces == 1) return;
   // The pieces of each column block combined in order.
   for (int64_t ob = 0; ob < outer_rows * blocks; ++ob) {

@@ -19,6 +19,7 @@
 #include "reduction_fast.h"
 #include "reduction_staging.h"
 #include "scalar_math.h"
+#include "kiln/backends/cpu/parallel_region.h"
 
 namespace kiln::cpu {
 namespace {
@@ -78,9 +79,11 @@ bool reduce_contiguous_runs(OpCall& call, Acc identity, Part&& part, Join&& join
   const bool parallel = outputs * n >= detail::kParallelElements;
   const int threads = parallel ? detail::elementwise_threads() : 1;
   if (outputs >= threads) {
-#pragma omp parallel for schedule(static) if (parallel && outputs > 1)
-    for (int64_t o = 0; o < outputs; ++o)
-      dst[offsets.out(o)] = join(identity, part(src + offsets.in(o), n));
+    parallel_region(parallel && outputs > 1, [&] {
+#pragma omp for schedule(static)
+      for (int64_t o = 0; o < outputs; ++o)
+        dst[offsets.out(o)] = join(identity, part(src + offsets.in(o), n));
+    });
     return true;
   }
   const int64_t pieces = 4 * int64_t(threads);
@@ -90,9 +93,11 @@ bool reduce_contiguous_runs(OpCall& call, Acc identity, Part&& part, Join&& join
   std::vector<Slot> parts(static_cast<size_t>(pieces));
   for (int64_t o = 0; o < outputs; ++o) {
     const Bytes* x = src + offsets.in(o);
-#pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t c = 0; c < pieces; ++c)
-      parts[size_t(c)].value = part(x + n * c / pieces, n * (c + 1) / pieces - n * c / pieces);
+    parallel_region(parallel, [&] {
+#pragma omp for schedule(static)
+      for (int64_t c = 0; c < pieces; ++c)
+        parts[size_t(c)].value = part(x + n * c / pieces, n * (c + 1) / pieces - n * c / pieces);
+    });
     Acc r = identity;
     for (const Slot& a : parts) r = join(r, a.value);
     dst[offsets.out(o)] = r;
@@ -218,26 +223,30 @@ bool prod_runs(OpCall& call) {
     // four at a time transposed in registers: the same bits. The generic loop took 25 us for
     // [4096, 8] and prod_f32 30 us for [4096, 16] (PyTorch 13 and 21).
     const int64_t quads = (outputs + 3) / 4;
-#pragma omp parallel for schedule(static) if (quads > 1 && outputs * n >= (int64_t(1) << 15))
-    for (int64_t q = 0; q < quads; ++q) {
-      const int64_t o0 = q * 4, count = std::min<int64_t>(4, outputs - o0);
-      const T* x[4];  // a last partial quad repeats its last run
-      for (int r = 0; r < 4; ++r) x[r] = src + offsets.in(o0 + std::min<int64_t>(r, count - 1));
-      double p[4];
-      if constexpr (std::is_same_v<T, float>) vr.prod_four_runs_f32(x, n, p);
-      else vr.prod_four_runs_bf16(reinterpret_cast<const uint16_t* const*>(x), n, p);
-      for (int64_t r = 0; r < count; ++r) dst[offsets.out(o0 + r)] = convert_value<T>(p[r]);
-    }
+    parallel_region(quads > 1 && outputs * n >= (int64_t(1) << 15), [&] {
+#pragma omp for schedule(static)
+      for (int64_t q = 0; q < quads; ++q) {
+        const int64_t o0 = q * 4, count = std::min<int64_t>(4, outputs - o0);
+        const T* x[4];  // a last partial quad repeats its last run
+        for (int r = 0; r < 4; ++r) x[r] = src + offsets.in(o0 + std::min<int64_t>(r, count - 1));
+        double p[4];
+        if constexpr (std::is_same_v<T, float>) vr.prod_four_runs_f32(x, n, p);
+        else vr.prod_four_runs_bf16(reinterpret_cast<const uint16_t* const*>(x), n, p);
+        for (int64_t r = 0; r < count; ++r) dst[offsets.out(o0 + r)] = convert_value<T>(p[r]);
+      }
+    });
     return true;
   }
-#pragma omp parallel for schedule(static) if (outputs > 1 && outputs * n >= (int64_t(1) << 15))
-  for (int64_t o = 0; o < outputs; ++o) {
-    const T* x = src + offsets.in(o);
-    double p;
-    if constexpr (std::is_same_v<T, float>) p = vr.prod_f32(x, n);
-    else p = vr.prod_bf16(reinterpret_cast<const uint16_t*>(x), n);
-    dst[offsets.out(o)] = convert_value<T>(p);
-  }
+  parallel_region(outputs > 1 && outputs * n >= (int64_t(1) << 15), [&] {
+#pragma omp for schedule(static)
+    for (int64_t o = 0; o < outputs; ++o) {
+      const T* x = src + offsets.in(o);
+      double p;
+      if constexpr (std::is_same_v<T, float>) p = vr.prod_f32(x, n);
+      else p = vr.prod_bf16(reinterpret_cast<const uint16_t*>(x), n);
+      dst[offsets.out(o)] = convert_value<T>(p);
+    }
+  });
   return true;
 }
 
@@ -396,8 +405,7 @@ bool logsumexp_rows(OpCall& call) {
   const KeptOffsets offsets(g);
   const int64_t outputs = offsets.count(), n = g.red_numel;
   const bool bf16 = in.dtype() == DType::BF16;
-#pragma omp parallel if (outputs > 1 && outputs * n >= (int64_t(1) << 15))
-  {
+  parallel_region(outputs > 1 && outputs * n >= (int64_t(1) << 15), [&] {
     AlignedVector<float> row(bf16 ? static_cast<size_t>(n) : 0);
 #pragma omp for schedule(static)
     for (int64_t o = 0; o < outputs; ++o) {
@@ -410,7 +418,7 @@ bool logsumexp_rows(OpCall& call) {
       static_cast<BFloat16*>(out.raw_data())[offsets.out(o)] =
           BFloat16(vm.logsumexp_row(row.data(), n));
     }
-  }
+  });
   return true;
 }
 

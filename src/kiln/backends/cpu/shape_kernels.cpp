@@ -15,6 +15,7 @@
 #include "kiln/tensor/copy_bytes.h"
 #include "kiln/tensor/empty.h"
 #include "kiln/tensor/streaming_store.h"
+#include "kiln/backends/cpu/parallel_region.h"
 
 namespace kiln::cpu {
 
@@ -185,14 +186,16 @@ void cat_kernel(OpCall& call) {
     std::vector<Slab> slabs;
     slabs.reserve(call.inputs.size());
     for (const Tensor& t : call.inputs) slabs.push_back({bytes_of(t), t.size(d) * inner * int64_t(es)});
-#pragma omp parallel for schedule(static) if (outer * out_block >= (int64_t(1) << 18))
-    for (int64_t r = 0; r < outer; ++r) {
-      char* dst = o + r * out_block;
-      for (const Slab& s : slabs) {
-        copy_small_block(dst, s.src + r * s.block, s.block);
-        dst += s.block;
+    parallel_region(outer * out_block >= (int64_t(1) << 18), [&] {
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < outer; ++r) {
+        char* dst = o + r * out_block;
+        for (const Slab& s : slabs) {
+          copy_small_block(dst, s.src + r * s.block, s.block);
+          dst += s.block;
+        }
       }
-    }
+    });
     return;
   }
   if (cat_dense_rows(call, d)) return;

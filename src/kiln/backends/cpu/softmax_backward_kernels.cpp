@@ -8,6 +8,7 @@
 #include "isa/softmax_grad_rows.h"
 #include "kiln/core/convert.h"
 #include "kiln/dispatch/registry.h"
+#include "kiln/backends/cpu/parallel_region.h"
 
 namespace kiln::cpu {
 namespace {
@@ -20,8 +21,10 @@ void vector_rows(void (*row)(const E*, const E*, E*, int64_t), const Tensor& g, 
   const E* gp = static_cast<const E*>(g.raw_data());
   const E* yp = static_cast<const E*>(y.raw_data());
   E* op = static_cast<E*>(out.raw_data());
-#pragma omp parallel for schedule(static) if (rows > 1 && g.numel() >= (int64_t(1) << 15))
-  for (int64_t r = 0; r < rows; ++r) row(gp + r * len, yp + r * len, op + r * len, len);
+  parallel_region(rows > 1 && g.numel() >= (int64_t(1) << 15), [&] {
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) row(gp + r * len, yp + r * len, op + r * len, len);
+  });
 }
 
 template <bool kLog>
@@ -44,16 +47,18 @@ void scalar_lines(const Tensor& g, const Tensor& y, const Tensor& out, int64_t o
   const T* gp = static_cast<const T*>(g.raw_data());
   const T* yp = static_cast<const T*>(y.raw_data());
   T* op = static_cast<T*>(out.raw_data());
-#pragma omp parallel for schedule(static) if (outer * inner > 1 && g.numel() >= (int64_t(1) << 15))
-  for (int64_t line = 0; line < outer * inner; ++line) {
-    const int64_t base = line / inner * len * inner + line % inner;
-    auto at = [&](const T* p, int64_t j) { return double(C(p[base + j * inner])); };
-    double s = 0;
-    for (int64_t j = 0; j < len; ++j) s += kLog ? at(gp, j) : at(gp, j) * at(yp, j);
-    for (int64_t j = 0; j < len; ++j)
-      op[base + j * inner] = convert_value<T>(kLog ? at(gp, j) - std::exp(at(yp, j)) * s
-                                                   : at(yp, j) * (at(gp, j) - s));
-  }
+  parallel_region(outer * inner > 1 && g.numel() >= (int64_t(1) << 15), [&] {
+#pragma omp for schedule(static)
+    for (int64_t line = 0; line < outer * inner; ++line) {
+      const int64_t base = line / inner * len * inner + line % inner;
+      auto at = [&](const T* p, int64_t j) { return double(C(p[base + j * inner])); };
+      double s = 0;
+      for (int64_t j = 0; j < len; ++j) s += kLog ? at(gp, j) : at(gp, j) * at(yp, j);
+      for (int64_t j = 0; j < len; ++j)
+        op[base + j * inner] = convert_value<T>(kLog ? at(gp, j) - std::exp(at(yp, j)) * s
+                                                     : at(yp, j) * (at(gp, j) - s));
+    }
+  });
 }
 
 template <bool kLog>

@@ -21,6 +21,7 @@
 #include "permuted_copy.h"
 #include "reduce_utils.h"
 #include "scalar_math.h"
+#include "kiln/backends/cpu/parallel_region.h"
 
 namespace kiln::cpu {
 namespace {
@@ -39,8 +40,7 @@ bool float16_softmax_rows(const Tensor& in, const Tensor& out, int64_t rows, int
   const int64_t group = short_rows ? kShortRowBlock : std::max<int64_t>(1, 2048 / len);
   const int64_t groups = (rows + group - 1) / group;
   const bool threaded = groups > 1 && in.numel() >= (int64_t(1) << 15);
-#pragma omp parallel if (threaded)
-  {
+  parallel_region(threaded, [&] {
     AlignedVector<float> a(static_cast<size_t>(std::min(group, rows) * len)), b(a.size());
 #pragma omp for schedule(static)
     for (int64_t g = 0; g < groups; ++g) {
@@ -51,7 +51,7 @@ bool float16_softmax_rows(const Tensor& in, const Tensor& out, int64_t rows, int
         for (int64_t j = 0; j < n; j += len) vm.softmax_row(a.data() + j, b.data() + j, len, log);
       vm.narrow_f16(b.data(), dst + r0 * len, n);
     }
-  }
+  });
   return true;
 }
 
@@ -74,17 +74,19 @@ bool vectorised_softmax(const Tensor& in, const Tensor& out, int64_t dim, bool l
     constexpr int64_t kBlockRows = kShortRowBlock;
     const int64_t blocks = (rows + kBlockRows - 1) / kBlockRows;
     const bool bf16 = in.dtype() == DType::BF16;
-#pragma omp parallel for schedule(static) if (blocks > 1 && in.numel() >= (int64_t(1) << 15))
-    for (int64_t b = 0; b < blocks; ++b) {
-      const int64_t r0 = b * kBlockRows, count = std::min(kBlockRows, rows - r0);
-      if (bf16)
-        vm.softmax_short_rows_bf16(static_cast<const uint16_t*>(in.raw_data()) + r0 * len,
-                                   static_cast<uint16_t*>(out.raw_data()) + r0 * len, count,
-                                   len, log);
-      else
-        vm.softmax_short_rows(static_cast<const float*>(in.raw_data()) + r0 * len,
-                              static_cast<float*>(out.raw_data()) + r0 * len, count, len, log);
-    }
+    parallel_region(blocks > 1 && in.numel() >= (int64_t(1) << 15), [&] {
+#pragma omp for schedule(static)
+      for (int64_t b = 0; b < blocks; ++b) {
+        const int64_t r0 = b * kBlockRows, count = std::min(kBlockRows, rows - r0);
+        if (bf16)
+          vm.softmax_short_rows_bf16(static_cast<const uint16_t*>(in.raw_data()) + r0 * len,
+                                     static_cast<uint16_t*>(out.raw_data()) + r0 * len, count,
+                                     len, log);
+        else
+          vm.softmax_short_rows(static_cast<const float*>(in.raw_data()) + r0 * len,
+                                static_cast<float*>(out.raw_data()) + r0 * len, count, len, log);
+      }
+    });
     return true;
   }
   if (in.dtype() == DType::BF16) {
@@ -98,13 +100,12 @@ bool vectorised_softmax(const Tensor& in, const Tensor& out, int64_t dim, bool l
       // row: [4096, 1024] 940-1039 -> 823-883 us, [64, 50257] 757-880 -> 587-678 us, against
       // widening each row into a buffer and narrowing it back (library before / after
       // alternated, four pairs, two threads).
-#pragma omp parallel if (threaded)
-      {
+      parallel_region(threaded, [&] {
         AlignedVector<float> scratch(static_cast<size_t>(len));
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < rows; ++r)
           row_bf16(src + r * len, dst + r * len, scratch.data(), len, log);
-      }
+      });
       return true;
     }
     // Short rows (attention scores: 128-256) are widened several at a time (up to 2048
@@ -114,8 +115,7 @@ bool vectorised_softmax(const Tensor& in, const Tensor& out, int64_t dim, bool l
     // rows above (which widen every value twice, in the max and the exp passes).
     const int64_t group = len <= 256 ? 2048 / len : 1;
     const int64_t groups = (rows + group - 1) / group;
-#pragma omp parallel if (threaded)
-    {
+    parallel_region(threaded, [&] {
       AlignedVector<float> buf(static_cast<size_t>(group * len));
 #pragma omp for schedule(static)
       for (int64_t g = 0; g < groups; ++g) {
@@ -124,7 +124,7 @@ bool vectorised_softmax(const Tensor& in, const Tensor& out, int64_t dim, bool l
         for (int64_t j = 0; j < n; j += len) row(buf.data() + j, buf.data() + j, len, log);
         vm.narrow_bf16(buf.data(), dst + r0 * len, n);
       }
-    }
+    });
     return true;
   }
   const float* src = static_cast<const float*>(in.raw_data());
@@ -202,8 +202,7 @@ bool vectorised_softmax_inner(const Tensor& in, const Tensor& out, int64_t dim, 
   if (L * block > (int64_t(1) << 22)) return false;  // very long lines: the generic loop
   const int64_t blocks = (inner + block - 1) / block, units = outer * blocks;
   const bool bf16 = in.dtype() == DType::BF16;
-#pragma omp parallel if (units > 1 && in.numel() >= (int64_t(1) << 15))
-  {
+  parallel_region(units > 1 && in.numel() >= (int64_t(1) << 15), [&] {
     // The tile holds its L lines of w columns densely (line stride w) for the ISA's column
     // softmax, whose exp runs over the whole tile: with a call per line, narrow tiles
     // (softmax(dim=0) of [4096, 8]) spent their time in the vector function's tails (213 us
@@ -231,7 +230,7 @@ bool vectorised_softmax_inner(const Tensor& in, const Tensor& out, int64_t dim, 
         else std::copy_n(t, w, dst_f + j * out_line);
       }
     }
-  }
+  });
   return true;
 }
 

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "depthwise_conv.h"
+#include "kiln/backends/cpu/parallel_region.h"
 
 namespace kiln::cpu {
 #include "depthwise_conv_body.inc"

@@ -28,6 +28,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include "gemm_amx_body.inc"
+#include "kiln/backends/cpu/parallel_region.h"
 
 namespace kiln::cpu {
 

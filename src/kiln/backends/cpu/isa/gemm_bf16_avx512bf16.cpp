@@ -16,6 +16,7 @@
 #include "gemm_f32.h"  // gemm_thread_grid
 #include "gemm_pack_buffer.h"
 #include "pack_bf16_pairs.h"
+#include "kiln/backends/cpu/parallel_region.h"
 
 namespace kiln::cpu {
 
@@ -141,15 +142,14 @@ void gemm_bf16_avx512bf16(int64_t M, int64_t N, int64_t K, const uint16_t* A, in
   }
   const int64_t row_tiles = (M + kMR - 1) / kMR, panels = (N + kNR - 1) / kNR;
   const bool parallel = M * N * K >= (int64_t(1) << 18) && omp_get_max_threads() > 1;
-#pragma omp parallel if (parallel)
-  {
+  parallel_region(parallel, [&] {
     const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
     const auto [tr, tp] = gemm_thread_grid(row_tiles, panels, threads, kMR, kNC / kNR,
                                               K * N * 2);
     const int64_t r = t / tp, c = t % tp;
     blocked_part(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, c_rs, row_tiles * r / tr,
                  row_tiles * (r + 1) / tr, panels * c / tp, panels * (c + 1) / tp);
-  }
+  });
 }
 
 // GCC 12 reports the placeholder register inside _mm512_reduce_add_ps (`__Y = __Y`) as

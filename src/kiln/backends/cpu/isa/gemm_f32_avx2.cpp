@@ -39,6 +39,7 @@
 #define KILN_DOT_F32_BF16_NAME dot_f32_bf16_avx2
 #define KILN_DOT4_F32_BF16_NAME dot4_f32_bf16_avx2
 #include "dot_bf16_widening.inc"
+#include "kiln/backends/cpu/parallel_region.h"
 
 namespace kiln::cpu {
 

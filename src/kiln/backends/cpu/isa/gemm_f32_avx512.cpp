@@ -41,6 +41,7 @@
 #define KILN_DOT_F32_BF16_NAME dot_f32_bf16_avx512
 #define KILN_DOT4_F32_BF16_NAME dot4_f32_bf16_avx512
 #include "dot_bf16_widening.inc"
+#include "kiln/backends/cpu/parallel_region.h"
 #pragma GCC diagnostic pop
 
 namespace kiln::cpu {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kiln/backends/cpu/host_memory.h"
+#include "../parallel_region.h"
 
 namespace kiln::cpu {
 
@@ -63,14 +64,16 @@ GemmPackedB pack_whole_b(int64_t K, int64_t N, int64_t kc_max, int64_t panel_col
   out.allocate(size_t(words));
   const int64_t blocks = int64_t(out.block_offset.size());
   const int64_t chunks = (panels + chunk - 1) / chunk;
-#pragma omp parallel for schedule(dynamic) if (K * N >= (int64_t(1) << 16))
-  for (int64_t task = 0; task < blocks * chunks; ++task) {
-    const int64_t kb = task / chunks, p0 = task % chunks * chunk;
-    const int64_t k0 = kb * kc_max, kc = std::min(kc_max, K - k0);
-    const int64_t j0 = p0 * panel_cols, nc = std::min(chunk * panel_cols, N - j0);
-    pack_task(k0, kc, j0, nc,
-              out.words() + out.block_offset[size_t(kb)] + p0 * panel_rows(kc) * panel_cols);
-  }
+  parallel_region(K * N >= (int64_t(1) << 16), [&] {
+#pragma omp for schedule(dynamic)
+    for (int64_t task = 0; task < blocks * chunks; ++task) {
+      const int64_t kb = task / chunks, p0 = task % chunks * chunk;
+      const int64_t k0 = kb * kc_max, kc = std::min(kc_max, K - k0);
+      const int64_t j0 = p0 * panel_cols, nc = std::min(chunk * panel_cols, N - j0);
+      pack_task(k0, kc, j0, nc,
+                out.words() + out.block_offset[size_t(kb)] + p0 * panel_rows(kc) * panel_cols);
+    }
+  });
   return out;
 }
 

@@ -18,6 +18,7 @@
 #include "gemm_pack_buffer.h"
 #include "gemm_s8.h"
 #include "transpose_f32_avx2.h"
+#include "kiln/backends/cpu/parallel_region.h"
 
 namespace kiln::cpu {
 
@@ -127,26 +128,30 @@ void few_rows_transposed(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool
     // alternating runs each (two threads, Zen 3): 30.7-33.3, 26.9-27.9, 26.7-27.9 GB/s a B
     // row at a time -> 31.5-38.1, 30.1-30.7, 33.0-33.7 four rows at a time.
     const int64_t groups = N / 4;
-#pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t q = 0; q < groups; ++q) dot_cols<4>(B + 4 * q * K, K, a16.data(), C + 4 * q);
+    parallel_region(parallel, [&] {
+#pragma omp for schedule(static)
+      for (int64_t q = 0; q < groups; ++q) dot_cols<4>(B + 4 * q * K, K, a16.data(), C + 4 * q);
+    });
     for (int64_t j = 4 * groups; j < N; ++j)
       dot_rows<1>(B + j * K, K, a16.data(), a_stride, C + j, N);
     return;
   }
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t j = 0; j < N; ++j) {
-    const int8_t* b = B + j * K;
-    for (int64_t r0 = 0; r0 < M; r0 += 4) {
-      const int16_t* a = a16.data() + r0 * a_stride;
-      int32_t* c = C + r0 * N + j;
-      switch (std::min<int64_t>(4, M - r0)) {
-        case 1: dot_rows<1>(b, K, a, a_stride, c, N); break;
-        case 2: dot_rows<2>(b, K, a, a_stride, c, N); break;
-        case 3: dot_rows<3>(b, K, a, a_stride, c, N); break;
-        default: dot_rows<4>(b, K, a, a_stride, c, N); break;
+  parallel_region(parallel, [&] {
+#pragma omp for schedule(static)
+    for (int64_t j = 0; j < N; ++j) {
+      const int8_t* b = B + j * K;
+      for (int64_t r0 = 0; r0 < M; r0 += 4) {
+        const int16_t* a = a16.data() + r0 * a_stride;
+        int32_t* c = C + r0 * N + j;
+        switch (std::min<int64_t>(4, M - r0)) {
+          case 1: dot_rows<1>(b, K, a, a_stride, c, N); break;
+          case 2: dot_rows<2>(b, K, a, a_stride, c, N); break;
+          case 3: dot_rows<3>(b, K, a, a_stride, c, N); break;
+          default: dot_rows<4>(b, K, a, a_stride, c, N); break;
+        }
       }
     }
-  }
+  });
 }
 
 // acc0 += pairs(broadcast(*a_word) * b0), acc1 += the same with b1. Inline asm because GCC 12,
@@ -302,14 +307,13 @@ void gemm_s8_avx2(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool a_sign
   }
   const int64_t row_tiles = (M + kMR - 1) / kMR, panels = (N + kNR - 1) / kNR;
   const bool parallel = M * N * K >= (int64_t(1) << 18) && omp_get_max_threads() > 1;
-#pragma omp parallel if (parallel)
-  {
+  parallel_region(parallel, [&] {
     const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
     const auto [tr, tp] = gemm_thread_grid(row_tiles, panels, threads, kMR, kNC / kNR, K * N);
     const int64_t r = t / tp, c = t % tp;
     blocked_part(M, N, K, A, a_signed, B, b_transposed, C, row_tiles * r / tr,
                  row_tiles * (r + 1) / tr, panels * c / tp, panels * (c + 1) / tp);
-  }
+  });
 }
 
 }  // namespace kiln::cpu

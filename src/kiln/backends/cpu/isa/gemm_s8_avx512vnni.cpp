@@ -16,6 +16,7 @@
 #include "gemm_s8.h"
 #include "pack_s8_quads.h"
 #include "vnni_accumulate.h"
+#include "kiln/backends/cpu/parallel_region.h"
 
 namespace kiln::cpu {
 
@@ -197,30 +198,32 @@ void few_rows_transposed(int64_t M, int64_t N, int64_t K, const uint8_t* A, cons
   // Rows in groups of up to four, every group against one B row while it is in L1.
   constexpr int64_t kGroupRows = 4;
   const bool parallel = N * K >= (int64_t(1) << 16) && omp_get_max_threads() > 1;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t j = 0; j < N; ++j) {
-    const int8_t* b = B + j * K;
-    uint32_t shift = 0;
-    for (int64_t r0 = 0; r0 < M; r0 += kGroupRows) {
-      const uint8_t* a = A + r0 * K;
-      const bool sum_b = kFlip && r0 == 0;  // the B row's sum, once per row
-      const int64_t rows = std::min(kGroupRows, M - r0);
-      uint32_t sums[kGroupRows], b_sum = 0;
-      // The first group of rows streams B (prefetching ahead within B), the others find the
-      // row in L1.
-      const int64_t left = r0 == 0 ? (N - j) * K : 0;
-      switch (rows) {
-        case 1: dot_rows_of<1, kFlip>(sum_b, a, K, b, sums, &b_sum, left); break;
-        case 2: dot_rows_of<2, kFlip>(sum_b, a, K, b, sums, &b_sum, left); break;
-        case 3: dot_rows_of<3, kFlip>(sum_b, a, K, b, sums, &b_sum, left); break;
-        default: dot_rows_of<4, kFlip>(sum_b, a, K, b, sums, &b_sum, left); break;
+  parallel_region(parallel, [&] {
+#pragma omp for schedule(static)
+    for (int64_t j = 0; j < N; ++j) {
+      const int8_t* b = B + j * K;
+      uint32_t shift = 0;
+      for (int64_t r0 = 0; r0 < M; r0 += kGroupRows) {
+        const uint8_t* a = A + r0 * K;
+        const bool sum_b = kFlip && r0 == 0;  // the B row's sum, once per row
+        const int64_t rows = std::min(kGroupRows, M - r0);
+        uint32_t sums[kGroupRows], b_sum = 0;
+        // The first group of rows streams B (prefetching ahead within B), the others find the
+        // row in L1.
+        const int64_t left = r0 == 0 ? (N - j) * K : 0;
+        switch (rows) {
+          case 1: dot_rows_of<1, kFlip>(sum_b, a, K, b, sums, &b_sum, left); break;
+          case 2: dot_rows_of<2, kFlip>(sum_b, a, K, b, sums, &b_sum, left); break;
+          case 3: dot_rows_of<3, kFlip>(sum_b, a, K, b, sums, &b_sum, left); break;
+          default: dot_rows_of<4, kFlip>(sum_b, a, K, b, sums, &b_sum, left); break;
+        }
+        // Wrapping int32 arithmetic throughout, as the instruction's own sums.
+        if (sum_b) shift = 128u * b_sum;
+        for (int64_t r = 0; r < rows; ++r)
+          C[(r0 + r) * N + j] = int32_t(sums[r] - shift);
       }
-      // Wrapping int32 arithmetic throughout, as the instruction's own sums.
-      if (sum_b) shift = 128u * b_sum;
-      for (int64_t r = 0; r < rows; ++r)
-        C[(r0 + r) * N + j] = int32_t(sums[r] - shift);
     }
-  }
+  });
 }
 
 }  // namespace
@@ -298,15 +301,14 @@ void blocked(int64_t M, int64_t N, int64_t K, const uint8_t* A, bool a_signed, c
              bool b_transposed, int32_t* C) {
   const int64_t row_tiles = (M + kMR - 1) / kMR, panels = (N + kNR - 1) / kNR;
   const bool parallel = M * N * K >= (int64_t(1) << 18) && omp_get_max_threads() > 1;
-#pragma omp parallel if (parallel)
-  {
+  parallel_region(parallel, [&] {
     const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
     const auto [tr, tp] = gemm_thread_grid(row_tiles, panels, threads, kMR, kNC / kNR,
                                               K * N);
     const int64_t r = t / tp, c = t % tp;
     blocked_part(M, N, K, A, a_signed, B, b_transposed, C, row_tiles * r / tr,
                  row_tiles * (r + 1) / tr, panels * c / tp, panels * (c + 1) / tp);
-  }
+  });
 }
 
 }  // namespace
