@@ -415,8 +415,10 @@ void reduce_rows(const ReduceGeometry& g, const T* src, T* dst, FastReduceKind k
   AlignedVector<float> partial_best(pieces > 1 && extremum ? size_t(units * block) : 0);
   const double scale = kind == FastReduceKind::Mean ? 1.0 / double(g.red_numel) : 1.0;
   parallel_region(parallel, [&] {
-    std::vector<double> acc(static_cast<size_t>(block));
-    AlignedVector<float> best(static_cast<size_t>(block));
+    // A column block's sums / extrema, on the stack: two heap blocks of 4-8 KiB per thread
+    // and call (beyond malloc's per-thread cache) were about a tenth of sum(0) of [64, 64].
+    alignas(64) double acc[kRowBlock];
+    alignas(64) float best[kRowBlock];
 #pragma omp for schedule(static)
     for (int64_t u = 0; u < units; ++u) {
       const int64_t k = u % pieces, b = u / pieces % blocks, o = u / (pieces * blocks);
@@ -425,13 +427,13 @@ void reduce_rows(const ReduceGeometry& g, const T* src, T* dst, FastReduceKind k
       const T* base = src + in_off[size_t(o)] + c0;
       T* out = dst + out_off[size_t(o)] + c0;
       if (extremum) {
-        float* m = pieces > 1 ? &partial_best[size_t(u * block)] : best.data();
+        float* m = pieces > 1 ? &partial_best[size_t(u * block)] : best;
         for (int64_t i = 0; i < len; ++i) m[i] = float(base[red_off[size_t(r0)] + i]);
         Ops<T>::extremum_rows(is_max, m, base, red_off.data() + r0 + 1, r1 - r0 - 1, len);
         if (pieces == 1)
           for (int64_t i = 0; i < len; ++i) out[i] = T(m[i]);
       } else {
-        double* a = pieces > 1 ? &partial[size_t(u * block)] : acc.data();
+        double* a = pieces > 1 ? &partial[size_t(u * block)] : acc;
         std::fill(a, a + len, 0.0);
         Ops<T>::sum_rows(a, base, red_off.data() + r0, r1 - r0, len);
         if (pieces == 1)
