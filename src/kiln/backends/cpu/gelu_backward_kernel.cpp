@@ -61,8 +61,8 @@ bool run_vectorised(const Tensor& g, const Tensor& x, const Tensor& out, bool ta
   E* op = static_cast<E*>(out.raw_data());
   const int64_t n = out.numel();
   constexpr int64_t kChunk = 2048;  // float buffers of 8 KiB: L1-resident
-  // (Spelt out, not kBf16 ? kChunk : 1 inside the lambda: GCC 12 crashes on that bound.)
-  constexpr int64_t kWideLen = std::is_same_v<E, uint16_t> ? 2048 : 1;
+  // Computed here: GCC 12 crashes on `kBf16 ? kChunk : 1` as an array bound inside the lambda.
+  constexpr int64_t kWideLen = kBf16 ? kChunk : 1;
   const int64_t chunks = (n + kChunk - 1) / kChunk;
   parallel_region(chunks > 2, [&] {
 #pragma omp for schedule(static)
