@@ -1,5 +1,6 @@
 """sort / argsort / topk / median / kthvalue along lines of every dtype whose keys fit 32 bits
-(the radix sort from 48 elements, (key, index) pairs sorted as 64-bit integers below):
+(the radix sort from 65 elements, (key, index) pairs sorted as 64-bit integers by a sorting
+network below):
 values and indices equal to PyTorch 2.13's stable sort, ascending and descending, with ties,
 -0 / +0, infinities and NaN, contiguous and strided."""
 import numpy as np
@@ -67,6 +68,21 @@ def test_sort_matches_torch_stable(dtype, descending, shape, dim):
     np.testing.assert_array_equal(k.argsort(dim, descending=descending).numpy(), ti.numpy())
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int32", "bool"])
+@pytest.mark.parametrize("descending", [False, True])
+def test_sort_every_network_length(dtype, descending):
+    # Every line length the sorting network takes (padded to 2, 4, ..., 64) and the first two
+    # the radix sort takes, contiguous and with a stride of 5 between a line's elements.
+    for n in range(1, 67):
+        k, t = make(dtype, (5, n), seed=n)
+        ks, ts = make(dtype, (n, 5), seed=n + 100)
+        for kk, tt, dim in ((k, t, -1), (ks.t(), ts.t(), -1), (ks, ts, 0)):
+            kv, ki = kk.sort(dim, descending=descending)
+            tv, ti = tt.sort(dim=dim, descending=descending, stable=True)
+            same(kv, tv)
+            np.testing.assert_array_equal(ki.numpy(), ti.numpy(), err_msg=f"n={n} dim={dim}")
+
+
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int32", "uint8"])
 def test_sort_strided_and_flat(dtype):
     k, t = make(dtype, (300, 200), seed=9)
@@ -94,7 +110,7 @@ def test_topk_large_k(dtype, k_, largest):
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int8"])
 @pytest.mark.parametrize("k_", [6, 13, 41])
 def test_topk_short_lines(dtype, k_):
-    # Lines under 48 whose k is too large for topk's scan (k * 8 >= n): the integer sort.
+    # Lines of at most 64 whose k is too large for topk's scan (k * 8 >= n): the network.
     k, t = make(dtype, (33, 41), seed=k_ + 5)
     for largest in (True, False):
         kv, ki = k.topk(k_, -1, largest=largest)

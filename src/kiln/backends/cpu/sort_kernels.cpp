@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "index_loops.h"
+#include "sort_network.h"
 #include "kiln/tensor/empty.h"
 
 namespace kiln::cpu {
@@ -23,12 +24,12 @@ bool less_nan_last(C a, C b) {
 // topk with k up to this many (and k * 8 < n) selects in one scan (see sort_slices).
 constexpr int64_t kScanTopK = 64;
 
-// Lines at least this long whose keys fit 32 bits are radix-sorted (see radix_sort_line);
-// shorter ones sort their (key, index) pairs as 64-bit integers with std::sort (decision
-// 0148). One thread, 2^19 float32 in lines of n, us per line (AMD Zen 4): integers 0.54 at
-// n = 32, 0.71 at 40, 0.90 at 48, 1.27 at 64; radix 0.75, 0.79, 0.85, 0.95; the pairs
-// with a NaN-aware comparator that lines under 64 took before 0.79, 1.07, 1.37, 1.67 (n = 56).
-constexpr int64_t kRadixMinLine = 48;
+// Lines longer than a sorting network takes whose keys fit 32 bits are radix-sorted (see
+// radix_sort_line); shorter ones sort their (key, index) pairs as 64-bit integers through a
+// sorting network (decisions 0148, 0153). One thread, us per line of fresh random float32,
+// AMD Zen 4: the network 0.03 at n = 8, 0.11 at 16, 0.23 at 32, 0.61 at 64; std::sort over
+// the same integers 0.06, 0.18, 0.54, 1.27; the radix sort 0.95 at 64, 1.51 at 128.
+constexpr int64_t kRadixMinLine = kSortNetworkMaxLine + 1;
 
 // Whether T's keys map to 32-bit unsigned integers in sort order (radix_key).
 template <typename T>
@@ -82,6 +83,57 @@ KeyIndex* radix_sort_line(KeyIndex* a, KeyIndex* tmp, int64_t n) {
   return a;
 }
 
+// Sorts one line of n <= kSortNetworkMaxLine 32-bit keys: each (key, index) pair as one 64-bit
+// integer, key above index, so that integer order is the sort's order with ties in index order
+// (stable), through a sorting network; writes the first k values and indices. Parameters, not
+// a lambda's captures: through those the compiler reloaded every stride after each store.
+template <typename T>
+void sort_line_by_network(const T* x, int64_t xs, int64_t n, bool descending, int64_t k, T* v,
+                          int64_t vs, int64_t* idx, int64_t is) {
+  uint64_t pairs[kSortNetworkMaxLine];
+  const uint32_t flip = descending ? 0xFFFFFFFFu : 0u;
+  for (int64_t j = 0; j < n; ++j)
+    pairs[j] = (uint64_t(radix_key(x[j * xs]) ^ flip) << 32) | uint64_t(j);
+  sort_short_line(pairs, n);
+  for (int64_t j = 0; j < k; ++j) {
+    const int64_t src = int64_t(pairs[j] & 0xFFFFFFFFu);
+    v[j * vs] = x[src * xs];
+    idx[j * is] = src;
+  }
+}
+
+// The element offsets of line s's first entry in three tensors of the same outer shape,
+// stepped line by line like an odometer: a division per dimension and line took a fifth of
+// the time of sorting [65536, 8] float32 by network.
+class LineOffsets {
+ public:
+  LineOffsets(const Shape& outer, const Geom* const (&g)[3], int64_t first)
+      : outer_(outer), coord_(outer.size()) {
+    for (int k = 0; k < 3; ++k) strides_[k] = g[k]->strides;
+    for (int64_t r = first, dim = int64_t(outer.size()); dim-- > 0;) {
+      coord_[size_t(dim)] = r % outer[size_t(dim)];
+      r /= outer[size_t(dim)];
+      for (int k = 0; k < 3; ++k) off[k] += coord_[size_t(dim)] * strides_[k][size_t(dim)];
+    }
+  }
+  void next() {
+    for (size_t dim = outer_.size(); dim-- > 0;) {
+      if (++coord_[dim] < outer_[dim]) {
+        for (int k = 0; k < 3; ++k) off[k] += strides_[k][dim];
+        return;
+      }
+      for (int k = 0; k < 3; ++k) off[k] -= (coord_[dim] - 1) * strides_[k][dim];
+      coord_[dim] = 0;
+    }
+  }
+  int64_t off[3] = {0, 0, 0};
+
+ private:
+  const Shape& outer_;
+  Shape coord_;
+  Strides strides_[3];
+};
+
 // Sorts every slice of x along d and writes the first k entries of each into vals/idx
 // (whose dim d has size k). Descending puts NaN first. Ties (equal keys, and all NaNs) are
 // broken by the index, a total order whose sorted sequence is exactly std::stable_sort's, so
@@ -119,23 +171,15 @@ void sort_slices(const Tensor& x, const Tensor& vals, const Tensor& idx, int64_t
   };
   // Long lines of 32-bit keys, unless topk's scan takes them: the radix sort.
   const bool radix = kRadixKeys<T> && n >= kRadixMinLine && n < (int64_t(1) << 32) && !scan;
-  // Shorter lines of such keys (and not topk's scan): each (key, index) pair as one 64-bit
-  // integer, key above index, so that integer order is the sort's order with ties in index
-  // order (stable), compared without a branch on NaN.
-  const bool packed = kRadixKeys<T> && !radix && !scan && n < (int64_t(1) << 32);
+  // Shorter lines of such keys (and not topk's scan): sort_line_by_network.
+  const bool packed = kRadixKeys<T> && n <= kSortNetworkMaxLine && !scan;
   auto sort_range = [&](int64_t begin, int64_t end) {
     std::vector<Entry> buf(static_cast<size_t>(radix || packed ? 0 : n));
     std::vector<KeyIndex> keys(static_cast<size_t>(radix ? 2 * n : 0));
-    std::vector<uint64_t> pairs(static_cast<size_t>(packed ? n : 0));
-    for (int64_t s = begin; s < end; ++s) {
-      int64_t off[3] = {0, 0, 0};
-      for (int64_t r = s, dim = int64_t(outer.size()); dim-- > 0;) {
-        const int64_t c = r % outer[size_t(dim)];
-        r /= outer[size_t(dim)];
-        off[0] += c * xg.strides[size_t(dim)];
-        off[1] += c * vg.strides[size_t(dim)];
-        off[2] += c * ig.strides[size_t(dim)];
-      }
+    const Geom* const geoms[3] = {&xg, &vg, &ig};
+    LineOffsets at(outer, geoms, begin);
+    for (int64_t s = begin; s < end; ++s, at.next()) {
+      const int64_t* off = at.off;
       if (radix) {
         KeyIndex* a = keys.data();
         for (int64_t j = 0; j < n; ++j) {
@@ -151,16 +195,7 @@ void sort_slices(const Tensor& x, const Tensor& vals, const Tensor& idx, int64_t
         continue;
       }
       if (packed) {
-        for (int64_t j = 0; j < n; ++j) {
-          const uint32_t key = radix_key(xp[off[0] + j * xs]);
-          pairs[size_t(j)] = (uint64_t(descending ? ~key : key) << 32) | uint64_t(j);
-        }
-        std::sort(pairs.begin(), pairs.end());
-        for (int64_t j = 0; j < k; ++j) {
-          const int64_t src = int64_t(pairs[size_t(j)] & 0xFFFFFFFFu);
-          vp[off[1] + j * vs] = xp[off[0] + src * xs];
-          ip[off[2] + j * is] = src;
-        }
+        sort_line_by_network(xp + off[0], xs, n, descending, k, vp + off[1], vs, ip + off[2], is);
         continue;
       }
       if (scan) {
