@@ -25,10 +25,10 @@ bool less_nan_last(C a, C b) {
 constexpr int64_t kScanTopK = 64;
 
 // Lines longer than a sorting network takes whose keys fit 32 bits are radix-sorted (see
-// radix_sort_line); shorter ones sort their (key, index) pairs as 64-bit integers through a
-// sorting network (decisions 0148, 0153). One thread, us per line of fresh random float32,
-// AMD Zen 4: the network 0.03 at n = 8, 0.11 at 16, 0.23 at 32, 0.61 at 64; std::sort over
-// the same integers 0.06, 0.18, 0.54, 1.27; the radix sort 0.95 at 64, 1.51 at 128.
+// radix_sort_line); shorter ones go through sort_line_by_network (decisions 0148, 0153). One
+// thread, us per line of fresh random float32, AMD Zen 4, whole sort op: the network 0.030 at
+// n = 8, 0.16 at 32, 0.61-0.72 at 64; std::sort over the same integers 0.084 at 8, 0.54 at 32;
+// the radix sort 0.94 at 64, 1.14-1.17 at 96.
 constexpr int64_t kRadixMinLine = kSortNetworkMaxLine + 1;
 
 // Whether T's keys map to 32-bit unsigned integers in sort order (radix_key).
