@@ -21,6 +21,11 @@ SIZES = [
     ((2, 5, 17, 11), {"size": (7, 23)}),
     ((1, 4, 20, 20), {"scale_factor": 0.45}),
     ((3, 1, 1, 6), {"size": (4, 3), "align_corners": True}),
+    # Resizing down by 2 or more: both blends per output position (channels-last rows of 16+
+    # channels, vector loops with a tail; weights on both sides of 1/2).
+    ((2, 32, 28, 30), {"scale_factor": 0.5}),
+    ((1, 19, 21, 17), {"size": (8, 7)}),
+    ((1, 24, 13, 40), {"size": (5, 9), "align_corners": True}),
 ]
 
 

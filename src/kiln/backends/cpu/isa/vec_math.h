@@ -127,10 +127,24 @@ using VecNormAffineBf16 = void (*)(const float* in, uint16_t* out, int64_t n, fl
 using VecMulAddF32 = void (*)(const float* x, const float* mul, int64_t mul_step,
                               const float* add, int64_t add_step, float* out, int64_t n);
 
-// lerp with one weight t for all: out[i] = a[i] + t * (b[i] - a[i]) for |t| < 0.5, else
-// b[i] - (b[i] - a[i]) * (1 - t) (PyTorch's formula, exact at both ends), each product rounded
-// before its sum, as the scalar functor.
+// lerp with one weight t for all, PyTorch's rounding: one fused multiply-add,
+// fma(t, b[i] - a[i], a[i]) for |t| < 0.5, else fma(t - 1, b[i] - a[i], b[i]) (exact at both
+// ends). lerp_rounded_twice_f32 (same signature): a[i] + t * (b[i] - a[i]) for |t| < 0.5, else
+// b[i] - (b[i] - a[i]) * (1 - t), each product rounded before its sum: index_lerp's blend
+// (interpolate's linear modes), bit for bit its scalar form.
 using VecLerpF32 = void (*)(const float* a, const float* b, float t, float* out, int64_t n);
+// index_lerp's blend along a row of n1 positions of `inner` values each (channels-last rows):
+// out[q * inner + k] = the blend of t[j0[q] * inner + k] and t[j1[q] * inner + k] with weight
+// v[q], each rounded as lerp_rounded_twice_f32.
+using VecLerpPositionsF32 = void (*)(const float* t, const int64_t* j0, const int64_t* j1,
+                                     const float* v, int64_t n1, int64_t inner, float* out);
+// Both steps at once, for rows whose positions are each used once or not at all (resizing
+// down): out[q * inner + k] = the positions' blend (weight v[q]) of t = the blend of rows a and
+// b with weight w, taken at positions j0[q] and j1[q] only; bit for bit
+// lerp_rounded_twice_f32 on the rows, then lerp_positions_f32, without writing t.
+using VecLerpRowsPositionsF32 = void (*)(const float* a, const float* b, float w,
+                                         const int64_t* j0, const int64_t* j1, const float* v,
+                                         int64_t n1, int64_t inner, float* out);
 // The same over bfloat16 arrays, converted in registers: bit for bit the float32 loop on the
 // widened values, rounded once.
 using VecLerpBf16 = void (*)(const uint16_t* a, const uint16_t* b, float t, uint16_t* out,
@@ -228,6 +242,9 @@ struct VecMathF32 {
   VecMulAddBf16 muladd_bf16 = nullptr;
   VecMulAddF32 muladd_f32 = nullptr;
   VecLerpF32 lerp_f32 = nullptr;
+  VecLerpF32 lerp_rounded_twice_f32 = nullptr;
+  VecLerpPositionsF32 lerp_positions_f32 = nullptr;
+  VecLerpRowsPositionsF32 lerp_rows_positions_f32 = nullptr;
   VecLerpBf16 lerp_bf16 = nullptr;
   VecBinaryBf16 add_bf16 = nullptr, sub_bf16 = nullptr, mul_bf16 = nullptr, div_bf16 = nullptr,
                 max_bf16 = nullptr, min_bf16 = nullptr;  // max / min: NaN-propagating
