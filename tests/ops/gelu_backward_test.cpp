@@ -85,6 +85,24 @@ TEST(GeluBackward, TransposedBFloat16AndFloat64TakeTheElementPath) {
   }
 }
 
+// A gradient expanded from one value per row (what sum() and mean() pass back: stride 0 along
+// the row) is copied dense and takes the vector path: float32 and bfloat16 against float64.
+TEST(GeluBackward, ExpandedGradientMatchesFloat64) {
+  const Case c = make_case();
+  for (std::string form : {"none", "tanh"}) {
+    SCOPED_TRACE(form);
+    for (DType dt : {DType::F32, DType::BF16}) {
+      const Tensor x = make(c.x, {c.rows, c.cols}, dt, kCpu);
+      const Tensor g = expand(make(random_values(size_t(c.rows), -2, 2, 5), {c.rows, 1}, dt, kCpu),
+                              {c.rows, c.cols});
+      ASSERT_FALSE(g.is_contiguous());
+      const double tol = dt == DType::F32 ? 2e-6 : 8e-3;
+      expect_matches(gelu_backward(g, x, form), c, x.to_vector<double>(), g.to_vector<double>(),
+                     form == "tanh", tol, dt == DType::F32 ? 1e-6 : 8e-3);
+    }
+  }
+}
+
 // Contiguous bfloat16 (autocast training's activations) takes the float32 vector path on the
 // widened chunks, rounded once: bit for bit the float32 result on the widened values rounded
 // to bfloat16 (at the baseline level both take the element loop, in float, so too).

@@ -51,6 +51,10 @@ Tensor gelu(const Tensor& x, const std::string& approximate = "none");
 // float32 when no graph of the backward is recorded. Same shape and floating dtype.
 Tensor gelu_backward(const Tensor& grad_output, const Tensor& x,
                      const std::string& approximate = "none");
+// grad_output * d/dx silu(x) = grad_output * s (1 + x (1 - s)), s = sigmoid(x) (as torch's
+// silu_backward): autograd's derivative of silu on the CPU when no graph of the backward is
+// recorded. Same shape and floating dtype.
+Tensor silu_backward(const Tensor& grad_output, const Tensor& x);
 Tensor softplus(const Tensor& x, const Scalar& beta = 1, const Scalar& threshold = 20);
 Tensor isnan(const Tensor& x);
 Tensor isinf(const Tensor& x);

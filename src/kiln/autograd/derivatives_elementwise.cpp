@@ -43,7 +43,6 @@ KILN_UNARY_DERIVATIVE(tan, g * conj_if_complex(pow(ctx.output(0), 2) + 1))
 KILN_UNARY_DERIVATIVE(tanh, g * conj_if_complex(1 - ctx.output(0) * ctx.output(0)))
 KILN_UNARY_DERIVATIVE(sigmoid, g * conj_if_complex(ctx.output(0) * (1 - ctx.output(0))))
 KILN_UNARY_DERIVATIVE(relu, g * gt(ctx.output(0), 0).to(g.dtype()))
-KILN_UNARY_DERIVATIVE(silu, g * (sigmoid(x) * (1 + x * (1 - sigmoid(x)))))
 KILN_UNARY_DERIVATIVE(erf, g * exp(neg(x * x)) * (2 / std::sqrt(kPi)))
 KILN_UNARY_DERIVATIVE(erfc, g * exp(neg(x * x)) * (-2 / std::sqrt(kPi)))
 KILN_UNARY_DERIVATIVE(erfinv, g * exp(ctx.output(0) * ctx.output(0)) * (std::sqrt(kPi) / 2))
@@ -56,6 +55,18 @@ KILN_UNARY_DERIVATIVE(reciprocal, g * conj_if_complex(neg(ctx.output(0) * ctx.ou
 KILN_UNARY_DERIVATIVE(standard_gamma, g * standard_gamma_grad(x, ctx.output(0)))
 KILN_UNARY_DERIVATIVE(zero_grad, zeros_like(g))  // floor, ceil, round, trunc, sign
 #undef KILN_UNARY_DERIVATIVE
+
+// silu'(x) = s (1 + x (1 - s)), s = sigmoid(x): one fused pass for float32 / bfloat16 on the
+// CPU when the backward is not itself recorded, else the differentiable op chain.
+Grads d_silu(const GradContext& ctx, const Grads& go) {
+  Tensor x = ctx.input(0);
+  const Tensor& g = go[0];
+  const bool fused = !is_grad_enabled() && x.device().type == DeviceType::CPU &&
+                     (x.dtype() == DType::F32 || x.dtype() == DType::BF16) &&
+                     g.dtype() == x.dtype() && g.shape() == x.shape();
+  if (fused) return {silu_backward(g, x)};
+  return {g * (sigmoid(x) * (1 + x * (1 - sigmoid(x))))};
+}
 
 Grads d_gelu(const GradContext& ctx, const Grads& go) {
   Tensor x = ctx.input(0);

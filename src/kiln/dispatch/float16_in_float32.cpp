@@ -18,7 +18,7 @@ bool computes_float16_in_float32(std::string_view name) {
   static const std::unordered_set<std::string_view> ops = {
       // unary math
       "exp", "exp2", "expm1", "log", "log1p", "log2", "sqrt", "rsqrt", "sin", "cos", "tan",
-      "tanh", "sigmoid", "relu", "erf", "reciprocal", "silu", "gelu", "gelu_backward",
+      "tanh", "sigmoid", "relu", "erf", "reciprocal", "silu", "silu_backward", "gelu", "gelu_backward",
       "erfc", "erfinv", "lgamma", "digamma", "trigamma",
       "softplus", "leaky_relu", "clamp",
       // binary and ternary arithmetic, comparisons

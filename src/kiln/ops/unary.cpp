@@ -116,6 +116,16 @@ Tensor gelu_backward(const Tensor& grad_output, const Tensor& x, const std::stri
   return call_op(KILN_OP("gelu_backward"), {grad_output, x}, {approximate});
 }
 
+Tensor silu_backward(const Tensor& grad_output, const Tensor& x) {
+  KILN_CHECK(is_floating(x.dtype()) && grad_output.dtype() == x.dtype(), TypeError,
+             "silu_backward: expected grad_output and self of one floating dtype, got ",
+             dtype_name(grad_output.dtype()), " and ", dtype_name(x.dtype()));
+  KILN_CHECK(grad_output.shape() == x.shape(), ValueError,
+             "silu_backward: expected grad_output of self's shape ", shape_str(x.shape()),
+             ", got ", shape_str(grad_output.shape()));
+  return call_op(KILN_OP("silu_backward"), {grad_output, x});
+}
+
 Tensor softplus(const Tensor& x, const Scalar& beta, const Scalar& threshold) {
   return unary(KILN_OP("softplus"), x, Kind::Float, {beta.to_double(), threshold.to_double()});
 }
@@ -208,6 +218,11 @@ void register_unary_ops() {
   // 17 passes over a GPT-2 MLP activation).
   register_op("gelu_backward",
               "gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor",
+              same_as_first_meta)
+      .pointwise_layout = true;
+  // d/dx silu(x) times grad_output in one pass (the derivative's op chain made 7 passes and
+  // two sigmoids: fwd + bwd of [512, 3072] float32 1.9x PyTorch's time).
+  register_op("silu_backward", "silu_backward(Tensor grad_output, Tensor self) -> Tensor",
               same_as_first_meta)
       .pointwise_layout = true;
   register_op("softplus", "softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor",

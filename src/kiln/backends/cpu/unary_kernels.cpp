@@ -530,6 +530,7 @@ void fast_gelu_kernel(OpCall& call) {
 }  // namespace
 
 void register_gelu_backward_kernel();  // gelu_backward_kernel.cpp
+void register_silu_backward_kernel();  // silu_backward_kernel.cpp
 
 void register_unary_kernels() {
   auto reg = [](const char* name, KernelFn fn, DTypeMask mask) {
@@ -573,6 +574,7 @@ void register_unary_kernels() {
   reg("isfinite", bool_unary_kernel<IsFinite>, kAllDTypes);
   reg("gelu", fast_gelu_kernel, kFloatDTypes);
   register_gelu_backward_kernel();
+  register_silu_backward_kernel();
   reg("softplus", softplus_kernel, kFloatDTypes);
   reg("leaky_relu", leaky_relu_kernel, kFloatDTypes);
   reg("clamp", clamp_kernel, kAllDTypes);
