@@ -38,6 +38,40 @@ def test_row_scatter_add_matches_float64(dtype, rows, cols, targets, width):
                                atol=1e-3)
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("layout", ["transposed", "expanded"])
+def test_row_scatter_add_of_a_strided_source(dtype, layout):
+    # Sources whose rows are not contiguous: a transposed one, and one value per row expanded
+    # with stride 0 (the gradient of embedding(...).sum()).
+    g = torch.Generator().manual_seed(3)
+    td = getattr(torch, dtype)
+    rows, targets, width = 700, 90, 40
+    self_ = torch.randn(targets, width, generator=g).to(td)
+    if layout == "transposed":
+        base = torch.randn(width, rows, generator=g).to(td)
+        src, ksrc = base.t(), _k(base, dtype).t()
+    else:
+        base = torch.randn(rows, 1, generator=g).to(td)
+        src, ksrc = base.expand(rows, width), _k(base, dtype).expand(rows, width)
+    idx = torch.randint(0, targets, (rows,), generator=g)
+    index = idx[:, None].expand(rows, width).contiguous()
+    want = self_.double().scatter_add(0, index, src.double())
+    got = _k(self_, dtype).scatter_add(0, kiln.from_numpy(idx.numpy())[:, None].expand(rows, width),
+                                       ksrc)
+    step = 2.0 ** -8 if dtype == "bfloat16" else 2.0 ** -11
+    np.testing.assert_allclose(got.float().numpy(), want.numpy(), rtol=step, atol=1e-6 * rows)
+
+
+def test_bfloat16_embedding_gradient_of_a_sum():
+    g = torch.Generator().manual_seed(4)
+    w = torch.randn(500, 32, generator=g).bfloat16()
+    idx = torch.randint(0, 500, (2, 400), generator=g)
+    kw = _k(w, "bfloat16").requires_grad_()
+    kiln.nn.functional.embedding(kiln.from_numpy(idx.numpy()), kw).sum().backward()
+    counts = np.bincount(idx.reshape(-1).numpy(), minlength=500).astype(np.float64)
+    np.testing.assert_array_equal(kw.grad.float().numpy(), np.repeat(counts[:, None], 32, 1))
+
+
 def test_bfloat16_embedding_gradient_matches_torch():
     g = torch.Generator().manual_seed(9)
     w = torch.randn(1000, 48, generator=g).bfloat16().requires_grad_()

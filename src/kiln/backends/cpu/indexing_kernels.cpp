@@ -419,10 +419,13 @@ bool scatter_add_row_groups(const OpCall& call, const char* op, const Tensor& ou
   const Tensor& index = call.inputs[1];
   const Tensor& src = call.inputs[2];
   if (out.dim() != 2 || index.dim() != 2 || src.dim() != 2 || index.dtype() != DType::I64 ||
-      wrap_dim(call.int_attr(0), 2) != 0 || index.strides()[1] != 0 || index.numel() == 0 ||
-      src.strides()[1] != 1)
+      wrap_dim(call.int_attr(0), 2) != 0 || index.strides()[1] != 0 || index.numel() == 0)
     return false;
+  // Any source layout: the gradient of embedding(...).sum() is sum's ones expanded with stride
+  // 0 (which took the whole-output path: 44 ms for a [30522, 768] bfloat16 table fed by 512
+  // tokens, 4.5 in float32).
   const int64_t rows = index.size(0), len = index.size(1), ss = src.strides()[0];
+  const int64_t sj = src.strides()[1];
   const int64_t* ip = static_cast<const int64_t*>(index.raw_data());
   const int64_t is = index.strides()[0];
   std::vector<int64_t> order(static_cast<size_t>(rows));
@@ -446,7 +449,11 @@ bool scatter_add_row_groups(const OpCall& call, const char* op, const Tensor& ou
       for (int64_t j = 0; j < len; ++j) acc[size_t(j)] = float(target[j]);
       for (int64_t k = starts[size_t(g)]; k < starts[size_t(g) + 1]; ++k) {
         const T* srow = s + order[size_t(k)] * ss;
-        for (int64_t j = 0; j < len; ++j) acc[size_t(j)] += float(srow[j]);
+        if (sj == 1) {
+          for (int64_t j = 0; j < len; ++j) acc[size_t(j)] += float(srow[j]);
+        } else {
+          for (int64_t j = 0; j < len; ++j) acc[size_t(j)] += float(srow[j * sj]);
+        }
       }
       for (int64_t j = 0; j < len; ++j) target[j] = T(acc[size_t(j)]);
     }
