@@ -231,8 +231,11 @@ Grads d_addc(const GradContext& ctx, const Grads& go) {
     if (ctx.needs(1)) r[1] = sum_to(go[0] * v / t2, ctx.input_shapes[1]);
     if (ctx.needs(2)) r[2] = sum_to(neg(go[0] * v * t1) / (t2 * t2), ctx.input_shapes[2]);
   } else {
-    if (ctx.needs(1)) r[1] = sum_to(go[0] * v * t2, ctx.input_shapes[1]);
-    if (ctx.needs(2)) r[2] = sum_to(go[0] * v * t1, ctx.input_shapes[2]);
+    // As PyTorch: the other factor scaled by value first (often a per-channel weight, far
+    // smaller than the gradient), and not at all for value 1: (g * v) * t made two passes
+    // over the gradient for each input (group_norm's affine backward).
+    if (ctx.needs(1)) r[1] = sum_to(go[0] * (v == 1 ? t2 : t2 * v), ctx.input_shapes[1]);
+    if (ctx.needs(2)) r[2] = sum_to(go[0] * (v == 1 ? t1 : t1 * v), ctx.input_shapes[2]);
   }
   return r;
 }
