@@ -120,5 +120,55 @@ TEST(IndexLerp, GradientsMatchFiniteDifferences) {
   }
 }
 
+// index_lerp_backward (autograd's first derivative on the CPU) against the float64 host sum:
+// along the first, a middle and the last dim, positions gathered from repeated and equal
+// indices; float32 / float64 accumulated in place, bfloat16 / float16 in float32 rounded once.
+TEST(IndexLerp, BackwardAgainstFloat64) {
+  const Shape shape{6, 40, 33};
+  for (int64_t dim : {0, 1, 2}) {
+    const int64_t size = shape[size_t(dim)], n = 2 * size + 3;
+    const Taps t = taps(size, n, uint32_t(11 + dim));
+    Shape gs = shape;
+    gs[size_t(dim)] = n;
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < dim; ++d) outer *= shape[size_t(d)];
+    for (size_t d = size_t(dim) + 1; d < shape.size(); ++d) inner *= shape[d];
+    const std::vector<double> gv = random_values(size_t(outer * n * inner), -1, 1, 7);
+    for (DType dt : {DType::F32, DType::F64, DType::BF16, DType::F16}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " dim " + std::to_string(dim));
+      const Tensor g = make(gv, gs, dt, kCpu);
+      const Tensor wt = make(t.w, {n}, dt, kCpu);
+      const std::vector<double> gq = g.to_vector<double>(), wq = wt.to_vector<double>();
+      std::vector<double> want(size_t(outer * size * inner), 0.0), mag(want.size(), 0.0);
+      for (int64_t b = 0; b < outer; ++b)
+        for (int64_t j = 0; j < n; ++j)
+          for (int64_t k = 0; k < inner; ++k) {
+            const double v = gq[size_t((b * n + j) * inner + k)], w = wq[size_t(j)];
+            const size_t a0 = size_t((b * size + t.i0[size_t(j)]) * inner + k);
+            const size_t a1 = size_t((b * size + t.i1[size_t(j)]) * inner + k);
+            want[a0] += v * (1 - w);
+            want[a1] += v * w;
+            mag[a0] += std::fabs(v);
+            mag[a1] += std::fabs(v);
+          }
+      const Tensor got = index_lerp_backward(g, dim, size, ints(t.i0), ints(t.i1), wt);
+      ASSERT_EQ(got.shape(), shape);
+      ASSERT_EQ(got.dtype(), dt);
+      const std::vector<double> r = got.to_vector<double>();
+      const double eps = dt == DType::F64 ? 1e-15 : dt == DType::F32 ? 1e-6
+                         : dt == DType::BF16 ? 1.0 / 128 : 1.0 / 1024;
+      for (size_t i = 0; i < r.size(); ++i)
+        ASSERT_NEAR(r[i], want[i], eps * (std::fabs(want[i]) + 1e-6 * mag[i]) + 1e-6 * mag[i])
+            << "at " << i;
+    }
+  }
+  const Tensor g = make(std::vector<double>(6, 1.0), {2, 3}, DType::F32, kCpu);
+  const Tensor w = make({0.5, 0.5, 0.5}, {3}, DType::F32, kCpu);
+  EXPECT_THROW(index_lerp_backward(g, 1, 2, ints({0, 2, 1}), ints({1, 1, 1}), w), IndexError);
+  EXPECT_THROW(index_lerp_backward(g, 1, 4, ints({0, 1}), ints({1, 1}), w), ShapeError);
+  EXPECT_THROW(index_lerp_backward(g, 1, 4, ints({0, 1, 2}), ints({1, 1, 1}),
+                                   w.to(DType::F64)), ShapeError);
+}
+
 }  // namespace
 }  // namespace kiln::test

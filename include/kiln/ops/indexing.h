@@ -27,6 +27,12 @@ Tensor index_lerp(const Tensor& x, int64_t dim, const Tensor& index0, const Tens
 Tensor index_lerp2(const Tensor& x, int64_t dim, const Tensor& index0, const Tensor& index1,
                    const Tensor& weight, const Tensor& index2, const Tensor& index3,
                    const Tensor& weight2);
+// index_lerp's gradient with respect to x (of size `size` along dim): zeros with
+// grad.select(dim, j) added at index0[j] times 1 - weight[j] and at index1[j] times weight[j],
+// summed in the computation type (float32 for 16-bit floats). CPU only, not differentiable:
+// autograd's first derivative of index_lerp.
+Tensor index_lerp_backward(const Tensor& grad, int64_t dim, int64_t size, const Tensor& index0,
+                           const Tensor& index1, const Tensor& weight);
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Scalar& value);
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);

@@ -71,7 +71,12 @@ Grads d_index_lerp(const GradContext& ctx, const Grads& go) {
   ws[size_t(d)] = go[0].size(d);
   const Tensor w = reshape(ctx.input(3), ws);
   Grads r(4);
-  if (ctx.needs(0))
+  // One pass on the CPU when the backward is not itself recorded (index_lerp_backward); the
+  // differentiable composite otherwise.
+  if (ctx.needs(0) && !is_grad_enabled() && go[0].device().is_cpu())
+    r[0] = index_lerp_backward(go[0], d, xs[size_t(d)], ctx.input(1), ctx.input(2),
+                               ctx.input(3));
+  else if (ctx.needs(0))
     r[0] = index_add_into_zeros(xs, d, ctx.input(1), go[0] * (1 - w)) +
            index_add_into_zeros(xs, d, ctx.input(2), go[0] * w);
   if (ctx.needs(3)) {

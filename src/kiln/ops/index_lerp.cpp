@@ -71,6 +71,27 @@ std::vector<TensorMeta> index_lerp2_meta(const OpCall& c) {
   return {{s, x.dtype()}};
 }
 
+// inputs: grad, index0, index1, weight (grad's dtype, each of grad's length along dim);
+// attrs: dim, size. The output is grad with dim resized to size.
+std::vector<TensorMeta> index_lerp_backward_meta(const OpCall& c) {
+  const Tensor& g = c.inputs[0];
+  KILN_CHECK(g.dim() >= 1 && is_floating(g.dtype()), TypeError, "index_lerp_backward(): "
+             "expected a floating gradient of at least 1 dim, got ", dtype_name(g.dtype()),
+             " of shape ", shape_str(g.shape()));
+  const int64_t d = wrap_dim(c.int_attr(0), g.dim()), size = c.int_attr(1);
+  KILN_CHECK(size >= 0, ValueError, "index_lerp_backward(): expected a size >= 0, got ", size);
+  for (int k = 1; k <= 3; ++k) {
+    const Tensor& v = c.inputs[size_t(k)];
+    const DType want = k == 3 ? g.dtype() : DType::I64;
+    KILN_CHECK(v.dtype() == want && v.dim() == 1 && v.numel() == g.size(d), ShapeError,
+               "index_lerp_backward(): expected ", k == 3 ? "a weight" : "an index",
+               " vector of ", dtype_name(want), " and length ", g.size(d), ", got ",
+               dtype_name(v.dtype()), " of shape ", shape_str(v.shape()));
+  }
+  Shape s = g.shape();
+  s[size_t(d)] = size;
+  return {{s, g.dtype()}};
+}
 }  // namespace
 
 Tensor index_lerp2(const Tensor& x, int64_t dim, const Tensor& index0, const Tensor& index1,
@@ -80,6 +101,14 @@ Tensor index_lerp2(const Tensor& x, int64_t dim, const Tensor& index0, const Ten
                  {x.contiguous(), index0.contiguous(), index1.contiguous(), weight.contiguous(),
                   index2.contiguous(), index3.contiguous(), weight2.contiguous()},
                  {dim});
+}
+
+Tensor index_lerp_backward(const Tensor& grad, int64_t dim, int64_t size, const Tensor& index0,
+                           const Tensor& index1, const Tensor& weight) {
+  return call_op(KILN_OP("index_lerp_backward"),
+                 {grad.contiguous(), index0.contiguous(), index1.contiguous(),
+                  weight.contiguous()},
+                 {dim, size});
 }
 
 Tensor index_lerp(const Tensor& x, int64_t dim, const Tensor& index0, const Tensor& index1,
@@ -99,6 +128,10 @@ void register_index_lerp_ops() {
               "index_lerp2(Tensor self, Tensor index0, Tensor index1, Tensor weight, "
               "Tensor index2, Tensor index3, Tensor weight2, int dim) -> Tensor",
               index_lerp2_meta);
+  register_op("index_lerp_backward",
+              "index_lerp_backward(Tensor grad, Tensor index0, Tensor index1, Tensor weight, "
+              "int dim, int size) -> Tensor",
+              index_lerp_backward_meta);
 }
 }  // namespace ops
 

@@ -3,6 +3,7 @@
 // a dim that is not the last) each output row blends two whole input rows with one weight,
 // a plain loop the compiler vectorises; along the last dim each output element picks its
 // two inputs. Work is split over the threads by output rows.
+#include <algorithm>
 #include <cmath>
 #include <type_traits>
 #include <vector>
@@ -226,9 +227,67 @@ void index_lerp2_kernel(OpCall& call) {
   });
 }
 
+// index_lerp_backward: grad viewed as [outer, n, inner], out as [outer, size, inner]. Each
+// outer slice's rows are accumulated in order (rows of a slice may meet at a position; slices
+// never do, so they go over the threads), in the computation type: float32 / float64 into the
+// output itself, 16-bit floats into a float32 slice rounded once. The composite it replaces
+// (two products, two scatter_adds into zeros, a sum) took 3.6 ms of bilinear x2's backward
+// over [8, 32, 28, 28] float32 (PyTorch's whole forward and backward: 2.6).
+void index_lerp_backward_kernel(OpCall& call) {
+  const Tensor& g = call.inputs[0];
+  const Tensor& out = call.outs[0];
+  const int64_t d = wrap_dim(call.int_attr(0), g.dim());
+  const int64_t n = g.size(d), size = out.size(d);
+  int64_t outer = 1, inner = 1;
+  for (int64_t k = 0; k < d; ++k) outer *= g.size(k);
+  for (int64_t k = d + 1; k < g.dim(); ++k) inner *= g.size(k);
+  const int64_t* i0 = call.inputs[1].data_ptr<int64_t>();
+  const int64_t* i1 = call.inputs[2].data_ptr<int64_t>();
+  for (const int64_t* idx : {i0, i1})
+    for (int64_t j = 0; j < n; ++j)
+      KILN_CHECK(idx[j] >= 0 && idx[j] < size, IndexError, "index_lerp_backward(): index ",
+                 idx[j], " is out of bounds for dimension ", d, " with size ", size);
+  KILN_DISPATCH_FLOAT(g.dtype(), "index_lerp_backward", [&]<typename T>() {
+    using C = opmath_t<T>;
+    const T* gp = g.data_ptr<T>();
+    const T* wp = call.inputs[3].data_ptr<T>();
+    T* op = out.data_ptr<T>();
+    auto run_slices = [&](int64_t begin, int64_t end) {
+      std::vector<C> wide(std::is_same_v<T, C> ? 0 : size_t(size * inner));
+      for (int64_t b = begin; b < end; ++b) {
+        C* acc;
+        if constexpr (std::is_same_v<T, C>) acc = op + b * size * inner;
+        else acc = wide.data();
+        std::fill(acc, acc + size * inner, C(0));
+        for (int64_t j = 0; j < n; ++j) {
+          const T* gr = gp + (b * n + j) * inner;
+          const C w1 = C(wp[j]), w0 = C(1) - w1;
+          C* a0 = acc + i0[j] * inner;
+          C* a1 = acc + i1[j] * inner;
+          for (int64_t k = 0; k < inner; ++k) {
+            const C gv = C(gr[k]);
+            a0[k] += gv * w0;
+            a1[k] += gv * w1;
+          }
+        }
+        if constexpr (!std::is_same_v<T, C>) {
+          T* o = op + b * size * inner;
+          for (int64_t k = 0; k < size * inner; ++k) o[k] = T(acc[k]);
+        }
+      }
+    };
+    if (outer < 2 || outer * n * inner < detail::kParallelElements) return run_slices(0, outer);
+    const int64_t pieces = std::min<int64_t>(outer, 4 * int64_t(detail::elementwise_threads()));
+    detail::parallel_chunks(
+        pieces, [&](int64_t p) { run_slices(outer * p / pieces, outer * (p + 1) / pieces); });
+  });
+}
+
 }  // namespace
 
 void register_index_lerp_kernel() {
+  register_kernel("index_lerp_backward", DeviceType::CPU, index_lerp_backward_kernel,
+                  kFloatDTypes);
   register_kernel("index_lerp", DeviceType::CPU, index_lerp_kernel, kFloatDTypes);
   register_kernel("index_lerp2", DeviceType::CPU, index_lerp2_kernel, kFloatDTypes);
 }
