@@ -15,7 +15,7 @@
 #include "isa/vec_math.h"
 #include "kiln/dispatch/registry.h"
 #include "kiln/tensor/strided_loop.h"
-#include "kiln/backends/cpu/parallel_region.h"
+#include "unary_grad_chunks.h"
 
 namespace kiln::cpu {
 
@@ -41,83 +41,44 @@ C gelu_grad_tanh(C g, C x) {
   return g * (C(0.5) * (C(1) + t) + C(0.5) * x * (C(1) - t * t) * dinner);
 }
 
-// float32 or bfloat16 (E = uint16_t), contiguous: the transcendental part by the vector
-// table, chunk by chunk; bfloat16 chunks are widened into float32 buffers first and the
-// result rounded once (PyTorch's float computation). Under autocast the bfloat16 activations
-// of GPT-2 small's MLP took the derivative's op chain instead: 17 passes, a tanh of 4.9 ms
-// per [4, 256, 3072] among them.
+// float32 or bfloat16, contiguous (unary_grad_chunks): the transcendental part by the vector
+// table, the rest in loops the compiler vectorises. Under autocast the bfloat16 activations of
+// GPT-2 small's MLP took the derivative's op chain instead: 17 passes, a tanh of 4.9 ms per
+// [4, 256, 3072] among them.
 template <typename E>
 bool run_vectorised(const Tensor& g, const Tensor& x, const Tensor& out, bool tanh_form) {
-  constexpr bool kBf16 = std::is_same_v<E, uint16_t>;
   const VecMathF32& vm = vec_math_f32();
   const VecUnaryF32 first = tanh_form ? vm.tanh : vm.erf;
   if (!first || (!tanh_form && !vm.exp)) return false;
-  if (kBf16 && (!vm.widen_bf16 || !vm.narrow_bf16)) return false;
-  if (g.dtype() != (kBf16 ? DType::BF16 : DType::F32) || !g.is_contiguous() ||
-      !x.is_contiguous() || !out.is_contiguous())
-    return false;
-  const E* gp = static_cast<const E*>(g.raw_data());
-  const E* xp = static_cast<const E*>(x.raw_data());
-  E* op = static_cast<E*>(out.raw_data());
-  const int64_t n = out.numel();
-  constexpr int64_t kChunk = 2048;  // float buffers of 8 KiB: L1-resident
-  // Computed here: GCC 12 crashes on `kBf16 ? kChunk : 1` as an array bound inside the lambda.
-  constexpr int64_t kWideLen = kBf16 ? kChunk : 1;
-  const int64_t chunks = (n + kChunk - 1) / kChunk;
-  parallel_region(chunks > 2, [&] {
-#pragma omp for schedule(static)
-    for (int64_t c = 0; c < chunks; ++c) {
-      alignas(64) float arg[kChunk], f1[kChunk], f2[kChunk];
-      const int64_t b = c * kChunk, len = std::min(kChunk, n - b);
-      // The chunk's x, g and result in float32: the tensors' own memory for float32, buffers
-      // (widened / to be narrowed) for bfloat16.
-      alignas(64) float xw[kWideLen], gw[kWideLen], rw[kWideLen];
-      const float* xs;
-      const float* gs;
-      float* rs;
-      if constexpr (kBf16) {
-        vm.widen_bf16(xp + b, xw, len);
-        vm.widen_bf16(gp + b, gw, len);
-        xs = xw, gs = gw, rs = rw;
-      } else {
-        xs = xp + b, gs = gp + b, rs = op + b;
+  return unary_grad_chunks<E>(g, x, out, [&](const float* xs, const float* gs, float* rs,
+                                             int64_t len) {
+    alignas(64) float arg[kUnaryGradChunk], f1[kUnaryGradChunk], f2[kUnaryGradChunk];
+    if (tanh_form) {
+      for (int64_t i = 0; i < len; ++i)
+        arg[i] = float(kSqrt2OverPi) * (xs[i] + float(kTanhCubic) * xs[i] * xs[i] * xs[i]);
+      first(arg, f1, len);
+      for (int64_t i = 0; i < len; ++i) {
+        const float xv = xs[i], t = f1[i];
+        const float dinner = float(kSqrt2OverPi) * (1.0f + float(3 * kTanhCubic) * xv * xv);
+        rs[i] = gs[i] * (0.5f * (1.0f + t) + 0.5f * xv * (1.0f - t * t) * dinner);
       }
-      if (tanh_form) {
-        for (int64_t i = 0; i < len; ++i)
-          arg[i] = float(kSqrt2OverPi) * (xs[i] + float(kTanhCubic) * xs[i] * xs[i] * xs[i]);
-        first(arg, f1, len);
-        for (int64_t i = 0; i < len; ++i) {
-          const float xv = xs[i], t = f1[i];
-          const float dinner = float(kSqrt2OverPi) * (1.0f + float(3 * kTanhCubic) * xv * xv);
-          rs[i] = gs[i] * (0.5f * (1.0f + t) + 0.5f * xv * (1.0f - t * t) * dinner);
-        }
-      } else {
-        for (int64_t i = 0; i < len; ++i) arg[i] = xs[i] * float(kInvSqrt2);
-        first(arg, f1, len);
-        for (int64_t i = 0; i < len; ++i) arg[i] = -0.5f * xs[i] * xs[i];
-        vm.exp(arg, f2, len);
-        for (int64_t i = 0; i < len; ++i) {
-          const float cdf = 0.5f * (1.0f + f1[i]), pdf = f2[i] * float(kInvSqrt2Pi);
-          rs[i] = gs[i] * (cdf + xs[i] * pdf);
-        }
+    } else {
+      for (int64_t i = 0; i < len; ++i) arg[i] = xs[i] * float(kInvSqrt2);
+      first(arg, f1, len);
+      for (int64_t i = 0; i < len; ++i) arg[i] = -0.5f * xs[i] * xs[i];
+      vm.exp(arg, f2, len);
+      for (int64_t i = 0; i < len; ++i) {
+        const float cdf = 0.5f * (1.0f + f1[i]), pdf = f2[i] * float(kInvSqrt2Pi);
+        rs[i] = gs[i] * (cdf + xs[i] * pdf);
       }
-      if constexpr (kBf16) vm.narrow_bf16(rw, op + b, len);
     }
   });
-  return true;
 }
 
 void gelu_backward_kernel(OpCall& call) {
   const Tensor& out = call.outs[0];
-  // Operands of another layout are copied dense for the vector pass when the output is dense:
-  // the gradient of x.gelu().sum() arrives as sum's ones expanded with stride 0, and the
-  // element loop below (a scalar erf per value) took 9.5 ms for [512, 3072] float32 where the
-  // copy and the vector pass take about 1.
-  const auto dense = [&](const Tensor& t) {
-    return out.is_contiguous() && !t.is_contiguous() ? t.contiguous() : t;
-  };
-  const Tensor g = dense(call.inputs[0]);
-  const Tensor x = dense(call.inputs[1]);
+  const Tensor g = dense_if_output_is(out, call.inputs[0]);
+  const Tensor x = dense_if_output_is(out, call.inputs[1]);
   const bool tanh_form = call.string_attr(0) == "tanh";
   if (run_vectorised<float>(g, x, out, tanh_form) || run_vectorised<uint16_t>(g, x, out, tanh_form))
     return;
