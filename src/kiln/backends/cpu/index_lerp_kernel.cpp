@@ -21,6 +21,13 @@ inline C lerp_value(C a, C b, C w) {
   return std::fabs(w) < C(0.5) ? a + w * (b - a) : b - (b - a) * (C(1) - w);
 }
 
+// The op's n indices along dim, each in [0, size).
+void check_indices(const char* op, const int64_t* idx, int64_t n, int64_t size, int64_t dim) {
+  for (int64_t j = 0; j < n; ++j)
+    KILN_CHECK(idx[j] >= 0 && idx[j] < size, IndexError, op, ": index ", idx[j],
+               " is out of bounds for dimension ", dim, " with size ", size);
+}
+
 void index_lerp_kernel(OpCall& call) {
   const Tensor& x = call.inputs[0];
   const Tensor& out = call.outs[0];
@@ -31,10 +38,8 @@ void index_lerp_kernel(OpCall& call) {
   for (int64_t d = dim + 1; d < x.dim(); ++d) inner *= x.size(d);
   const int64_t* i0 = call.inputs[1].data_ptr<int64_t>();
   const int64_t* i1 = call.inputs[2].data_ptr<int64_t>();
-  for (const int64_t* idx : {i0, i1})
-    for (int64_t j = 0; j < n; ++j)
-      KILN_CHECK(idx[j] >= 0 && idx[j] < size, IndexError, "index_lerp(): index ", idx[j],
-                 " is out of bounds for dimension ", dim, " with size ", size);
+  check_indices("index_lerp()", i0, n, size, dim);
+  check_indices("index_lerp()", i1, n, size, dim);
   KILN_DISPATCH_FLOAT(x.dtype(), "index_lerp", [&]<typename T>() {
     using C = opmath_t<T>;
     const T* src = x.data_ptr<T>();
@@ -120,12 +125,6 @@ void blend_positions(const C* t, const int64_t* j0, const int64_t* j1, const C* 
   }
 }
 
-void check_indices(const int64_t* idx, int64_t n, int64_t size, int64_t dim) {
-  for (int64_t j = 0; j < n; ++j)
-    KILN_CHECK(idx[j] >= 0 && idx[j] < size, IndexError, "index_lerp2(): index ", idx[j],
-               " is out of bounds for dimension ", dim, " with size ", size);
-}
-
 // index_lerp2: x viewed as [outer, size0, size1, inner], out as [outer, n0, n1, inner]. Each
 // output row (b, j) blends input rows i0[j] and i1[j] along dim into a row of size1 * inner
 // values of the computation type (what index_lerp along dim gives, in float32 for 16-bit
@@ -146,10 +145,10 @@ void index_lerp2_kernel(OpCall& call) {
   const int64_t* i1 = call.inputs[2].data_ptr<int64_t>();
   const int64_t* j0 = call.inputs[4].data_ptr<int64_t>();
   const int64_t* j1 = call.inputs[5].data_ptr<int64_t>();
-  check_indices(i0, n0, size0, dim);
-  check_indices(i1, n0, size0, dim);
-  check_indices(j0, n1, size1, dim + 1);
-  check_indices(j1, n1, size1, dim + 1);
+  check_indices("index_lerp2()", i0, n0, size0, dim);
+  check_indices("index_lerp2()", i1, n0, size0, dim);
+  check_indices("index_lerp2()", j0, n1, size1, dim + 1);
+  check_indices("index_lerp2()", j1, n1, size1, dim + 1);
   KILN_DISPATCH_FLOAT(x.dtype(), "index_lerp2", [&]<typename T>() {
     using C = opmath_t<T>;
     const T* src = x.data_ptr<T>();
@@ -243,10 +242,8 @@ void index_lerp_backward_kernel(OpCall& call) {
   for (int64_t k = d + 1; k < g.dim(); ++k) inner *= g.size(k);
   const int64_t* i0 = call.inputs[1].data_ptr<int64_t>();
   const int64_t* i1 = call.inputs[2].data_ptr<int64_t>();
-  for (const int64_t* idx : {i0, i1})
-    for (int64_t j = 0; j < n; ++j)
-      KILN_CHECK(idx[j] >= 0 && idx[j] < size, IndexError, "index_lerp_backward(): index ",
-                 idx[j], " is out of bounds for dimension ", d, " with size ", size);
+  check_indices("index_lerp_backward()", i0, n, size, d);
+  check_indices("index_lerp_backward()", i1, n, size, d);
   KILN_DISPATCH_FLOAT(g.dtype(), "index_lerp_backward", [&]<typename T>() {
     using C = opmath_t<T>;
     const T* gp = g.data_ptr<T>();
