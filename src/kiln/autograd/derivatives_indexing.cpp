@@ -73,7 +73,8 @@ Grads d_index_lerp(const GradContext& ctx, const Grads& go) {
   Grads r(4);
   // One pass on the CPU when the backward is not itself recorded (index_lerp_backward); the
   // differentiable composite otherwise.
-  if (ctx.needs(0) && !is_grad_enabled() && go[0].device().is_cpu())
+  if (ctx.needs(0) && !is_grad_enabled() && go[0].device().is_cpu() &&
+      go[0].dtype() == ctx.input(3).dtype())
     r[0] = index_lerp_backward(go[0], d, xs[size_t(d)], ctx.input(1), ctx.input(2),
                                ctx.input(3));
   else if (ctx.needs(0))
