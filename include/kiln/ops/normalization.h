@@ -45,4 +45,23 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm_backward(const Tensor& grad
                                                               const Tensor& var,
                                                               const Tensor& weight, double eps);
 
+// Group normalization of an [N, C, *] input (C divisible by num_groups): each group of C /
+// num_groups channels of one sample is normalised by its own mean and biased variance, then
+// scaled and shifted per channel: y = (x - mean) * rstd * weight[c] + bias[c], written as
+// x * scale[c] + shift[c] (as PyTorch's kernel). Returns (y, mean [N, G], rstd [N, G]), the
+// statistics in float32 for 16-bit inputs and x's dtype otherwise. weight / bias: x's dtype,
+// shape [C], or undefined. CPU kernels (float32, bfloat16, float64; float16 through float32);
+// nn::functional::group_norm calls this for CPU inputs and composes ops elsewhere.
+std::tuple<Tensor, Tensor, Tensor> native_group_norm(const Tensor& x, const Tensor& weight,
+                                                     const Tensor& bias, int64_t num_groups,
+                                                     double eps);
+// Its gradients from the saved statistics, in one pass over each group for the per-channel
+// sums and one for dx: (dx, dweight [C], dbias [C]) in x's dtype. Not differentiable:
+// autograd uses it where no graph of the backward is recorded.
+std::tuple<Tensor, Tensor, Tensor> native_group_norm_backward(const Tensor& grad_y,
+                                                              const Tensor& x, const Tensor& mean,
+                                                              const Tensor& rstd,
+                                                              const Tensor& weight,
+                                                              int64_t num_groups);
+
 }  // namespace kiln

@@ -82,6 +82,34 @@ def batch_norm_batch_stats(b, n):
             b.bind(n.results[k], b.add("Reshape", [stat, flat], [b.result_name(n, k)]))
 
 
+@translates("native_group_norm")
+def group_norm(b, n):
+    """Group norm spelled out (ONNX's GroupNormalization took per-group scales before opset 21):
+    each sample's groups as rows of [N, G, -1], (x - mean) / sqrt(biased var + eps), back to
+    x's shape, then the per-channel weight and bias. Results: y, mean and 1 / std, [N, G]."""
+    x_id, w_id, bias_id = n.inputs[:3]
+    dtype = b.dtype(x_id)
+    shape = b.shape(x_id)
+    groups = int(n.attr("num_groups"))
+    channel = [1, shape[1]] + [1] * (len(shape) - 2)
+    rows = b.add("Reshape", [b.name(x_id), b.ints([shape[0], groups, -1])])
+    mean = b.add("ReduceMean", [rows], axes=[2], keepdims=1)
+    centered = b.add("Sub", [rows, mean])
+    var = b.add("ReduceMean", [b.add("Mul", [centered, centered])], axes=[2], keepdims=1)
+    eps = b.const(float(n.attr("eps")), dtype)
+    rstd = b.add("Reciprocal", [b.add("Sqrt", [b.add("Add", [var, eps])])])
+    y = b.add("Reshape", [b.add("Mul", [centered, rstd]), b.ints(list(shape))])
+    if w_id >= 0:
+        y = b.add("Mul", [y, b.add("Reshape", [b.name(w_id), b.ints(channel)])])
+    if bias_id >= 0:
+        y = b.add("Add", [y, b.add("Reshape", [b.name(bias_id), b.ints(channel)])])
+    b.bind(n.results[0], b.add("Identity", [y], [b.result_name(n, 0)]))
+    for k, stat in ((1, mean), (2, rstd)):
+        if n.results[k] in b.needed:
+            flat = b.ints([shape[0], groups])
+            b.bind(n.results[k], b.add("Reshape", [stat, flat], [b.result_name(n, k)]))
+
+
 @translates("convolution")
 def convolution(b, n):
     """Conv, or ConvTranspose for a transposed convolution; kiln's and ONNX's weight layouts

@@ -147,9 +147,52 @@ Grads d_native_batch_norm(const GradContext& ctx, const Grads& go) {
   return r;
 }
 
+// native_group_norm: the statistics of each (sample, group) row of M = C / G * P values, then a
+// per-channel weight and bias. As layer_norm over the [N, G, M] rows with g = grad_y * weight:
+// dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) over each row, plus the statistics' own
+// gradients; dweight / dbias sum grad_y * xhat / grad_y over every dim but 1. The fused op
+// where no graph of the backward is recorded, the formulas in ops otherwise.
+Grads d_native_group_norm(const GradContext& ctx, const Grads& go) {
+  OpCall c = ctx.as_call();
+  const int64_t groups = c.int_attr(0);
+  const Shape& xs = ctx.input_shapes[0];
+  Tensor x = ctx.input(0), mean_ = ctx.output(1), rstd = ctx.output(2);
+  const Tensor w = weight_of(ctx);
+  Grads r(3);
+  if (fused_norm_backward(x, go)) {
+    auto [dx, dw, db] = native_group_norm_backward(go[0], x, mean_, rstd, w, groups);
+    if (ctx.needs(0)) r[0] = dx;
+    if (ctx.needs(1)) r[1] = dw;
+    if (ctx.needs(2)) r[2] = db;
+    return r;
+  }
+  const DType dt = x.dtype();
+  const int64_t n = xs[0];
+  const double m = double(numel_of(xs) / std::max<int64_t>(1, n * groups));
+  const Shape rows{n, groups, -1}, stat{n, groups, 1};
+  Shape cs(xs.size(), 1);
+  cs[1] = xs[1];
+  Dims dims{0};
+  for (int64_t d = 2; d < int64_t(xs.size()); ++d) dims.push_back(d);
+  Tensor mu = reshape(mean_, stat).to(dt), rs = reshape(rstd, stat).to(dt);
+  Tensor xhat = (reshape(x, rows) - mu) * rs;
+  Tensor gy = go[0];
+  if (ctx.needs(0)) {
+    Tensor g = reshape(w.defined() ? gy * reshape(w, cs) : gy, rows);
+    Tensor shift = mean(g, {2}, true), scale = mean(g * xhat, {2}, true);
+    if (go[1].defined()) shift = shift - reshape(go[1], stat).to(dt) / (rs * m);
+    if (go[2].defined()) scale = scale + reshape(go[2], stat).to(dt) * rs / m;
+    r[0] = reshape(rs * (g - shift - xhat * scale), xs);
+  }
+  if (ctx.needs(1)) r[1] = sum(gy * reshape(xhat, xs), dims);
+  if (ctx.needs(2)) r[2] = sum(gy, dims);
+  return r;
+}
+
 }  // namespace
 
 void register_norm_derivatives() {
+  register_derivative("native_group_norm", d_native_group_norm);
   register_derivative("native_batch_norm", d_native_batch_norm);
   register_derivative("native_layer_norm", d_native_layer_norm);
   register_derivative("native_rms_norm", d_native_rms_norm);

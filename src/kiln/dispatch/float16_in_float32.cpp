@@ -29,7 +29,8 @@ bool computes_float16_in_float32(std::string_view name) {
       "min.dim", "argmax", "argmin", "cumsum", "cumprod",
       // rows, normalisations, pooling, losses
       "softmax", "log_softmax", "native_layer_norm", "native_rms_norm", "native_batch_norm",
-      "native_batch_norm_backward", "max_pool", "avg_pool", "avg_pool_backward",
+      "native_batch_norm_backward", "native_group_norm", "native_group_norm_backward",
+      "max_pool", "avg_pool", "avg_pool_backward",
       "adaptive_avg_pool", "adaptive_avg_pool_backward", "nll_loss", "nll_loss_backward",
       // products
       "matmul", "mm", "bmm", "addmm", "baddbmm", "dot", "fused_linear", "convolution",
