@@ -4,6 +4,7 @@
 
 #include "kiln/autograd/autograd.h"
 #include "kiln/autograd/node.h"
+#include "kiln/ops/activation_backward.h"
 #include "kiln/ops/complex.h"
 #include "kiln/ops/copy.h"
 #include "kiln/ops/elementwise.h"
@@ -42,7 +43,6 @@ KILN_UNARY_DERIVATIVE(cos, g * conj_if_complex(neg(sin(x))))
 KILN_UNARY_DERIVATIVE(tan, g * conj_if_complex(pow(ctx.output(0), 2) + 1))
 KILN_UNARY_DERIVATIVE(tanh, g * conj_if_complex(1 - ctx.output(0) * ctx.output(0)))
 KILN_UNARY_DERIVATIVE(sigmoid, g * conj_if_complex(ctx.output(0) * (1 - ctx.output(0))))
-KILN_UNARY_DERIVATIVE(relu, g * gt(ctx.output(0), 0).to(g.dtype()))
 KILN_UNARY_DERIVATIVE(erf, g * exp(neg(x * x)) * (2 / std::sqrt(kPi)))
 KILN_UNARY_DERIVATIVE(erfc, g * exp(neg(x * x)) * (-2 / std::sqrt(kPi)))
 KILN_UNARY_DERIVATIVE(erfinv, g * exp(ctx.output(0) * ctx.output(0)) * (std::sqrt(kPi) / 2))
@@ -96,22 +96,45 @@ Grads d_gelu(const GradContext& ctx, const Grads& go) {
   return {g * (cdf + x * pdf)};
 }
 
+// The piecewise activations' fused derivatives (activation_backward.h): one pass on the CPU
+// where the backward is not itself recorded and the gradient matches self's dtype and shape;
+// the differentiable op chains otherwise. relu from its output, as PyTorch.
+bool fused_activation_grad(const Tensor& g, const Tensor& x) {
+  return !is_grad_enabled() && x.device().type == DeviceType::CPU && g.defined() &&
+         g.dtype() == x.dtype() && g.shape() == x.shape() && is_floating(x.dtype());
+}
+
+Grads d_relu(const GradContext& ctx, const Grads& go) {
+  Tensor y = ctx.output(0);
+  if (fused_activation_grad(go[0], y)) return {threshold_backward(go[0], y, 0.0)};
+  return {go[0] * gt(y, 0).to(go[0].dtype())};
+}
+
 Grads d_softplus(const GradContext& ctx, const Grads& go) {
   OpCall c = ctx.as_call();
   double beta = c.double_attr(0), threshold = c.double_attr(1);
   Tensor x = ctx.input(0);
+  if (fused_activation_grad(go[0], x)) return {softplus_backward(go[0], x, beta, threshold)};
   Tensor s = sigmoid(x * beta);
   return {where(gt(x * beta, threshold), go[0], go[0] * s)};
 }
 
 Grads d_leaky_relu(const GradContext& ctx, const Grads& go) {
   const double slope = ctx.as_call().double_attr(0);
-  return {where(gt(ctx.input(0), Scalar(0.0)), go[0], go[0] * slope)};
+  Tensor x = ctx.input(0);
+  if (fused_activation_grad(go[0], x)) return {leaky_relu_backward(go[0], x, slope)};
+  return {where(gt(x, Scalar(0.0)), go[0], go[0] * slope)};
 }
 
 Grads d_clamp(const GradContext& ctx, const Grads& go) {
   OpCall c = ctx.as_call();
   Tensor x = ctx.input(0);
+  if (fused_activation_grad(go[0], x)) {
+    auto bound = [&](int i) {
+      return c.has_attr(i) ? std::optional<double>(c.scalar_attr(i).to_double()) : std::nullopt;
+    };
+    return {clamp_backward(go[0], x, bound(0), bound(1))};
+  }
   Tensor mask = ones_like(x, DType::Bool);
   if (c.has_attr(0)) mask = logical_and(mask, ge(x, c.scalar_attr(0)));
   if (c.has_attr(1)) mask = logical_and(mask, le(x, c.scalar_attr(1)));

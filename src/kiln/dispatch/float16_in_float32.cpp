@@ -19,6 +19,7 @@ bool computes_float16_in_float32(std::string_view name) {
       // unary math
       "exp", "exp2", "expm1", "log", "log1p", "log2", "sqrt", "rsqrt", "sin", "cos", "tan",
       "tanh", "sigmoid", "relu", "erf", "reciprocal", "silu", "silu_backward", "gelu", "gelu_backward",
+      "threshold_backward", "clamp_backward", "leaky_relu_backward", "softplus_backward",
       "erfc", "erfinv", "lgamma", "digamma", "trigamma",
       "softplus", "leaky_relu", "clamp",
       // binary and ternary arithmetic, comparisons

@@ -10,6 +10,7 @@
 #include "kiln/core/convert.h"
 #include "transpose_f32_avx2.h"
 #include "kiln/backends/cpu/cpu_info.h"
+#include "activation_grads.h"
 #include "norm_grad_rows.h"
 #include "softmax_grad_rows.h"
 #include "vec_math.h"
@@ -209,3 +210,5 @@ void v_to_i64(const float* in, int64_t* out, int64_t n) {
 #include "softmax_grad_rows_body.inc"
 #define NORM_GRAD_ROWS_NAME norm_grad_rows_avx2
 #include "norm_grad_rows_body.inc"
+#define ACTIVATION_GRADS_NAME activation_grads_avx2
+#include "activation_grads_body.inc"

@@ -11,6 +11,7 @@
 #include "gelu_table.h"
 #include "kiln/backends/cpu/cpu_info.h"
 #include "kiln/core/half.h"
+#include "activation_grads.h"
 #include "norm_grad_rows.h"
 #include "softmax_grad_rows.h"
 #include "vec_math.h"
@@ -180,4 +181,6 @@ void v_to_i32(const float* in, int32_t* out, int64_t n) {
 #include "softmax_grad_rows_body.inc"
 #define NORM_GRAD_ROWS_NAME norm_grad_rows_avx512
 #include "norm_grad_rows_body.inc"
+#define ACTIVATION_GRADS_NAME activation_grads_avx512
+#include "activation_grads_body.inc"
 #pragma GCC diagnostic pop

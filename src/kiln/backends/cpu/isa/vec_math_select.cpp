@@ -3,6 +3,7 @@
 
 #include "kiln/backends/cpu/cpu_info.h"
 #include "kiln/core/error.h"
+#include "activation_grads.h"
 #include "norm_grad_rows.h"
 #include "softmax_grad_rows.h"
 #include "vec_math.h"
@@ -51,6 +52,11 @@ const VecMathF32& vec_math_f32() {
 
 const SoftmaxGradRows& softmax_grad_rows() {
   static const SoftmaxGradRows& table = for_level(softmax_grad_rows_avx512, softmax_grad_rows_avx2);
+  return table;
+}
+
+const ActivationGrads& activation_grads() {
+  static const ActivationGrads& table = for_level(activation_grads_avx512, activation_grads_avx2);
   return table;
 }
 
