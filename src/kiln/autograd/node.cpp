@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "kiln/ops/copy.h"
+#include "kiln/ops/elementwise.h"
 #include "kiln/ops/reduction.h"
 #include "kiln/ops/views.h"
 #include "kiln/tensor/empty.h"
@@ -212,7 +213,24 @@ Tensor sum_to(const Tensor& grad, const Shape& shape) {
   for (int64_t i = 0; i < lead; ++i) dims.push_back(i);
   for (size_t i = 0; i < shape.size(); ++i)
     if (shape[i] == 1 && grad.shape()[size_t(lead) + i] != 1) dims.push_back(lead + int64_t(i));
-  Tensor r = dims.empty() ? grad : sum(grad, dims, true);
+  // Dims along which the gradient is expanded (stride 0: the gradient of sum() or mean(), or
+  // a broadcast value) sum to one slice times their size, without a pass over the copies: the
+  // bias of `(x + b).sum()` summed 1.5M stride-0 values in 1.7 ms where PyTorch took 0.1.
+  // float32 / bfloat16 sums accumulate in double, where n * v is exact, so the rounded result
+  // is the same.
+  Tensor g = grad;
+  double copies = 1;
+  Dims summed;
+  for (int64_t d : dims) {
+    if (g.stride(d) == 0 && g.size(d) > 1) {
+      copies *= double(g.size(d));
+      g = narrow(g, d, 0, 1);
+    } else {
+      summed.push_back(d);
+    }
+  }
+  Tensor r = summed.empty() ? g : sum(g, summed, true);
+  if (copies != 1) r = r * copies;
   if (lead > 0 || r.shape() != shape) r = reshape(r, shape);
   return r;
 }
