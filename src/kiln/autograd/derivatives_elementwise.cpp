@@ -182,7 +182,16 @@ Grads d_pow(const GradContext& ctx, const Grads& go) {
   Tensor a = ctx.input(0), b = ctx.input(1);
   Grads r(2);
   // Complex operands take the conjugate of each derivative (conj_if_complex, as mul's).
-  if (ctx.needs(0)) {
+  if (ctx.needs(0) && b.dim() == 0 && !is_complex(b.dtype()) && !is_complex(a.dtype()) &&
+      a.shape() == ctx.input_shapes[0]) {
+    // A real scalar exponent (x ** 2, x.pow(0.5)): as PyTorch, g * (b * a^(b-1)) with the
+    // exponent read once; 0 for b == 0, g * (a * 2) for b == 2 (a^1 is a). The tensor form
+    // below made five passes (a where, a zeros_like, pow, two products).
+    const double e = b.item<double>();
+    if (e == 0) r[0] = zeros_like(a);
+    else if (e == 2) r[0] = sum_to(go[0] * (a * 2.0), ctx.input_shapes[0]);
+    else r[0] = sum_to(go[0] * (pow(a, e - 1) * e), ctx.input_shapes[0]);
+  } else if (ctx.needs(0)) {
     // b * a^(b-1), with 0 where b == 0 (PyTorch's convention avoids 0 * inf).
     Tensor d = where(eq(b, 0.0), zeros_like(a), b * pow(a, b - 1));
     r[0] = sum_to(go[0] * conj_if_complex(d), ctx.input_shapes[0]);

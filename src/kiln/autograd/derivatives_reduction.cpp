@@ -24,17 +24,19 @@ std::vector<int64_t> dims_of(const GradContext& ctx) {
 }
 
 // g has the reduced shape; returns it broadcast back to the input's shape.
-Tensor unreduce(const Tensor& g, const GradContext& ctx) {
+// A reduction's output (or its gradient) with the reduced dims kept as size 1, which
+// broadcasts against the input.
+Tensor with_kept_dims(const Tensor& g, const GradContext& ctx) {
   const Shape& in_shape = ctx.input_shapes[0];
   bool keepdim = ctx.as_call().bool_attr(1);
-  Tensor r = g;
-  if (!keepdim && !in_shape.empty()) {
-    auto mask = ops::reduction_mask(ctx.op->name.c_str(), in_shape, dims_of(ctx));
-    Shape kept;
-    for (size_t i = 0; i < in_shape.size(); ++i) kept.push_back(mask[i] ? 1 : in_shape[i]);
-    r = reshape(r, kept);
-  }
-  return expand(r, in_shape);
+  if (keepdim || in_shape.empty()) return g;
+  auto mask = ops::reduction_mask(ctx.op->name.c_str(), in_shape, dims_of(ctx));
+  Shape kept;
+  for (size_t i = 0; i < in_shape.size(); ++i) kept.push_back(mask[i] ? 1 : in_shape[i]);
+  return reshape(g, kept);
+}
+Tensor unreduce(const Tensor& g, const GradContext& ctx) {
+  return expand(with_kept_dims(g, ctx), ctx.input_shapes[0]);
 }
 
 int64_t reduced_count(const GradContext& ctx) {
@@ -91,18 +93,25 @@ Grads d_var_std(const GradContext& ctx, const Grads& go) {
 Grads d_norm(const GradContext& ctx, const Grads& go) {
   double p = ctx.as_call().double_attr(2);
   Tensor x = ctx.input(0);
+  // p = 2 and the general p: the factor per reduced slice first, on the output's shape, then
+  // one product over x (as PyTorch: x * (g / norm), 0 where the norm is 0). Unreduced first,
+  // the division, mask and cast each made a pass over x's size (1.5x PyTorch for [512, 3072]).
+  if (p == 2 || (p != 1 && p != 0 && !std::isinf(p))) {
+    Tensor nrm = with_kept_dims(ctx.output(0), ctx);
+    Tensor g = with_kept_dims(go[0], ctx);
+    if (p == 2) return {x * where(eq(nrm, 0.0), 0.0, g / nrm)};
+    // d/dx (sum |x|^p)^(1/p) = sign(x) |x|^(p-1) / norm^(p-1)
+    return {sign(x) * pow(abs(x), p - 1) * where(eq(nrm, 0.0), g, g / pow(nrm, p - 1))};
+  }
   Tensor nrm = unreduce(ctx.output(0), ctx);
   Tensor g = unreduce(go[0], ctx);
-  if (p == 2) return {g * x / where(eq(nrm, 0.0), 1.0, nrm) * ne(nrm, 0.0).to(x.dtype())};
   if (p == 1) return {g * sign(x)};
   if (std::isinf(p)) {
     Tensor hit = eq(abs(x), nrm).to(x.dtype());
     Tensor count = unreduce(sum(hit, dims_of(ctx), ctx.as_call().bool_attr(1)), ctx);
     return {g * sign(x) * hit / count};
   }
-  if (p == 0) return {zeros_like(x)};
-  // d/dx (sum |x|^p)^(1/p) = sign(x) |x|^(p-1) / norm^(p-1)
-  return {g * sign(x) * pow(abs(x), p - 1) / where(eq(nrm, 0.0), 1.0, pow(nrm, p - 1))};
+  return {zeros_like(x)};  // p = 0
 }
 Grads d_logsumexp(const GradContext& ctx, const Grads& go) {
   Tensor x = ctx.input(0);
