@@ -13,6 +13,7 @@
 #include "kiln/nn/functional.h"
 #include "kiln/nn/functional_activation.h"
 #include "../../src/kiln/ops/activation_backward.h"
+#include "../../src/kiln/ops/hard_sigmoid_family.h"
 #include "ops/reduction_ref.h"
 #include "ops/test_util.h"
 
@@ -56,14 +57,25 @@ std::vector<Activation> activations() {
        [](double g, double x) { return 2 * x > 3 ? g : g * sigmoid(2 * x); },
        [](const Tensor& g, const Tensor& x) { return softplus_backward(g, x, 2.0, 3.0); },
        false},
+      {"hardswish",
+       [](double g, double x) { return x <= -3 ? 0 : x >= 3 ? g : g * (x / 3 + 0.5); },
+       [](const Tensor& g, const Tensor& x) { return hardswish_backward(g, x); }, false},
+      {"hardsigmoid", [](double g, double x) { return x > -3 && x < 3 ? g / 6 : 0; },
+       [](const Tensor& g, const Tensor& x) { return hardsigmoid_backward(g, x); }, false},
   };
+}
+
+// The hard sigmoid family's ops take float32, bfloat16 and float64.
+bool takes(const Activation& a, DType t) {
+  return (a.name != "hardswish" && a.name != "hardsigmoid") || t != DType::F16;
 }
 
 // x: random in [-8, 8] plus the parameters' values, signed zeros, NaN and infinities.
 std::vector<double> make_x(size_t n, uint32_t seed) {
   std::vector<double> x = random_values(n, -8, 8, seed);
-  const double special[] = {0.0, -0.0, 0.5, -1.0, 2.0, 6.0, 1.5, 20.0, kNan, kInf, -kInf};
-  for (size_t i = 0; i < n && i < 11; ++i) x[(i * 37) % n] = special[i];
+  const double special[] = {0.0, -0.0, 0.5, -1.0, 2.0, 6.0, 1.5, 20.0, kNan, kInf, -kInf, 3.0,
+                            -3.0};
+  for (size_t i = 0; i < n && i < 13; ++i) x[(i * 37) % n] = special[i];
   return x;
 }
 
@@ -89,7 +101,8 @@ void expect_matches(const Activation& a, const Tensor& got, const Tensor& g, con
     } else if (a.exact) {
       ASSERT_EQ(v[i], want) << what << " x = " << xv[i] << " g = " << gv[i];
     } else {
-      ASSERT_NEAR(v[i], want, tol(x.dtype()) * std::fabs(want) + 1e-30)
+      // Relative to g too: hardswish's x / 3 + 0.5 cancels near x = -1.5.
+      ASSERT_NEAR(v[i], want, tol(x.dtype()) * (std::fabs(want) + std::fabs(gv[i])) + 1e-30)
           << what << " x = " << xv[i] << " g = " << gv[i];
     }
   }
@@ -100,7 +113,9 @@ TEST(ActivationBackward, EveryDtypeAndLengthMatchesFloat64) {
   for (const Activation& a : activations())
     for (DType t : float_dtypes())
       for (int64_t n : {1, 7, 16, 17, 33, 2048, 2053, 5000}) {
-        const std::string what = a.name + " " + std::string(dtype_name(t)) + " n=" + std::to_string(n);
+        if (!takes(a, t)) continue;
+        const std::string what =
+            a.name + " " + std::string(dtype_name(t)) + " n=" + std::to_string(n);
         const Tensor x = make(make_x(size_t(n), seed++), {n}, t, kCpu);
         const Tensor g = make(random_values(size_t(n), -2, 2, seed++), {n}, t, kCpu);
         expect_matches(a, a.run(g, x), g, x, what);
@@ -112,6 +127,7 @@ TEST(ActivationBackward, EveryDtypeAndLengthMatchesFloat64) {
 TEST(ActivationBackward, TransposedAndExpandedOperands) {
   for (const Activation& a : activations())
     for (DType t : {DType::F32, DType::BF16}) {
+      if (!takes(a, t)) continue;
       const std::string what = a.name + " " + std::string(dtype_name(t));
       const Tensor x = make(make_x(40 * 70, 3), {40, 70}, t, kCpu).transpose(0, 1);
       const Tensor g = make(random_values(40 * 70, -2, 2, 4), {40, 70}, t, kCpu).transpose(0, 1);
@@ -147,6 +163,38 @@ TEST(ActivationBackward, AutogradFirstAndSecondDerivatives) {
   }
 }
 
+// The forward ops: each step rounded as the op sequence (x + 3, clamp, times x, over 6),
+// bfloat16 computed in float32 and rounded once.
+TEST(ActivationBackward, HardSigmoidFamilyForward) {
+  for (DType t : {DType::F32, DType::F64, DType::BF16})
+    for (int64_t n : {5, 16, 2053}) {
+      const Tensor x = make(make_x(size_t(n), 21), {n}, t, kCpu);
+      for (bool swish : {false, true}) {
+        const Tensor y = swish ? hardswish_op(x) : hardsigmoid_op(x);
+        const std::vector<double> got = y.to_vector<double>();
+        const std::vector<double> xv = x.to_vector<double>();
+        for (size_t i = 0; i < xv.size(); ++i) {
+          double want;
+          if (t != DType::F64) {  // float32 steps; bfloat16 rounded once at the end
+            const float xf = float(xv[i]);
+            float c = xf + 3.0f;
+            if (!std::isnan(c)) c = std::min(std::max(c, 0.0f), 6.0f);
+            want = round_to(double((swish ? xf * c : c) / 6.0f), t);
+          } else {
+            double c = xv[i] + 3;
+            if (!std::isnan(c)) c = std::min(std::max(c, 0.0), 6.0);
+            want = (swish ? xv[i] * c : c) / 6;
+          }
+          if (std::isnan(want)) {
+            EXPECT_TRUE(std::isnan(got[i])) << "x = " << xv[i];
+          } else {
+            EXPECT_EQ(got[i], want) << (swish ? "hardswish" : "hardsigmoid") << " x = " << xv[i];
+          }
+        }
+      }
+    }
+}
+
 TEST(ActivationBackward, RejectsBadInput) {
   const Tensor x = make({1, 2, 3}, {3}, DType::F32, kCpu);
   expect_error<TypeError>([&] { threshold_backward(x.to(DType::F64), x, 0.0); },
@@ -156,6 +204,8 @@ TEST(ActivationBackward, RejectsBadInput) {
       {"leaky_relu_backward", "self's shape [3], got [2]"});
   expect_error<TypeError>([&] { clamp_backward(x.to(DType::I64), x.to(DType::I64), 0.0, 1.0); },
                           {"clamp_backward", "int64"});
+  expect_error<TypeError>([&] { hardswish_op(x.to(DType::F16)); },
+                          {"hardswish", "float32, bfloat16 or float64", "float16"});
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "kiln/ops/copy.h"
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/factory.h"
+#include "kiln/ops/hard_sigmoid_family.h"
 #include "kiln/ops/random.h"
 
 namespace kiln::autograd {
@@ -108,6 +109,22 @@ Grads d_relu(const GradContext& ctx, const Grads& go) {
   Tensor y = ctx.output(0);
   if (fused_activation_grad(go[0], y)) return {threshold_backward(go[0], y, 0.0)};
   return {go[0] * gt(y, 0).to(go[0].dtype())};
+}
+
+// hardswish / hardsigmoid (hard_sigmoid_family.h), as PyTorch's vector loops: x = -3 takes
+// hardswish's lower piece, x = 3 its upper one; neither belongs to hardsigmoid's slope.
+Grads d_hardswish(const GradContext& ctx, const Grads& go) {
+  Tensor x = ctx.input(0);
+  if (fused_activation_grad(go[0], x)) return {hardswish_backward(go[0], x)};
+  Tensor upper = where(ge(x, Scalar(3.0)), go[0], go[0] * (x / 3.0 + 0.5));
+  return {where(le(x, Scalar(-3.0)), Scalar(0.0), upper)};
+}
+
+Grads d_hardsigmoid(const GradContext& ctx, const Grads& go) {
+  Tensor x = ctx.input(0);
+  if (fused_activation_grad(go[0], x)) return {hardsigmoid_backward(go[0], x)};
+  Tensor inside = logical_and(gt(x, Scalar(-3.0)), lt(x, Scalar(3.0)));
+  return {where(inside, go[0] * (1.0 / 6.0), Scalar(0.0))};
 }
 
 Grads d_softplus(const GradContext& ctx, const Grads& go) {
@@ -303,6 +320,8 @@ void register_elementwise_derivatives() {
   for (const char* n : {"floor", "ceil", "round", "trunc", "sign"}) register_derivative(n, d_zero_grad);
   register_derivative("gelu", d_gelu);
   register_derivative("softplus", d_softplus);
+  register_derivative("hardswish", d_hardswish);
+  register_derivative("hardsigmoid", d_hardsigmoid);
   register_derivative("leaky_relu", d_leaky_relu);
   register_derivative("clamp", d_clamp);
   register_derivative("nan_to_num", d_nan_to_num);

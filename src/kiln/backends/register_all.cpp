@@ -22,6 +22,7 @@ void register_pooling_ops();
 void register_normalization_ops();
 void register_group_norm_ops();       // group_norm.cpp
 void register_activation_backward_ops();  // activation_backward.cpp
+void register_hard_sigmoid_family_ops();  // hard_sigmoid_family.cpp
 void register_nll_loss_ops();
 void register_cross_entropy_rows_ops();
 void register_adam_step_op();
@@ -51,6 +52,7 @@ void register_norm_backward_kernels();
 void register_batch_norm_kernels();
 void register_group_norm_kernels();  // group_norm_kernels.cpp
 void register_activation_backward_kernels();  // activation_backward_kernels.cpp
+void register_hard_sigmoid_family_kernels();  // hard_sigmoid_family_kernels.cpp
 void register_nll_loss_kernels();
 void register_cross_entropy_rows_kernels();
 void register_adam_step_kernel();
@@ -92,6 +94,7 @@ void ensure_ops_registered() {
     ops::register_normalization_ops();
     ops::register_group_norm_ops();
     ops::register_activation_backward_ops();
+    ops::register_hard_sigmoid_family_ops();
     ops::register_nll_loss_ops();
     ops::register_cross_entropy_rows_ops();
     ops::register_adam_step_op();
@@ -118,6 +121,7 @@ void ensure_ops_registered() {
     cpu::register_batch_norm_kernels();
     cpu::register_group_norm_kernels();
     cpu::register_activation_backward_kernels();
+    cpu::register_hard_sigmoid_family_kernels();
     cpu::register_nll_loss_kernels();
     cpu::register_cross_entropy_rows_kernels();
     cpu::register_adam_step_kernel();

@@ -8,6 +8,7 @@
 #include "kiln/nn/functional.h"
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/factory.h"
+#include "kiln/ops/hard_sigmoid_family.h"
 #include "kiln/ops/indexing.h"
 #include "kiln/ops/pointwise_program.h"
 #include "kiln/ops/random.h"
@@ -39,6 +40,9 @@ Tensor hard_sigmoid_family(const Tensor& x, bool times_x) {
   if (times_x) p.steps.push_back({Op::Mul, 1, 0, Kind::Register, 1, false});
   p.steps.push_back({Op::Div, 1, 1, Kind::Scalar, 2, false});
   if (!records && pointwise_program_supported(x, p)) return pointwise_program(x, p);
+  // Recorded on the CPU: the ops with their one-pass derivatives (hard_sigmoid_family.h).
+  if (x.device().is_cpu() && (x.dtype() == DType::F32 || x.dtype() == DType::F64))
+    return times_x ? hardswish_op(x) : hardsigmoid_op(x);
   const Tensor c = clamp(add(x, Scalar(3.0)), kZero, Scalar(6.0));
   return div(times_x ? mul(x, c) : c, Scalar(6.0));
 }
@@ -68,13 +72,22 @@ Tensor hardtanh(const Tensor& x, double min_val, double max_val) {
 
 Tensor relu6(const Tensor& x) { return hardtanh(x, 0.0, 6.0); }
 
+// bfloat16 with a gradient to record on the CPU: the op itself, which computes in float32 and
+// rounds once (the conversions around it made four more passes).
+bool records_bf16_op(const Tensor& x) {
+  return x.dtype() == DType::BF16 && x.device().is_cpu() && autograd::is_grad_enabled() &&
+         autograd::requires_grad(x);
+}
+
 Tensor hardsigmoid(const Tensor& x) {
   check_floating(x, "hardsigmoid");
+  if (records_bf16_op(x)) return hardsigmoid_op(x);
   return rounded_once(x, [](const Tensor& v) { return hard_sigmoid_family(v, false); });
 }
 
 Tensor hardswish(const Tensor& x) {
   check_floating(x, "hardswish");
+  if (records_bf16_op(x)) return hardswish_op(x);
   return rounded_once(x, [](const Tensor& v) { return hard_sigmoid_family(v, true); });
 }
 
