@@ -82,19 +82,6 @@ def batch_norm_batch_stats(b, n):
             b.bind(n.results[k], b.add("Reshape", [stat, flat], [b.result_name(n, k)]))
 
 
-@translates("hardswish")
-def hardswish(b, n):
-    """HardSwish (opset 14): x * max(0, min(1, x / 6 + 1 / 2))."""
-    b.bind(n.results[0], b.add("HardSwish", [_x(b, n)], [b.result_name(n)]))
-
-
-@translates("hardsigmoid")
-def hardsigmoid(b, n):
-    """HardSigmoid with alpha 1/6 and beta 1/2: max(0, min(1, x / 6 + 1 / 2))."""
-    b.bind(n.results[0], b.add("HardSigmoid", [_x(b, n)], [b.result_name(n)], alpha=1.0 / 6,
-                               beta=0.5))
-
-
 @translates("native_group_norm")
 def group_norm(b, n):
     """Group norm spelled out (ONNX's GroupNormalization took per-group scales before opset 21):
