@@ -59,7 +59,7 @@ def batch_norm_batch_stats(b, n):
     appears for track_running_stats=False). BatchNormalization's inference form needs
     fixed statistics, so it is spelled out: (x - mean) / sqrt(biased var + eps) * w + b.
     Results: y, the per-channel mean and 1 / std."""
-    x_id, w_id, bias_id = n.inputs[:3]
+    x_id = n.inputs[0]
     dtype = b.dtype(x_id)
     shape = b.shape(x_id)
     axes = [0] + list(range(2, len(shape)))
@@ -71,15 +71,22 @@ def batch_norm_batch_stats(b, n):
     eps = b.const(float(n.attr("eps")), dtype)
     rstd = b.add("Reciprocal", [b.add("Sqrt", [b.add("Add", [var, eps])])])
     y = b.add("Mul", [centered, rstd])
+    _affine_and_statistics(b, n, y, channel, (mean, rstd), [shape[1]])
+
+
+def _affine_and_statistics(b, n, y, channel, stats, stat_shape):
+    """A normalisation's end: y times the weight plus the bias (both [C], broadcast as
+    `channel`), bound to result 0, and the statistics reshaped to stat_shape as results 1, 2."""
+    w_id, bias_id = n.inputs[1:3]
     if w_id >= 0:
         y = b.add("Mul", [y, b.add("Reshape", [b.name(w_id), b.ints(channel)])])
     if bias_id >= 0:
         y = b.add("Add", [y, b.add("Reshape", [b.name(bias_id), b.ints(channel)])])
     b.bind(n.results[0], b.add("Identity", [y], [b.result_name(n, 0)]))
-    for k, stat in ((1, mean), (2, rstd)):
+    for k, stat in zip((1, 2), stats):
         if n.results[k] in b.needed:
-            flat = b.ints([shape[1]])
-            b.bind(n.results[k], b.add("Reshape", [stat, flat], [b.result_name(n, k)]))
+            b.bind(n.results[k], b.add("Reshape", [stat, b.ints(stat_shape)],
+                                       [b.result_name(n, k)]))
 
 
 @translates("native_group_norm")
@@ -87,7 +94,7 @@ def group_norm(b, n):
     """Group norm spelled out (ONNX's GroupNormalization took per-group scales before opset 21):
     each sample's groups as rows of [N, G, -1], (x - mean) / sqrt(biased var + eps), back to
     x's shape, then the per-channel weight and bias. Results: y, mean and 1 / std, [N, G]."""
-    x_id, w_id, bias_id = n.inputs[:3]
+    x_id = n.inputs[0]
     dtype = b.dtype(x_id)
     shape = b.shape(x_id)
     groups = int(n.attr("num_groups"))
@@ -99,15 +106,7 @@ def group_norm(b, n):
     eps = b.const(float(n.attr("eps")), dtype)
     rstd = b.add("Reciprocal", [b.add("Sqrt", [b.add("Add", [var, eps])])])
     y = b.add("Reshape", [b.add("Mul", [centered, rstd]), b.ints(list(shape))])
-    if w_id >= 0:
-        y = b.add("Mul", [y, b.add("Reshape", [b.name(w_id), b.ints(channel)])])
-    if bias_id >= 0:
-        y = b.add("Add", [y, b.add("Reshape", [b.name(bias_id), b.ints(channel)])])
-    b.bind(n.results[0], b.add("Identity", [y], [b.result_name(n, 0)]))
-    for k, stat in ((1, mean), (2, rstd)):
-        if n.results[k] in b.needed:
-            flat = b.ints([shape[0], groups])
-            b.bind(n.results[k], b.add("Reshape", [stat, flat], [b.result_name(n, k)]))
+    _affine_and_statistics(b, n, y, channel, (mean, rstd), [shape[0], groups])
 
 
 @translates("convolution")
