@@ -23,7 +23,6 @@ std::vector<int64_t> dims_of(const GradContext& ctx) {
   return c.has_attr(0) ? c.ints_attr(0) : std::vector<int64_t>{};
 }
 
-// g has the reduced shape; returns it broadcast back to the input's shape.
 // A reduction's output (or its gradient) with the reduced dims kept as size 1, which
 // broadcasts against the input.
 Tensor with_kept_dims(const Tensor& g, const GradContext& ctx) {
@@ -35,6 +34,7 @@ Tensor with_kept_dims(const Tensor& g, const GradContext& ctx) {
   for (size_t i = 0; i < in_shape.size(); ++i) kept.push_back(mask[i] ? 1 : in_shape[i]);
   return reshape(g, kept);
 }
+// g has the reduced shape; returns it broadcast back to the input's shape.
 Tensor unreduce(const Tensor& g, const GradContext& ctx) {
   return expand(with_kept_dims(g, ctx), ctx.input_shapes[0]);
 }
