@@ -120,11 +120,13 @@ Grads d_logsumexp(const GradContext& ctx, const Grads& go) {
 Grads d_cumsum(const GradContext& ctx, const Grads& go) {
   int64_t dim = ctx.as_call().int_attr(0);
   if (ctx.input_shapes[0].empty()) return {go[0]};
-  // Reverse cumulative sum: flip, cumsum, flip.
-  // grad_in[i] = sum_{j >= i} g[j] = total - (cumsum(g)[i] - g[i]).
-  Tensor g = go[0];
+  // grad_in[i] = sum_{j >= i} g[j]: the reversed cumulative sum (flip, cumsum, flip, as
+  // PyTorch). The former total - cumsum(g) + g made four passes and lost the digits of a
+  // short tail under a large total.
+  // An expanded gradient (sum()'s) is copied dense first: flip walks it element by element.
+  Tensor g = go[0].is_contiguous() ? go[0] : go[0].contiguous();
   int64_t d = wrap_dim(dim, g.dim());
-  return {sum(g, {d}, true) - cumsum(g, d) + g};
+  return {flip(cumsum(flip(g, {d}), d), {d})};
 }
 // The fused backward op (one pass per row instead of four over the whole tensor) on the CPU
 // where no graph of the backward is recorded; the composite form elsewhere (other devices,
